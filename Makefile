@@ -1,0 +1,39 @@
+# Two commands set up a new machine: `make run` runs the platform, `make test` runs every test.
+GO      ?= go
+BIN     := bin
+GOBIN   := $(shell $(GO) env GOPATH)/bin
+export PATH := $(GOBIN):$(PATH)
+
+.DEFAULT_GOAL := help
+.PHONY: help run test bench lint fmt build loadtest services tools
+
+help: ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+services: ## start (and if needed install) Redis and PostgreSQL
+	@bash deploy/dev/services.sh
+
+tools: ## install the test suite's external programs (stripe-mock, chromium)
+	@bash deploy/dev/tools.sh
+
+build: ## build every binary into bin/
+	$(GO) build -o $(BIN)/ ./booking/cmd/... ./edge/cmd/... ./loadtest/cmd/...
+
+run: services build ## run the platform: edge on :8080, booking on :8081, payment simulator on :8082
+	@bash deploy/dev/run.sh
+
+test: services tools ## run every test (race detector on) against real Redis and PostgreSQL
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+bench: services build ## run the benchmarks and refresh BENCHMARKS.md
+	@bash deploy/dev/bench.sh
+
+loadtest: build ## run the smoke flash-crowd scenario against a running platform (BASE, default http://localhost:8080)
+	$(BIN)/loadtest -scenario smoke $(if $(BASE),-base $(BASE),)
+
+lint: ## go vet and gofmt check
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+fmt: ## format the code
+	gofmt -w $$(git ls-files '*.go')

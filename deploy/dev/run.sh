@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Runs the platform on this machine: payment simulator (:8082), booking (:8081) and the public edge (:8080).
+# Secrets are generated once into .run/secrets.env and kept, so tokens survive a restart. Ctrl-C stops everything
+# gracefully.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+mkdir -p .run
+
+if [ ! -f .run/secrets.env ]; then
+  rnd() { head -c "$1" /dev/urandom | base64 | tr -d '\n=' | tr '+/' '-_'; }
+  cat > .run/secrets.env <<EOS
+ADMIN_TOKEN=adm_$(rnd 24)
+STAFF_TOKEN=stf_$(rnd 24)
+AUTH_SECRET=$(rnd 48)
+ADMISSION_SIGNING_KEY=$(rnd 32 | head -c 43)
+TICKET_SIGNING_KEY=$(rnd 32 | head -c 43)
+PAYMENT_WEBHOOK_SECRET=whsec_$(rnd 24)
+EOS
+  # A 32-byte seed is 43 base64url characters; regenerate the two seeds exactly rather than trusting head -c.
+  seed() { head -c 32 /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '='; }
+  sed -i "s|^ADMISSION_SIGNING_KEY=.*|ADMISSION_SIGNING_KEY=$(seed)|; s|^TICKET_SIGNING_KEY=.*|TICKET_SIGNING_KEY=$(seed)|" .run/secrets.env
+fi
+set -a
+# shellcheck disable=SC1091
+. .run/secrets.env
+set +a
+
+export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/flashseat?sslmode=disable}
+export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379/0}
+export EDGE_ADDR=${EDGE_ADDR:-:8080} BOOKING_ADDR=${BOOKING_ADDR:-:8081} PAYSIM_ADDR=${PAYSIM_ADDR:-:8082}
+export BOOKING_URL=${BOOKING_URL:-http://127.0.0.1${BOOKING_ADDR}}
+export PAYMENT_GATEWAY_URL=${PAYMENT_GATEWAY_URL:-http://127.0.0.1${PAYSIM_ADDR}}
+export ADMISSION_JWKS_URL=${ADMISSION_JWKS_URL:-http://127.0.0.1${EDGE_ADDR}/.well-known/jwks.json}
+export SEED_DEMO=${SEED_DEMO:-true}
+
+db=$(sed -E 's|.*/([^/?]+)(\?.*)?$|\1|' <<<"$DATABASE_URL")
+psql "${DATABASE_URL/\/$db/\/postgres}" -Atc "select 1 from pg_database where datname='$db'" | grep -q 1 \
+  || psql "${DATABASE_URL/\/$db/\/postgres}" -qc "create database \"$db\""
+
+pids=()
+stop() { trap - INT TERM EXIT; kill -TERM "${pids[@]}" 2>/dev/null || true; wait "${pids[@]}" 2>/dev/null || true; }
+trap stop INT TERM EXIT
+
+bin/paysim >>.run/paysim.log 2>&1 & pids+=($!)
+bin/booking >>.run/booking.log 2>&1 & pids+=($!)
+for _ in $(seq 100); do curl -fsS "http://127.0.0.1${BOOKING_ADDR}/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+bin/edge >>.run/edge.log 2>&1 & pids+=($!)
+for _ in $(seq 100); do curl -fsS "http://127.0.0.1${EDGE_ADDR}/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+
+show=$(curl -fsS "http://127.0.0.1${EDGE_ADDR}/api/v1/events?city=Bangalore" | sed -nE 's/.*"showId":"([^"]+)".*/\1/p' | head -1)
+cat <<MSG
+
+  flashseat is running (logs in .run/*.log; Ctrl-C stops it)
+    edge (public)   http://localhost${EDGE_ADDR}
+    booking         http://localhost${BOOKING_ADDR}
+    demo show       http://localhost${EDGE_ADDR}/api/v1/shows/${show}/seats
+    seat map page   http://localhost${EDGE_ADDR}/shows/${show}
+    waiting room    http://localhost${EDGE_ADDR}/queue/${show}
+    admin token     ${ADMIN_TOKEN}
+
+MSG
+wait -n "${pids[@]}"

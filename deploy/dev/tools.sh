@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what the test suite drives besides Go itself: stripe-mock (the official Stripe API mock, a Go program)
+# for the Stripe adapter's tests, and Debian's Chromium for the waiting-room page's browser test.
+set -euo pipefail
+GOBIN=$(go env GOPATH)/bin
+STRIPE_MOCK_VERSION=v0.203.0
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+if [ ! -x "$GOBIN/stripe-mock" ]; then
+  echo "tools: installing stripe-mock $STRIPE_MOCK_VERSION" >&2
+  GOFLAGS= go install "github.com/stripe/stripe-mock@$STRIPE_MOCK_VERSION"
+fi
+if ! command -v chromium >/dev/null; then
+  echo "tools: installing chromium" >&2
+  as_root apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null
+fi

@@ -1,0 +1,167 @@
+// Package problem is the one error format edge, waitroom and booking answer with: RFC 9457 problem details,
+// served as application/problem+json. Each service maps its domain errors to a Problem in one place; this package
+// only knows how a Problem looks on the wire.
+package problem
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// ContentType is the media type of every error answer.
+const ContentType = "application/problem+json"
+
+// TypeBase prefixes every problem type; clients match on the slug after the last slash.
+const TypeBase = "https://flashseat.dev/problems/"
+
+// Slugs shared by the services. A problem type is TypeBase + slug.
+const (
+	BadRequest         = "bad-request"
+	Validation         = "validation"
+	Unauthorized       = "unauthorized"
+	Forbidden          = "forbidden"
+	QueueRequired      = "queue-required"
+	NotFound           = "not-found"
+	Conflict           = "conflict"
+	SeatsUnavailable   = "seats-unavailable"
+	Gone               = "gone"
+	PaymentDeclined    = "payment-declined"
+	PayloadTooLarge    = "payload-too-large"
+	UnsupportedMedia   = "unsupported-media-type"
+	MethodNotAllowed   = "method-not-allowed"
+	RateLimited        = "rate-limited"
+	Internal           = "internal"
+	BadGateway         = "bad-gateway"
+	GatewayTimeout     = "gateway-timeout"
+	ServiceUnavailable = "service-unavailable"
+)
+
+// Problem is an RFC 9457 problem details object. Extensions are serialised as top-level members beside the
+// standard ones (for example "unavailable", "alternatives", "queueUrl").
+type Problem struct {
+	Type       string
+	Title      string
+	Status     int
+	Detail     string
+	Instance   string
+	Extensions map[string]any
+}
+
+// New builds a problem of TypeBase+slug. The title defaults to the HTTP status text.
+func New(status int, slug, detail string) *Problem {
+	return &Problem{Type: TypeBase + slug, Title: http.StatusText(status), Status: status, Detail: detail}
+}
+
+// With adds an extension member and returns p for chaining.
+func (p *Problem) With(key string, value any) *Problem {
+	if p.Extensions == nil {
+		p.Extensions = map[string]any{}
+	}
+	p.Extensions[key] = value
+	return p
+}
+
+// Error lets a Problem travel as an error up to the service's error handler.
+func (p *Problem) Error() string {
+	if p.Detail == "" {
+		return strconv.Itoa(p.Status) + " " + p.Title
+	}
+	return strconv.Itoa(p.Status) + " " + p.Title + ": " + p.Detail
+}
+
+// MarshalJSON flattens the extensions beside the standard members; a standard member always wins a name clash.
+func (p *Problem) MarshalJSON() ([]byte, error) {
+	m := make(map[string]any, 5+len(p.Extensions))
+	for k, v := range p.Extensions {
+		m[k] = v
+	}
+	m["type"] = p.Type
+	m["title"] = p.Title
+	m["status"] = p.Status
+	if p.Detail != "" {
+		m["detail"] = p.Detail
+	}
+	if p.Instance != "" {
+		m["instance"] = p.Instance
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads a problem back, keeping unknown members as extensions (used by clients and tests).
+func (p *Problem) UnmarshalJSON(b []byte) error {
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*p = Problem{Extensions: map[string]any{}}
+	for k, v := range m {
+		switch k {
+		case "type":
+			p.Type, _ = v.(string)
+		case "title":
+			p.Title, _ = v.(string)
+		case "status":
+			f, _ := v.(float64)
+			p.Status = int(f)
+		case "detail":
+			p.Detail, _ = v.(string)
+		case "instance":
+			p.Instance, _ = v.(string)
+		default:
+			p.Extensions[k] = v
+		}
+	}
+	return nil
+}
+
+// Send writes p as the response.
+func Send(c *fiber.Ctx, p *Problem) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	c.Status(p.Status)
+	c.Set(fiber.HeaderContentType, ContentType)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Send(b)
+}
+
+// FromFiber turns fiber's own errors (unknown route, wrong method, body too large, bad request) into problems, so
+// that even failures that never reach a handler answer in the one format. It reports false for any other error.
+func FromFiber(err error) (*Problem, bool) {
+	var fe *fiber.Error
+	if !errors.As(err, &fe) {
+		return nil, false
+	}
+	slug := BadRequest
+	switch fe.Code {
+	case fiber.StatusNotFound:
+		slug = NotFound
+	case fiber.StatusMethodNotAllowed:
+		slug = MethodNotAllowed
+	case fiber.StatusRequestEntityTooLarge:
+		slug = PayloadTooLarge
+	case fiber.StatusUnsupportedMediaType:
+		slug = UnsupportedMedia
+	case fiber.StatusUnauthorized:
+		slug = Unauthorized
+	case fiber.StatusForbidden:
+		slug = Forbidden
+	case fiber.StatusTooManyRequests:
+		slug = RateLimited
+	case fiber.StatusServiceUnavailable:
+		slug = ServiceUnavailable
+	case fiber.StatusGatewayTimeout:
+		slug = GatewayTimeout
+	case fiber.StatusBadGateway:
+		slug = BadGateway
+	}
+	if fe.Code >= 500 && slug == BadRequest {
+		slug = Internal
+	}
+	return New(fe.Code, slug, fe.Message), true
+}
