@@ -1,0 +1,166 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// Row is one row of a hall layout.
+type Row struct {
+	Row      string `json:"row"`
+	Seats    int    `json:"seats"`
+	Category string `json:"category"`
+}
+
+// Hall is a hall to create.
+type Hall struct {
+	Name string `json:"name"`
+	Rows []Row  `json:"rows"`
+}
+
+// Venue is POST /admin/v1/venues's request.
+type Venue struct {
+	Name  string `json:"name"`
+	City  string `json:"city"`
+	Halls []Hall `json:"halls"`
+}
+
+// CreatedVenue is its answer.
+type CreatedVenue struct {
+	VenueID string `json:"venueId"`
+	Halls   []struct {
+		HallID string `json:"hallId"`
+		Name   string `json:"name"`
+		Seats  int    `json:"seats"`
+	} `json:"halls"`
+}
+
+// Event is POST /admin/v1/events's request.
+type Event struct {
+	Title           string `json:"title"`
+	Kind            string `json:"kind"`
+	Genre           string `json:"genre"`
+	Language        string `json:"language"`
+	DurationMinutes int    `json:"durationMinutes"`
+}
+
+// Show is POST /admin/v1/shows's request.
+type Show struct {
+	EventID      string           `json:"eventId"`
+	HallID       string           `json:"hallId"`
+	StartsAt     time.Time        `json:"startsAt"`
+	SaleStartsAt time.Time        `json:"saleStartsAt"`
+	Currency     string           `json:"currency"`
+	Prices       map[string]int64 `json:"prices"`
+}
+
+// QueueSettings is the body of PUT /admin/v1/shows/{id}/queue; GET adds the counters.
+type QueueSettings struct {
+	Enabled         bool    `json:"enabled"`
+	AdmitPerSecond  float64 `json:"admitPerSecond"`
+	MaxActive       int     `json:"maxActive"`
+	TokenTTLSeconds int     `json:"tokenTtlSeconds"`
+
+	Waiting       int `json:"waiting,omitempty"`
+	Active        int `json:"active,omitempty"`
+	AdmittedTotal int `json:"admittedTotal,omitempty"`
+}
+
+// ShowStats is GET /admin/v1/shows/{id}/stats.
+type ShowStats struct {
+	TotalSeats     int   `json:"totalSeats"`
+	Available      int   `json:"available"`
+	Held           int   `json:"held"`
+	Booked         int   `json:"booked"`
+	Revenue        int64 `json:"revenue"`
+	HoldsTotal     int64 `json:"holdsTotal"`
+	ConflictsTotal int64 `json:"conflictsTotal"`
+}
+
+// ShowDetail is GET /api/v1/shows/{id}.
+type ShowDetail struct {
+	ShowID         string           `json:"showId"`
+	EventID        string           `json:"eventId"`
+	Title          string           `json:"title"`
+	StartsAt       time.Time        `json:"startsAt"`
+	SaleStartsAt   time.Time        `json:"saleStartsAt"`
+	Currency       string           `json:"currency"`
+	Prices         map[string]int64 `json:"prices"`
+	AvailableSeats int              `json:"availableSeats"`
+	TotalSeats     int              `json:"totalSeats"`
+	QueueEnabled   bool             `json:"queueEnabled"`
+}
+
+func expect(what string, res Result, err error, want int) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if res.Status != want {
+		detail := ""
+		if res.Problem != nil {
+			detail = ": " + res.Problem.Detail
+		}
+		return fmt.Errorf("%s: status %d, want %d%s", what, res.Status, want, detail)
+	}
+	return nil
+}
+
+// CreateVenue creates a venue with its halls.
+func (c *Client) CreateVenue(ctx context.Context, v Venue) (CreatedVenue, error) {
+	var out CreatedVenue
+	res, err := c.do(ctx, call{method: http.MethodPost, path: "/admin/v1/venues", bearer: c.adminToken, body: v, out: &out})
+	return out, expect("create venue", res, err, http.StatusCreated)
+}
+
+// CreateEvent creates an event and returns its id.
+func (c *Client) CreateEvent(ctx context.Context, e Event) (string, error) {
+	var out struct {
+		EventID string `json:"eventId"`
+	}
+	res, err := c.do(ctx, call{method: http.MethodPost, path: "/admin/v1/events", bearer: c.adminToken, body: e, out: &out})
+	return out.EventID, expect("create event", res, err, http.StatusCreated)
+}
+
+// CreateShow creates a show and returns its id.
+func (c *Client) CreateShow(ctx context.Context, s Show) (string, error) {
+	var out struct {
+		ShowID string `json:"showId"`
+	}
+	res, err := c.do(ctx, call{method: http.MethodPost, path: "/admin/v1/shows", bearer: c.adminToken, body: s, out: &out})
+	return out.ShowID, expect("create show", res, err, http.StatusCreated)
+}
+
+// PutQueue sets a show's waiting-room settings.
+func (c *Client) PutQueue(ctx context.Context, showID string, q QueueSettings) (QueueSettings, error) {
+	var out QueueSettings
+	res, err := c.do(ctx, call{method: http.MethodPut, path: "/admin/v1/shows/" + url.PathEscape(showID) + "/queue",
+		bearer: c.adminToken, body: map[string]any{"enabled": q.Enabled, "admitPerSecond": q.AdmitPerSecond,
+			"maxActive": q.MaxActive, "tokenTtlSeconds": q.TokenTTLSeconds}, out: &out})
+	return out, expect("put queue", res, err, http.StatusOK)
+}
+
+// Queue reads a show's waiting-room settings and counters.
+func (c *Client) Queue(ctx context.Context, showID string) (QueueSettings, error) {
+	var out QueueSettings
+	res, err := c.do(ctx, call{method: http.MethodGet, path: "/admin/v1/shows/" + url.PathEscape(showID) + "/queue",
+		bearer: c.adminToken, out: &out})
+	return out, expect("get queue", res, err, http.StatusOK)
+}
+
+// Stats reads a show's seat counters.
+func (c *Client) Stats(ctx context.Context, showID string) (ShowStats, error) {
+	var out ShowStats
+	res, err := c.do(ctx, call{method: http.MethodGet, path: "/admin/v1/shows/" + url.PathEscape(showID) + "/stats",
+		bearer: c.adminToken, out: &out})
+	return out, expect("show stats", res, err, http.StatusOK)
+}
+
+// Show reads a show's public detail.
+func (c *Client) Show(ctx context.Context, showID string) (ShowDetail, error) {
+	var out ShowDetail
+	res, err := c.do(ctx, call{method: http.MethodGet, path: "/api/v1/shows/" + url.PathEscape(showID), out: &out})
+	return out, expect("show", res, err, http.StatusOK)
+}

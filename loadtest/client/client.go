@@ -1,0 +1,227 @@
+// Package client speaks flashseat's public HTTP contract (shared/API.md) the way a fan's browser or an operator's
+// script would, through the edge only. It decides nothing: every call returns what the server said (status,
+// decoded body, problem) and the crowd decides what that means.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/flashseat/flashseat/shared/problem"
+)
+
+// Client calls one platform. It is safe for concurrent use by any number of fans.
+type Client struct {
+	base       *url.URL
+	http       *http.Client // API calls: bounded by Timeout per request
+	stream     *http.Client // event streams: no overall timeout, they live as long as the wait
+	adminToken string
+	timeout    time.Duration
+}
+
+// Options tune a Client.
+type Options struct {
+	AdminToken string
+	Timeout    time.Duration // per API request; default 15s
+}
+
+// New returns a client of the platform at base sharing transport for every call, so that thousands of fans reuse a
+// pool of keep-alive connections instead of each dialling its own.
+func New(base string, transport http.RoundTripper, opt Options) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(base, "/"))
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("client: bad base URL %q", base)
+	}
+	if opt.Timeout <= 0 {
+		opt.Timeout = 15 * time.Second
+	}
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &Client{
+		base:       u,
+		http:       &http.Client{Transport: transport, CheckRedirect: noRedirect},
+		stream:     &http.Client{Transport: transport, CheckRedirect: noRedirect},
+		adminToken: opt.AdminToken,
+		timeout:    opt.Timeout,
+	}, nil
+}
+
+// Base is the platform's base URL.
+func (c *Client) Base() string { return c.base.String() }
+
+// NewTransport is the one transport a run shares. Without a large idle pool per host, Go keeps only two idle
+// connections per host and a crowd on one host ends up dialling (and leaving in TIME_WAIT) a socket per request.
+// sources > 1 spreads outgoing connections over 127.0.0.1..127.0.0.sources so that a crowd larger than the
+// ephemeral port range can still hold its event streams open against a loopback target.
+func NewTransport(maxConns, sources int) *http.Transport {
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	dial := d.DialContext
+	if sources > 1 {
+		var n atomic.Uint64
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			host, _, _ := net.SplitHostPort(addr)
+			if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() || ip.To4() == nil {
+				return d.DialContext(ctx, network, addr)
+			}
+			i := n.Add(1) % uint64(sources)
+			ld := *d
+			ld.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(1+i))}
+			return ld.DialContext(ctx, network, addr)
+		}
+	}
+	return &http.Transport{
+		Proxy:                 nil, // a load test must never wander through an environment proxy
+		DialContext:           dial,
+		MaxIdleConns:          maxConns,
+		MaxIdleConnsPerHost:   maxConns,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+	}
+}
+
+// Result is what the server answered to one call.
+type Result struct {
+	Status     int              // 0 when no answer came (Err says why)
+	Problem    *problem.Problem // the problem+json body of an error answer, when it had one
+	RetryAfter time.Duration    // from a Retry-After header, if any
+}
+
+// ErrDecode marks an answer whose body did not match the contract.
+var ErrDecode = errors.New("client: body does not match the contract")
+
+type call struct {
+	method, path string
+	query        url.Values
+	bearer       string
+	admission    string
+	idemKey      string
+	body         any
+	out          any // decoded on 2xx
+}
+
+func (c *Client) do(ctx context.Context, k call) (Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	u := *c.base
+	u.Path = c.base.Path + k.path
+	u.RawQuery = k.query.Encode()
+	var body io.Reader
+	if k.body != nil {
+		b, err := json.Marshal(k.body)
+		if err != nil {
+			return Result{}, err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, k.method, u.String(), body)
+	if err != nil {
+		return Result{}, err
+	}
+	if k.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if k.bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+k.bearer)
+	}
+	if k.admission != "" {
+		req.Header.Set("X-Admission-Token", k.admission)
+	}
+	if k.idemKey != "" {
+		req.Header.Set("Idempotency-Key", k.idemKey)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return Result{}, err
+	}
+	defer resp.Body.Close()
+	res := Result{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return res, err
+	}
+	if resp.StatusCode >= 300 {
+		var p problem.Problem
+		if json.Unmarshal(b, &p) == nil && p.Status != 0 {
+			res.Problem = &p
+		}
+		return res, nil
+	}
+	if k.out != nil && len(b) > 0 {
+		if err := json.Unmarshal(b, k.out); err != nil {
+			return res, fmt.Errorf("%w: %s %s: %v", ErrDecode, k.method, k.path, err)
+		}
+	}
+	return res, nil
+}
+
+func retryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return time.Until(t)
+	}
+	return 0
+}
+
+// Outcome condenses a call into the label reports count: the status, or the kind of failure when none came.
+func Outcome(res Result, err error) string {
+	if res.Status != 0 {
+		return strconv.Itoa(res.Status)
+	}
+	switch {
+	case err == nil:
+		return "err:none"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "err:timeout"
+	case errors.Is(err, context.Canceled):
+		return "err:cancelled"
+	case errors.Is(err, ErrDecode):
+		return "err:decode"
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "err:timeout"
+	}
+	return "err:conn"
+}
+
+// ProblemSlug is the last path segment of a problem's type ("seats-unavailable"), or "".
+func (r Result) ProblemSlug() string {
+	if r.Problem == nil {
+		return ""
+	}
+	t := r.Problem.Type
+	return t[strings.LastIndex(t, "/")+1:]
+}
+
+// StringList reads an extension member that holds a list of strings (for example "alternatives").
+func (r Result) StringList(name string) []string {
+	if r.Problem == nil {
+		return nil
+	}
+	raw, _ := r.Problem.Extensions[name].([]any)
+	out := make([]string, 0, len(raw))
+	for _, v := range raw {
+		if s, ok := v.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,81 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/r3labs/sse/v2"
+	"gopkg.in/cenkalti/backoff.v1"
+)
+
+// QueueEvent is one event of GET /queue/{showId}/events.
+type QueueEvent struct {
+	Kind           string    // position, admitted, sold_out, closed (or whatever else the server sends)
+	Position       int       `json:"position"`
+	EtaSeconds     float64   `json:"etaSeconds"`
+	AdmissionToken string    `json:"admissionToken"`
+	ExpiresAt      time.Time `json:"expiresAt"`
+}
+
+// ErrStreamRefused is returned when the server answered the stream request with a 4xx: retrying cannot help.
+var ErrStreamRefused = errors.New("client: event stream refused")
+
+// Follow streams the fan's queue events to handle until handle returns false, ctx ends, or the server ends the
+// stream for good. It authenticates with ?access_token=, as a browser's EventSource must. The r3labs client
+// reconnects on a dropped connection, sending Last-Event-ID so the server can resume; its default policy retries
+// for 15 minutes even after ctx ends, so the policy here is bound to ctx and to a few tries.
+func (c *Client) Follow(ctx context.Context, user, showID string, handle func(QueueEvent) bool) error {
+	u := *c.base
+	u.Path = c.base.Path + "/queue/" + url.PathEscape(showID) + "/events"
+	u.RawQuery = url.Values{"access_token": {user}}.Encode()
+
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	s := sse.NewClient(u.String())
+	s.Connection = c.stream
+	eb := backoff.NewExponentialBackOff()
+	eb.InitialInterval = 200 * time.Millisecond
+	eb.MaxInterval = 2 * time.Second
+	s.ReconnectStrategy = backoff.WithContext(backoff.WithMaxTries(eb, 8), ctx)
+	s.ResponseValidator = func(_ *sse.Client, resp *http.Response) error {
+		if resp.StatusCode == http.StatusOK {
+			return nil
+		}
+		resp.Body.Close()
+		err := fmt.Errorf("%w: status %d", ErrStreamRefused, resp.StatusCode)
+		if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests {
+			return backoff.Permanent(err)
+		}
+		return err
+	}
+
+	var stopped bool
+	err := s.SubscribeRawWithContext(ctx, func(msg *sse.Event) {
+		if stopped {
+			return
+		}
+		ev := QueueEvent{Kind: string(msg.Event)}
+		if len(msg.Data) > 0 && msg.Data[0] == '{' {
+			_ = json.Unmarshal(msg.Data, &ev) // a malformed event is passed on with its kind only
+		}
+		if ev.Kind == "" {
+			ev.Kind = "message"
+		}
+		if !handle(ev) {
+			stopped = true
+			stop()
+		}
+	})
+	if stopped {
+		return nil
+	}
+	if err == nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}

@@ -1,0 +1,131 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// Guest is a fan's identity.
+type Guest struct {
+	UserID string `json:"userId"`
+	Token  string `json:"token"`
+}
+
+// NewGuest asks for a guest identity.
+func (c *Client) NewGuest(ctx context.Context) (Guest, Result, error) {
+	var g Guest
+	res, err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/auth/guest", out: &g})
+	return g, res, err
+}
+
+// QueueState is the answer of join and status.
+type QueueState struct {
+	Status         string    `json:"status"` // waiting, admitted, sold_out, closed
+	Position       int       `json:"position"`
+	EtaSeconds     float64   `json:"etaSeconds"`
+	AdmissionToken string    `json:"admissionToken"`
+	ExpiresAt      time.Time `json:"expiresAt"`
+}
+
+// Join puts the fan in the show's queue (or finds its existing place).
+func (c *Client) Join(ctx context.Context, user, showID string) (QueueState, Result, error) {
+	var q QueueState
+	res, err := c.do(ctx, call{method: http.MethodPost, path: "/queue/" + url.PathEscape(showID) + "/join", bearer: user, out: &q})
+	return q, res, err
+}
+
+// QueueStatus polls the fan's place; when admitted it carries the admission token.
+func (c *Client) QueueStatus(ctx context.Context, user, showID string) (QueueState, Result, error) {
+	var q QueueState
+	res, err := c.do(ctx, call{method: http.MethodGet, path: "/queue/" + url.PathEscape(showID) + "/status", bearer: user, out: &q})
+	return q, res, err
+}
+
+// Seat is one seat of a seat map.
+type Seat struct {
+	SeatID   string `json:"seatId"`
+	Row      string `json:"row"`
+	Number   int    `json:"number"`
+	Category string `json:"category"`
+	Price    int64  `json:"price"`
+	Status   string `json:"status"` // AVAILABLE, HELD, BOOKED
+}
+
+// SeatMap is GET /api/v1/shows/{id}/seats.
+type SeatMap struct {
+	ShowID string `json:"showId"`
+	Seats  []Seat `json:"seats"`
+}
+
+// Seats fetches the seat map. admission may be empty (a show without a queue, or a probe the gate must refuse).
+func (c *Client) Seats(ctx context.Context, user, admission, showID string) (SeatMap, Result, error) {
+	var m SeatMap
+	res, err := c.do(ctx, call{method: http.MethodGet, path: "/api/v1/shows/" + url.PathEscape(showID) + "/seats",
+		bearer: user, admission: admission, out: &m})
+	return m, res, err
+}
+
+// Ticket is one seat's ticket of a confirmed booking.
+type Ticket struct {
+	TicketID string `json:"ticketId"`
+	SeatID   string `json:"seatId"`
+	Code     string `json:"code"`
+}
+
+// Booking is the body of hold, pay and GET booking.
+type Booking struct {
+	BookingID   string    `json:"bookingId"`
+	Status      string    `json:"status"`
+	ShowID      string    `json:"showId"`
+	SeatIDs     []string  `json:"seatIds"`
+	ExpiresAt   time.Time `json:"expiresAt"`
+	TotalAmount int64     `json:"totalAmount"`
+	Currency    string    `json:"currency"`
+	PaymentID   string    `json:"paymentId"`
+	Tickets     []Ticket  `json:"tickets"`
+}
+
+// Hold asks for seats. On 409 the result's problem carries "unavailable" and "alternatives".
+func (c *Client) Hold(ctx context.Context, user, admission, showID string, seatIDs []string, idemKey string) (Booking, Result, error) {
+	var b Booking
+	res, err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/bookings/hold", bearer: user, admission: admission,
+		idemKey: idemKey, body: map[string]any{"showId": showID, "seatIds": seatIDs}, out: &b})
+	return b, res, err
+}
+
+// Pay pays a held booking with a test payment method.
+func (c *Client) Pay(ctx context.Context, user, admission, bookingID, method, idemKey string) (Booking, Result, error) {
+	var b Booking
+	res, err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/bookings/" + url.PathEscape(bookingID) + "/pay",
+		bearer: user, admission: admission, idemKey: idemKey, body: map[string]string{"paymentMethod": method}, out: &b})
+	return b, res, err
+}
+
+// Booking reads a booking back.
+func (c *Client) Booking(ctx context.Context, user, admission, bookingID string) (Booking, Result, error) {
+	var b Booking
+	res, err := c.do(ctx, call{method: http.MethodGet, path: "/api/v1/bookings/" + url.PathEscape(bookingID),
+		bearer: user, admission: admission, out: &b})
+	return b, res, err
+}
+
+// Cancel releases a HELD booking.
+func (c *Client) Cancel(ctx context.Context, user, admission, bookingID string) (Result, error) {
+	return c.do(ctx, call{method: http.MethodDelete, path: "/api/v1/bookings/" + url.PathEscape(bookingID),
+		bearer: user, admission: admission})
+}
+
+// HoldAt is Hold against another route with the same contract, such as the row-lock baseline's.
+func (c *Client) HoldAt(ctx context.Context, path, user, showID string, seatIDs []string, idemKey string) (Booking, Result, error) {
+	var b Booking
+	res, err := c.do(ctx, call{method: http.MethodPost, path: path, bearer: user, idemKey: idemKey,
+		body: map[string]any{"showId": showID, "seatIds": seatIDs}, out: &b})
+	return b, res, err
+}
+
+// DeleteAt is Cancel against another route with the same contract.
+func (c *Client) DeleteAt(ctx context.Context, path, user string) (Result, error) {
+	return c.do(ctx, call{method: http.MethodDelete, path: path, bearer: user})
+}

@@ -1,0 +1,197 @@
+// Package crowd plays a scenario against a running platform through its public HTTP contract: it sets up the show
+// through the operator API, releases the fans (or the hold-storm clients) on schedule, samples the operator's
+// counters while they run, and hands back the raw record for the report and the checker.
+package crowd
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flashseat/flashseat/loadtest"
+	"github.com/flashseat/flashseat/loadtest/client"
+)
+
+// Config is one run.
+type Config struct {
+	Client   *client.Client
+	Scenario loadtest.Scenario
+	ShowID   string // play against this existing show instead of creating one
+	Seed     uint64 // fans' random choices; 0 picks one
+	Sample   time.Duration
+	Log      *slog.Logger
+
+	// Baseline, when set, is the row-lock design's hold endpoint, stormed after the platform in the same run.
+	Baseline Holder
+}
+
+// Holder is what a hold-storm hammers: the platform's hold API, or the row-lock baseline's.
+type Holder interface {
+	Hold(ctx context.Context, user, showID string, seatIDs []string) (bookingID string, res client.Result, err error)
+	Release(ctx context.Context, user, showID, bookingID string) (client.Result, error)
+}
+
+// Crowd is one run in progress.
+type Crowd struct {
+	c      *client.Client
+	sc     loadtest.Scenario
+	showID string
+	rec    *loadtest.Recorder
+	runCtx context.Context
+	log    *slog.Logger
+
+	streamFailures atomic.Int64
+	stormWindow    [2]time.Duration
+	noSeatsOnce    sync.Once
+	noSeatsAt      atomic.Int64 // offset in ns at which a fan first found no seat AVAILABLE
+}
+
+func (cr *Crowd) noSeats(t time.Time) {
+	cr.noSeatsOnce.Do(func() { cr.noSeatsAt.Store(int64(cr.rec.Since(t))) })
+}
+
+// Play runs cfg's scenario to its end or to its time bound, whichever comes first.
+func Play(ctx context.Context, cfg Config) (*loadtest.Run, error) {
+	sc := cfg.Scenario
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = rand.Uint64()
+	}
+	if cfg.Sample <= 0 {
+		cfg.Sample = 500 * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(ctx, sc.Duration)
+	defer cancel()
+
+	start := time.Now()
+	runID := fmt.Sprintf("%d", start.UnixNano())
+	showID := cfg.ShowID
+	var opens time.Time
+	if showID == "" {
+		var err error
+		showID, opens, err = Setup(ctx, cfg.Client, sc, runID)
+		if err != nil {
+			return nil, fmt.Errorf("setup: %w", err)
+		}
+	} else {
+		d, err := cfg.Client.Show(ctx, showID)
+		if err != nil {
+			return nil, fmt.Errorf("setup: %w", err)
+		}
+		opens = d.SaleStartsAt
+		if err := ConfigureQueue(ctx, cfg.Client, sc, showID); err != nil {
+			return nil, fmt.Errorf("setup: %w", err)
+		}
+	}
+	cfg.Log.Info("show ready", "show", showID, "saleOpens", opens.Format(time.RFC3339), "fans", sc.Fans)
+
+	rec := loadtest.NewRecorder(start)
+	cr := &Crowd{c: cfg.Client, sc: sc, showID: showID, rec: rec, runCtx: ctx, log: cfg.Log}
+	cr.noSeatsAt.Store(-1)
+	run := &loadtest.Run{Scenario: sc, Target: cfg.Client.Base(), ShowID: showID, StartedAt: start,
+		SaleOpens: opens.Sub(start)}
+
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	samples := make(chan []loadtest.QueueSample, 1)
+	go func() { samples <- cr.sample(sampleCtx, cfg.Sample) }()
+
+	switch sc.Mode {
+	case loadtest.ModeQueue:
+		run.Fans = cr.queue(ctx, cfg.Seed)
+	case loadtest.ModeHoldStorm:
+		run.Fans = cr.storm(ctx, cfg.Seed, opens, platformHolder{cfg.Client})
+	}
+	stopSampling()
+	run.Timeline = <-samples
+	run.Steps = rec.Samples()
+	run.Elapsed = time.Since(start)
+	if at := cr.noSeatsAt.Load(); at >= 0 {
+		run.NoSeatsAt = time.Duration(at)
+	}
+	run.StreamFailures = int(cr.streamFailures.Load())
+	run.StormFrom, run.StormTo = cr.stormWindow[0], cr.stormWindow[1]
+
+	if sc.Mode == loadtest.ModeHoldStorm && cfg.Baseline != nil {
+		b, err := playBaseline(ctx, cfg, opens)
+		if err != nil {
+			return run, fmt.Errorf("baseline: %w", err)
+		}
+		run.Baseline = b
+	}
+	return run, nil
+}
+
+// queue releases sc.Fans fans spread over the ramp and waits for every one to finish.
+func (cr *Crowd) queue(ctx context.Context, seed uint64) []*loadtest.Fan {
+	sc := cr.sc
+	fans := make([]*loadtest.Fan, sc.Fans)
+	var wg sync.WaitGroup
+	master := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	for i := range fans {
+		f := &loadtest.Fan{ID: i}
+		fans[i] = f
+		rng := rand.New(rand.NewPCG(master.Uint64(), master.Uint64()))
+		p := &fan{cr: cr, f: f, rng: rng,
+			hot:   rng.Float64() < sc.HotShare,
+			size:  sc.GroupMin + rng.IntN(sc.GroupMax-sc.GroupMin+1),
+			probe: rng.Float64() < sc.ProbeShare}
+		f.Pay = sc.Pay.Pick(rng.Float64())
+		arrive := time.Duration(0)
+		if sc.Fans > 1 {
+			arrive = sc.Ramp * time.Duration(i) / time.Duration(sc.Fans-1)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !wait(ctx, arrive) && arrive > 0 {
+				p.end(loadtest.OutcomeCutOff, "run ended before arrival")
+				return
+			}
+			f.Arrived = cr.rec.Since(time.Now())
+			fctx, cancel := context.WithTimeout(ctx, sc.Patience)
+			defer cancel()
+			p.play(fctx)
+		}()
+	}
+	wg.Wait()
+	return fans
+}
+
+// sample reads the operator's counters every interval until ctx ends. A failed read is skipped: the sampler
+// observes, it must not end the run.
+func (cr *Crowd) sample(ctx context.Context, every time.Duration) []loadtest.QueueSample {
+	var out []loadtest.QueueSample
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		s := loadtest.QueueSample{At: cr.rec.Since(time.Now()), Waiting: -1, Active: -1, AdmittedTotal: -1}
+		ok := false
+		if cr.sc.Mode == loadtest.ModeQueue {
+			if q, err := cr.c.Queue(ctx, cr.showID); err == nil {
+				s.Waiting, s.Active, s.AdmittedTotal, ok = q.Waiting, q.Active, q.AdmittedTotal, true
+			}
+		}
+		if st, err := cr.c.Stats(ctx, cr.showID); err == nil {
+			s.Available, s.Held, s.Booked, ok = st.Available, st.Held, st.Booked, true
+		} else {
+			s.Available, s.Held, s.Booked = -1, -1, -1
+		}
+		if ok {
+			out = append(out, s)
+		}
+		select {
+		case <-ctx.Done():
+			return out
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,432 @@
+package crowd
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/flashseat/flashseat/loadtest"
+	"github.com/flashseat/flashseat/loadtest/client"
+)
+
+// fan plays one fan of a queued sale from arrival to outcome. It owns f until it returns.
+type fan struct {
+	cr   *Crowd
+	f    *loadtest.Fan
+	rng  *rand.Rand
+	user string
+	adm  string
+	hot  bool
+	size int
+
+	probe bool // still has to try a booking route without admission
+}
+
+func (p *fan) obs(step loadtest.Step, began time.Time, res client.Result, err error) {
+	p.cr.rec.Observe(step, began, client.Outcome(res, err))
+}
+
+// wait sleeps d (or what the server asked for), bounded by ctx.
+func wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		d = 100 * time.Millisecond
+	}
+	if d > 5*time.Second {
+		d = 5 * time.Second
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// busy reports answers that mean "not now": rate limited, overloaded. The fan waits and asks again.
+func busy(res client.Result) bool {
+	return res.Status == http.StatusTooManyRequests || res.Status == http.StatusServiceUnavailable
+}
+
+func (p *fan) end(outcome, detail string) {
+	p.f.Outcome, p.f.Detail = outcome, detail
+}
+
+// cutOff classifies an end caused by the run's or the fan's own deadline.
+func (p *fan) cutOff(ctx context.Context) {
+	if p.cr.runCtx.Err() != nil {
+		p.end(loadtest.OutcomeCutOff, "run time bound")
+		return
+	}
+	p.end(loadtest.OutcomePatience, "patience ran out")
+	_ = ctx
+}
+
+func (p *fan) play(ctx context.Context) {
+	c := p.cr.c
+	// A guest identity, retried while the platform says it is busy.
+	for {
+		began := time.Now()
+		g, res, err := c.NewGuest(ctx)
+		p.obs(loadtest.StepAuth, began, res, err)
+		if res.Status == http.StatusCreated && g.Token != "" {
+			p.user, p.f.UserID = g.Token, g.UserID
+			break
+		}
+		if ctx.Err() != nil {
+			p.cutOff(ctx)
+			return
+		}
+		if !busy(res) && err == nil {
+			p.end(loadtest.OutcomeError, "guest: status "+client.Outcome(res, err))
+			return
+		}
+		if !wait(ctx, res.RetryAfter) {
+			p.cutOff(ctx)
+			return
+		}
+	}
+
+	var q client.QueueState
+	for {
+		began := time.Now()
+		var res client.Result
+		var err error
+		q, res, err = c.Join(ctx, p.user, p.cr.showID)
+		p.obs(loadtest.StepJoin, began, res, err)
+		if res.Status == http.StatusOK {
+			p.f.Joined, p.f.JoinStatus = p.cr.rec.Since(time.Now()), q.Status
+			break
+		}
+		if ctx.Err() != nil {
+			p.cutOff(ctx)
+			return
+		}
+		if !busy(res) && err == nil {
+			p.end(loadtest.OutcomeError, "join: status "+client.Outcome(res, err))
+			return
+		}
+		if !wait(ctx, res.RetryAfter) {
+			p.cutOff(ctx)
+			return
+		}
+	}
+	joined := time.Now()
+	switch q.Status {
+	case "sold_out":
+		p.end(loadtest.OutcomeSoldOut, "join: sold_out")
+		return
+	case "closed":
+		p.end(loadtest.OutcomeClosed, "join: closed")
+		return
+	}
+	if q.Position > 0 {
+		p.position(q.Position)
+	}
+
+	status := p.await(ctx, q)
+	switch status {
+	case "admitted":
+		p.cr.rec.Observe(loadtest.StepAdmitted, joined, "admitted")
+	case "sold_out":
+		p.end(loadtest.OutcomeSoldOut, "queue: sold_out")
+		return
+	case "closed":
+		p.end(loadtest.OutcomeClosed, "queue: closed")
+		return
+	default:
+		p.cutOff(ctx)
+		return
+	}
+	p.book(ctx)
+}
+
+// position records a place in the queue, and makes the first probe of a probing fan while it waits.
+func (p *fan) position(pos int) {
+	now := time.Now()
+	p.f.Positions = append(p.f.Positions, loadtest.PositionObs{At: p.cr.rec.Since(now), Position: pos})
+}
+
+// runProbe tries the seat map without an admission token and then with the fan's user token posing as one; the
+// gate must refuse both. It runs while the fan is provably not admitted (before the admitted event).
+func (p *fan) runProbe(ctx context.Context) {
+	p.probe = false
+	for _, adm := range []string{"", p.user} {
+		began := time.Now()
+		_, res, err := p.cr.c.Seats(ctx, p.user, adm, p.cr.showID)
+		p.obs(loadtest.StepProbe, began, res, err)
+		p.f.Probes = append(p.f.Probes, loadtest.Probe{At: p.cr.rec.Since(time.Now()), Status: res.Status})
+	}
+}
+
+// await follows the fan's place over SSE until admitted, sold out or closed, and falls back to polling status if
+// the stream cannot be held. It returns the final status ("" when ctx ended first).
+func (p *fan) await(ctx context.Context, q client.QueueState) string {
+	if q.Status == "admitted" {
+		// Join may already admit; the token comes with status (or the stream's admitted event).
+		if st, res, err := p.cr.c.QueueStatus(ctx, p.user, p.cr.showID); err == nil && res.Status == http.StatusOK &&
+			st.Status == "admitted" && st.AdmissionToken != "" {
+			p.admit(st.AdmissionToken)
+			return "admitted"
+		}
+	}
+	final := ""
+	err := p.cr.c.Follow(ctx, p.user, p.cr.showID, func(ev client.QueueEvent) bool {
+		switch ev.Kind {
+		case "position":
+			if ev.Position > 0 {
+				p.position(ev.Position)
+			}
+			if p.probe {
+				p.runProbe(ctx)
+			}
+		case "admitted":
+			if ev.AdmissionToken == "" {
+				return true
+			}
+			p.admit(ev.AdmissionToken)
+			final = "admitted"
+			return false
+		case "sold_out", "closed":
+			final = ev.Kind
+			return false
+		}
+		return true
+	})
+	if final != "" || ctx.Err() != nil {
+		return final
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		p.cr.streamFailures.Add(1)
+	}
+	// The stream ended without a verdict: poll, as the contract's fallback for clients that cannot hold a stream.
+	for {
+		began := time.Now()
+		st, res, err := p.cr.c.QueueStatus(ctx, p.user, p.cr.showID)
+		p.obs(loadtest.StepJoin, began, res, err)
+		if res.Status == http.StatusOK {
+			switch st.Status {
+			case "admitted":
+				if st.AdmissionToken != "" {
+					p.admit(st.AdmissionToken)
+					return "admitted"
+				}
+			case "sold_out", "closed":
+				return st.Status
+			default:
+				if st.Position > 0 {
+					p.position(st.Position)
+				}
+			}
+		}
+		d := res.RetryAfter
+		if d <= 0 {
+			d = time.Second
+		}
+		if !wait(ctx, d) {
+			return ""
+		}
+	}
+}
+
+func (p *fan) admit(tok string) {
+	p.adm, p.f.Token = tok, tok
+	p.f.Admitted, p.f.AdmittedAt = true, p.cr.rec.Since(time.Now())
+}
+
+// book fetches the seat map, holds seats (retrying a conflict with the offered alternatives), and pays.
+func (p *fan) book(ctx context.Context) {
+	sc := p.cr.sc
+	c := p.cr.c
+	var want []string
+	for attempts := 0; attempts < sc.MaxHoldAttempts; {
+		if ctx.Err() != nil {
+			p.cutOff(ctx)
+			return
+		}
+		if want == nil {
+			began := time.Now()
+			m, res, err := c.Seats(ctx, p.user, p.adm, p.cr.showID)
+			p.obs(loadtest.StepSeatMap, began, res, err)
+			p.tokenAnswer(res)
+			switch {
+			case res.Status == http.StatusOK:
+			case busy(res) || (err != nil && ctx.Err() == nil):
+				wait(ctx, res.RetryAfter)
+				continue
+			case res.Status == http.StatusForbidden || res.Status == http.StatusUnauthorized:
+				p.end(loadtest.OutcomeRefused, "seat map: admission token refused")
+				return
+			default:
+				p.end(loadtest.OutcomeError, "seat map: "+client.Outcome(res, err))
+				return
+			}
+			want = Choose(m.Seats, p.size, p.hot, p.rng)
+			if want == nil {
+				p.cr.noSeats(time.Now())
+				p.end(loadtest.OutcomeSoldOut, "no seat AVAILABLE")
+				return
+			}
+		}
+		attempts++
+		key := uuid.NewString()
+		var b client.Booking
+		var res client.Result
+		var err error
+		for try := 0; try < 2; try++ { // a lost answer is retried with the same key: that is what the key is for
+			began := time.Now()
+			b, res, err = c.Hold(ctx, p.user, p.adm, p.cr.showID, want, key)
+			p.obs(loadtest.StepHold, began, res, err)
+			if res.Status != 0 || ctx.Err() != nil {
+				break
+			}
+		}
+		p.tokenAnswer(res)
+		switch {
+		case res.Status == http.StatusCreated:
+			p.f.Holds++
+			p.f.BookingID, p.f.SeatIDs = b.BookingID, want
+			p.pay(ctx, b)
+			return
+		case res.Status == http.StatusConflict:
+			p.f.Conflicts++
+			alt := res.StringList("alternatives")
+			if len(alt) > 0 && len(alt) <= sc.GroupMax {
+				want = alt
+			} else {
+				want = nil
+			}
+		case busy(res):
+			wait(ctx, res.RetryAfter)
+		case res.Status == http.StatusForbidden || res.Status == http.StatusUnauthorized:
+			p.end(loadtest.OutcomeRefused, "hold: admission token refused")
+			return
+		case res.Status == 0:
+			want = nil
+		default:
+			p.end(loadtest.OutcomeError, "hold: "+client.Outcome(res, err)+" "+res.ProblemSlug())
+			return
+		}
+	}
+	p.end(loadtest.OutcomePatience, "no hold after max attempts")
+}
+
+// tokenAnswer keeps the first answer to a request made with the admission token.
+func (p *fan) tokenAnswer(res client.Result) {
+	if p.f.TokenStatus == 0 && res.Status != 0 && !busy(res) {
+		p.f.TokenStatus = res.Status
+	}
+}
+
+// pay plays the fan's payment behaviour on a fresh hold.
+func (p *fan) pay(ctx context.Context, b client.Booking) {
+	switch p.f.Pay {
+	case loadtest.PayAbandon:
+		p.end(loadtest.OutcomeAbandoned, "")
+		return
+	case loadtest.PayDeclinedThenOK:
+		if st := p.payWith(ctx, b.BookingID, "pm_card_declined"); st != http.StatusPaymentRequired {
+			p.settle(ctx, b.BookingID, st, "pm_card_declined")
+			return
+		}
+		p.settle(ctx, b.BookingID, p.payWith(ctx, b.BookingID, "pm_card_ok"), "pm_card_ok")
+	case loadtest.PaySlow:
+		p.settle(ctx, b.BookingID, p.payWith(ctx, b.BookingID, "pm_card_slow"), "pm_card_slow")
+	case loadtest.PayError:
+		st := p.payWith(ctx, b.BookingID, "pm_card_error")
+		if st == http.StatusOK {
+			p.end(loadtest.OutcomeConfirmed, "pm_card_error was approved")
+			return
+		}
+		// The fan gives up on the broken card and lets the seats go.
+		began := time.Now()
+		res, err := p.cr.c.Cancel(ctx, p.user, p.adm, b.BookingID)
+		p.obs(loadtest.StepCancel, began, res, err)
+		if res.Status == http.StatusOK {
+			p.end(loadtest.OutcomeCancelled, "pm_card_error: "+itoa(st))
+		} else {
+			p.end(loadtest.OutcomeError, "cancel after pm_card_error: "+client.Outcome(res, err))
+		}
+	default:
+		p.settle(ctx, b.BookingID, p.payWith(ctx, b.BookingID, "pm_card_ok"), "pm_card_ok")
+	}
+}
+
+// payWith makes one payment attempt (one idempotency key, retried on a lost answer and while the platform asks
+// the fan to come back later) and returns its status, 0 when none came.
+func (p *fan) payWith(ctx context.Context, bookingID, method string) int {
+	key := uuid.NewString()
+	for try := 0; try < 6; try++ {
+		began := time.Now()
+		_, res, err := p.cr.c.Pay(ctx, p.user, p.adm, bookingID, method, key)
+		p.obs(loadtest.StepPay, began, res, err)
+		if ctx.Err() != nil {
+			return res.Status
+		}
+		switch {
+		case res.Status == 0:
+			wait(ctx, 200*time.Millisecond)
+		case res.Status == http.StatusServiceUnavailable && res.RetryAfter > 0:
+			// The circuit breaker: the hold stays, the fan comes back when told, with a new attempt.
+			wait(ctx, res.RetryAfter)
+			key = uuid.NewString()
+		case res.Status == http.StatusTooManyRequests:
+			wait(ctx, res.RetryAfter)
+		default:
+			return res.Status
+		}
+	}
+	return 0
+}
+
+// settle turns a pay answer into the fan's outcome, polling the booking while the payment is pending.
+func (p *fan) settle(ctx context.Context, bookingID string, status int, method string) {
+	switch status {
+	case http.StatusOK:
+		p.end(loadtest.OutcomeConfirmed, method)
+	case http.StatusGone:
+		p.end(loadtest.OutcomeExpired, method+": 410")
+	case http.StatusPaymentRequired:
+		p.end(loadtest.OutcomeError, method+": declined")
+	case http.StatusAccepted:
+		p.poll(ctx, bookingID, method)
+	default:
+		p.end(loadtest.OutcomeError, method+": status "+itoa(status))
+	}
+}
+
+// poll follows a PAYMENT_PENDING booking until the recovery worker decides it.
+func (p *fan) poll(ctx context.Context, bookingID, method string) {
+	adm := p.adm
+	for ctx.Err() == nil {
+		began := time.Now()
+		b, res, err := p.cr.c.Booking(ctx, p.user, adm, bookingID)
+		p.obs(loadtest.StepPoll, began, res, err)
+		switch {
+		case res.Status == http.StatusOK:
+			switch b.Status {
+			case "CONFIRMED":
+				p.end(loadtest.OutcomeConfirmed, method+" after pending")
+				return
+			case "EXPIRED", "CANCELLED", "REFUNDED":
+				p.end(loadtest.OutcomeExpired, method+": "+b.Status)
+				return
+			}
+		case res.Status == http.StatusForbidden && adm != "":
+			// The token may be revoked once the booking is done; reading one's own booking needs none.
+			adm = ""
+			continue
+		}
+		if !wait(ctx, 500*time.Millisecond) {
+			break
+		}
+	}
+	p.end(loadtest.OutcomePending, method+": still pending")
+}
+
+func itoa(n int) string { return client.Outcome(client.Result{Status: n}, nil) }

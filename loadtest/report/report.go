@@ -1,0 +1,139 @@
+// Package report renders a load test's summary three ways: a text table for the terminal, a JSON file for
+// machines and BENCHMARKS.md, and one self-contained HTML page with inline SVG charts that opens offline.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/flashseat/flashseat/loadtest"
+)
+
+// Document is what the JSON file holds: the summary plus the checker's verdict.
+type Document struct {
+	Summary    *loadtest.Summary    `json:"summary"`
+	Violations []loadtest.Violation `json:"violations"`
+	Checked    []string             `json:"checked"` // invariants the checker evaluated
+}
+
+// Text writes the report as tables.
+func Text(w io.Writer, d Document) error {
+	s := d.Summary
+	sc := s.Scenario
+	fmt.Fprintf(w, "flashseat load test: scenario %s (%s) against %s, show %s\n", sc.Name, sc.Mode, s.Target, s.ShowID)
+	fmt.Fprintf(w, "fans %d, seats %d, elapsed %s, sale opened at +%s\n\n", sc.Fans, sc.Seats,
+		s.Elapsed.Round(time.Millisecond), s.SaleOpens.Round(time.Millisecond))
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "step\tcount\tper s\tp50\tp95\tp99\tmax\toutcomes\t")
+	for _, step := range loadtest.StepOrder {
+		st, ok := s.Steps[step]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t\n", step, st.Count, st.PerSecond,
+			loadtest.FormatDuration(st.P50), loadtest.FormatDuration(st.P95), loadtest.FormatDuration(st.P99),
+			loadtest.FormatDuration(st.Max), outcomes(st.Outcomes))
+	}
+	if s.QueueWait.Count > 0 {
+		q := s.QueueWait
+		fmt.Fprintf(tw, "queue wait\t%d\t\t%s\t%s\t%s\t%s\t\t\n", q.Count, loadtest.FormatDuration(q.P50),
+			loadtest.FormatDuration(q.P95), loadtest.FormatDuration(q.P99), loadtest.FormatDuration(q.Max))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(w, "\nfans: %s\n", outcomes(s.FanOutcomes))
+	if sc.Mode == loadtest.ModeQueue {
+		fmt.Fprintf(w, "admitted %d, confirmed %d bookings (%d seats)\n", s.Admitted, s.Confirmed, s.SeatsSold)
+		fmt.Fprintf(w, "sold out (no seat AVAILABLE) after %s from opening; all seats booked after %s\n",
+			orNever(s.SoldOutAfter), orNever(s.AllBookedAfter))
+		fmt.Fprintf(w, "fairness: %d fans checked, Spearman %.3f between place in line and admission order, %d overtaken\n",
+			s.Fairness.Checked, s.Fairness.Spearman, len(s.Fairness.Overtaken))
+		t := s.Tokens
+		fmt.Fprintf(w, "tokens: %d admitted, %d used, %d accepted, %d refused; probes without admission: %d, %d let through, %d unclear\n",
+			t.Admitted, t.Used, t.Accepted, len(t.Refused), t.Probes, len(t.Allowed), t.Unclear)
+		if s.StreamFailures > 0 {
+			fmt.Fprintf(w, "event streams that failed and fell back to polling: %d\n", s.StreamFailures)
+		}
+	}
+	if st := s.Storm; st != nil {
+		fmt.Fprintf(w, "\nhold-storm: %d decisions, %.0f/s, p50 %s, p99 %s, %d other answers\n", st.Decisions,
+			st.DecisionsPerSec, loadtest.FormatDuration(st.P50), loadtest.FormatDuration(st.P99), st.Errors)
+		if b := st.Baseline; b != nil {
+			fmt.Fprintf(w, "row-lock baseline: %d decisions, %.0f/s, p50 %s, p99 %s, %d other answers\n", b.Decisions,
+				b.DecisionsPerSec, loadtest.FormatDuration(b.P50), loadtest.FormatDuration(b.P99), b.Errors)
+			fmt.Fprintf(w, "ratio: %.1fx decisions per second, p99 %.1fx lower\n", st.ThroughputRatio, st.P99Ratio)
+		}
+	}
+
+	fmt.Fprintf(w, "\nviolations: %d\n", len(d.Violations))
+	for _, v := range d.Violations {
+		fmt.Fprintf(w, "  - [%s] %s\n", v.Invariant, v.Detail)
+	}
+	if len(d.Checked) > 0 {
+		fmt.Fprintf(w, "invariants checked: %s\n", strings.Join(d.Checked, ", "))
+	}
+	return nil
+}
+
+func orNever(d time.Duration) string {
+	if d <= 0 {
+		return "never"
+	}
+	return d.Round(10 * time.Millisecond).String()
+}
+
+func outcomes(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// Write puts report.json and report.html for d in a new directory under dir named after the run, and returns it.
+func Write(dir string, d Document) (string, error) {
+	s := d.Summary
+	name := fmt.Sprintf("%s-%s", s.StartedAt.UTC().Format("20060102-150405"), s.Scenario.Name)
+	out := filepath.Join(dir, name)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(out, "report.json"), b, 0o644); err != nil {
+		return "", err
+	}
+	var txt strings.Builder
+	if err := Text(&txt, d); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(out, "report.txt"), []byte(txt.String()), 0o644); err != nil {
+		return "", err
+	}
+	f, err := os.Create(filepath.Join(out, "report.html"))
+	if err != nil {
+		return "", err
+	}
+	if err := HTML(f, d); err != nil {
+		f.Close()
+		return "", err
+	}
+	return out, f.Close()
+}

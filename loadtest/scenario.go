@@ -1,0 +1,205 @@
+// Package loadtest is the flash-crowd load test's domain: the scenarios it plays (presets plus flags), what it
+// records about every request and every fan while playing them, and the summary it draws from those records. The
+// HTTP client lives in loadtest/client, the crowd that drives it in loadtest/crowd, the renderers in
+// loadtest/report and the invariant checker that reads the stores in loadtest/check.
+package loadtest
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Mode says how the crowd reaches the seats.
+type Mode string
+
+const (
+	// ModeQueue is the premiere-night path: join, wait over SSE, get admitted, then book with the admission token.
+	ModeQueue Mode = "queue"
+	// ModeHoldStorm has no waiting room: every client hammers holds on one show for a fixed time.
+	ModeHoldStorm Mode = "hold-storm"
+)
+
+// PayMix is the share of fans paying with each behaviour once they hold seats. Shares are relative weights; they
+// need not sum to one.
+type PayMix struct {
+	OK             float64 `json:"ok"`             // pm_card_ok
+	DeclinedThenOK float64 `json:"declinedThenOk"` // pm_card_declined (402), then pm_card_ok
+	Slow           float64 `json:"slow"`           // pm_card_slow: 202, then poll the booking
+	Error          float64 `json:"error"`          // pm_card_error (gateway 5xx), then cancel the hold
+	Abandon        float64 `json:"abandon"`        // hold and walk away; the hold expires on its own
+}
+
+// ParsePayMix reads "ok=70,declined=10,slow=5,error=5,abandon=10".
+func ParsePayMix(s string) (PayMix, error) {
+	var m PayMix
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			return m, fmt.Errorf("pay mix %q: want name=weight", part)
+		}
+		var w float64
+		if _, err := fmt.Sscanf(v, "%g", &w); err != nil || w < 0 {
+			return m, fmt.Errorf("pay mix %q: bad weight", part)
+		}
+		switch strings.ToLower(k) {
+		case "ok":
+			m.OK = w
+		case "declined", "declined-then-ok", "declinedthenok":
+			m.DeclinedThenOK = w
+		case "slow":
+			m.Slow = w
+		case "error":
+			m.Error = w
+		case "abandon":
+			m.Abandon = w
+		default:
+			return m, fmt.Errorf("pay mix: unknown method %q (ok, declined, slow, error, abandon)", k)
+		}
+	}
+	if m.total() == 0 {
+		return m, fmt.Errorf("pay mix %q: all weights are zero", s)
+	}
+	return m, nil
+}
+
+func (m PayMix) total() float64 { return m.OK + m.DeclinedThenOK + m.Slow + m.Error + m.Abandon }
+
+// String renders the mix in the form ParsePayMix reads.
+func (m PayMix) String() string {
+	return fmt.Sprintf("ok=%g,declined=%g,slow=%g,error=%g,abandon=%g", m.OK, m.DeclinedThenOK, m.Slow, m.Error, m.Abandon)
+}
+
+// PayBehaviour names what a fan does at the pay step.
+type PayBehaviour string
+
+// The behaviours of PayMix.
+const (
+	PayOK             PayBehaviour = "ok"
+	PayDeclinedThenOK PayBehaviour = "declined-then-ok"
+	PaySlow           PayBehaviour = "slow"
+	PayError          PayBehaviour = "error"
+	PayAbandon        PayBehaviour = "abandon"
+)
+
+// Pick maps u in [0,1) onto a behaviour in proportion to the weights.
+func (m PayMix) Pick(u float64) PayBehaviour {
+	x := u * m.total()
+	for _, c := range []struct {
+		w float64
+		b PayBehaviour
+	}{{m.OK, PayOK}, {m.DeclinedThenOK, PayDeclinedThenOK}, {m.Slow, PaySlow}, {m.Error, PayError}, {m.Abandon, PayAbandon}} {
+		if x < c.w {
+			return c.b
+		}
+		x -= c.w
+	}
+	return PayOK
+}
+
+// Scenario is everything a run needs to know. Presets fill it; flags override single fields.
+type Scenario struct {
+	Name string `json:"name"`
+	Mode Mode   `json:"mode"`
+
+	Fans  int `json:"fans"`  // fans in the crowd (queue mode) or concurrent clients (hold-storm)
+	Seats int `json:"seats"` // seats of the hall the run creates
+
+	// Waiting room, sent to PUT /admin/v1/shows/{id}/queue.
+	AdmitPerSecond float64       `json:"admitPerSecond"`
+	MaxActive      int           `json:"maxActive"`
+	TokenTTL       time.Duration `json:"tokenTtl"`
+
+	SaleDelay time.Duration `json:"saleDelay"` // the sale opens this long after the show is created
+	Ramp      time.Duration `json:"ramp"`      // fans arrive spread evenly over this window
+	Duration  time.Duration `json:"duration"`  // hard bound on the whole run
+	Patience  time.Duration `json:"patience"`  // a fan gives up this long after arriving
+
+	HotShare        float64 `json:"hotShare"`        // share of fans aiming at the same best seats
+	HotSeats        int     `json:"hotSeats"`        // how many best seats the hot share fights over
+	GroupMin        int     `json:"groupMin"`        // seats per fan, drawn uniformly in [GroupMin, GroupMax]
+	GroupMax        int     `json:"groupMax"`        //
+	MaxHoldAttempts int     `json:"maxHoldAttempts"` // holds a fan tries before giving up
+	Pay             PayMix  `json:"payMix"`
+	ProbeShare      float64 `json:"probeShare"` // share of waiting fans that try a booking route without admission
+
+	// Hold-storm only.
+	StormDuration time.Duration `json:"stormDuration"` // how long every client hammers holds
+	Release       bool          `json:"release"`       // cancel each hold at once so seats keep cycling
+	Baseline      bool          `json:"baseline"`      // also storm the row-lock baseline in the same run
+}
+
+// Presets are the named scenarios. The counts are the issue's; the timings are what a 2-core machine sustains.
+var Presets = map[string]Scenario{
+	"smoke": {
+		Name: "smoke", Mode: ModeQueue, Fans: 1000, Seats: 200,
+		AdmitPerSecond: 150, MaxActive: 150, TokenTTL: 2 * time.Minute,
+		SaleDelay: 4 * time.Second, Ramp: 3 * time.Second, Duration: 55 * time.Second, Patience: 45 * time.Second,
+		HotShare: 0.5, HotSeats: 20, GroupMin: 1, GroupMax: 6, MaxHoldAttempts: 5,
+		Pay:        PayMix{OK: 70, DeclinedThenOK: 10, Slow: 5, Error: 5, Abandon: 10},
+		ProbeShare: 0.05,
+	},
+	"premiere": {
+		Name: "premiere", Mode: ModeQueue, Fans: 10000, Seats: 200,
+		AdmitPerSecond: 200, MaxActive: 300, TokenTTL: 3 * time.Minute,
+		SaleDelay: 10 * time.Second, Ramp: 8 * time.Second, Duration: 4 * time.Minute, Patience: 3 * time.Minute,
+		HotShare: 0.6, HotSeats: 20, GroupMin: 1, GroupMax: 6, MaxHoldAttempts: 5,
+		Pay:        PayMix{OK: 70, DeclinedThenOK: 10, Slow: 5, Error: 5, Abandon: 10},
+		ProbeShare: 0.02,
+	},
+	"stadium": {
+		Name: "stadium", Mode: ModeQueue, Fans: 100000, Seats: 5000,
+		AdmitPerSecond: 500, MaxActive: 2000, TokenTTL: 5 * time.Minute,
+		SaleDelay: 30 * time.Second, Ramp: 25 * time.Second, Duration: 12 * time.Minute, Patience: 10 * time.Minute,
+		HotShare: 0.5, HotSeats: 100, GroupMin: 1, GroupMax: 6, MaxHoldAttempts: 5,
+		Pay:        PayMix{OK: 70, DeclinedThenOK: 10, Slow: 5, Error: 5, Abandon: 10},
+		ProbeShare: 0.005,
+	},
+	"hold-storm": {
+		Name: "hold-storm", Mode: ModeHoldStorm, Fans: 500, Seats: 200,
+		SaleDelay: 0, Ramp: time.Second, Duration: 2 * time.Minute, Patience: time.Minute,
+		HotShare: 0.9, HotSeats: 20, GroupMin: 1, GroupMax: 4, MaxHoldAttempts: 1 << 30,
+		Pay:           PayMix{Abandon: 1},
+		StormDuration: 10 * time.Second, Release: true, Baseline: true,
+	},
+}
+
+// PresetNames lists the presets in a stable order for help texts.
+func PresetNames() []string {
+	names := make([]string, 0, len(Presets))
+	for n := range Presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Validate reports the first thing that makes s unplayable.
+func (s Scenario) Validate() error {
+	switch {
+	case s.Mode != ModeQueue && s.Mode != ModeHoldStorm:
+		return fmt.Errorf("scenario: unknown mode %q", s.Mode)
+	case s.Fans < 1:
+		return fmt.Errorf("scenario: fans must be at least 1")
+	case s.Seats < 1:
+		return fmt.Errorf("scenario: seats must be at least 1")
+	case s.GroupMin < 1 || s.GroupMax < s.GroupMin || s.GroupMax > 10:
+		return fmt.Errorf("scenario: group sizes [%d,%d] must satisfy 1 <= min <= max <= 10", s.GroupMin, s.GroupMax)
+	case s.HotShare < 0 || s.HotShare > 1 || s.ProbeShare < 0 || s.ProbeShare > 1:
+		return fmt.Errorf("scenario: shares must lie in [0,1]")
+	case s.Duration <= 0:
+		return fmt.Errorf("scenario: duration must be positive")
+	case s.Mode == ModeQueue && (s.AdmitPerSecond <= 0 || s.MaxActive < 1):
+		return fmt.Errorf("scenario: the queue needs a positive admit rate and maxActive")
+	case s.Mode == ModeHoldStorm && s.StormDuration <= 0:
+		return fmt.Errorf("scenario: hold-storm needs a positive storm duration")
+	case s.Pay.total() <= 0:
+		return fmt.Errorf("scenario: pay mix is empty")
+	}
+	return nil
+}
