@@ -1,0 +1,138 @@
+package http
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+
+	"github.com/flashseat/flashseat/edge"
+	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/token"
+)
+
+// codes is the edge's one table from domain errors to HTTP status and problem type. The first match wins, so
+// specific errors come before the ones they wrap.
+var codes = []struct {
+	err    error
+	status int
+	slug   string
+	detail string
+}{
+	{edge.ErrBadRequest, http.StatusBadRequest, problem.BadRequest, "The request cannot be forwarded."},
+	{edge.ErrUnauthenticated, http.StatusUnauthorized, problem.Unauthorized, "A valid user token is required."},
+	{token.ErrInvalid, http.StatusUnauthorized, problem.Unauthorized, "The user token is not valid."},
+	{token.ErrExpired, http.StatusUnauthorized, problem.Unauthorized, "The user token has expired."},
+	{edge.ErrRateLimited, http.StatusTooManyRequests, problem.RateLimited, "Too many requests; retry later."},
+	{edge.ErrUpstreamTimeout, http.StatusGatewayTimeout, problem.GatewayTimeout, "The booking service did not answer in time."},
+	{edge.ErrUpstreamUnavailable, http.StatusBadGateway, problem.BadGateway, "The booking service is unavailable."},
+	{edge.ErrUnavailable, http.StatusServiceUnavailable, problem.ServiceUnavailable, "Try again shortly."},
+}
+
+// handleError is fiber's ErrorHandler and the only place the edge turns an error into a response.
+func (s *Server) handleError(c *fiber.Ctx, err error) error {
+	// Anything a handler had started (headers copied from the upstream) is not part of the error answer.
+	c.Response().Reset()
+	c.Set(HeaderRequestID, RequestID(c))
+
+	var ae *edge.AdmissionError
+	if errors.As(err, &ae) {
+		return s.refuseAdmission(c, ae)
+	}
+	var p *problem.Problem
+	if errors.As(err, &p) {
+		return problem.Send(c, p)
+	}
+	if p, ok := problem.FromFiber(err); ok {
+		if p.Status >= 500 && p.Status != http.StatusServiceUnavailable {
+			s.log.Error("fiber error", "err", err, "requestId", RequestID(c))
+		}
+		return problem.Send(c, p)
+	}
+	for _, code := range codes {
+		if !errors.Is(err, code.err) {
+			continue
+		}
+		p := problem.New(code.status, code.slug, code.detail)
+		var rl *edge.RateLimitError
+		if errors.As(err, &rl) {
+			secs := int(math.Ceil(rl.RetryAfter.Seconds()))
+			if secs < 1 {
+				secs = 1
+			}
+			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
+			p.With("retryAfterSeconds", secs)
+		}
+		if code.status >= 500 {
+			s.log.Warn("upstream failure", "err", err, "status", code.status, "method", c.Method(),
+				"path", c.Path(), "requestId", RequestID(c))
+		}
+		return problem.Send(c, p)
+	}
+	s.log.Error("internal error", "err", err, "method", c.Method(), "path", c.Path(), "requestId", RequestID(c))
+	return problem.Send(c, problem.New(http.StatusInternalServerError, problem.Internal, "Something went wrong."))
+}
+
+// refuseAdmission sends a fan without an acceptable admission token to the show's waiting room: browsers by a
+// redirect, API clients by a 403 naming the room.
+func (s *Server) refuseAdmission(c *fiber.Ctx, ae *edge.AdmissionError) error {
+	s.metrics.gateRefusals.WithLabelValues(refusalReason(ae.Err)).Inc()
+	q := edge.QueueURL(ae.ShowID)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	if wantsHTML(c) {
+		c.Set(fiber.HeaderLocation, q)
+		return c.SendStatus(http.StatusSeeOther)
+	}
+	p := problem.New(http.StatusForbidden, problem.QueueRequired,
+		"This show's waiting room is open; join it to get an admission token.").
+		With("queueUrl", q).With("showId", ae.ShowID)
+	return problem.Send(c, p)
+}
+
+func refusalReason(err error) string {
+	switch {
+	case errors.Is(err, token.ErrExpired):
+		return "expired"
+	case errors.Is(err, token.ErrWrongShow):
+		return "wrong_show"
+	case errors.Is(err, token.ErrWrongUser):
+		return "wrong_user"
+	case errors.Is(err, token.ErrRevoked):
+		return "revoked"
+	case errors.Is(err, token.ErrInvalid):
+		return "invalid"
+	}
+	return "missing"
+}
+
+// wantsHTML tells a browser navigating (Accept lists text/html) from an API client.
+func wantsHTML(c *fiber.Ctx) bool {
+	return strings.Contains(c.Get(fiber.HeaderAccept), "text/html")
+}
+
+func unavailable(detail string, checks fiber.Map) error {
+	return problem.New(http.StatusServiceUnavailable, problem.ServiceUnavailable, detail).With("checks", checks)
+}
+
+// knownMethods answers methods fiber cannot route with a 405 problem; fiber would send plain text.
+func knownMethods(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	known := map[string]bool{}
+	for _, m := range fiber.DefaultMethods {
+		known[m] = true
+	}
+	body, _ := problem.New(http.StatusMethodNotAllowed, problem.MethodNotAllowed, "Unsupported method.").MarshalJSON()
+	return func(ctx *fasthttp.RequestCtx) {
+		if !known[string(ctx.Method())] {
+			ctx.SetStatusCode(http.StatusMethodNotAllowed)
+			ctx.SetContentType(problem.ContentType)
+			ctx.Response.Header.Set(fiber.HeaderCacheControl, "no-store")
+			ctx.SetBody(body)
+			return
+		}
+		next(ctx)
+	}
+}

@@ -1,0 +1,44 @@
+package http
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics are the edge's Prometheus series, registered on one registry that /metrics serves.
+type Metrics struct {
+	requests       *prometheus.CounterVec
+	duration       *prometheus.HistogramVec
+	upstreamErrors *prometheus.CounterVec
+	streams        prometheus.Gauge
+	rateLimited    *prometheus.CounterVec
+	gateRefusals   *prometheus.CounterVec
+}
+
+// NewMetrics registers the edge's series, and the Go runtime and process collectors, on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_requests_total", Help: "Requests answered by the edge, by route class, method and status.",
+		}, []string{"class", "method", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "edge_request_duration_seconds", Help: "Time to answer, by route class (streams: to the first byte).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"class"}),
+		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_upstream_errors_total", Help: "Failed upstream exchanges, by reason (unavailable, timeout).",
+		}, []string{"reason"}),
+		streams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "edge_proxied_streams", Help: "Streamed upstream answers (event streams) open now.",
+		}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_rate_limited_total", Help: "Requests refused with 429, by route class and key (ip, user).",
+		}, []string{"class", "key"}),
+		gateRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_gate_refusals_total", Help: "Requests the admission gate refused, by reason.",
+		}, []string{"reason"}),
+	}
+	reg.MustRegister(m.requests, m.duration, m.upstreamErrors, m.streams, m.rateLimited, m.gateRefusals,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}

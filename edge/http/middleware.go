@@ -1,0 +1,107 @@
+package http
+
+import (
+	"net"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/flashseat/flashseat/edge"
+)
+
+// HeaderRequestID carries the request id to the upstream and back to the client.
+const HeaderRequestID = "X-Request-Id"
+
+const (
+	localRequestID  = "edge.requestId"
+	localClientAddr = "edge.clientAddr"
+	localUser       = "edge.user"
+)
+
+// RequestID returns the id of the request: the client's X-Request-Id when it looks like one, else a fresh one.
+func RequestID(c *fiber.Ctx) string {
+	id, _ := c.Locals(localRequestID).(string)
+	return id
+}
+
+// ClientAddr returns the client's address as decided by the trusted-proxy policy.
+func ClientAddr(c *fiber.Ctx) netip.Addr {
+	a, _ := c.Locals(localClientAddr).(netip.Addr)
+	return a
+}
+
+// identify gives every request its id and client address before anything else runs, so logs, rate limits and
+// the upstream all see the same ones.
+func identify(trusted edge.TrustedProxies) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		id := c.Get(HeaderRequestID)
+		if !validRequestID(id) {
+			id = uuid.NewString()
+		} else {
+			id = string([]byte(id)) // fiber's string aliases a buffer it reuses
+		}
+		c.Locals(localRequestID, id)
+		c.Set(HeaderRequestID, id)
+		var xff []string
+		c.Request().Header.VisitAll(func(k, v []byte) {
+			if string(k) == "X-Forwarded-For" {
+				xff = append(xff, string(v))
+			}
+		})
+		c.Locals(localClientAddr, trusted.ClientAddr(peerAddr(c), xff))
+		return c.Next()
+	}
+}
+
+// validRequestID accepts ids a client or CDN may reasonably send: short, and of characters safe in logs.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		b := id[i]
+		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '-' || b == '_' ||
+			b == '.' || b == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+func peerAddr(c *fiber.Ctx) netip.Addr {
+	if ta, ok := c.Context().RemoteAddr().(*net.TCPAddr); ok {
+		if a, ok := netip.AddrFromSlice(ta.IP); ok {
+			return a.Unmap()
+		}
+	}
+	return netip.Addr{}
+}
+
+// observe counts every request by route class, method and status, including those answered by the error handler.
+func (s *Server) observe(c *fiber.Ctx) error {
+	start := time.Now()
+	err := c.Next()
+	if err != nil {
+		// Render the error now so the status counted is the status sent.
+		if herr := s.handleError(c, err); herr != nil {
+			return herr
+		}
+	}
+	class := edge.Classify(c.Method(), c.Path()).String()
+	s.metrics.requests.WithLabelValues(class, methodLabel(c.Method()), strconv.Itoa(c.Response().StatusCode())).Inc()
+	s.metrics.duration.WithLabelValues(class).Observe(time.Since(start).Seconds())
+	return nil
+}
+
+// methodLabel bounds the method label's values: clients may send any token as a method.
+func methodLabel(m string) string {
+	switch m {
+	case fiber.MethodGet, fiber.MethodHead, fiber.MethodPost, fiber.MethodPut, fiber.MethodPatch,
+		fiber.MethodDelete, fiber.MethodOptions:
+		return m
+	}
+	return "OTHER"
+}

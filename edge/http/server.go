@@ -1,0 +1,129 @@
+// Package http serves the edge with fiber: request ids and client addresses, rate limits, the admission gate,
+// operations endpoints, and the reverse proxy to booking behind them all. Its one error table (errors.go) turns
+// every failure into RFC 9457 problem+json.
+package http
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+
+	"github.com/flashseat/flashseat/edge"
+)
+
+// Check is one readiness probe.
+type Check struct {
+	Name string
+	Fn   func(ctx context.Context) error
+}
+
+// Config assembles a Server.
+type Config struct {
+	Proxy    ProxyConfig
+	Trusted  edge.TrustedProxies
+	Registry *prometheus.Registry
+	Log      *slog.Logger
+	Ready    []Check // all must pass for /readyz; the upstream's /healthz is always one
+	// BodyLimit caps request bodies; larger ones get 413.
+	BodyLimit int
+	// IdleTimeout closes idle client keep-alive connections.
+	IdleTimeout time.Duration
+	// ReadTimeout bounds reading one request from a client (slow-loris).
+	ReadTimeout time.Duration
+}
+
+// Server is the edge's fiber application.
+type Server struct {
+	App *fiber.App
+
+	cfg     Config
+	log     *slog.Logger
+	metrics *Metrics
+	proxy   *Proxy
+
+	stopStreams context.CancelFunc
+}
+
+// New builds the server with its middleware and operations routes. Routes added to App afterwards (the waiting
+// room) sit behind the middleware; call Forward last, to send everything else to the upstream.
+func New(cfg Config) *Server {
+	s := &Server{cfg: cfg, log: cfg.Log, metrics: NewMetrics(cfg.Registry)}
+	streams, stop := context.WithCancel(context.Background())
+	s.stopStreams = stop
+	s.proxy = NewProxy(streams, cfg.Proxy, cfg.Trusted, s.metrics, cfg.Log)
+	s.cfg.Ready = append(append([]Check(nil), cfg.Ready...), Check{Name: "booking", Fn: s.proxy.Healthy})
+	s.App = fiber.New(fiber.Config{
+		AppName:               "flashseat-edge",
+		DisableStartupMessage: true,
+		ErrorHandler:          s.handleError,
+		BodyLimit:             cfg.BodyLimit,
+		ReadTimeout:           cfg.ReadTimeout,
+		IdleTimeout:           cfg.IdleTimeout,
+		// No WriteTimeout: fasthttp applies it to a whole response, and a proxied event stream lasts minutes.
+		// Keep fiber's header parsing strict but do not let it trust forwarding headers; identify does that.
+		EnableTrustedProxyCheck: true,
+	})
+	s.App.Use(identify(cfg.Trusted), s.observe)
+	s.App.Get("/healthz", s.healthz)
+	s.App.Get("/readyz", s.readyz)
+	metrics := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
+	s.App.Get("/metrics", func(c *fiber.Ctx) error { metrics(c.Context()); return nil })
+	return s
+}
+
+// Serve answers on ln until Shutdown. Methods fiber does not route are answered here with a problem, since fiber
+// itself would answer them in plain text.
+func (s *Server) Serve(ln net.Listener) error {
+	s.App.Server().Handler = knownMethods(s.App.Handler())
+	return s.App.Listener(ln)
+}
+
+// Forward sends every request no earlier route answered to the upstream, unchanged.
+func (s *Server) Forward() {
+	s.App.All("/*", s.proxy.Handle)
+}
+
+// Proxy is the server's upstream proxy.
+func (s *Server) Proxy() *Proxy { return s.proxy }
+
+// Shutdown ends proxied streams, then stops accepting and drains in-flight requests until ctx is done.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopStreams()
+	err := s.App.ShutdownWithContext(ctx)
+	s.proxy.Close()
+	return err
+}
+
+func (s *Server) healthz(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(fiber.Map{"status": "ok"})
+}
+
+// readyz answers 200 only when every dependency answers, so a load balancer sends no fans to an edge that
+// cannot gate or forward them.
+func (s *Server) readyz(c *fiber.Ctx) error {
+	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	defer cancel()
+	checks := fiber.Map{}
+	ok := true
+	for _, ch := range s.cfg.Ready {
+		if err := ch.Fn(ctx); err != nil {
+			ok = false
+			checks[ch.Name] = "unavailable"
+			s.log.Warn("readiness check failed", "check", ch.Name, "err", err, "requestId", RequestID(c))
+			continue
+		}
+		checks[ch.Name] = "ok"
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	if !ok {
+		return unavailable("not ready", checks)
+	}
+	return c.JSON(fiber.Map{"status": "ready", "checks": checks})
+}

@@ -1,0 +1,85 @@
+package edge
+
+import (
+	"net/http"
+	"strings"
+)
+
+// Class groups routes that share a rate limit.
+type Class int
+
+// Route classes. The waiting room has its own, gentler class: a flash crowd joins it all at once, and turning a
+// fan away there is the one thing the queue exists to avoid.
+const (
+	ClassAPI   Class = iota // the booking API and pages behind the edge
+	ClassQueue              // the waiting room: /queue/..., its JWKS
+	ClassOps                // /healthz, /readyz, /metrics: never limited
+)
+
+func (c Class) String() string {
+	switch c {
+	case ClassQueue:
+		return "queue"
+	case ClassOps:
+		return "ops"
+	}
+	return "api"
+}
+
+// Guard says how the admission gate treats a route.
+type Guard int
+
+// Guards.
+const (
+	Open        Guard = iota // not gated
+	ShowInPath               // gated; the show id is a path segment
+	ShowInBody               // gated; the show id is the JSON body's "showId" (a hold)
+	TokenIfSent              // the show is not in the request (pay): a token sent is verified, the show match is booking's
+)
+
+// Route is what the edge's policies need to know about a request.
+type Route struct {
+	Class  Class
+	Guard  Guard
+	ShowID string // for ShowInPath
+	// Write marks a route that changes state for a user, which must carry a user token when gated.
+	Write bool
+}
+
+// Classify returns the rate-limit class of a request.
+func Classify(method, path string) Class {
+	p := strings.ToLower(path)
+	switch {
+	case p == "/healthz" || p == "/readyz" || p == "/metrics":
+		return ClassOps
+	case p == "/queue" || strings.HasPrefix(p, "/queue/") || p == "/.well-known/jwks.json":
+		return ClassQueue
+	}
+	return ClassAPI
+}
+
+// Match returns the route of a request. path is matched the way fiber routes it: case-insensitively and
+// ignoring trailing slashes, so no spelling of a protected path reaches booking's handler without the gate. The
+// caller should match both the raw and the decoded path and gate if either is gated.
+func Match(method, path string) Route {
+	r := Route{Class: Classify(method, path)}
+	trimmed := strings.TrimRight(path, "/")
+	seg := strings.Split(strings.TrimPrefix(trimmed, "/"), "/")
+	eq := func(i int, s string) bool { return i < len(seg) && strings.EqualFold(seg[i], s) }
+	read := method == http.MethodGet || method == http.MethodHead
+	switch {
+	case read && len(seg) == 2 && eq(0, "shows") && seg[1] != "":
+		// The seat-map page.
+		r.Guard, r.ShowID = ShowInPath, seg[1]
+	case read && eq(0, "api") && eq(1, "v1") && eq(2, "shows") && len(seg) >= 5 && seg[3] != "" && eq(4, "seats") &&
+		(len(seg) == 5 || (len(seg) == 6 && eq(5, "stream"))):
+		r.Guard, r.ShowID = ShowInPath, seg[3]
+	case method == http.MethodPost && len(seg) == 4 && eq(0, "api") && eq(1, "v1") && eq(2, "bookings") &&
+		eq(3, "hold"):
+		r.Guard, r.Write = ShowInBody, true
+	case method == http.MethodPost && len(seg) == 5 && eq(0, "api") && eq(1, "v1") && eq(2, "bookings") &&
+		seg[3] != "" && eq(4, "pay"):
+		r.Guard, r.Write = TokenIfSent, true
+	}
+	return r
+}
