@@ -1,0 +1,273 @@
+package booking
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// CreateVenue validates and stores a venue with its halls' seat layouts.
+func (s *Service) CreateVenue(ctx context.Context, v Venue) (Venue, error) {
+	var err error
+	if v.Name, err = text("name", v.Name, true, maxName); err != nil {
+		return Venue{}, err
+	}
+	if v.City, err = text("city", v.City, true, 100); err != nil {
+		return Venue{}, err
+	}
+	if len(v.Halls) == 0 || len(v.Halls) > maxHalls {
+		return Venue{}, Unprocessable("a venue needs 1 to %d halls", maxHalls)
+	}
+	hallNames := map[string]bool{}
+	for i := range v.Halls {
+		h := &v.Halls[i]
+		if h.Name, err = text(fmt.Sprintf("halls[%d].name", i), h.Name, true, 100); err != nil {
+			return Venue{}, err
+		}
+		if hallNames[h.Name] {
+			return Venue{}, Unprocessable("hall %q is listed twice", clip(h.Name))
+		}
+		hallNames[h.Name] = true
+		if len(h.Rows) == 0 || len(h.Rows) > maxRows {
+			return Venue{}, Unprocessable("hall %q needs 1 to %d rows", clip(h.Name), maxRows)
+		}
+		rows := map[string]bool{}
+		for j, r := range h.Rows {
+			switch {
+			case !validRow(r.Label):
+				return Venue{}, Unprocessable("halls[%d].rows[%d].row must be 1 to 3 capital letters", i, j)
+			case rows[r.Label]:
+				return Venue{}, Unprocessable("row %s is listed twice in hall %q", r.Label, clip(h.Name))
+			case r.Seats < 1 || r.Seats > maxSeatsPerRow:
+				return Venue{}, Unprocessable("row %s needs 1 to %d seats", r.Label, maxSeatsPerRow)
+			case !validCategory(r.Category):
+				return Venue{}, Unprocessable("row %s: category must be capital letters, digits or _", r.Label)
+			}
+			rows[r.Label] = true
+		}
+		if h.Seats() > maxHallSeats {
+			return Venue{}, Unprocessable("hall %q has more than %d seats", clip(h.Name), maxHallSeats)
+		}
+	}
+	if err := s.store.CreateVenue(ctx, &v); err != nil {
+		return Venue{}, err
+	}
+	return v, nil
+}
+
+// CreateEvent validates and stores an event.
+func (s *Service) CreateEvent(ctx context.Context, e Event) (Event, error) {
+	var err error
+	if e.Title, err = text("title", e.Title, true, maxName); err != nil {
+		return Event{}, err
+	}
+	if e.Kind, err = text("kind", e.Kind, true, 40); err != nil {
+		return Event{}, err
+	}
+	if e.Genre, err = text("genre", e.Genre, false, 60); err != nil {
+		return Event{}, err
+	}
+	if e.Language, err = text("language", e.Language, false, 60); err != nil {
+		return Event{}, err
+	}
+	if e.DurationMinutes < 1 || e.DurationMinutes > 24*60 {
+		return Event{}, Unprocessable("durationMinutes must be 1 to 1440")
+	}
+	if err := s.store.CreateEvent(ctx, &e); err != nil {
+		return Event{}, err
+	}
+	return e, nil
+}
+
+// CreateShow validates and stores a show, then publishes its ShowInfo so the waiting room knows when its sale
+// opens. Every seat category of the hall needs a price, and no price may name a category the hall lacks.
+func (s *Service) CreateShow(ctx context.Context, sh Show) (Show, error) {
+	switch {
+	case !ValidID(sh.EventID):
+		return Show{}, Unprocessable("eventId is required")
+	case !ValidID(sh.HallID):
+		return Show{}, Unprocessable("hallId is required")
+	case sh.StartsAt.IsZero():
+		return Show{}, Unprocessable("startsAt is required")
+	case sh.SaleStartsAt.IsZero():
+		return Show{}, Unprocessable("saleStartsAt is required")
+	case sh.SaleStartsAt.After(sh.StartsAt):
+		return Show{}, Unprocessable("saleStartsAt must not be after startsAt")
+	case sh.StartsAt.Year() > 9999 || sh.StartsAt.Year() < 2000:
+		return Show{}, Unprocessable("startsAt is out of range")
+	case sh.SaleStartsAt.Year() < 2000:
+		return Show{}, Unprocessable("saleStartsAt is out of range")
+	case !validCurrency(sh.Currency):
+		return Show{}, Unprocessable("currency must be an ISO 4217 code like INR")
+	case len(sh.Prices) == 0:
+		return Show{}, Unprocessable("prices are required")
+	}
+	for cat, p := range sh.Prices {
+		if !validCategory(cat) {
+			return Show{}, Unprocessable("price category %q is not a category name", clip(cat))
+		}
+		if p < 0 || p > maxPrice {
+			return Show{}, Unprocessable("price of %s is out of range", cat)
+		}
+	}
+	sh.StartsAt, sh.SaleStartsAt = sh.StartsAt.UTC(), sh.SaleStartsAt.UTC()
+	if err := s.store.CreateShow(ctx, &sh); err != nil {
+		return Show{}, err
+	}
+	if err := s.PublishInfo(ctx, sh.ID); err != nil {
+		s.log.WarnContext(ctx, "publish new show info", "show", sh.ID, "err", err)
+	}
+	return sh, nil
+}
+
+// Search lists events with their upcoming shows matching the filters, with live availability.
+func (s *Service) Search(ctx context.Context, q Search) ([]EventShows, error) {
+	if q.Limit <= 0 || q.Limit > 100 {
+		q.Limit = 100
+	}
+	var err error
+	if q.City, err = text("city", q.City, false, 100); err != nil {
+		return nil, Invalid("city is not acceptable text")
+	}
+	if q.Query, err = text("q", q.Query, false, 100); err != nil {
+		return nil, Invalid("q is not acceptable text")
+	}
+	res, err := s.store.Search(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	for i := range res {
+		for j := range res[i].Shows {
+			sh := &res[i].Shows[j]
+			if c, err := s.Counts(ctx, sh.ID); err == nil {
+				sh.AvailableSeats = c.Available
+			} else {
+				s.log.WarnContext(ctx, "catalog availability", "show", sh.ID, "err", err)
+			}
+			sh.QueueEnabled = s.QueueEnabled(ctx, sh.ID)
+		}
+	}
+	return res, nil
+}
+
+// QueueEnabled reports whether the show's waiting room is on; an unreadable state reads as off.
+func (s *Service) QueueEnabled(ctx context.Context, showID string) bool {
+	g, ok := s.gate.(interface {
+		Enabled(ctx context.Context, showID string) (bool, error)
+	})
+	if !ok {
+		return false
+	}
+	on, err := g.Enabled(ctx, showID)
+	return err == nil && on
+}
+
+// ShowDetail returns a show with its live counts.
+func (s *Service) ShowDetail(ctx context.Context, id string) (Show, Counts, error) {
+	if !ValidID(id) {
+		return Show{}, Counts{}, fmt.Errorf("show %q: %w", clip(id), ErrNotFound)
+	}
+	sh, err := s.Show(ctx, id)
+	if err != nil {
+		return Show{}, Counts{}, err
+	}
+	c, err := s.Counts(ctx, id)
+	if err != nil {
+		return Show{}, Counts{}, err
+	}
+	return sh, c, nil
+}
+
+// SeatMap returns every seat of the show with its live status, read from Redis in one round trip.
+func (s *Service) SeatMap(ctx context.Context, showID string) ([]SeatState, error) {
+	if !ValidID(showID) {
+		return nil, fmt.Errorf("show %q: %w", clip(showID), ErrNotFound)
+	}
+	layout, err := s.Layout(ctx, showID)
+	if err != nil {
+		return nil, err
+	}
+	held, sold, err := s.status(ctx, showID, layout)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SeatState, len(layout))
+	for i, st := range layout {
+		out[i] = SeatState{Seat: st, Status: SeatAvailable}
+		switch {
+		case sold[st.ID]:
+			out[i].Status = SeatBooked
+		case held[st.ID]:
+			out[i].Status = SeatHeld
+		}
+	}
+	return out, nil
+}
+
+func (s *Service) status(ctx context.Context, showID string, layout []Seat) (held, sold map[string]bool, err error) {
+	ids := make([]string, len(layout))
+	for i, st := range layout {
+		ids[i] = st.ID
+	}
+	return s.locks.Status(ctx, showID, ids)
+}
+
+// Counts returns the show's live seat counts.
+func (s *Service) Counts(ctx context.Context, showID string) (Counts, error) {
+	layout, err := s.Layout(ctx, showID)
+	if err != nil {
+		return Counts{}, err
+	}
+	held, sold, err := s.status(ctx, showID, layout)
+	if err != nil {
+		return Counts{}, err
+	}
+	c := Counts{Total: len(layout)}
+	for _, st := range layout {
+		switch {
+		case sold[st.ID]:
+			c.Booked++
+		case held[st.ID]:
+			c.Held++
+		}
+	}
+	c.Available = c.Total - c.Held - c.Booked
+	return c, nil
+}
+
+// Stats is the operator's view of a show.
+func (s *Service) Stats(ctx context.Context, showID string) (Stats, error) {
+	if !ValidID(showID) {
+		return Stats{}, fmt.Errorf("show %q: %w", clip(showID), ErrNotFound)
+	}
+	c, err := s.Counts(ctx, showID)
+	if err != nil {
+		return Stats{}, err
+	}
+	st := Stats{Counts: c}
+	if st.Revenue, err = s.store.Revenue(ctx, showID); err != nil {
+		return Stats{}, err
+	}
+	if st.HoldsTotal, st.ConflictsTotal, err = s.locks.Counters(ctx, showID); err != nil {
+		return Stats{}, err
+	}
+	return st, nil
+}
+
+// Categories lists a layout's categories in first-seen order.
+func Categories(layout []Seat) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, st := range layout {
+		if !seen[st.Category] {
+			seen[st.Category] = true
+			out = append(out, st.Category)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// upcoming is how long after its start a show still counts for reconciling.
+const upcoming = 6 * time.Hour

@@ -1,0 +1,65 @@
+package booking
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Errors the domain returns. Callers compare with errors.Is; the HTTP layer maps each to one problem type.
+var (
+	ErrNotFound         = errors.New("not found")
+	ErrInvalid          = errors.New("invalid input")             // malformed request
+	ErrValidation       = errors.New("validation failed")         // well-formed but unacceptable
+	ErrSeatsUnavailable = errors.New("seats unavailable")         // someone else holds or bought them
+	ErrSaleNotOpen      = errors.New("sale not open")             // before saleStartsAt or after the show started
+	ErrTooManySeats     = errors.New("too many seats")            // over MAX_SEATS_PER_BOOKING, per booking or per user
+	ErrNotHeld          = errors.New("booking is not held")       // the operation needs a HELD booking
+	ErrHoldExpired      = errors.New("hold expired")              // the hold lapsed or its locks were lost
+	ErrIdempotency      = errors.New("idempotency key reused")    // same key, different request
+	ErrInProgress       = errors.New("request already in flight") // same key, first request not finished
+	ErrUnauthorized     = errors.New("unauthorized")              // no or invalid credentials
+	ErrForbidden        = errors.New("forbidden")                 // valid credentials, not allowed
+	ErrQueueRequired    = errors.New("admission required")        // the show's queue is on and no valid admission
+	ErrStale            = errors.New("fencing token superseded")  // a newer hold has claimed one of the seats
+)
+
+// ConflictError is ErrSeatsUnavailable with the seats that were taken and nearby seats that were free when the
+// hold failed.
+type ConflictError struct {
+	Unavailable  []string
+	Alternatives []string
+}
+
+func (e *ConflictError) Error() string {
+	return "seats unavailable: " + strings.Join(e.Unavailable, ",")
+}
+
+// Unwrap makes errors.Is(err, ErrSeatsUnavailable) hold.
+func (e *ConflictError) Unwrap() error { return ErrSeatsUnavailable }
+
+// QueueError is ErrQueueRequired with where the fan should queue.
+type QueueError struct {
+	ShowID string
+	Cause  error
+}
+
+func (e *QueueError) Error() string {
+	return fmt.Sprintf("admission required for show %s: %v", e.ShowID, e.Cause)
+}
+
+// Unwrap makes errors.Is(err, ErrQueueRequired) hold.
+func (e *QueueError) Unwrap() []error { return []error{ErrQueueRequired, e.Cause} }
+
+// QueueURL is the waiting room of the show.
+func (e *QueueError) QueueURL() string { return "/queue/" + e.ShowID }
+
+// Invalid returns an error wrapping ErrInvalid with a message for the client.
+func Invalid(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, a...))
+}
+
+// Unprocessable returns an error wrapping ErrValidation with a message for the client.
+func Unprocessable(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrValidation, fmt.Sprintf(format, a...))
+}

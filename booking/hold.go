@@ -1,0 +1,324 @@
+package booking
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flashseat/flashseat/shared/admission"
+)
+
+// HoldRequest asks for seats of a show for a user.
+type HoldRequest struct {
+	UserID         string
+	ShowID         string
+	SeatIDs        []string
+	AdmissionToken string // raw token from the header or cookie; needed when the show's queue is on
+	IdempotencyKey string
+}
+
+// hash identifies the request body for idempotency: same show and same seats in the same order.
+func (r HoldRequest) hash() string {
+	h := sha256.New()
+	h.Write([]byte(r.ShowID))
+	for _, id := range r.SeatIDs {
+		h.Write([]byte{0})
+		h.Write([]byte(id))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+const scopeHold = "hold"
+
+// NewID returns a fresh random id with a prefix ("bk_...").
+func NewID(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// Hold claims the requested seats for the user: all of them or none. With an idempotency key, a repeat of the
+// same request returns the first request's booking (replayed true) instead of holding again.
+func (s *Service) Hold(ctx context.Context, r HoldRequest) (b Booking, replayed bool, err error) {
+	show, seats, err := s.validateHold(ctx, r)
+	if err != nil {
+		return Booking{}, false, err
+	}
+	claims, err := s.admit(ctx, r.ShowID, r.UserID, r.AdmissionToken)
+	if err != nil {
+		return Booking{}, false, err
+	}
+	if r.IdempotencyKey == "" {
+		b, err := s.hold(ctx, r, show, seats, claims)
+		return b, false, err
+	}
+	hash := r.hash()
+	for {
+		rec, claimed, err := s.store.BeginIdempotent(ctx, r.UserID, scopeHold, r.IdempotencyKey, hash)
+		if err != nil {
+			return Booking{}, false, err
+		}
+		if claimed {
+			break
+		}
+		if rec.RequestHash != hash {
+			return Booking{}, false, fmt.Errorf("%w: Idempotency-Key was used with another request", ErrIdempotency)
+		}
+		if rec.ResultID != "" {
+			b, err := s.store.Booking(ctx, rec.ResultID)
+			return b, true, err
+		}
+		// The first request with this key is still running: wait for its outcome rather than hold twice.
+		if b, done, err := s.awaitIdempotent(ctx, r, hash); done || err != nil {
+			return b, true, err
+		}
+		// The first request failed and gave the key up; try to claim it ourselves.
+	}
+	b, err = s.hold(ctx, r, show, seats, claims)
+	if err != nil {
+		// A failed hold leaves nothing behind, so the key is free for a retry.
+		if aerr := s.store.AbortIdempotent(context.WithoutCancel(ctx), r.UserID, scopeHold, r.IdempotencyKey); aerr != nil {
+			s.log.ErrorContext(ctx, "idempotency abort", "err", aerr)
+		}
+		return Booking{}, false, err
+	}
+	if err := s.store.FinishIdempotent(ctx, r.UserID, scopeHold, r.IdempotencyKey, b.ID); err != nil {
+		return Booking{}, false, err
+	}
+	return b, false, nil
+}
+
+// awaitIdempotent polls a pending key for up to five seconds. done is false when the key was given up.
+func (s *Service) awaitIdempotent(ctx context.Context, r HoldRequest, hash string) (Booking, bool, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return Booking{}, false, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		rec, claimed, err := s.store.BeginIdempotent(ctx, r.UserID, scopeHold, r.IdempotencyKey, hash)
+		if err != nil {
+			return Booking{}, false, err
+		}
+		if claimed {
+			// We now own the key; give it back so the caller's loop claims it cleanly.
+			if err := s.store.AbortIdempotent(ctx, r.UserID, scopeHold, r.IdempotencyKey); err != nil {
+				return Booking{}, false, err
+			}
+			return Booking{}, false, nil
+		}
+		if rec.ResultID != "" {
+			b, err := s.store.Booking(ctx, rec.ResultID)
+			return b, true, err
+		}
+	}
+	return Booking{}, false, ErrInProgress
+}
+
+func (s *Service) validateHold(ctx context.Context, r HoldRequest) (Show, []Seat, error) {
+	if r.ShowID == "" {
+		return Show{}, nil, Invalid("showId is required")
+	}
+	if len(r.SeatIDs) == 0 {
+		return Show{}, nil, Unprocessable("seatIds must name at least one seat")
+	}
+	if len(r.SeatIDs) > s.cfg.MaxSeats {
+		return Show{}, nil, fmt.Errorf("%w: at most %d seats per booking", ErrTooManySeats, s.cfg.MaxSeats)
+	}
+	show, err := s.Show(ctx, r.ShowID)
+	if err != nil {
+		return Show{}, nil, err
+	}
+	layout, err := s.Layout(ctx, r.ShowID)
+	if err != nil {
+		return Show{}, nil, err
+	}
+	byID := make(map[string]int, len(layout))
+	for i, st := range layout {
+		byID[st.ID] = i
+	}
+	seen := make(map[string]bool, len(r.SeatIDs))
+	seats := make([]Seat, 0, len(r.SeatIDs))
+	for _, id := range r.SeatIDs {
+		if seen[id] {
+			return Show{}, nil, Unprocessable("seat %q is listed twice", clip(id))
+		}
+		seen[id] = true
+		i, ok := byID[id]
+		if !ok {
+			return Show{}, nil, Unprocessable("seat %q does not exist in this show", clip(id))
+		}
+		seats = append(seats, layout[i])
+	}
+	now := s.cfg.Now()
+	if now.Before(show.SaleStartsAt) {
+		return Show{}, nil, fmt.Errorf("%w: sale opens at %s", ErrSaleNotOpen, show.SaleStartsAt.UTC().Format(time.RFC3339))
+	}
+	if !now.Before(show.StartsAt) {
+		return Show{}, nil, fmt.Errorf("%w: the show has started", ErrSaleNotOpen)
+	}
+	return show, seats, nil
+}
+
+// clip keeps client-supplied text in error messages short.
+func clip(s string) string {
+	r := []rune(s)
+	if len(r) > 16 {
+		return string(r[:16]) + "…"
+	}
+	return s
+}
+
+// Admit runs the waiting-room check for a request on a show (also used by pay).
+func (s *Service) Admit(ctx context.Context, showID, userID, raw string) (jti string, exp time.Time, err error) {
+	c, err := s.admit(ctx, showID, userID, raw)
+	if err != nil || c == nil {
+		return "", time.Time{}, err
+	}
+	return c.jti, c.exp, nil
+}
+
+type admitted struct {
+	jti string
+	exp time.Time
+}
+
+func (s *Service) admit(ctx context.Context, showID, userID, raw string) (*admitted, error) {
+	if s.gate == nil {
+		return nil, nil
+	}
+	c, err := s.gate.Check(ctx, showID, userID, raw)
+	switch {
+	case errors.Is(err, admission.ErrRequired):
+		return nil, &QueueError{ShowID: showID, Cause: err}
+	case err != nil:
+		return nil, err
+	case c == nil:
+		return nil, nil
+	}
+	a := &admitted{jti: c.ID}
+	if c.ExpiresAt != nil {
+		a.exp = c.ExpiresAt.Time
+	}
+	return a, nil
+}
+
+func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Seat, adm *admitted) (Booking, error) {
+	now := s.cfg.Now()
+	b := Booking{
+		ID:        NewID("bk_"),
+		UserID:    r.UserID,
+		ShowID:    r.ShowID,
+		Status:    StatusHeld,
+		SeatIDs:   append([]string(nil), r.SeatIDs...),
+		Currency:  show.Currency,
+		ExpiresAt: now.Add(s.cfg.HoldTTL),
+		CreatedAt: now,
+	}
+	for _, st := range seats {
+		b.TotalAmount += st.Price
+	}
+	if adm != nil {
+		b.AdmissionJTI, b.AdmissionExp = adm.jti, adm.exp
+	}
+	claim := Claim{ShowID: b.ShowID, BookingID: b.ID, UserID: b.UserID, SeatIDs: b.SeatIDs, TTL: s.cfg.HoldTTL,
+		Now: now, UserCap: s.cfg.MaxSeats}
+	res, err := s.locks.Claim(ctx, claim)
+	if err == nil && res.NoEpoch {
+		// Redis has no epoch for this show: it is new, or Redis lost its data. Start a new epoch from Postgres
+		// so fences stay above every fence issued before, and restore the sold seats with it.
+		if err = s.restoreShow(ctx, b.ShowID); err == nil {
+			res, err = s.locks.Claim(ctx, claim)
+		}
+	}
+	switch {
+	case err != nil:
+		return Booking{}, err
+	case res.NoEpoch:
+		return Booking{}, fmt.Errorf("booking: fencing epoch vanished twice for show %s", b.ShowID)
+	case res.OverCap:
+		return Booking{}, fmt.Errorf("%w: a fan may hold at most %d seats of a show at once", ErrTooManySeats, s.cfg.MaxSeats)
+	case !res.OK:
+		if s.cfg.OnConflict != nil {
+			s.cfg.OnConflict()
+		}
+		return Booking{}, &ConflictError{Unavailable: res.Taken, Alternatives: s.alternatives(ctx, b.ShowID, seats)}
+	}
+	b.Fence = res.Fence
+	if err := s.store.CreateHold(ctx, &b); err != nil {
+		// Without its row the claim would block the seats for a whole TTL with nobody able to pay for them.
+		if _, rerr := s.locks.Release(context.WithoutCancel(ctx), b); rerr != nil {
+			s.log.ErrorContext(ctx, "release claim after failed insert", "booking", b.ID, "err", rerr)
+		}
+		if errors.Is(err, ErrStale) {
+			// Redis handed out a fence below one already recorded (its counter went back in a failover). The
+			// seats are contested; treat it as a conflict and let the next claim start a new epoch.
+			return Booking{}, &ConflictError{Unavailable: b.SeatIDs}
+		}
+		return Booking{}, err
+	}
+	if s.cfg.OnHold != nil {
+		s.cfg.OnHold()
+	}
+	s.markDirty(b.ShowID)
+	return b, nil
+}
+
+// restoreShow bumps the show's fencing epoch in Postgres and installs it in Redis together with the sold seats.
+func (s *Service) restoreShow(ctx context.Context, showID string) error {
+	epoch, err := s.store.BumpEpoch(ctx, showID)
+	if err != nil {
+		return err
+	}
+	sold, err := s.store.SoldSeats(ctx, showID)
+	if err != nil {
+		return err
+	}
+	s.log.InfoContext(ctx, "new fencing epoch", "show", showID, "epoch", epoch)
+	return s.locks.SetEpoch(ctx, showID, epoch, sold)
+}
+
+// Booking returns the user's booking; another user's booking is ErrNotFound.
+func (s *Service) Booking(ctx context.Context, id, userID string) (Booking, error) {
+	b, err := s.store.Booking(ctx, id)
+	if err != nil {
+		return Booking{}, err
+	}
+	if b.UserID != userID {
+		return Booking{}, fmt.Errorf("booking %s: %w", id, ErrNotFound)
+	}
+	return b, nil
+}
+
+// Cancel releases the user's HELD booking: the booking becomes CANCELLED, the locks it still owns are deleted
+// (compare-and-delete, so a stale cancel never frees seats someone else holds now) and its waiting-room slot is
+// freed. It returns the booking and the seats released.
+func (s *Service) Cancel(ctx context.Context, id, userID string) (Booking, []string, error) {
+	b, err := s.store.Cancel(ctx, id, userID)
+	if err != nil {
+		return Booking{}, nil, err
+	}
+	freed, err := s.locks.Release(ctx, b)
+	if err != nil {
+		// The booking is cancelled; its locks lapse at their TTL at the latest.
+		s.log.ErrorContext(ctx, "release locks of cancelled booking", "booking", b.ID, "err", err)
+		freed = nil
+	}
+	s.releaseAdmission(ctx, b)
+	s.markDirty(b.ShowID)
+	return b, freed, nil
+}
+
+func (s *Service) releaseAdmission(ctx context.Context, b Booking) {
+	if b.AdmissionJTI == "" {
+		return
+	}
+	if err := s.locks.ReleaseAdmission(ctx, b.ShowID, b.AdmissionJTI, b.AdmissionExp); err != nil {
+		s.log.ErrorContext(ctx, "release admission", "booking", b.ID, "err", err)
+	}
+}

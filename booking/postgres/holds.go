@@ -1,0 +1,157 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flashseat/flashseat/booking"
+)
+
+// BumpEpoch starts a new fencing epoch for the show. UPDATE ... RETURNING serialises concurrent bumps on the row,
+// so two replicas that both found Redis empty get two distinct, increasing epochs.
+func (s *Store) BumpEpoch(ctx context.Context, showID string) (int64, error) {
+	var epoch int64
+	err := s.pool.QueryRow(ctx, `UPDATE shows SET fence_epoch = fence_epoch + 1 WHERE id = $1 RETURNING fence_epoch`,
+		showID).Scan(&epoch)
+	if err != nil {
+		return 0, notFound("show", showID, err)
+	}
+	return epoch, nil
+}
+
+// createHold is one statement, so a hold costs one round trip to Postgres: the booking row, and the seats'
+// fences moved forward to this hold's. A seat whose fence on record is not below ours is not returned, which
+// tells a fence that went backwards (Redis's counter lost in a failover within one epoch).
+const createHold = `WITH b AS (
+	INSERT INTO bookings (id, user_id, show_id, status, seat_ids, total_amount, currency, fence, expires_at,
+		admission_jti, admission_exp, created_at, updated_at)
+	VALUES ($1, $2, $3, 'HELD', $4, $5, $6, $7, $8, NULLIF($9, ''), $10, $11, $11)
+)
+INSERT INTO seat_fences (show_id, seat_id, fence)
+SELECT $3, unnest($4::text[]), $7
+ON CONFLICT (show_id, seat_id) DO UPDATE SET fence = EXCLUDED.fence WHERE seat_fences.fence < EXCLUDED.fence
+RETURNING seat_id`
+
+// CreateHold records a HELD booking.
+func (s *Store) CreateHold(ctx context.Context, b *booking.Booking) error {
+	var admExp *time.Time
+	if b.AdmissionJTI != "" {
+		admExp = &b.AdmissionExp
+	}
+	rows, err := s.pool.Query(ctx, createHold, b.ID, b.UserID, b.ShowID, b.SeatIDs, b.TotalAmount, b.Currency,
+		b.Fence, b.ExpiresAt, b.AdmissionJTI, admExp, b.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("postgres: create hold: %w", err)
+	}
+	advanced, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("postgres: create hold: %w", err)
+	}
+	if len(advanced) != len(b.SeatIDs) {
+		// The row went in; mark it dead so nobody can confirm it.
+		if _, err := s.pool.Exec(ctx, `UPDATE bookings SET status = 'EXPIRED', updated_at = now() WHERE id = $1`,
+			b.ID); err != nil {
+			return fmt.Errorf("postgres: create hold: %w", err)
+		}
+		return fmt.Errorf("hold %s fence %d: %w", b.ID, b.Fence, booking.ErrStale)
+	}
+	return nil
+}
+
+const bookingColumns = `id, user_id, show_id, status, seat_ids, total_amount, currency, fence, expires_at,
+	COALESCE(admission_jti, ''), admission_exp, COALESCE(payment_id, ''), created_at`
+
+func scanBooking(row pgx.Row) (booking.Booking, error) {
+	var b booking.Booking
+	var admExp *time.Time
+	err := row.Scan(&b.ID, &b.UserID, &b.ShowID, &b.Status, &b.SeatIDs, &b.TotalAmount, &b.Currency, &b.Fence,
+		&b.ExpiresAt, &b.AdmissionJTI, &admExp, &b.PaymentID, &b.CreatedAt)
+	if err != nil {
+		return booking.Booking{}, err
+	}
+	if admExp != nil {
+		b.AdmissionExp = admExp.UTC()
+	}
+	b.ExpiresAt, b.CreatedAt = b.ExpiresAt.UTC(), b.CreatedAt.UTC()
+	return b, nil
+}
+
+// Booking reads one booking.
+func (s *Store) Booking(ctx context.Context, id string) (booking.Booking, error) {
+	b, err := scanBooking(s.pool.QueryRow(ctx, `SELECT `+bookingColumns+` FROM bookings WHERE id = $1`, id))
+	if err != nil {
+		return booking.Booking{}, notFound("booking", id, err)
+	}
+	return b, nil
+}
+
+// Cancel moves the user's HELD booking to CANCELLED. The status condition in the UPDATE makes cancel and expiry
+// (and confirmation) mutually exclusive: whichever commits first wins, the other finds no HELD row.
+func (s *Store) Cancel(ctx context.Context, id, userID string) (booking.Booking, error) {
+	b, err := scanBooking(s.pool.QueryRow(ctx, `UPDATE bookings SET status = 'CANCELLED', updated_at = now()
+		WHERE id = $1 AND user_id = $2 AND status = 'HELD' RETURNING `+bookingColumns, id, userID))
+	if err == nil {
+		return b, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return booking.Booking{}, fmt.Errorf("postgres: cancel: %w", err)
+	}
+	cur, err := s.Booking(ctx, id)
+	switch {
+	case err != nil:
+		return booking.Booking{}, err
+	case cur.UserID != userID:
+		return booking.Booking{}, fmt.Errorf("booking %s: %w", id, booking.ErrNotFound)
+	case cur.Status == booking.StatusExpired:
+		return cur, fmt.Errorf("booking %s: %w", id, booking.ErrHoldExpired)
+	}
+	return cur, fmt.Errorf("booking %s is %s: %w", id, cur.Status, booking.ErrNotHeld)
+}
+
+// ExpireDue marks lapsed HELD bookings EXPIRED. SKIP LOCKED lets replicas sweep side by side without waiting on
+// each other, and the status condition means a booking confirmed or cancelled meanwhile is left alone.
+func (s *Store) ExpireDue(ctx context.Context, showID string, now time.Time, limit int) ([]booking.Booking, error) {
+	rows, err := s.pool.Query(ctx, `UPDATE bookings SET status = 'EXPIRED', updated_at = now()
+		WHERE id IN (SELECT id FROM bookings WHERE status = 'HELD' AND expires_at <= $1
+			AND ($2 = '' OR show_id = $2) ORDER BY expires_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+		AND status = 'HELD'
+		RETURNING `+bookingColumns, now, showID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: expire: %w", err)
+	}
+	bs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (booking.Booking, error) { return scanBooking(r) })
+	if err != nil {
+		return nil, fmt.Errorf("postgres: expire: %w", err)
+	}
+	return bs, nil
+}
+
+// Expire marks one HELD booking EXPIRED.
+func (s *Store) Expire(ctx context.Context, id string) (booking.Booking, error) {
+	b, err := scanBooking(s.pool.QueryRow(ctx, `UPDATE bookings SET status = 'EXPIRED', updated_at = now()
+		WHERE id = $1 AND status = 'HELD' RETURNING `+bookingColumns, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return booking.Booking{}, fmt.Errorf("booking %s: %w", id, booking.ErrNotHeld)
+	}
+	if err != nil {
+		return booking.Booking{}, fmt.Errorf("postgres: expire: %w", err)
+	}
+	return b, nil
+}
+
+// Extend moves a HELD or PAYMENT_PENDING booking's expiry.
+func (s *Store) Extend(ctx context.Context, id string, until time.Time) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE bookings SET expires_at = $2, updated_at = now()
+		WHERE id = $1 AND status IN ('HELD', 'PAYMENT_PENDING')`, id, until)
+	if err != nil {
+		return fmt.Errorf("postgres: extend: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("booking %s: %w", id, booking.ErrNotHeld)
+	}
+	return nil
+}

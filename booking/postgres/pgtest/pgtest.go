@@ -1,0 +1,106 @@
+// Package pgtest gives each test its own freshly migrated Postgres database, dropped when the test ends, so
+// storage tests run against the real thing in parallel without seeing each other's rows.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/flashseat/flashseat/booking/postgres"
+)
+
+// DefaultURL is used when DATABASE_URL is not set; it matches `make services`.
+const DefaultURL = "postgres://postgres@127.0.0.1:5432/flashseat?sslmode=disable"
+
+// New creates a uniquely named database on the server of DATABASE_URL, applies booking's migrations (and any
+// later ones embedded beside them) and returns a pool to it. The pool is closed and the database dropped in
+// t.Cleanup.
+func New(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	pool, _ := NewWithURL(t)
+	return pool
+}
+
+// NewWithURL is New that also returns the database's URL, for code under test that opens its own pool (an app's
+// Run from its Config).
+func NewWithURL(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	base := os.Getenv("DATABASE_URL")
+	if base == "" {
+		base = DefaultURL
+	}
+	adminCfg, err := pgx.ParseConfig(base)
+	if err != nil {
+		t.Fatalf("pgtest: DATABASE_URL: %v", err)
+	}
+	adminCfg.Database = "postgres"
+	admin, err := pgx.ConnectConfig(ctx, adminCfg)
+	if err != nil {
+		t.Fatalf("pgtest: connect: %v", err)
+	}
+	defer admin.Close(ctx)
+
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	name := "fstest_" + hex.EncodeToString(rnd[:])
+	// CREATE DATABASE copies template1 and fails when another session is copying it at the same moment;
+	// parallel tests do, so retry briefly.
+	for i := 0; ; i++ {
+		_, err = admin.Exec(ctx, `CREATE DATABASE "`+name+`"`)
+		if err == nil || i == 20 {
+			break
+		}
+		time.Sleep(time.Duration(50*(i+1)) * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("pgtest: create database: %v", err)
+	}
+
+	cfg, err := pgxpool.ParseConfig(base)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	cfg.ConnConfig.Database = name
+	cfg.MaxConns = 16
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatalf("pgtest: pool: %v", err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := pgx.ConnectConfig(ctx, adminCfg)
+		if err != nil {
+			t.Logf("pgtest: drop %s: %v", name, err)
+			return
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, `DROP DATABASE IF EXISTS "`+name+`" WITH (FORCE)`); err != nil {
+			t.Logf("pgtest: drop %s: %v", name, err)
+		}
+	})
+	if err := postgres.Migrate(ctx, pool); err != nil {
+		t.Fatalf("pgtest: migrate: %v", err)
+	}
+	return pool, withDatabase(base, name)
+}
+
+// withDatabase returns base (a URL or a key=value DSN) naming database name instead.
+func withDatabase(base, name string) string {
+	if u, err := url.Parse(base); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		u.Path = "/" + name
+		return u.String()
+	}
+	return base + " dbname=" + name
+}

@@ -1,0 +1,162 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/booking/postgres"
+	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+)
+
+func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t) // migrated once already; two more at once must both succeed and change nothing
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = postgres.Migrate(context.Background(), pool) }()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatalf("migrate: %v", err)
+		}
+	}
+}
+
+// seedShow creates a venue with one 2x5 hall, an event and a show on sale.
+func seedShow(t *testing.T, st *postgres.Store) booking.Show {
+	t.Helper()
+	ctx := context.Background()
+	v := booking.Venue{Name: "V", City: "C", Halls: []booking.Hall{{Name: "H", Rows: []booking.Row{
+		{Label: "A", Seats: 5, Category: "SILVER"}, {Label: "B", Seats: 5, Category: "GOLD"}}}}}
+	if err := st.CreateVenue(ctx, &v); err != nil {
+		t.Fatal(err)
+	}
+	e := booking.Event{Title: "E", Kind: "movie", DurationMinutes: 90}
+	if err := st.CreateEvent(ctx, &e); err != nil {
+		t.Fatal(err)
+	}
+	sh := booking.Show{EventID: e.ID, HallID: v.Halls[0].ID, StartsAt: time.Now().Add(24 * time.Hour),
+		SaleStartsAt: time.Now().Add(-time.Hour), Currency: "INR", Prices: map[string]int64{"SILVER": 100, "GOLD": 200}}
+	if err := st.CreateShow(ctx, &sh); err != nil {
+		t.Fatal(err)
+	}
+	return sh
+}
+
+func hold(t *testing.T, st *postgres.Store, show string, fence int64, seats ...string) booking.Booking {
+	t.Helper()
+	b := booking.Booking{ID: booking.NewID("bk_"), UserID: "u1", ShowID: show, SeatIDs: seats, Currency: "INR",
+		Fence: fence, ExpiresAt: time.Now().Add(time.Minute), CreatedAt: time.Now()}
+	if err := st.CreateHold(context.Background(), &b); err != nil {
+		t.Fatalf("create hold: %v", err)
+	}
+	return b
+}
+
+func TestLedger(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := postgres.New(pgtest.New(t))
+	sh := seedShow(t, st)
+	layout, err := st.Layout(ctx, sh.ID)
+	if err != nil || len(layout) != 10 || layout[5].ID != "B1" || layout[5].Price != 200 {
+		t.Fatalf("layout = %v, %v", layout, err)
+	}
+	if e1, _ := st.BumpEpoch(ctx, sh.ID); e1 != 1 {
+		t.Fatalf("epoch = %d, want 1", e1)
+	}
+
+	first := hold(t, st, sh.ID, 10, "A1", "A2")
+	if _, err := st.Confirm(ctx, first.ID); err != nil {
+		t.Fatalf("confirm: %v", err)
+	}
+	if _, err := st.Confirm(ctx, first.ID); !errors.Is(err, booking.ErrNotHeld) {
+		t.Fatalf("second confirm of one booking: got %v, want ErrNotHeld", err)
+	}
+	// Redis forgot: another hold on a sold seat, with a newer fence, must not become a second sale.
+	second := hold(t, st, sh.ID, 20, "A2", "A3")
+	if _, err := st.Confirm(ctx, second.ID); !errors.Is(err, booking.ErrSeatsUnavailable) {
+		t.Fatalf("double sale: got %v, want ErrSeatsUnavailable", err)
+	}
+	// A superseded hold (someone holds A4 with a newer fence) cannot confirm.
+	stale := hold(t, st, sh.ID, 30, "A4")
+	hold(t, st, sh.ID, 40, "A4")
+	if _, err := st.Confirm(ctx, stale.ID); !errors.Is(err, booking.ErrStale) {
+		t.Fatalf("stale confirm: got %v, want ErrStale", err)
+	}
+	// A fence that went backwards is refused at hold time.
+	b := booking.Booking{ID: booking.NewID("bk_"), UserID: "u1", ShowID: sh.ID, SeatIDs: []string{"A4"},
+		Currency: "INR", Fence: 35, ExpiresAt: time.Now().Add(time.Minute), CreatedAt: time.Now()}
+	if err := st.CreateHold(ctx, &b); !errors.Is(err, booking.ErrStale) {
+		t.Fatalf("backwards fence: got %v, want ErrStale", err)
+	}
+	sold, _ := st.SoldSeats(ctx, sh.ID)
+	if len(sold) != 2 {
+		t.Fatalf("sold = %v", sold)
+	}
+}
+
+func TestExpireDueOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := postgres.New(pgtest.New(t))
+	sh := seedShow(t, st)
+	for i := range 20 {
+		b := booking.Booking{ID: booking.NewID("bk_"), UserID: "u", ShowID: sh.ID, SeatIDs: []string{booking.SeatID("A", i%5+1)},
+			Currency: "INR", Fence: int64(i + 1), ExpiresAt: time.Now().Add(-time.Second), CreatedAt: time.Now()}
+		if err := st.CreateHold(ctx, &b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bs, err := st.ExpireDue(ctx, "", time.Now(), 7)
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			for _, b := range bs {
+				seen[b.ID]++
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("booking %s expired %d times", id, n)
+		}
+	}
+}
+
+func TestIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := postgres.New(pgtest.New(t))
+	if _, claimed, err := st.BeginIdempotent(ctx, "u", "hold", "k", "h1"); !claimed || err != nil {
+		t.Fatalf("first claim: %v %v", claimed, err)
+	}
+	rec, claimed, err := st.BeginIdempotent(ctx, "u", "hold", "k", "h1")
+	if claimed || err != nil || rec.ResultID != "" {
+		t.Fatalf("pending: %+v %v %v", rec, claimed, err)
+	}
+	if err := st.FinishIdempotent(ctx, "u", "hold", "k", "bk_1"); err != nil {
+		t.Fatal(err)
+	}
+	rec, _, _ = st.BeginIdempotent(ctx, "u", "hold", "k", "h2")
+	if rec.ResultID != "bk_1" || rec.RequestHash != "h1" {
+		t.Fatalf("finished: %+v", rec)
+	}
+}

@@ -1,0 +1,222 @@
+package booking
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/flashseat/flashseat/shared/token"
+)
+
+// Store is the Postgres ledger as the Service needs it. booking/postgres implements it.
+type Store interface {
+	CreateVenue(ctx context.Context, v *Venue) error // assigns the venue's and its halls' IDs
+	CreateEvent(ctx context.Context, e *Event) error
+	CreateShow(ctx context.Context, s *Show) error // ErrNotFound wrapped when the event or hall is unknown
+	Show(ctx context.Context, id string) (Show, error)
+	Layout(ctx context.Context, showID string) ([]Seat, error)
+	Search(ctx context.Context, q Search) ([]EventShows, error)
+	UpcomingShows(ctx context.Context, now time.Time) ([]string, error)
+	SoldSeats(ctx context.Context, showID string) ([]string, error)
+	Revenue(ctx context.Context, showID string) (int64, error)
+
+	// BumpEpoch starts a new fencing epoch for the show and returns it.
+	BumpEpoch(ctx context.Context, showID string) (int64, error)
+	// CreateHold records a HELD booking and its seats' fences. ErrStale when a seat has a newer fence on record.
+	CreateHold(ctx context.Context, b *Booking) error
+	Booking(ctx context.Context, id string) (Booking, error)
+	// Cancel moves the user's HELD booking to CANCELLED.
+	Cancel(ctx context.Context, id, userID string) (Booking, error)
+	// ExpireDue marks HELD bookings past their expiry EXPIRED (of one show, or all when showID is empty) and
+	// returns them. Safe to run on several replicas at once: each booking is expired by exactly one.
+	ExpireDue(ctx context.Context, showID string, now time.Time, limit int) ([]Booking, error)
+	// Expire marks one HELD booking EXPIRED (its locks were lost).
+	Expire(ctx context.Context, id string) (Booking, error)
+	// Confirm moves a HELD (or PAYMENT_PENDING) booking to CONFIRMED and writes its seats into the ledger, in one
+	// transaction that checks the fencing token. ErrStale, ErrSeatsUnavailable, ErrNotHeld.
+	Confirm(ctx context.Context, id string) (Booking, error)
+	// Extend moves a HELD booking's expiry.
+	Extend(ctx context.Context, id string, until time.Time) error
+
+	// BeginIdempotent claims (user, scope, key) for a request with the given hash. If it was claimed before it
+	// returns the record: a finished one carries ResultID, a pending one does not.
+	BeginIdempotent(ctx context.Context, userID, scope, key, hash string) (rec IdempotencyRecord, claimed bool, err error)
+	FinishIdempotent(ctx context.Context, userID, scope, key, resultID string) error
+	AbortIdempotent(ctx context.Context, userID, scope, key string) error
+}
+
+// IdempotencyRecord is what is known about an Idempotency-Key already used.
+type IdempotencyRecord struct {
+	RequestHash string
+	ResultID    string // empty while the first request is still running
+}
+
+// Locks is Redis as the Service needs it: the seat locks, the sold set mirror, counters and events. booking/redis
+// implements it.
+type Locks interface {
+	// Claim locks every seat of the claim for the booking, or none.
+	Claim(ctx context.Context, c Claim) (ClaimResult, error)
+	// SetEpoch installs a fencing epoch (and the show's sold seats) after Redis was found without one.
+	SetEpoch(ctx context.Context, showID string, epoch int64, sold []string) error
+	// Release deletes the locks b still owns and publishes the seats as AVAILABLE. It returns the seats freed.
+	Release(ctx context.Context, b Booking) ([]string, error)
+	// Sell records b's seats as sold, drops b's locks and publishes the seats as BOOKED.
+	Sell(ctx context.Context, b Booking) error
+	// Unsell takes b's seats out of the sold set (after a refund) and publishes them as AVAILABLE.
+	Unsell(ctx context.Context, b Booking) error
+	// Owned reports whether every lock of b still carries b's id and fence.
+	Owned(ctx context.Context, b Booking) (bool, error)
+	// Extend pushes the expiry of b's locks to ttl from now, only if b still owns all of them.
+	Extend(ctx context.Context, b Booking, ttl time.Duration) (bool, error)
+	// Status reads the live state of the given seats in one round trip: held and sold flags by seat.
+	Status(ctx context.Context, showID string, seatIDs []string) (held, sold map[string]bool, err error)
+	// AddSold mirrors the ledger's sold seats into Redis (after Redis lost them).
+	AddSold(ctx context.Context, showID string, seatIDs []string) error
+	// PublishInfo writes the show's ShowInfo hash and announces it on the availability channel.
+	PublishInfo(ctx context.Context, s Show, c Counts, now time.Time) error
+	// PublishSeats announces seat changes on the show's seat channel.
+	PublishSeats(ctx context.Context, showID string, evs []SeatEvent) error
+	// Counters returns the show's hold and conflict counters.
+	Counters(ctx context.Context, showID string) (holds, conflicts int64, err error)
+	// ReleaseAdmission frees a waiting-room slot and revokes its token.
+	ReleaseAdmission(ctx context.Context, showID, jti string, exp time.Time) error
+}
+
+// Claim asks for a set of seats for one booking.
+type Claim struct {
+	ShowID    string
+	BookingID string
+	UserID    string
+	SeatIDs   []string
+	TTL       time.Duration
+	Now       time.Time
+	// UserCap bounds the seats one user may hold in the show at once, over all live holds.
+	UserCap int
+}
+
+// ClaimResult is the outcome of a Claim. Exactly one of the flags describes a failure, or OK is set.
+type ClaimResult struct {
+	OK      bool
+	Fence   int64
+	Taken   []string // held or sold by others
+	NoEpoch bool     // Redis has no fencing epoch for the show (fresh show, or Redis lost its data)
+	OverCap bool     // the user would hold more than UserCap seats
+}
+
+// Admitter checks the waiting room's admission for a request; shared/admission's Gate implements it.
+type Admitter interface {
+	Check(ctx context.Context, showID, userID, raw string) (*token.Admission, error)
+}
+
+// Config tunes a Service.
+type Config struct {
+	HoldTTL        time.Duration
+	MaxSeats       int
+	ReconcileEvery time.Duration
+	InfoCoalesce   time.Duration // at most one ShowInfo rewrite per show per this interval
+	Now            func() time.Time
+	Logger         *slog.Logger
+	OnHold         func() // metrics hooks; nil is fine
+	OnConflict     func()
+	OnExpired      func(n int)
+}
+
+// Service is the booking behaviour.
+type Service struct {
+	store Store
+	locks Locks
+	gate  Admitter
+	cfg   Config
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	layouts map[string][]Seat // immutable once a show exists
+	shows   map[string]Show
+	dirty   map[string]bool // shows whose ShowInfo needs a rewrite
+	nudge   chan string     // shows with a seat lock that just expired
+}
+
+// New returns a Service. gate may be nil when no show ever has a queue (tests).
+func New(store Store, locks Locks, gate Admitter, cfg Config) *Service {
+	if cfg.HoldTTL <= 0 {
+		cfg.HoldTTL = 10 * time.Minute
+	}
+	if cfg.MaxSeats <= 0 {
+		cfg.MaxSeats = 10
+	}
+	if cfg.ReconcileEvery <= 0 {
+		cfg.ReconcileEvery = 30 * time.Second
+	}
+	if cfg.InfoCoalesce <= 0 {
+		cfg.InfoCoalesce = 100 * time.Millisecond
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{store: store, locks: locks, gate: gate, cfg: cfg, log: cfg.Logger,
+		layouts: map[string][]Seat{}, shows: map[string]Show{}, dirty: map[string]bool{},
+		nudge: make(chan string, 1024)}
+}
+
+// HoldTTL is how long a hold lasts.
+func (s *Service) HoldTTL() time.Duration { return s.cfg.HoldTTL }
+
+// MaxSeats is the per-booking and per-user seat cap.
+func (s *Service) MaxSeats() int { return s.cfg.MaxSeats }
+
+// Show returns a show, from a cache: a show's definition does not change once created.
+func (s *Service) Show(ctx context.Context, id string) (Show, error) {
+	s.mu.Lock()
+	sh, ok := s.shows[id]
+	s.mu.Unlock()
+	if ok {
+		return sh, nil
+	}
+	sh, err := s.store.Show(ctx, id)
+	if err != nil {
+		return Show{}, err
+	}
+	s.mu.Lock()
+	if len(s.shows) > 10000 {
+		s.shows = map[string]Show{}
+	}
+	s.shows[id] = sh
+	s.mu.Unlock()
+	return sh, nil
+}
+
+// Layout returns the seats of a show with prices, in map order, from a cache.
+func (s *Service) Layout(ctx context.Context, showID string) ([]Seat, error) {
+	s.mu.Lock()
+	l, ok := s.layouts[showID]
+	s.mu.Unlock()
+	if ok {
+		return l, nil
+	}
+	if _, err := s.Show(ctx, showID); err != nil {
+		return nil, err
+	}
+	l, err := s.store.Layout(ctx, showID)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if len(s.layouts) > 10000 {
+		s.layouts = map[string][]Seat{}
+	}
+	s.layouts[showID] = l
+	s.mu.Unlock()
+	return l, nil
+}
+
+// markDirty schedules a ShowInfo rewrite for the show. Rewrites are coalesced: a burst of holds on a hot show
+// costs one rewrite per InfoCoalesce, off the hold's critical path.
+func (s *Service) markDirty(showID string) {
+	s.mu.Lock()
+	s.dirty[showID] = true
+	s.mu.Unlock()
+}
