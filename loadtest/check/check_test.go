@@ -1,0 +1,195 @@
+package check_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	"github.com/flashseat/flashseat/loadtest"
+	"github.com/flashseat/flashseat/loadtest/check"
+	"github.com/flashseat/flashseat/shared/rediskey"
+)
+
+func id(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+func exec(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", strings.Fields(sql)[0:3], err)
+	}
+}
+
+// newShow plants a venue, hall, event and a show on sale, and returns the show's id.
+func newShow(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	v, h, e, s := id("v_"), id("h_"), id("e_"), id("s_")
+	exec(t, pool, `INSERT INTO venues (id, name, city) VALUES ($1, 'Checker Hall', 'Test')`, v)
+	exec(t, pool, `INSERT INTO halls (id, venue_id, name, total_seats) VALUES ($1, $2, 'One', 4)`, h, v)
+	for i, seat := range []string{"A1", "A2", "A3", "A4"} {
+		exec(t, pool, `INSERT INTO seats (hall_id, seat_id, row_label, number, category, ord) VALUES ($1, $2, 'A', $3, 'GOLD', $3)`, h, seat, i+1)
+	}
+	exec(t, pool, `INSERT INTO events (id, title, kind, duration_minutes) VALUES ($1, 'Checked', 'MOVIE', 120)`, e)
+	exec(t, pool, `INSERT INTO shows (id, event_id, hall_id, starts_at, sale_starts_at, currency, prices)
+		VALUES ($1, $2, $3, now() + interval '30 days', now() - interval '1 hour', 'INR', '{"GOLD": 45000}')`, s, e, h)
+	return s
+}
+
+// booking plants a booking; expires is relative to now.
+func booking(t *testing.T, pool *pgxpool.Pool, show, status string, expires time.Duration, seats ...string) string {
+	t.Helper()
+	b := id("b_")
+	exec(t, pool, `INSERT INTO bookings (id, user_id, show_id, status, seat_ids, total_amount, currency, fence, expires_at)
+		VALUES ($1, 'u1', $2, $3, $4, 45000, 'INR', 1, now() + make_interval(secs => $5))`,
+		b, show, status, seats, expires.Seconds())
+	return b
+}
+
+func sell(t *testing.T, pool *pgxpool.Pool, show, bookingID string, seats ...string) {
+	t.Helper()
+	for _, s := range seats {
+		exec(t, pool, `INSERT INTO sold_seats (show_id, seat_id, booking_id, fence) VALUES ($1, $2, $3, 1)`, show, s, bookingID)
+	}
+}
+
+func redisClient(t *testing.T) *redis.Client {
+	t.Helper()
+	url := os.Getenv("REDIS_URL")
+	if url == "" {
+		url = "redis://127.0.0.1:6379/0"
+	}
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// lock plants a seat lock and removes exactly that key when the test ends.
+func lock(t *testing.T, rdb *redis.Client, show, seat, bookingID string) {
+	t.Helper()
+	k := rediskey.Seat(show, seat)
+	if err := rdb.Set(context.Background(), k, bookingID+"|1", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Del(context.Background(), k) })
+}
+
+func byInvariant(r check.Result) map[string][]string {
+	m := map[string][]string{}
+	for _, v := range r.Violations {
+		m[v.Invariant] = append(m[v.Invariant], v.Detail)
+	}
+	return m
+}
+
+func TestCleanShowHasNoViolations(t *testing.T) {
+	pool := pgtest.New(t)
+	rdb := redisClient(t)
+	show := newShow(t, pool)
+	paid := booking(t, pool, show, "CONFIRMED", time.Minute, "A1", "A2")
+	sell(t, pool, show, paid, "A1", "A2")
+	held := booking(t, pool, show, "HELD", 5*time.Minute, "A3")
+	lock(t, rdb, show, "A3", held)
+	booking(t, pool, show, "EXPIRED", -time.Hour, "A4")
+
+	r, err := check.Check(context.Background(), pool, rdb, check.Config{ShowIDs: []string{show}, ReconcileInterval: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Violations) != 0 {
+		t.Fatalf("got violations %v, want none", r.Violations)
+	}
+	if len(r.Checked) < 4 {
+		t.Errorf("got checked %v, want at least the four store invariants", r.Checked)
+	}
+}
+
+func TestPlantedViolationsAreReported(t *testing.T) {
+	pool := pgtest.New(t)
+	rdb := redisClient(t)
+	cfg := check.Config{ReconcileInterval: 30 * time.Second}
+
+	tests := []struct {
+		name  string
+		plant func(t *testing.T, show string)
+		want  string
+		also  string // a second invariant the same plant necessarily breaks
+	}{
+		{"double sale: two CONFIRMED bookings of one seat", func(t *testing.T, show string) {
+			a := booking(t, pool, show, "CONFIRMED", time.Minute, "A1")
+			sell(t, pool, show, a, "A1")
+			booking(t, pool, show, "CONFIRMED", time.Minute, "A1")
+		}, loadtest.InvSeatSoldTwice, loadtest.InvSoldMatchesLedger},
+		{"ledger row of a booking that is not CONFIRMED", func(t *testing.T, show string) {
+			b := booking(t, pool, show, "CANCELLED", time.Minute, "A2")
+			sell(t, pool, show, b, "A2")
+		}, loadtest.InvSoldMatchesLedger, ""},
+		{"CONFIRMED booking missing from the ledger", func(t *testing.T, show string) {
+			booking(t, pool, show, "CONFIRMED", time.Minute, "A3")
+		}, loadtest.InvSoldMatchesLedger, ""},
+		{"stale hold", func(t *testing.T, show string) {
+			booking(t, pool, show, "HELD", -2*time.Minute, "A4")
+		}, loadtest.InvStaleHold, ""},
+		{"lock naming an unknown booking", func(t *testing.T, show string) {
+			lock(t, rdb, show, "A1", "b_nobody")
+		}, loadtest.InvLocks, ""},
+		{"lock outliving its cancelled booking", func(t *testing.T, show string) {
+			b := booking(t, pool, show, "CANCELLED", time.Minute, "A2")
+			lock(t, rdb, show, "A2", b)
+		}, loadtest.InvLocks, ""},
+		{"lock on a seat sold to someone else", func(t *testing.T, show string) {
+			a := booking(t, pool, show, "CONFIRMED", time.Minute, "A3")
+			sell(t, pool, show, a, "A3")
+			b := booking(t, pool, show, "HELD", time.Minute, "A3")
+			lock(t, rdb, show, "A3", b)
+		}, loadtest.InvLocks, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			show := newShow(t, pool)
+			tc.plant(t, show)
+			c := cfg
+			c.ShowIDs = []string{show}
+			r, err := check.Check(context.Background(), pool, rdb, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := byInvariant(r)
+			if len(got[tc.want]) == 0 {
+				t.Fatalf("got violations %v, want one of %s", r.Violations, tc.want)
+			}
+			for inv := range got {
+				if inv != tc.want && inv != tc.also {
+					t.Errorf("got an unexpected %s violation: %v", inv, got[inv])
+				}
+			}
+		})
+	}
+}
+
+func TestRunOpensTheStoresByURL(t *testing.T) {
+	pool, url := pgtest.NewWithURL(t)
+	show := newShow(t, pool)
+	booking(t, pool, show, "HELD", -time.Hour, "A1")
+	r, err := check.Run(context.Background(), check.Config{DatabaseURL: url, ShowIDs: []string{show}, ReconcileInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(byInvariant(r)[loadtest.InvStaleHold]); got != 1 {
+		t.Fatalf("got %d stale-hold violations (%v), want 1", got, r.Violations)
+	}
+}
