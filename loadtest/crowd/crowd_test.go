@@ -1,0 +1,82 @@
+package crowd
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/flashseat/flashseat/loadtest"
+	"github.com/flashseat/flashseat/loadtest/client"
+)
+
+func fakeClient(t *testing.T) *client.Client {
+	t.Helper()
+	srv := httptest.NewServer(newFake().handler())
+	t.Cleanup(srv.Close)
+	tr := client.NewTransport(256, 1)
+	t.Cleanup(tr.CloseIdleConnections)
+	c, err := client.New(srv.URL, tr, client.Options{AdminToken: "adm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestQueueScenarioAgainstTheFake(t *testing.T) {
+	sc := loadtest.Presets["smoke"]
+	sc.Fans, sc.Seats = 150, 40
+	sc.SaleDelay, sc.Ramp, sc.Duration, sc.Patience = 300*time.Millisecond, 200*time.Millisecond, 20*time.Second, 15*time.Second
+	sc.AdmitPerSecond, sc.ProbeShare = 100, 0.2
+	sc.Pay = loadtest.PayMix{OK: 1, DeclinedThenOK: 1, Slow: 1, Error: 1, Abandon: 1}
+
+	r, err := Play(context.Background(), Config{Client: fakeClient(t), Scenario: sc, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := loadtest.Summarize(r, 200*time.Millisecond)
+	if v := loadtest.CrowdViolations(s); len(v) != 0 {
+		t.Errorf("got violations %v, want none", v)
+	}
+	if s.Confirmed == 0 || s.FanOutcomes[loadtest.OutcomeSoldOut] == 0 {
+		t.Errorf("got outcomes %v, want some confirmed and some sold out", s.FanOutcomes)
+	}
+	for _, o := range []string{loadtest.OutcomeError, loadtest.OutcomeRefused, loadtest.OutcomeCutOff} {
+		if s.FanOutcomes[o] > 0 {
+			t.Errorf("got %d fans with outcome %s: %v", s.FanOutcomes[o], o, details(r, o))
+		}
+	}
+	if s.Tokens.Probes == 0 || s.Fairness.Checked == 0 {
+		t.Errorf("got %d probes and %d fairness checks, want some of each", s.Tokens.Probes, s.Fairness.Checked)
+	}
+	if s.SoldOutAfter <= 0 {
+		t.Errorf("got no sell-out time, want one")
+	}
+}
+
+func details(r *loadtest.Run, outcome string) []string {
+	var out []string
+	for _, f := range r.Fans {
+		if f.Outcome == outcome && len(out) < 5 {
+			out = append(out, f.Detail)
+		}
+	}
+	return out
+}
+
+func TestHoldStormAgainstTheFake(t *testing.T) {
+	sc := loadtest.Presets["hold-storm"]
+	sc.Fans, sc.StormDuration, sc.Duration = 20, 500*time.Millisecond, 10*time.Second
+	c := fakeClient(t)
+	r, err := Play(context.Background(), Config{Client: c, Scenario: sc, Seed: 7, Baseline: platformHolder{c}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := loadtest.Summarize(r, time.Second)
+	if s.Storm == nil || s.Storm.Decisions == 0 || s.Storm.Baseline == nil || s.Storm.Baseline.Decisions == 0 {
+		t.Fatalf("got storm %+v, want decisions on both sides", s.Storm)
+	}
+	if s.Storm.Errors != 0 {
+		t.Errorf("got %d answers other than 201/409, want none", s.Storm.Errors)
+	}
+}
