@@ -135,10 +135,13 @@ type Scenario struct {
 }
 
 // Presets are the named scenarios. The counts are the issue's; the timings are what a 2-core machine sustains.
+// maxActive is generous on purpose: a fan who finds no seat left walks away without freeing its admission slot
+// (only a confirmed or cancelled booking or the token's expiry does), and while abandoned holds are alive the queue
+// cannot declare the show sold out, so a tight maxActive would stall the line behind fans who already left.
 var Presets = map[string]Scenario{
 	"smoke": {
 		Name: "smoke", Mode: ModeQueue, Fans: 1000, Seats: 200,
-		AdmitPerSecond: 150, MaxActive: 150, TokenTTL: 2 * time.Minute,
+		AdmitPerSecond: 150, MaxActive: 1000, TokenTTL: 2 * time.Minute,
 		SaleDelay: 4 * time.Second, Ramp: 3 * time.Second, Duration: 55 * time.Second, Patience: 45 * time.Second,
 		HotShare: 0.5, HotSeats: 20, GroupMin: 1, GroupMax: 6, MaxHoldAttempts: 5,
 		Pay:        PayMix{OK: 70, DeclinedThenOK: 10, Slow: 5, Error: 5, Abandon: 10},
@@ -146,7 +149,7 @@ var Presets = map[string]Scenario{
 	},
 	"premiere": {
 		Name: "premiere", Mode: ModeQueue, Fans: 10000, Seats: 200,
-		AdmitPerSecond: 200, MaxActive: 300, TokenTTL: 3 * time.Minute,
+		AdmitPerSecond: 200, MaxActive: 2000, TokenTTL: time.Minute,
 		SaleDelay: 10 * time.Second, Ramp: 8 * time.Second, Duration: 4 * time.Minute, Patience: 3 * time.Minute,
 		HotShare: 0.6, HotSeats: 20, GroupMin: 1, GroupMax: 6, MaxHoldAttempts: 5,
 		Pay:        PayMix{OK: 70, DeclinedThenOK: 10, Slow: 5, Error: 5, Abandon: 10},
@@ -154,7 +157,7 @@ var Presets = map[string]Scenario{
 	},
 	"stadium": {
 		Name: "stadium", Mode: ModeQueue, Fans: 100000, Seats: 5000,
-		AdmitPerSecond: 500, MaxActive: 2000, TokenTTL: 5 * time.Minute,
+		AdmitPerSecond: 500, MaxActive: 10000, TokenTTL: 2 * time.Minute,
 		SaleDelay: 30 * time.Second, Ramp: 25 * time.Second, Duration: 12 * time.Minute, Patience: 10 * time.Minute,
 		HotShare: 0.5, HotSeats: 100, GroupMin: 1, GroupMax: 6, MaxHoldAttempts: 5,
 		Pay:        PayMix{OK: 70, DeclinedThenOK: 10, Slow: 5, Error: 5, Abandon: 10},
