@@ -1,0 +1,366 @@
+// Package http serves the waiting room over fiber: join and status (the polling fallback), the live position
+// stream (SSE, with its own non-blocking fan-out), the embedded page, the fairness record, the admission JWKS and
+// the operators' queue settings. Handlers return errors; codes is the one table that turns them into problems.
+package http
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/token"
+	"github.com/flashseat/flashseat/waitroom"
+)
+
+// UserCookie carries the fan's user token for the queue's own routes, set on join, so that the page's
+// EventSource (which cannot send headers) is authenticated without putting the token in the URL.
+const UserCookie = "fs_queue_user"
+
+// Users verifies a fan's user token and returns their user id; token.UserVerifier is one.
+type Users interface {
+	Verify(raw string) (string, error)
+}
+
+// Config is what the handlers need.
+type Config struct {
+	Service    *waitroom.Service
+	Users      Users
+	Issuer     *token.Issuer // its JWKS is served at /.well-known/jwks.json
+	AdminToken string        // operators' bearer token; empty refuses every operator request
+	Log        *slog.Logger
+	// SeatMapURL is where an admitted fan goes; default "/shows/{id}".
+	SeatMapURL func(show string) string
+	// SecureCookies marks cookies Secure (behind TLS).
+	SecureCookies bool
+	// Heartbeat is the comment interval on streams, default 15 s.
+	Heartbeat time.Duration
+}
+
+// Handler serves the waiting room.
+type Handler struct {
+	cfg  Config
+	svc  *waitroom.Service
+	log  *slog.Logger
+	stop chan struct{}
+}
+
+// New returns a handler.
+func New(cfg Config) *Handler {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.SeatMapURL == nil {
+		cfg.SeatMapURL = func(show string) string { return "/shows/" + show }
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 15 * time.Second
+	}
+	return &Handler{cfg: cfg, svc: cfg.Service, log: cfg.Log, stop: make(chan struct{})}
+}
+
+// Close ends every open stream (at shutdown, so the server can drain).
+func (h *Handler) Close() {
+	select {
+	case <-h.stop:
+	default:
+		close(h.stop)
+	}
+}
+
+// Mount adds the waiting room's routes to r.
+func (h *Handler) Mount(r fiber.Router) {
+	r.Post("/queue/:showId/join", h.wrap(h.join))
+	r.Get("/queue/:showId/status", h.wrap(h.status))
+	r.Get("/queue/:showId/events", h.wrap(h.events))
+	r.Get("/queue/:showId/fairness", h.wrap(h.fairness))
+	r.Get("/queue/:showId", h.wrap(h.page))
+	r.Get("/.well-known/jwks.json", h.wrap(h.jwks))
+	r.Put("/admin/v1/shows/:showId/queue", h.wrap(h.putSettings))
+	r.Get("/admin/v1/shows/:showId/queue", h.wrap(h.getSettings))
+}
+
+var (
+	errUnauthenticated = errors.New("waitroom/http: user token required")
+	errAdminMissing    = errors.New("waitroom/http: admin token required")
+	errAdminWrong      = errors.New("waitroom/http: not an admin token")
+	errBadJSON         = errors.New("waitroom/http: malformed JSON")
+	errValidation      = errors.New("waitroom/http: invalid settings")
+)
+
+// codes is the waiting room's one table from errors to status and problem type; first match wins.
+var codes = []struct {
+	err    error
+	status int
+	slug   string
+	detail string
+}{
+	{errUnauthenticated, http.StatusUnauthorized, problem.Unauthorized, "A valid user token is required."},
+	{token.ErrExpired, http.StatusUnauthorized, problem.Unauthorized, "The user token has expired."},
+	{token.ErrInvalid, http.StatusUnauthorized, problem.Unauthorized, "The user token is not valid."},
+	{errAdminMissing, http.StatusUnauthorized, problem.Unauthorized, "An admin token is required."},
+	{errAdminWrong, http.StatusForbidden, problem.Forbidden, "This token may not change queues."},
+	{errBadJSON, http.StatusBadRequest, problem.BadRequest, ""},
+	{errValidation, http.StatusUnprocessableEntity, problem.Validation, ""},
+	{waitroom.ErrInvalid, http.StatusBadRequest, problem.BadRequest, ""},
+	{waitroom.ErrUnknownShow, http.StatusNotFound, problem.NotFound, "No such show."},
+	{waitroom.ErrNotInQueue, http.StatusNotFound, problem.NotFound, "You are not in this queue; join it first."},
+	{waitroom.ErrDrawPending, http.StatusServiceUnavailable, problem.ServiceUnavailable, "The queue is opening; retry in a second."},
+}
+
+// wrap turns a handler's error into a problem the service's error handler sends as is.
+func (h *Handler) wrap(fn fiber.Handler) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		err := fn(c)
+		if err == nil {
+			return nil
+		}
+		var p *problem.Problem
+		if errors.As(err, &p) {
+			return p
+		}
+		if _, ok := problem.FromFiber(err); ok {
+			return err
+		}
+		for _, code := range codes {
+			if errors.Is(err, code.err) {
+				detail := code.detail
+				if detail == "" {
+					detail = strings.TrimPrefix(err.Error(), code.err.Error()+": ")
+				}
+				if code.status == http.StatusServiceUnavailable {
+					c.Set(fiber.HeaderRetryAfter, "1")
+				}
+				return problem.New(code.status, code.slug, detail)
+			}
+		}
+		h.log.Error("waitroom: internal error", "err", err, "method", c.Method(), "path", c.Path(),
+			"requestId", string(c.Response().Header.Peek("X-Request-Id")))
+		return problem.New(http.StatusInternalServerError, problem.Internal, "Something went wrong.")
+	}
+}
+
+// showID returns the path's show id, copied out of fiber's reused buffer.
+func showID(c *fiber.Ctx) (string, error) {
+	id := strings.Clone(c.Params("showId"))
+	if !waitroom.ValidID(id) {
+		return "", waitroom.ErrInvalid
+	}
+	return id, nil
+}
+
+// user authenticates a fan from the Authorization header, ?access_token= or the queue cookie.
+func (h *Handler) user(c *fiber.Ctx) (raw, id string, err error) {
+	raw = c.Get(fiber.HeaderAuthorization)
+	if len(raw) > 7 && strings.EqualFold(raw[:7], "bearer ") {
+		raw = strings.TrimSpace(raw[7:])
+	} else {
+		raw = ""
+	}
+	if raw == "" {
+		raw = c.Query("access_token")
+	}
+	if raw == "" {
+		raw = c.Cookies(UserCookie)
+	}
+	if raw == "" {
+		return "", "", errUnauthenticated
+	}
+	raw = strings.Clone(raw)
+	id, err = h.cfg.Users.Verify(raw)
+	if err != nil {
+		return "", "", err
+	}
+	return raw, id, nil
+}
+
+// placeJSON is the contract's body of join and status.
+type placeJSON struct {
+	Status         waitroom.Status `json:"status"`
+	Position       int64           `json:"position,omitempty"`
+	EtaSeconds     int64           `json:"etaSeconds"`
+	AdmissionToken string          `json:"admissionToken,omitempty"`
+	ExpiresAt      *time.Time      `json:"expiresAt,omitempty"`
+	OpensAt        *time.Time      `json:"opensAt,omitempty"`
+	SeatMapURL     string          `json:"seatMapUrl,omitempty"`
+}
+
+func seconds(d time.Duration) int64 { return int64(math.Ceil(d.Seconds())) }
+
+func (h *Handler) toJSON(show string, p waitroom.Place) placeJSON {
+	out := placeJSON{Status: p.Status, Position: p.Position, EtaSeconds: seconds(p.ETA)}
+	if !p.OpensAt.IsZero() && p.Seq == 0 && p.Status == waitroom.Waiting {
+		t := p.OpensAt.UTC()
+		out.OpensAt = &t
+	}
+	if p.Grant != nil {
+		out.AdmissionToken = p.Grant.Token
+		t := p.Grant.ExpiresAt.UTC()
+		out.ExpiresAt = &t
+		out.SeatMapURL = h.cfg.SeatMapURL(show)
+	}
+	return out
+}
+
+func (h *Handler) setAdmissionCookie(c *fiber.Ctx, show string, g *waitroom.Grant) {
+	c.Cookie(&fiber.Cookie{Name: admission.CookieName(show), Value: g.Token, Path: "/", Expires: g.ExpiresAt,
+		HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode, Secure: h.cfg.SecureCookies})
+}
+
+func (h *Handler) join(c *fiber.Ctx) error {
+	show, err := showID(c)
+	if err != nil {
+		return err
+	}
+	raw, user, err := h.user(c)
+	if err != nil {
+		return err
+	}
+	p, err := h.svc.Join(c.UserContext(), show, user)
+	if err != nil {
+		return err
+	}
+	c.Cookie(&fiber.Cookie{Name: UserCookie, Value: raw, Path: "/queue/", MaxAge: 12 * 3600, HTTPOnly: true,
+		SameSite: fiber.CookieSameSiteLaxMode, Secure: h.cfg.SecureCookies})
+	return h.sendPlace(c, show, p)
+}
+
+func (h *Handler) status(c *fiber.Ctx) error {
+	show, err := showID(c)
+	if err != nil {
+		return err
+	}
+	_, user, err := h.user(c)
+	if err != nil {
+		return err
+	}
+	p, err := h.svc.Status(c.UserContext(), show, user)
+	if err != nil {
+		return err
+	}
+	return h.sendPlace(c, show, p)
+}
+
+// sendPlace answers join and status: personal, never cached; polling clients are told when to come back.
+func (h *Handler) sendPlace(c *fiber.Ctx, show string, p waitroom.Place) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	switch p.Status {
+	case waitroom.Admitted:
+		h.setAdmissionCookie(c, show, p.Grant)
+	case waitroom.Waiting:
+		retry := "2"
+		if p.ETA > time.Minute {
+			retry = "5"
+		}
+		c.Set(fiber.HeaderRetryAfter, retry)
+	case waitroom.SoldOut:
+		c.Set(fiber.HeaderRetryAfter, "10")
+	}
+	return c.JSON(h.toJSON(show, p))
+}
+
+func (h *Handler) fairness(c *fiber.Ctx) error {
+	show, err := showID(c)
+	if err != nil {
+		return err
+	}
+	f, err := h.svc.Fairness(c.UserContext(), show)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "public, max-age=5")
+	return c.JSON(f)
+}
+
+func (h *Handler) jwks(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
+	return c.JSON(h.cfg.Issuer.JWKS())
+}
+
+func (h *Handler) admin(c *fiber.Ctx) error {
+	raw := c.Get(fiber.HeaderAuthorization)
+	if len(raw) <= 7 || !strings.EqualFold(raw[:7], "bearer ") {
+		return errAdminMissing
+	}
+	got := strings.TrimSpace(raw[7:])
+	if h.cfg.AdminToken == "" || subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.AdminToken)) != 1 {
+		return errAdminWrong
+	}
+	return nil
+}
+
+// settingsJSON is PUT's body: every member optional, absent ones keep their current value.
+type settingsJSON struct {
+	Enabled         *bool    `json:"enabled"`
+	AdmitPerSecond  *float64 `json:"admitPerSecond"`
+	MaxActive       *int     `json:"maxActive"`
+	TokenTTLSeconds *int     `json:"tokenTtlSeconds"`
+}
+
+type settingsOut struct {
+	admission.Settings
+	waitroom.Counts
+}
+
+func (h *Handler) putSettings(c *fiber.Ctx) error {
+	if err := h.admin(c); err != nil {
+		return err
+	}
+	show, err := showID(c)
+	if err != nil {
+		return err
+	}
+	var in settingsJSON
+	if err := json.Unmarshal(c.Body(), &in); err != nil {
+		return fmt.Errorf("%w: the body must be a JSON object of queue settings", errBadJSON)
+	}
+	st, _, err := h.svc.Settings(c.UserContext(), show)
+	if err != nil {
+		return err
+	}
+	if in.Enabled != nil {
+		st.Enabled = *in.Enabled
+	}
+	if in.AdmitPerSecond != nil {
+		st.AdmitPerSecond = *in.AdmitPerSecond
+	}
+	if in.MaxActive != nil {
+		st.MaxActive = *in.MaxActive
+	}
+	if in.TokenTTLSeconds != nil {
+		st.TokenTTLSeconds = *in.TokenTTLSeconds
+	}
+	if err := st.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", errValidation, err)
+	}
+	if err := h.svc.SaveSettings(c.UserContext(), show, st); err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(st)
+}
+
+func (h *Handler) getSettings(c *fiber.Ctx) error {
+	if err := h.admin(c); err != nil {
+		return err
+	}
+	show, err := showID(c)
+	if err != nil {
+		return err
+	}
+	st, counts, err := h.svc.Settings(c.UserContext(), show)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(settingsOut{st, counts})
+}

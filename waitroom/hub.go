@@ -1,0 +1,294 @@
+package waitroom
+
+import (
+	"sync"
+	"time"
+)
+
+// Hub is one replica's in-memory fan-out: the fans streaming positions from this process, grouped by show. Each
+// tick it takes the show's one Snapshot and every local watcher's position follows from it in memory (seq -
+// cursor), so a stream costs no Redis work per update. Notifications never block: each watcher has a one-slot
+// channel that coalesces, and the writer reads the latest state when it gets round to it, so a stalled client
+// delays nobody and no history is kept.
+type Hub struct {
+	mu    sync.Mutex
+	shows map[string]*hubShow
+}
+
+type hubShow struct {
+	mu       sync.Mutex
+	snap     Snapshot
+	haveSnap bool
+	meter    *RateMeter
+	watchers map[*Watcher]struct{}
+	lastSeen time.Time
+}
+
+// Watcher is one local stream's subscription: a fan of a show.
+type Watcher struct {
+	Show, User string
+	c          chan struct{}
+	hs         *hubShow
+
+	// guarded by hs.mu
+	seq   int64
+	grant *Grant
+}
+
+// Update is what a stream tells its fan now.
+type Update struct {
+	Status   Status
+	Seq      int64
+	Cursor   int64
+	Position int64
+	ETA      time.Duration
+	OpensAt  time.Time
+	Grant    *Grant
+}
+
+// NewHub returns an empty hub.
+func NewHub() *Hub { return &Hub{shows: map[string]*hubShow{}} }
+
+func (h *Hub) show(id string) *hubShow {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	hs, ok := h.shows[id]
+	if !ok {
+		hs = &hubShow{meter: NewRateMeter(30 * time.Second), watchers: map[*Watcher]struct{}{}}
+		h.shows[id] = hs
+	}
+	return hs
+}
+
+// Touch keeps a show known to this replica (so its ticks run) even with no local stream, for a while.
+func (h *Hub) Touch(show string) {
+	hs := h.show(show)
+	hs.mu.Lock()
+	hs.lastSeen = time.Now()
+	hs.mu.Unlock()
+}
+
+// Shows lists the shows this replica follows: those with local streams or touched in the last minute. Shows
+// idle longer are forgotten, so memory does not grow with every show ever seen.
+func (h *Hub) Shows() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]string, 0, len(h.shows))
+	for id, hs := range h.shows {
+		hs.mu.Lock()
+		idle := len(hs.watchers) == 0 && time.Since(hs.lastSeen) > time.Minute
+		hs.mu.Unlock()
+		if idle {
+			delete(h.shows, id)
+			continue
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+// Add subscribes a fan with their current place.
+func (h *Hub) Add(show, user string, p Place) *Watcher {
+	hs := h.show(show)
+	w := &Watcher{Show: show, User: user, c: make(chan struct{}, 1), hs: hs}
+	hs.mu.Lock()
+	w.seq, w.grant = p.Seq, p.Grant
+	hs.watchers[w] = struct{}{}
+	hs.lastSeen = time.Now()
+	hs.mu.Unlock()
+	return w
+}
+
+// Remove unsubscribes w.
+func (h *Hub) Remove(w *Watcher) {
+	w.hs.mu.Lock()
+	delete(w.hs.watchers, w)
+	w.hs.lastSeen = time.Now()
+	w.hs.mu.Unlock()
+}
+
+// C is signalled when the watcher's state may have changed, and at each pulse.
+func (w *Watcher) C() <-chan struct{} { return w.c }
+
+func (w *Watcher) notify() {
+	select {
+	case w.c <- struct{}{}:
+	default: // a notification is already pending; the writer will read the latest state
+	}
+}
+
+// Current computes the watcher's update from the latest snapshot, in memory.
+func (w *Watcher) Current() Update {
+	hs := w.hs
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	u := Update{Seq: w.seq, Cursor: hs.snap.Cursor, Status: Waiting}
+	if w.grant != nil {
+		u.Status, u.Grant = Admitted, w.grant
+		return u
+	}
+	if !hs.haveSnap {
+		return u
+	}
+	switch hs.snap.Phase {
+	case PhaseClosed:
+		u.Status = Closed
+		return u
+	case PhaseSoldOut:
+		u.Status = SoldOut
+		return u
+	case PhasePre, PhasePending:
+		if w.seq == 0 {
+			u.OpensAt = hs.snap.OpensAt
+			u.ETA = time.Until(hs.snap.OpensAt)
+			if u.ETA < 0 {
+				u.ETA = 0
+			}
+			return u
+		}
+	}
+	if w.seq == 0 {
+		u.OpensAt = hs.snap.OpensAt
+		return u
+	}
+	u.Position = Position(w.seq, hs.snap.Cursor)
+	r, ok := hs.meter.Rate()
+	u.ETA = ETA(u.Position, r, ok, hs.snap.AdmitPerSecond)
+	return u
+}
+
+// Rate is the measured rate of a show on this replica, and the configured one.
+func (h *Hub) Rate(show string) (measured float64, ok bool, configured float64) {
+	hs := h.show(show)
+	r, ok := hs.meter.Rate()
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return r, ok, hs.snap.AdmitPerSecond
+}
+
+// Update applies a tick's snapshot and notifies every local watcher of the show. It returns the fans who need
+// a Redis lookup this tick, batched by the caller: those whose seq is unknown after the draw (needSeq) and those
+// the cursor has passed without a grant in hand yet (needGrant). Each is looked up once per event, never per
+// update.
+func (h *Hub) Update(snap Snapshot, pulse bool) (needSeq, needGrant []string) {
+	hs := h.show(snap.Show)
+	hs.meter.Observe(snap.At, snap.Cursor)
+	hs.mu.Lock()
+	changed := !hs.haveSnap || hs.snap.Phase != snap.Phase || hs.snap.Cursor != snap.Cursor
+	grants := snap.Grants
+	snap.Grants = nil
+	hs.snap, hs.haveSnap = snap, true
+	byUser := map[string]*Grant{}
+	for i := range grants {
+		byUser[grants[i].UserID] = &grants[i]
+	}
+	watchers := make([]*Watcher, 0, len(hs.watchers))
+	for w := range hs.watchers {
+		if g := byUser[w.User]; g != nil && w.grant == nil {
+			w.grant = g
+		}
+		switch {
+		case w.grant != nil:
+		case w.seq == 0 && snap.Phase == PhaseOpen:
+			needSeq = append(needSeq, w.User)
+		case w.seq > 0 && w.seq <= snap.Cursor:
+			needGrant = append(needGrant, w.User)
+		}
+		if changed || pulse || w.grant != nil {
+			watchers = append(watchers, w)
+		}
+	}
+	hs.mu.Unlock()
+	for _, w := range watchers {
+		w.notify()
+	}
+	return dedupe(needSeq), dedupe(needGrant)
+}
+
+// SetSeq records seqs found for fans of a show and notifies them.
+func (h *Hub) SetSeq(show string, seqs map[string]int64) {
+	h.apply(show, func(w *Watcher) bool {
+		if s, ok := seqs[w.User]; ok && s > 0 && w.seq == 0 {
+			w.seq = s
+			return true
+		}
+		return false
+	})
+}
+
+// SetGrants hands grants to the fans' watchers and notifies them.
+func (h *Hub) SetGrants(show string, grants map[string]Grant) {
+	h.apply(show, func(w *Watcher) bool {
+		if g, ok := grants[w.User]; ok && w.grant == nil {
+			w.grant = &g
+			return true
+		}
+		return false
+	})
+}
+
+func (h *Hub) apply(show string, f func(*Watcher) bool) {
+	hs := h.show(show)
+	var hit []*Watcher
+	hs.mu.Lock()
+	for w := range hs.watchers {
+		if f(w) {
+			hit = append(hit, w)
+		}
+	}
+	hs.mu.Unlock()
+	for _, w := range hit {
+		w.notify()
+	}
+}
+
+// Users lists the fans streaming a show from this replica, for the batched heartbeat.
+func (h *Hub) Users(show string) []string {
+	hs := h.show(show)
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	out := make([]string, 0, len(hs.watchers))
+	for w := range hs.watchers {
+		out = append(out, w.User)
+	}
+	return dedupe(out)
+}
+
+// Conns is the number of local streams, for metrics and tests.
+func (h *Hub) Conns() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, hs := range h.shows {
+		hs.mu.Lock()
+		n += len(hs.watchers)
+		hs.mu.Unlock()
+	}
+	return n
+}
+
+func dedupe(s []string) []string {
+	if len(s) < 2 {
+		return s
+	}
+	seen := make(map[string]struct{}, len(s))
+	out := s[:0]
+	for _, v := range s {
+		if _, ok := seen[v]; !ok {
+			seen[v] = struct{}{}
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// reseq gives fans who joined again their new ticket.
+func (h *Hub) reseq(show string, seqs map[string]int64) {
+	h.apply(show, func(w *Watcher) bool {
+		if s, ok := seqs[w.User]; ok && w.grant == nil {
+			w.seq = s
+			return true
+		}
+		return false
+	})
+}

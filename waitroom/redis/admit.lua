@@ -1,0 +1,117 @@
+-- One admission tick for one show (pop-and-issue), run by any replica at any time.
+-- KEYS: 1 config, 2 info, 3 state, 4 wait, 5 pre, 6 hb, 7 grants, 8 active (rediskey.QueueActive), 9 gexp,
+--       10 jti->user
+-- ARGV: 1 nonce (unique per call), 2 grace ms, 3 max fans popped per call
+-- Invariants kept, atomically:
+--  * the rate is not multiplied by the number of replicas: credit accrues from the last tick's timestamp stored
+--    here (Redis TIME), whoever ran it, so two replicas ticking share one budget; unused credit is not banked
+--    beyond the fraction of one fan, and elapsed time counts at most one second;
+--  * active grants never exceed maxActive: expired grants are dropped first, then at most maxActive - active
+--    are admitted;
+--  * nobody is admitted twice: a fan is popped (ZPOPMIN) before being granted, and join refuses a new ticket to
+--    a fan holding a live grant;
+--  * a fan without a heartbeat in the last grace ms is skipped (removed) and does not use a slot;
+--  * the cursor (seq of the last fan popped) only grows, so positions (seq - cursor) never grow.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local nonce = ARGV[1]
+local grace = tonumber(ARGV[2])
+local maxScan = tonumber(ARGV[3])
+
+local cfg = redis.call('HMGET', KEYS[1], 'enabled', 'admitPerSecond', 'maxActive', 'tokenTtlSeconds')
+local enabled = cfg[1] == '1'
+local rate = tonumber(cfg[2] or '') or 10
+local maxActive = tonumber(cfg[3] or '') or 200
+local ttl = tonumber(cfg[4] or '') or 600
+
+-- Expired grants free their slot; our own bookkeeping of them goes too (bounded per tick).
+redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now)
+local old = redis.call('ZRANGEBYSCORE', KEYS[9], '-inf', now, 'LIMIT', 0, 1000)
+for _, jti in ipairs(old) do
+  local u = redis.call('HGET', KEYS[10], jti)
+  if u then
+    local g = redis.call('HGET', KEYS[7], u)
+    if g and string.sub(g, 1, #jti + 1) == jti .. '|' then
+      redis.call('HDEL', KEYS[7], u)
+    end
+    redis.call('HDEL', KEYS[10], jti)
+  end
+  redis.call('ZREM', KEYS[9], jti)
+end
+local active = redis.call('ZCARD', KEYS[8])
+
+local st = redis.call('HMGET', KEYS[3], 'lastTick', 'carry', 'cursor', 'lastSeq', 'admittedTotal', 'skippedTotal', 'drawn')
+local lastTick = tonumber(st[1] or '')
+local carry = tonumber(st[2] or '') or 0
+local cursor = tonumber(st[3] or '') or 0
+local lastSeq = tonumber(st[4] or '') or 0
+local admittedTotal = tonumber(st[5] or '') or 0
+local skippedTotal = tonumber(st[6] or '') or 0
+local drawn = st[7] == '1'
+
+local info = redis.call('HMGET', KEYS[2], 'available', 'held', 'saleStartsAt')
+local opens = tonumber(info[3] or '') or 0
+local phase = 'open'
+if not enabled then
+  phase = 'closed'
+elseif info[1] and tonumber(info[1]) == 0 and tonumber(info[2] or '0') == 0 then
+  phase = 'sold_out'
+elseif now < opens then
+  phase = 'pre'
+elseif not drawn then
+  if redis.call('SCARD', KEYS[5]) > 0 then
+    phase = 'pending'
+  else
+    redis.call('HSET', KEYS[3], 'drawn', '1')
+    drawn = true
+  end
+end
+
+local out = {}
+local granted = 0
+local skipped = 0
+if phase == 'open' then
+  local elapsed = 0
+  if lastTick then elapsed = math.min(math.max(now - lastTick, 0), 1000) end
+  local credit = carry + rate * elapsed / 1000
+  local want = math.floor(credit)
+  local n = math.min(want, maxActive - active)
+  local scanned = 0
+  local iat = now - now % 1000
+  local exp = iat + ttl * 1000
+  while granted < n and scanned < maxScan do
+    local p = redis.call('ZPOPMIN', KEYS[4])
+    if #p == 0 then break end
+    scanned = scanned + 1
+    local user = p[1]
+    cursor = tonumber(p[2])
+    local hb = tonumber(redis.call('ZSCORE', KEYS[6], user) or '')
+    redis.call('ZREM', KEYS[6], user)
+    if hb and hb >= now - grace then
+      granted = granted + 1
+      local jti = nonce .. '.' .. granted
+      redis.call('ZADD', KEYS[8], exp, jti)
+      redis.call('ZADD', KEYS[9], exp, jti)
+      redis.call('HSET', KEYS[10], jti, user)
+      redis.call('HSET', KEYS[7], user, jti .. '|' .. exp .. '|' .. iat)
+      out[#out + 1] = user
+      out[#out + 1] = jti
+    else
+      skipped = skipped + 1
+    end
+  end
+  if granted == want then carry = credit - want else carry = 0 end
+  out[#out + 1] = iat
+  out[#out + 1] = exp
+else
+  carry = 0
+end
+admittedTotal = admittedTotal + granted
+skippedTotal = skippedTotal + skipped
+redis.call('HSET', KEYS[3], 'lastTick', now, 'carry', tostring(carry), 'cursor', cursor,
+  'admittedTotal', admittedTotal, 'skippedTotal', skippedTotal)
+
+local waiting = redis.call('ZCARD', KEYS[4])
+if not drawn then waiting = waiting + redis.call('SCARD', KEYS[5]) end
+return {phase, cursor, lastSeq, waiting, active + granted, admittedTotal, skippedTotal, now, opens,
+  tostring(rate), maxActive, out}

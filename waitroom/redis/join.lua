@@ -1,0 +1,62 @@
+-- Join (ARGV[2] = "1") or look up (ARGV[2] = "0") a fan's place in one show's queue, atomically.
+-- KEYS: 1 config, 2 info, 3 state, 4 wait, 5 pre, 6 hb, 7 grants, 8 active (rediskey.QueueActive)
+-- ARGV: 1 userId, 2 join flag
+-- Invariants kept: a fan holds at most one of {grant, ticket in wait, membership of the pre-opening pool}; a
+-- ticket (seq) is handed out once, in increasing order, and only after the pre-opening draw has been written, so
+-- every pre-opening fan's ticket is smaller than every later fan's.
+-- Reply: {kind, ...}: closed | sold_out | admitted grantValue | pre opensAt | pending | waiting seq cursor | none
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local user = ARGV[1]
+local join = ARGV[2] == '1'
+
+if redis.call('HGET', KEYS[1], 'enabled') ~= '1' then
+  return {'closed'}
+end
+
+local g = redis.call('HGET', KEYS[7], user)
+if g then
+  local jti, exp = string.match(g, '^([^|]*)|(%d+)')
+  if jti and tonumber(exp) > now and redis.call('ZSCORE', KEYS[8], jti) then
+    return {'admitted', g}
+  end
+end
+
+local info = redis.call('HMGET', KEYS[2], 'available', 'held', 'saleStartsAt')
+local seq = redis.call('ZSCORE', KEYS[4], user)
+local member = seq or redis.call('SISMEMBER', KEYS[5], user) == 1
+if info[1] and tonumber(info[1]) == 0 and tonumber(info[2] or '0') == 0 then
+  if member or join then return {'sold_out'} end
+  return {'none'}
+end
+
+if join then
+  redis.call('ZADD', KEYS[6], now, user)
+end
+local cursor = tonumber(redis.call('HGET', KEYS[3], 'cursor') or '0')
+if seq then
+  return {'waiting', tonumber(seq), cursor}
+end
+
+local opens = tonumber(info[3] or '') or 0
+if now < opens then
+  if join then redis.call('SADD', KEYS[5], user) end
+  if member or join then return {'pre', opens} end
+  return {'none'}
+end
+
+local drawn = redis.call('HGET', KEYS[3], 'drawn') == '1'
+if not drawn then
+  if redis.call('SCARD', KEYS[5]) > 0 then
+    if member or join then return {'pending', opens} end
+    return {'none'}
+  end
+  redis.call('HSET', KEYS[3], 'drawn', '1')
+end
+if not join then
+  return {'none'}
+end
+-- Taken off the queue earlier (admitted and done, or skipped as gone): a fresh ticket at the back.
+local s = redis.call('HINCRBY', KEYS[3], 'lastSeq', 1)
+redis.call('ZADD', KEYS[4], s, user)
+return {'waiting', s, cursor}

@@ -1,0 +1,21 @@
+-- Writes one chunk of the pre-opening draw, or finishes it.
+-- KEYS: 1 state, 2 wait
+-- ARGV: 1 "chunk" first-seq user... | "finish" count digest
+-- Invariant kept: once the draw is marked done, admissions pop from the queue, so no chunk may be written after
+-- that (a late duplicate drawer would put popped fans back); both steps check the flag in the same script.
+if redis.call('HGET', KEYS[1], 'drawn') == '1' then
+  return 0
+end
+if ARGV[1] == 'chunk' then
+  local seq = tonumber(ARGV[2])
+  for i = 3, #ARGV do
+    redis.call('ZADD', KEYS[2], seq, ARGV[i])
+    seq = seq + 1
+  end
+  return 1
+end
+local n = tonumber(ARGV[2])
+local last = tonumber(redis.call('HGET', KEYS[1], 'lastSeq') or '0')
+if n > last then last = n end
+redis.call('HSET', KEYS[1], 'drawn', '1', 'lastSeq', last, 'drawCount', n, 'drawDigest', ARGV[3])
+return 1

@@ -1,0 +1,458 @@
+// Package redis is the waiting room's store on Redis (go-redis/v9): one queue per show, every key hash-tagged with
+// rediskey.Tag(show) so each Lua script touches one cluster slot. The scripts sit next to this file: join.lua
+// (join/lookup), admit.lua (the per-tick pop-and-issue), place.lua (the opening draw), tokens.lua and touch.lua.
+//
+// Keys of show S (T = rediskey.Tag(S)):
+//
+//	T:wr:wait    sorted set  user -> ticket (seq); the queue
+//	T:wr:pre     set         users who joined before the sale opened (the draw's pool; kept for audit)
+//	T:wr:hb      sorted set  user -> last heartbeat (Redis ms); only queued fans
+//	T:wr:state   hash        lastSeq cursor lastTick carry admittedTotal skippedTotal drawn drawCount drawDigest
+//	T:wr:grants  hash        user -> "jti|expMs|iatMs[|token]"
+//	T:wr:gexp    sorted set  jti -> expMs (our own copy of rediskey.QueueActive, which booking trims)
+//	T:wr:jti     hash        jti -> user
+//	T:wr:seed    string      the shuffle seed (hex); its SHA-256 is the published commitment
+//	T:wr:drawlock string     the draw lock
+//
+// plus rediskey.QueueConfig, QueueActive and ShowInfo, and the global set ShowsKey of shows whose queue is on.
+package redis
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/rediskey"
+	"github.com/flashseat/flashseat/waitroom"
+)
+
+// ShowsKey is the registry of shows whose queue is on; every replica ticks them all.
+const ShowsKey = "flashseat:waitroom:shows"
+
+var (
+	//go:embed join.lua
+	joinLua    string
+	joinScript = goredis.NewScript(joinLua)
+	//go:embed admit.lua
+	admitLua    string
+	admitScript = goredis.NewScript(admitLua)
+	//go:embed place.lua
+	placeLua    string
+	placeScript = goredis.NewScript(placeLua)
+	//go:embed tokens.lua
+	tokensLua    string
+	tokensScript = goredis.NewScript(tokensLua)
+	//go:embed touch.lua
+	touchLua    string
+	touchScript = goredis.NewScript(touchLua)
+)
+
+// Key names of a show's waiting-room keys.
+func Wait(show string) string      { return rediskey.Tag(show) + ":wr:wait" }
+func Pre(show string) string       { return rediskey.Tag(show) + ":wr:pre" }
+func Heartbeat(show string) string { return rediskey.Tag(show) + ":wr:hb" }
+func State(show string) string     { return rediskey.Tag(show) + ":wr:state" }
+func Grants(show string) string    { return rediskey.Tag(show) + ":wr:grants" }
+func GrantExp(show string) string  { return rediskey.Tag(show) + ":wr:gexp" }
+func JTI(show string) string       { return rediskey.Tag(show) + ":wr:jti" }
+func Seed(show string) string      { return rediskey.Tag(show) + ":wr:seed" }
+func DrawLock(show string) string  { return rediskey.Tag(show) + ":wr:drawlock" }
+
+// Keys lists every key the waiting room keeps for a show (for tests and cleanup).
+func Keys(show string) []string {
+	return []string{Wait(show), Pre(show), Heartbeat(show), State(show), Grants(show), GrantExp(show), JTI(show),
+		Seed(show), DrawLock(show), rediskey.QueueConfig(show), rediskey.QueueActive(show),
+		rediskey.QueueRevoked(show), rediskey.ShowInfo(show)}
+}
+
+// Store is the Redis implementation of waitroom.Store.
+type Store struct {
+	rdb goredis.UniversalClient
+}
+
+// New returns a store on rdb.
+func New(rdb goredis.UniversalClient) *Store { return &Store{rdb: rdb} }
+
+var _ waitroom.Store = (*Store)(nil)
+
+func joinKeys(show string) []string {
+	return []string{rediskey.QueueConfig(show), rediskey.ShowInfo(show), State(show), Wait(show), Pre(show),
+		Heartbeat(show), Grants(show), rediskey.QueueActive(show)}
+}
+
+// Join implements waitroom.Store.
+func (s *Store) Join(ctx context.Context, show, user string) (waitroom.Entry, error) {
+	return s.join(ctx, show, user, true)
+}
+
+// Lookup implements waitroom.Store.
+func (s *Store) Lookup(ctx context.Context, show, user string) (waitroom.Entry, error) {
+	return s.join(ctx, show, user, false)
+}
+
+func (s *Store) join(ctx context.Context, show, user string, join bool) (waitroom.Entry, error) {
+	flag := "0"
+	if join {
+		flag = "1"
+	}
+	r, err := joinScript.Run(ctx, s.rdb, joinKeys(show), user, flag).Slice()
+	if err != nil {
+		return waitroom.Entry{}, fmt.Errorf("waitroom/redis: join: %w", err)
+	}
+	e := waitroom.Entry{Found: true}
+	kind, _ := r[0].(string)
+	switch kind {
+	case "closed":
+		ok, err := s.Exists(ctx, show)
+		if err != nil {
+			return e, err
+		}
+		if !ok {
+			return e, waitroom.ErrUnknownShow
+		}
+		e.Status = waitroom.Closed
+	case "sold_out":
+		e.Status = waitroom.SoldOut
+	case "admitted":
+		g, err := parseGrant(user, str(r[1]))
+		if err != nil {
+			return e, err
+		}
+		e.Status, e.Grant = waitroom.Admitted, &g
+	case "pre", "pending":
+		e.Status, e.Pre, e.Pending = waitroom.Waiting, kind == "pre", kind == "pending"
+		e.OpensAt = time.UnixMilli(num(r[1]))
+	case "waiting":
+		e.Status, e.Seq, e.Cursor = waitroom.Waiting, num(r[1]), num(r[2])
+	case "none":
+		e.Found = false
+	default:
+		return e, fmt.Errorf("waitroom/redis: join: unexpected reply %v", r)
+	}
+	return e, nil
+}
+
+func str(v any) string { s, _ := v.(string); return s }
+
+func num(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}
+
+// parseGrant reads "jti|expMs|iatMs[|token]".
+func parseGrant(user, v string) (waitroom.Grant, error) {
+	parts := strings.SplitN(v, "|", 4)
+	if len(parts) < 3 {
+		return waitroom.Grant{}, fmt.Errorf("waitroom/redis: malformed grant %q", v)
+	}
+	exp, err1 := strconv.ParseInt(parts[1], 10, 64)
+	iat, err2 := strconv.ParseInt(parts[2], 10, 64)
+	if err1 != nil || err2 != nil {
+		return waitroom.Grant{}, fmt.Errorf("waitroom/redis: malformed grant %q", v)
+	}
+	g := waitroom.Grant{UserID: user, JTI: parts[0], ExpiresAt: time.UnixMilli(exp), IssuedAt: time.UnixMilli(iat)}
+	if len(parts) == 4 {
+		g.Token = parts[3]
+	}
+	return g, nil
+}
+
+// Admit implements waitroom.Store.
+func (s *Store) Admit(ctx context.Context, show, nonce string, grace time.Duration, maxScan int) (waitroom.Snapshot, error) {
+	keys := []string{rediskey.QueueConfig(show), rediskey.ShowInfo(show), State(show), Wait(show), Pre(show),
+		Heartbeat(show), Grants(show), rediskey.QueueActive(show), GrantExp(show), JTI(show)}
+	r, err := admitScript.Run(ctx, s.rdb, keys, nonce, grace.Milliseconds(), maxScan).Slice()
+	if err != nil {
+		return waitroom.Snapshot{}, fmt.Errorf("waitroom/redis: admit: %w", err)
+	}
+	if len(r) < 12 {
+		return waitroom.Snapshot{}, fmt.Errorf("waitroom/redis: admit: short reply %v", r)
+	}
+	rate, _ := strconv.ParseFloat(str(r[9]), 64)
+	snap := waitroom.Snapshot{
+		Show: show, Phase: waitroom.Phase(str(r[0])), Cursor: num(r[1]), LastSeq: num(r[2]), Waiting: num(r[3]),
+		Active: num(r[4]), AdmittedTotal: num(r[5]), SkippedTotal: num(r[6]), At: time.UnixMilli(num(r[7])),
+		AdmitPerSecond: rate, MaxActive: num(r[10]),
+	}
+	if o := num(r[8]); o > 0 {
+		snap.OpensAt = time.UnixMilli(o)
+	}
+	out, _ := r[11].([]any)
+	if len(out) >= 2 {
+		iat, exp := time.UnixMilli(num(out[len(out)-2])), time.UnixMilli(num(out[len(out)-1]))
+		for i := 0; i+1 < len(out)-2; i += 2 {
+			snap.Grants = append(snap.Grants, waitroom.Grant{UserID: str(out[i]), JTI: str(out[i+1]),
+				IssuedAt: iat, ExpiresAt: exp})
+		}
+	}
+	return snap, nil
+}
+
+// SaveTokens implements waitroom.Store.
+func (s *Store) SaveTokens(ctx context.Context, show string, grants []waitroom.Grant) error {
+	args := make([]any, 0, 3*len(grants))
+	for _, g := range grants {
+		args = append(args, g.UserID, g.JTI, g.Token)
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	if err := tokensScript.Run(ctx, s.rdb, []string{Grants(show)}, args...).Err(); err != nil {
+		return fmt.Errorf("waitroom/redis: save tokens: %w", err)
+	}
+	return nil
+}
+
+// Grants implements waitroom.Store: live grants only.
+func (s *Store) Grants(ctx context.Context, show string, users []string) (map[string]waitroom.Grant, error) {
+	out := map[string]waitroom.Grant{}
+	if len(users) == 0 {
+		return out, nil
+	}
+	vals, err := s.rdb.HMGet(ctx, Grants(show), users...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("waitroom/redis: grants: %w", err)
+	}
+	now := time.Now()
+	for i, v := range vals {
+		sv, ok := v.(string)
+		if !ok {
+			continue
+		}
+		g, err := parseGrant(users[i], sv)
+		if err != nil || !g.ExpiresAt.After(now) {
+			continue
+		}
+		out[users[i]] = g
+	}
+	return out, nil
+}
+
+// Seqs implements waitroom.Store.
+func (s *Store) Seqs(ctx context.Context, show string, users []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	if len(users) == 0 {
+		return out, nil
+	}
+	vals, err := s.rdb.ZMScore(ctx, Wait(show), users...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("waitroom/redis: seqs: %w", err)
+	}
+	for i, v := range vals {
+		if v > 0 {
+			out[users[i]] = int64(v)
+		}
+	}
+	return out, nil
+}
+
+// Touch implements waitroom.Store, in chunks so no single script runs long.
+func (s *Store) Touch(ctx context.Context, show string, users []string) error {
+	for len(users) > 0 {
+		n := min(len(users), 1000)
+		args := make([]any, n)
+		for i, u := range users[:n] {
+			args[i] = u
+		}
+		if err := touchScript.Run(ctx, s.rdb, []string{Heartbeat(show)}, args...).Err(); err != nil {
+			return fmt.Errorf("waitroom/redis: touch: %w", err)
+		}
+		users = users[n:]
+	}
+	return nil
+}
+
+// Seed implements waitroom.Store: SETNX makes the first seed the only one.
+func (s *Store) Seed(ctx context.Context, show, fresh string) (string, error) {
+	if fresh != "" {
+		if err := s.rdb.SetNX(ctx, Seed(show), fresh, 0).Err(); err != nil {
+			return "", fmt.Errorf("waitroom/redis: seed: %w", err)
+		}
+	}
+	v, err := s.rdb.Get(ctx, Seed(show)).Result()
+	if err != nil {
+		return "", fmt.Errorf("waitroom/redis: seed: %w", err)
+	}
+	return v, nil
+}
+
+// DrawLock implements waitroom.Store.
+func (s *Store) DrawLock(ctx context.Context, show string, ttl time.Duration) (bool, error) {
+	ok, err := s.rdb.SetNX(ctx, DrawLock(show), "1", ttl).Result()
+	if err != nil {
+		return false, fmt.Errorf("waitroom/redis: draw lock: %w", err)
+	}
+	return ok, nil
+}
+
+// PreJoiners implements waitroom.Store, scanning so a million members do not make one huge reply.
+func (s *Store) PreJoiners(ctx context.Context, show string) ([]string, error) {
+	var out []string
+	it := s.rdb.SScan(ctx, Pre(show), 0, "", 10000).Iterator()
+	for it.Next(ctx) {
+		out = append(out, it.Val())
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("waitroom/redis: pre-joiners: %w", err)
+	}
+	return out, nil
+}
+
+// Place implements waitroom.Store: chunks of 5,000 tickets, then the finishing mark.
+func (s *Store) Place(ctx context.Context, show string, ordered []string, digest string) error {
+	keys := []string{State(show), Wait(show)}
+	for i := 0; i < len(ordered); i += 5000 {
+		end := min(i+5000, len(ordered))
+		args := make([]any, 0, end-i+2)
+		args = append(args, "chunk", i+1)
+		for _, u := range ordered[i:end] {
+			args = append(args, u)
+		}
+		n, err := placeScript.Run(ctx, s.rdb, keys, args...).Int()
+		if err != nil {
+			return fmt.Errorf("waitroom/redis: place: %w", err)
+		}
+		if n == 0 {
+			return nil // someone else finished the draw
+		}
+	}
+	if err := placeScript.Run(ctx, s.rdb, keys, "finish", len(ordered), digest).Err(); err != nil {
+		return fmt.Errorf("waitroom/redis: place: %w", err)
+	}
+	return nil
+}
+
+// Fairness implements waitroom.Store.
+func (s *Store) Fairness(ctx context.Context, show string) (waitroom.Fairness, error) {
+	p := s.rdb.Pipeline()
+	seed := p.Get(ctx, Seed(show))
+	st := p.HMGet(ctx, State(show), "drawn", "drawCount", "drawDigest")
+	opens := p.HGet(ctx, rediskey.ShowInfo(show), rediskey.InfoSaleStartsAt)
+	pool := p.SCard(ctx, Pre(show))
+	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
+		return waitroom.Fairness{}, fmt.Errorf("waitroom/redis: fairness: %w", err)
+	}
+	var f waitroom.Fairness
+	f.Seed = seed.Val()
+	c, err := waitroom.Commit(f.Seed)
+	if err != nil {
+		return f, fmt.Errorf("waitroom/redis: fairness: %w", err)
+	}
+	f.Commitment = c
+	vals := st.Val()
+	f.Drawn = len(vals) == 3 && vals[0] == "1"
+	if f.Drawn {
+		f.Participants = num(vals[1])
+		f.ParticipantsSHA256 = str(vals[2])
+	} else {
+		f.Participants = pool.Val()
+	}
+	if ms, err := strconv.ParseInt(opens.Val(), 10, 64); err == nil && ms > 0 {
+		f.SaleStartsAt = time.UnixMilli(ms).UTC()
+	}
+	return f, nil
+}
+
+// Shows implements waitroom.Store.
+func (s *Store) Shows(ctx context.Context) ([]string, error) {
+	v, err := s.rdb.SMembers(ctx, ShowsKey).Result()
+	if err != nil {
+		return nil, fmt.Errorf("waitroom/redis: shows: %w", err)
+	}
+	return v, nil
+}
+
+// Register implements waitroom.Store.
+func (s *Store) Register(ctx context.Context, show string, on bool) error {
+	var err error
+	if on {
+		err = s.rdb.SAdd(ctx, ShowsKey, show).Err()
+	} else {
+		err = s.rdb.SRem(ctx, ShowsKey, show).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("waitroom/redis: register: %w", err)
+	}
+	return nil
+}
+
+// Settings implements waitroom.Store.
+func (s *Store) Settings(ctx context.Context, show string) (admission.Settings, error) {
+	return admission.LoadSettings(ctx, s.rdb, show)
+}
+
+// SaveSettings implements waitroom.Store; admission.SaveSettings announces the change to every replica.
+func (s *Store) SaveSettings(ctx context.Context, show string, st admission.Settings) error {
+	return admission.SaveSettings(ctx, s.rdb, show, st)
+}
+
+// Counts implements waitroom.Store.
+func (s *Store) Counts(ctx context.Context, show string) (waitroom.Counts, error) {
+	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	p := s.rdb.Pipeline()
+	wait := p.ZCard(ctx, Wait(show))
+	pool := p.SCard(ctx, Pre(show))
+	active := p.ZCount(ctx, rediskey.QueueActive(show), "("+now, "+inf")
+	st := p.HMGet(ctx, State(show), "drawn", "admittedTotal", "skippedTotal")
+	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
+		return waitroom.Counts{}, fmt.Errorf("waitroom/redis: counts: %w", err)
+	}
+	vals := st.Val()
+	c := waitroom.Counts{Waiting: wait.Val(), Active: active.Val()}
+	if len(vals) == 3 {
+		if vals[0] != "1" {
+			c.Waiting += pool.Val()
+		}
+		c.AdmittedTotal, c.SkippedTotal = num(vals[1]), num(vals[2])
+	}
+	return c, nil
+}
+
+// Exists implements waitroom.Store.
+func (s *Store) Exists(ctx context.Context, show string) (bool, error) {
+	n, err := s.rdb.Exists(ctx, rediskey.QueueConfig(show), rediskey.ShowInfo(show)).Result()
+	if err != nil {
+		return false, fmt.Errorf("waitroom/redis: exists: %w", err)
+	}
+	return n > 0, nil
+}
+
+// Events implements waitroom.Store: show ids announced on rediskey.QueueConfigEvents and AvailabilityEvents.
+// go-redis resubscribes on its own after a dropped connection.
+func (s *Store) Events(ctx context.Context) <-chan string {
+	out := make(chan string, 256)
+	sub := s.rdb.Subscribe(ctx, rediskey.QueueConfigEvents, rediskey.AvailabilityEvents)
+	go func() {
+		defer close(out)
+		defer sub.Close()
+		ch := sub.Channel()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case m, ok := <-ch:
+				if !ok {
+					return
+				}
+				select {
+				case out <- m.Payload:
+				default: // the ticker catches up within a tick anyway
+				}
+			}
+		}
+	}()
+	return out
+}

@@ -1,0 +1,125 @@
+// Package waitroom is the virtual waiting room's domain: a fan joins a show's queue, is told an honest position
+// and ETA, and is admitted with a signed admission token at the operator's rate while capacity allows.
+//
+// Fairness: fans who join before the sale opens are placed in a uniformly random order at opening (see Order and
+// Commit: the seed is committed to before opening and revealed after); fans who join later are served first come,
+// first served. A fan's place is a sequence number (seq); the queue publishes one admitted-through cursor per tick,
+// and a waiting fan's position is seq - cursor: 1-based, unique, and never growing, because seqs are assigned
+// once and the cursor only moves forward. Fans who left (no heartbeat within a grace period) are skipped when
+// their turn comes, so the cursor may jump: positions are an upper bound that falls faster than the admit rate.
+//
+// The package holds the types, errors and behaviour; the Store (waitroom/redis) keeps the state and runs the
+// atomic steps; waitroom/http serves it.
+package waitroom
+
+import (
+	"errors"
+	"time"
+)
+
+// Status is where a fan stands in a show's queue. The JSON values are the contract's.
+type Status string
+
+// The statuses of the contract.
+const (
+	Waiting  Status = "waiting"
+	Admitted Status = "admitted"
+	SoldOut  Status = "sold_out"
+	Closed   Status = "closed"
+)
+
+// Errors the waiting room returns; callers compare with errors.Is.
+var (
+	ErrUnknownShow = errors.New("waitroom: unknown show")           // neither a queue nor show info exists
+	ErrNotInQueue  = errors.New("waitroom: not in the queue")       // status asked before joining
+	ErrDrawPending = errors.New("waitroom: opening draw under way") // the pre-opening shuffle is being written
+	ErrInvalid     = errors.New("waitroom: invalid input")          // a malformed id or setting
+)
+
+// Place is a fan's standing, as join and status return it.
+type Place struct {
+	Status Status
+	// Seq is the fan's ticket number; zero before the opening draw gave them one.
+	Seq int64
+	// Position is 1-based (seq - cursor); zero while the fan waits for the opening draw.
+	Position int64
+	// ETA is the expected wait until admission, from the measured admission rate.
+	ETA time.Duration
+	// OpensAt is the sale's opening while the fan waits for the draw.
+	OpensAt time.Time
+	// Grant is set when Status is Admitted.
+	Grant *Grant
+}
+
+// Entry is a fan's record as the store reads it: a phase-like kind plus the numbers to compute a Place from.
+type Entry struct {
+	Status  Status
+	Pre     bool // waiting for the opening draw
+	Pending bool // sale open, draw not written yet
+	Seq     int64
+	Cursor  int64
+	OpensAt time.Time
+	Grant   *Grant
+	Found   bool // false: the fan is not in the queue (Lookup only)
+}
+
+// Grant is one admission: the token's id, holder and lifetime. Token is the signed JWT once it has been signed.
+type Grant struct {
+	UserID    string
+	JTI       string
+	IssuedAt  time.Time
+	ExpiresAt time.Time
+	Token     string
+}
+
+// Phase is a show queue's state as the admission tick sees it.
+type Phase string
+
+// Phases of a show's queue.
+const (
+	PhaseOpen    Phase = "open"     // admitting
+	PhasePre     Phase = "pre"      // sale not open yet: joins go to the pre-opening pool
+	PhasePending Phase = "pending"  // sale open, the pre-opening draw not written yet
+	PhaseSoldOut Phase = "sold_out" // no free and no held seats: admission paused
+	PhaseClosed  Phase = "closed"   // queue switched off
+)
+
+// Snapshot is a show queue's state after one admission tick: the one per-show update every replica reads per
+// tick and turns into each local fan's position in memory.
+type Snapshot struct {
+	Show           string
+	Phase          Phase
+	Cursor         int64 // seq of the last fan taken off the queue (admitted or skipped)
+	LastSeq        int64 // highest seq handed out
+	Waiting        int64 // fans in the queue, including the pre-opening pool
+	Active         int64 // admission grants holding a slot
+	AdmittedTotal  int64
+	SkippedTotal   int64
+	AdmitPerSecond float64 // the operator's setting in force at this tick
+	MaxActive      int64
+	OpensAt        time.Time
+	At             time.Time // Redis time of the tick
+	Grants         []Grant   // grants made by this tick (only on the replica that ran it)
+}
+
+// Status maps a phase to what a waiting fan is told.
+func (p Phase) Status() Status {
+	switch p {
+	case PhaseSoldOut:
+		return SoldOut
+	case PhaseClosed:
+		return Closed
+	}
+	return Waiting
+}
+
+// Position is a waiting fan's 1-based position given the queue's cursor; zero when seq is not yet known.
+func Position(seq, cursor int64) int64 {
+	if seq <= 0 {
+		return 0
+	}
+	if seq <= cursor {
+		return 1 // taken off the queue this instant; the admission event follows
+	}
+	return seq - cursor
+}
