@@ -1,0 +1,336 @@
+package booking_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/booking/internal/bookingtest"
+	"github.com/flashseat/flashseat/shared/rediskey"
+)
+
+func TestThousandFansOneSeat(t *testing.T) {
+	t.Parallel()
+	e := bookingtest.New(t, booking.Config{})
+	ctx := context.Background()
+	var won, lost atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 1000 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: fmt.Sprintf("u%d", i), ShowID: e.Show.ID,
+				SeatIDs: []string{"E10"}})
+			var ce *booking.ConflictError
+			switch {
+			case err == nil:
+				won.Add(1)
+			case errors.As(err, &ce) && errors.Is(err, booking.ErrSeatsUnavailable):
+				lost.Add(1)
+			default:
+				t.Errorf("hold: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if won.Load() != 1 || lost.Load() != 999 {
+		t.Fatalf("got %d holds and %d conflicts, want 1 and 999", won.Load(), lost.Load())
+	}
+	var n int
+	if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM bookings WHERE show_id = $1 AND status = 'HELD'`,
+		e.Show.ID).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("HELD rows = %d (%v), want 1", n, err)
+	}
+}
+
+func TestOverlappingHolds(t *testing.T) {
+	t.Parallel()
+	e := bookingtest.New(t, booking.Config{})
+	ctx := context.Background()
+	// 500 users ask for 2-4 adjacent seats in rows D-E, so requests overlap heavily.
+	type result struct {
+		b   booking.Booking
+		err error
+	}
+	results := make([]result, 500)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(i), 7))
+			n := 2 + r.IntN(3)
+			row := string("DE"[r.IntN(2)])
+			start := 1 + r.IntN(20-n+1)
+			seats := make([]string, n)
+			for j := range seats {
+				seats[j] = booking.SeatID(row, start+j)
+			}
+			b, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: fmt.Sprintf("u%d", i), ShowID: e.Show.ID, SeatIDs: seats})
+			results[i] = result{b, err}
+		}()
+	}
+	wg.Wait()
+	owner := map[string]string{}
+	for _, r := range results {
+		if r.err != nil {
+			if !errors.Is(r.err, booking.ErrSeatsUnavailable) {
+				t.Fatalf("hold: %v", r.err)
+			}
+			continue
+		}
+		for _, s := range r.b.SeatIDs {
+			if prev, ok := owner[s]; ok {
+				t.Fatalf("seat %s held by %s and %s", s, prev, r.b.ID)
+			}
+			owner[s] = r.b.ID
+		}
+	}
+	// Every lock in Redis belongs to a successful hold, and every seat of a successful hold is locked by it: no
+	// partial claim was left behind by the losers.
+	for _, row := range "DE" {
+		for n := 1; n <= 20; n++ {
+			seat := booking.SeatID(string(row), n)
+			v, err := e.RDB.Get(ctx, rediskey.Seat(e.Show.ID, seat)).Result()
+			id, _, _ := strings.Cut(v, "|")
+			if want := owner[seat]; id != want {
+				t.Fatalf("seat %s: lock %q (%v), want owner %q", seat, v, err, want)
+			}
+		}
+	}
+	var rows int
+	_ = e.Pool.QueryRow(ctx, `SELECT count(*) FROM bookings WHERE show_id = $1`, e.Show.ID).Scan(&rows)
+	holds := map[string]bool{}
+	for _, id := range owner {
+		holds[id] = true
+	}
+	if rows != len(holds) {
+		t.Fatalf("%d booking rows, %d successful holds", rows, len(holds))
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	t.Parallel()
+	e := bookingtest.New(t, booking.Config{HoldTTL: 300 * time.Millisecond, ReconcileEvery: 200 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go e.Svc.Run(ctx)
+	b, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u1", ShowID: e.Show.ID, SeatIDs: []string{"A1", "A2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u2", ShowID: e.Show.ID, SeatIDs: []string{"A2"}}); !errors.Is(err, booking.ErrSeatsUnavailable) {
+		t.Fatalf("held seat: got %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := e.Svc.Booking(ctx, b.ID, "u1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == booking.StatusExpired {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status %s after the TTL, want EXPIRED", got.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The seats are free again with nobody acting.
+	if _, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u2", ShowID: e.Show.ID, SeatIDs: []string{"A2"}}); err != nil {
+		t.Fatalf("hold after expiry: %v", err)
+	}
+	if _, _, err := e.Svc.Cancel(ctx, b.ID, "u1"); !errors.Is(err, booking.ErrHoldExpired) {
+		t.Fatalf("cancel expired: got %v, want ErrHoldExpired", err)
+	}
+}
+
+func TestStaleOwnerRelease(t *testing.T) {
+	t.Parallel()
+	e := bookingtest.New(t, booking.Config{HoldTTL: 200 * time.Millisecond})
+	ctx := context.Background()
+	old, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u1", ShowID: e.Show.ID, SeatIDs: []string{"B1", "B2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the locks lapse; no reconciler runs, so the row is still HELD
+	newer, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u2", ShowID: e.Show.ID, SeatIDs: []string{"B2", "B3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if newer.Fence <= old.Fence {
+		t.Fatalf("fence %d not above %d", newer.Fence, old.Fence)
+	}
+	// The stale owner cancels: its row is cancelled but the newer hold's lock on B2 must survive.
+	_, freed, err := e.Svc.Cancel(ctx, old.ID, "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(freed) != 0 {
+		t.Fatalf("stale cancel freed %v", freed)
+	}
+	if ok, err := e.Locks.Owned(ctx, newer); err != nil || !ok {
+		t.Fatalf("newer hold lost its locks: %v %v", ok, err)
+	}
+	// And the stale hold cannot be confirmed: a newer fence is recorded for B2.
+	if _, err := e.Svc.Confirm(ctx, old.ID); err == nil {
+		t.Fatal("confirmed a cancelled, superseded hold")
+	}
+	_, freed, err = e.Svc.Cancel(ctx, newer.ID, "u2")
+	if err != nil || len(freed) != 2 {
+		t.Fatalf("owner cancel freed %v, %v", freed, err)
+	}
+	if _, _, err := e.Svc.Cancel(ctx, newer.ID, "u2"); !errors.Is(err, booking.ErrNotHeld) {
+		t.Fatalf("second cancel: got %v, want ErrNotHeld", err)
+	}
+	if _, _, err := e.Svc.Cancel(ctx, newer.ID, "u1"); !errors.Is(err, booking.ErrNotFound) {
+		t.Fatalf("other user's cancel: got %v, want ErrNotFound", err)
+	}
+}
+
+func TestLedgerAfterRedisLoss(t *testing.T) {
+	t.Parallel()
+	e := bookingtest.New(t, booking.Config{})
+	ctx := context.Background()
+	first, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u1", ShowID: e.Show.ID, SeatIDs: []string{"C5", "C6"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Svc.Confirm(ctx, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Redis loses everything of the show: locks, sold mirror, epoch and counter.
+	bookingtest.DeleteShowKeys(e.RDB, e.Show.ID)
+	second, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u2", ShowID: e.Show.ID, SeatIDs: []string{"C7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Fence <= first.Fence {
+		t.Fatalf("fence went back after Redis lost its data: %d then %d", first.Fence, second.Fence)
+	}
+	// The new epoch brought the sold seats back, so the sold seat is refused at hold time...
+	if _, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u3", ShowID: e.Show.ID, SeatIDs: []string{"C6"}}); !errors.Is(err, booking.ErrSeatsUnavailable) {
+		t.Fatalf("hold of a sold seat: got %v", err)
+	}
+	// ...and with the mirror wiped too, the ledger is the last line of defence.
+	bookingtest.DeleteShowKeys(e.RDB, e.Show.ID)
+	if err := e.Locks.SetEpoch(ctx, e.Show.ID, 1000, nil); err != nil { // an epoch without the sold seats
+		t.Fatal(err)
+	}
+	third, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u3", ShowID: e.Show.ID, SeatIDs: []string{"C6"}})
+	if err != nil {
+		t.Fatalf("hold after the wipe: %v", err)
+	}
+	if _, err := e.Svc.Confirm(ctx, third.ID); !errors.Is(err, booking.ErrSeatsUnavailable) {
+		t.Fatalf("second sale: got %v, want ErrSeatsUnavailable", err)
+	}
+	var sold int
+	_ = e.Pool.QueryRow(ctx, `SELECT count(*) FROM sold_seats WHERE show_id = $1`, e.Show.ID).Scan(&sold)
+	if sold != 2 {
+		t.Fatalf("%d sold seats, want 2", sold)
+	}
+}
+
+func TestIdempotentHold(t *testing.T) {
+	t.Parallel()
+	e := bookingtest.New(t, booking.Config{})
+	ctx := context.Background()
+	req := booking.HoldRequest{UserID: "u1", ShowID: e.Show.ID, SeatIDs: []string{"F1", "F2"}, IdempotencyKey: "k1"}
+	// Twenty concurrent requests with one key: one hold, everyone gets it.
+	ids := make([]string, 20)
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, _, err := e.Svc.Hold(ctx, req)
+			if err != nil {
+				t.Errorf("hold: %v", err)
+				return
+			}
+			ids[i] = b.ID
+		}()
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if id != ids[0] {
+			t.Fatalf("same key gave bookings %s and %s", ids[0], id)
+		}
+	}
+	b, replayed, err := e.Svc.Hold(ctx, req)
+	if err != nil || !replayed || b.ID != ids[0] {
+		t.Fatalf("replay: %v %v %v", b.ID, replayed, err)
+	}
+	other := req
+	other.SeatIDs = []string{"F3"}
+	if _, _, err := e.Svc.Hold(ctx, other); !errors.Is(err, booking.ErrIdempotency) {
+		t.Fatalf("same key other body: got %v, want ErrIdempotency", err)
+	}
+	// Another user may use the same key for their own request.
+	mine := req
+	mine.UserID, mine.SeatIDs = "u2", []string{"F5"}
+	if _, replayed, err := e.Svc.Hold(ctx, mine); err != nil || replayed {
+		t.Fatalf("other user's key: %v %v", replayed, err)
+	}
+	// A failed request does not burn its key.
+	taken := booking.HoldRequest{UserID: "u3", ShowID: e.Show.ID, SeatIDs: []string{"F1"}, IdempotencyKey: "k2"}
+	if _, _, err := e.Svc.Hold(ctx, taken); !errors.Is(err, booking.ErrSeatsUnavailable) {
+		t.Fatalf("conflict: %v", err)
+	}
+	taken.SeatIDs = []string{"F9"}
+	if _, _, err := e.Svc.Hold(ctx, taken); err != nil {
+		t.Fatalf("retry after a failure with another body: %v", err)
+	}
+}
+
+func TestUserCap(t *testing.T) {
+	t.Parallel()
+	e := bookingtest.New(t, booking.Config{MaxSeats: 4})
+	ctx := context.Background()
+	hold := func(seats ...string) error {
+		_, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u1", ShowID: e.Show.ID, SeatIDs: seats})
+		return err
+	}
+	if err := hold("G1", "G2", "G3", "G4", "G5"); !errors.Is(err, booking.ErrTooManySeats) {
+		t.Fatalf("5 seats: got %v", err)
+	}
+	if err := hold("G1", "G2", "G3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := hold("G5", "G6"); !errors.Is(err, booking.ErrTooManySeats) {
+		t.Fatalf("over the per-user cap: got %v", err)
+	}
+	if err := hold("G7"); err != nil {
+		t.Fatalf("within the cap: %v", err)
+	}
+}
+
+func TestConflictAlternatives(t *testing.T) {
+	t.Parallel()
+	e := bookingtest.New(t, booking.Config{})
+	ctx := context.Background()
+	if _, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u1", ShowID: e.Show.ID, SeatIDs: []string{"I5", "I6"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u2", ShowID: e.Show.ID, SeatIDs: []string{"I6", "I7"}})
+	var ce *booking.ConflictError
+	if !errors.As(err, &ce) {
+		t.Fatalf("got %v, want a conflict", err)
+	}
+	if len(ce.Unavailable) != 1 || ce.Unavailable[0] != "I6" {
+		t.Fatalf("unavailable = %v", ce.Unavailable)
+	}
+	if len(ce.Alternatives) != 2 || ce.Alternatives[0] != "I7" || ce.Alternatives[1] != "I8" {
+		t.Fatalf("alternatives = %v, want [I7 I8]", ce.Alternatives)
+	}
+	if _, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u2", ShowID: e.Show.ID, SeatIDs: ce.Alternatives}); err != nil {
+		t.Fatalf("holding the alternatives: %v", err)
+	}
+}

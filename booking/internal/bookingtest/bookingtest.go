@@ -1,0 +1,121 @@
+// Package bookingtest builds booking's test fixtures on the real stores: a Service over a fresh Postgres database
+// (pgtest) and the shared Redis, with a seeded show whose keys are deleted when the test ends. Every show id is
+// unique, so tests never see each other's Redis keys and nothing is ever flushed.
+package bookingtest
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/booking/postgres"
+	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	"github.com/flashseat/flashseat/booking/redis"
+	"github.com/flashseat/flashseat/shared/rediskey"
+)
+
+// Redis returns a client for REDIS_URL (default the local dev Redis) closed at the end of the test.
+func Redis(t testing.TB) goredis.UniversalClient {
+	t.Helper()
+	url := os.Getenv("REDIS_URL")
+	if url == "" {
+		url = "redis://127.0.0.1:6379/0"
+	}
+	opt, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Fatalf("REDIS_URL: %v", err)
+	}
+	opt.PoolSize = 64
+	rdb := goredis.NewClient(opt)
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("redis: %v", err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// DeleteShowKeys deletes every Redis key carrying the show's hash tag.
+func DeleteShowKeys(rdb goredis.UniversalClient, showID string) {
+	ctx := context.Background()
+	iter := rdb.Scan(ctx, 0, rediskey.Tag(showID)+"*", 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	for len(keys) > 0 {
+		n := min(len(keys), 500)
+		_ = rdb.Del(ctx, keys[:n]...).Err()
+		keys = keys[n:]
+	}
+}
+
+// Env is a Service on the real stores with one show on sale.
+type Env struct {
+	Svc   *booking.Service
+	Store *postgres.Store
+	Locks *redis.Locks
+	Pool  *pgxpool.Pool
+	RDB   goredis.UniversalClient
+	Show  booking.Show
+}
+
+// Layout is the demo hall: rows A-J of 20, A-C SILVER, D-H GOLD, I-J PLATINUM.
+func Layout() []booking.Row {
+	var rows []booking.Row
+	for i, r := range "ABCDEFGHIJ" {
+		cat := "GOLD"
+		switch {
+		case i < 3:
+			cat = "SILVER"
+		case i >= 8:
+			cat = "PLATINUM"
+		}
+		rows = append(rows, booking.Row{Label: string(r), Seats: 20, Category: cat})
+	}
+	return rows
+}
+
+// New returns an Env. cfg tunes the Service; its zero value is the defaults.
+func New(t testing.TB, cfg booking.Config) *Env {
+	t.Helper()
+	pool := pgtest.New(t)
+	return NewOn(t, pool, Redis(t), cfg)
+}
+
+// NewOn is New on given stores.
+func NewOn(t testing.TB, pool *pgxpool.Pool, rdb goredis.UniversalClient, cfg booking.Config) *Env {
+	t.Helper()
+	e := &Env{Store: postgres.New(pool), Locks: redis.New(rdb), Pool: pool, RDB: rdb}
+	e.Svc = booking.New(e.Store, e.Locks, nil, cfg)
+	e.Show = e.NewShow(t)
+	return e
+}
+
+// NewShow seeds a 200-seat show on sale and deletes its Redis keys at the end of the test.
+func (e *Env) NewShow(t testing.TB) booking.Show {
+	t.Helper()
+	ctx := context.Background()
+	v, err := e.Svc.CreateVenue(ctx, booking.Venue{Name: "PVR Forum", City: "Bangalore",
+		Halls: []booking.Hall{{Name: "Screen 1", Rows: Layout()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := e.Svc.CreateEvent(ctx, booking.Event{Title: "Premiere", Kind: "movie", Genre: "Drama",
+		Language: "English", DurationMinutes: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := e.Svc.CreateShow(ctx, booking.Show{EventID: ev.ID, HallID: v.Halls[0].ID,
+		StartsAt: time.Now().Add(48 * time.Hour), SaleStartsAt: time.Now().Add(-time.Hour), Currency: "INR",
+		Prices: map[string]int64{"SILVER": 25000, "GOLD": 45000, "PLATINUM": 80000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { DeleteShowKeys(e.RDB, sh.ID) })
+	return sh
+}

@@ -1,0 +1,25 @@
+-- Compare-and-delete: drops only the locks that still carry this booking's value, so a stale cancel (or a
+-- sweep of an expired booking) never frees a seat that another, newer hold owns now.
+-- KEYS[1] the user's live holds (zset), KEYS[2] sold seats (set), KEYS[3..] the seat locks.
+-- ARGV[1] lock value "bookingID|fence", ARGV[2] the user's holds member, ARGV[3] seat events channel,
+-- ARGV[4] "AVAILABLE" (release) or "BOOKED" (the seats were sold: they join the sold set),
+-- ARGV[5..] the seat ids, in the order of KEYS[3..].
+-- Returns the seat ids whose lock this booking still owned.
+local freed = {}
+local sold = ARGV[4] == 'BOOKED'
+for i = 3, #KEYS do
+  local seat = ARGV[i + 2]
+  local owned = redis.call('GET', KEYS[i]) == ARGV[1]
+  if owned then
+    redis.call('DEL', KEYS[i])
+    freed[#freed + 1] = seat
+  end
+  if sold then
+    redis.call('SADD', KEYS[2], seat)
+  end
+  if owned or sold then
+    redis.call('PUBLISH', ARGV[3], '{"seatId":"' .. seat .. '","status":"' .. ARGV[4] .. '"}')
+  end
+end
+redis.call('ZREM', KEYS[1], ARGV[2])
+return freed

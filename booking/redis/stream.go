@@ -1,0 +1,123 @@
+package redis
+
+import (
+	"context"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashseat/flashseat/shared/rediskey"
+)
+
+// Hub fans a show's seat events out to this process's stream clients: one Redis subscription per show however
+// many clients watch it, and a bounded buffer per client. A client that falls behind is cut off (its channel is
+// closed) rather than allowed to hold up the others; it reconnects and reloads the seat map.
+type Hub struct {
+	rdb redis.UniversalClient
+
+	mu    sync.Mutex
+	shows map[string]*feed
+}
+
+type feed struct {
+	ps   *redis.PubSub
+	subs map[chan []byte]struct{}
+}
+
+// NewHub returns a hub reading from rdb.
+func NewHub(rdb redis.UniversalClient) *Hub { return &Hub{rdb: rdb, shows: map[string]*feed{}} }
+
+// subBuffer is how many events a client may lag behind before it is cut off.
+const subBuffer = 256
+
+// Subscribe returns a channel of the show's seat events (JSON {"seatId","status"}) and a function to stop. The
+// channel is closed when the client fell behind or the hub's subscription failed.
+func (h *Hub) Subscribe(ctx context.Context, showID string) (<-chan []byte, func()) {
+	ch := make(chan []byte, subBuffer)
+	h.mu.Lock()
+	f, ok := h.shows[showID]
+	if !ok {
+		f = &feed{ps: h.rdb.Subscribe(context.WithoutCancel(ctx), rediskey.SeatEvents(showID)),
+			subs: map[chan []byte]struct{}{}}
+		h.shows[showID] = f
+		go h.pump(showID, f)
+	}
+	f.subs[ch] = struct{}{}
+	h.mu.Unlock()
+	return ch, func() { h.drop(showID, f, ch) }
+}
+
+func (h *Hub) drop(showID string, f *feed, ch chan []byte) {
+	h.mu.Lock()
+	if _, ok := f.subs[ch]; ok {
+		delete(f.subs, ch)
+		close(ch)
+	}
+	last := len(f.subs) == 0 && h.shows[showID] == f
+	if last {
+		delete(h.shows, showID)
+	}
+	h.mu.Unlock()
+	if last {
+		_ = f.ps.Close() // ends pump
+	}
+}
+
+func (h *Hub) pump(showID string, f *feed) {
+	for msg := range f.ps.Channel() {
+		b := []byte(msg.Payload)
+		h.mu.Lock()
+		for ch := range f.subs {
+			select {
+			case ch <- b:
+			default:
+				delete(f.subs, ch)
+				close(ch)
+			}
+		}
+		h.mu.Unlock()
+	}
+	// The subscription ended: close whoever is still listening so they reconnect.
+	h.mu.Lock()
+	for ch := range f.subs {
+		delete(f.subs, ch)
+		close(ch)
+	}
+	if h.shows[showID] == f {
+		delete(h.shows, showID)
+	}
+	h.mu.Unlock()
+}
+
+// Close ends every subscription.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	fs := h.shows
+	h.shows = map[string]*feed{}
+	h.mu.Unlock()
+	for _, f := range fs {
+		_ = f.ps.Close()
+	}
+}
+
+// WatchExpiries calls fn for every seat lock that Redis expires, from keyspace notifications
+// (notify-keyspace-events with E and x), until ctx ends. With notifications off nothing arrives, and the
+// reconciler's periodic sweep does the work instead.
+func WatchExpiries(ctx context.Context, rdb redis.UniversalClient, fn func(showID, seatID string)) {
+	ps := rdb.PSubscribe(ctx, "__keyevent@*__:expired")
+	defer ps.Close()
+	ch := ps.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case msg, ok := <-ch:
+			if !ok {
+				return
+			}
+			if show, seat, ok := ParseSeatKey(msg.Payload); ok {
+				fn(show, seat)
+			}
+		}
+	}
+}
