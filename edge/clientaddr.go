@@ -10,12 +10,26 @@ import (
 // anyone else is a claim the client made about itself, and believing it would let one client spread its requests
 // over invented addresses and escape its rate limit.
 type TrustedProxies struct {
-	prefixes []netip.Prefix
+	Prefixes
 }
 
 // ParseTrustedProxies reads a comma-separated list of CIDRs or single addresses. An empty list trusts nobody.
 func ParseTrustedProxies(list string) (TrustedProxies, error) {
-	var t TrustedProxies
+	p, err := ParsePrefixes(list)
+	return TrustedProxies{p}, err
+}
+
+// Trusts reports whether addr belongs to a trusted proxy.
+func (t TrustedProxies) Trusts(addr netip.Addr) bool { return t.Contains(addr) }
+
+// Prefixes is a set of address ranges.
+type Prefixes struct {
+	prefixes []netip.Prefix
+}
+
+// ParsePrefixes reads a comma-separated list of CIDRs or single addresses.
+func ParsePrefixes(list string) (Prefixes, error) {
+	var t Prefixes
 	for _, s := range strings.Split(list, ",") {
 		s = strings.TrimSpace(s)
 		if s == "" {
@@ -24,21 +38,21 @@ func ParseTrustedProxies(list string) (TrustedProxies, error) {
 		if !strings.Contains(s, "/") {
 			a, err := netip.ParseAddr(s)
 			if err != nil {
-				return TrustedProxies{}, fmt.Errorf("edge: trusted proxy %q: %w", s, err)
+				return Prefixes{}, fmt.Errorf("edge: address range %q: %w", s, err)
 			}
 			s = netip.PrefixFrom(a, a.BitLen()).String()
 		}
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return TrustedProxies{}, fmt.Errorf("edge: trusted proxy %q: %w", s, err)
+			return Prefixes{}, fmt.Errorf("edge: address range %q: %w", s, err)
 		}
 		t.prefixes = append(t.prefixes, p.Masked())
 	}
 	return t, nil
 }
 
-// Trusts reports whether addr belongs to a trusted proxy.
-func (t TrustedProxies) Trusts(addr netip.Addr) bool {
+// Contains reports whether addr is in one of the ranges.
+func (t Prefixes) Contains(addr netip.Addr) bool {
 	addr = addr.Unmap()
 	for _, p := range t.prefixes {
 		if p.Contains(addr) {

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"net/http"
+	"net/netip"
 	"strings"
 )
 
@@ -82,4 +83,15 @@ func Match(method, path string) Route {
 		r.Guard, r.Write = TokenIfSent, true
 	}
 	return r
+}
+
+// LimitKey is the rate-limit key of a client address: the address itself for IPv4, its /64 for IPv6, since one
+// subscriber is usually given a whole /64 and could otherwise rotate through it.
+func LimitKey(addr netip.Addr) string {
+	addr = addr.Unmap()
+	if addr.Is6() {
+		p, _ := addr.Prefix(64)
+		return p.String()
+	}
+	return addr.String()
 }

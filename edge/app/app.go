@@ -9,22 +9,70 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashseat/flashseat/edge"
 	edgehttp "github.com/flashseat/flashseat/edge/http"
+	"github.com/flashseat/flashseat/edge/ratelimit"
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/rediskey"
+	"github.com/flashseat/flashseat/shared/token"
 )
 
+// Edge is what the edge hands the waiting room when it mounts its routes (edge/app/waitroom.go).
+type Edge struct {
+	// Router serves the waiting room's routes behind the edge's request ids, rate limits (class queue for
+	// /queue/... and the JWKS) and gate, and before the catch-all proxy to booking.
+	Router fiber.Router
+	Redis  *redis.Client
+	// Issuer signs admission tokens with the configured key; its JWKS is current plus previous keys.
+	Issuer *token.Issuer
+	// Gate is the admission gate the edge enforces; Forget a show on a settings change.
+	Gate *admission.Gate
+	// Users verifies user tokens (Bearer, or ?access_token= for EventSource).
+	Users    *token.UserVerifier
+	Registry *prometheus.Registry
+	Log      *slog.Logger
+	Config   Config
+	// Work is cancelled once the server has drained; long-running workers stop on it and are waited for
+	// (Workers) before Redis is closed.
+	Work    context.Context
+	Workers *sync.WaitGroup
+}
+
 // Run serves the edge on cfg.Addr until ctx is cancelled, then drains in-flight requests for at most
-// cfg.ShutdownTimeout and closes Redis last. ready, if not nil, receives the bound address (useful with ":0").
+// cfg.ShutdownTimeout, stops workers and closes Redis last. ready, if not nil, receives the bound address
+// (useful with ":0").
 func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr string)) error {
+	if cfg.AdmissionKeyGenerated {
+		log.Warn("ADMISSION_SIGNING_KEY not set: generated an admission key for this process only; " +
+			"replicas will not accept each other's tokens")
+	}
+	if cfg.AuthSecretGenerated {
+		log.Warn("AUTH_SECRET not set: generated one for this process only; user tokens from booking will not verify")
+	}
 	opts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {
 		return fmt.Errorf("edge: REDIS_URL: %w", err)
 	}
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
+
+	issuer := token.NewIssuer(cfg.AdmissionKey, cfg.AdmissionPrevious...)
+	keys := token.NewStaticKeys(issuer.Keys()...)
+	gate := admission.NewGate(rdb, keys, cfg.TokenLeeway)
+	users := token.NewUserVerifier(cfg.AuthSecret, cfg.AuthExternal, cfg.TokenLeeway)
+	limits := map[edge.Class]edgehttp.Limits{}
+	for class, lc := range cfg.Limits {
+		limits[class] = edgehttp.Limits{
+			PerIP:   ratelimit.New(lc.PerIP, lc.PerIPBurst, cfg.RateMaxKeys),
+			PerUser: ratelimit.New(lc.PerUser, lc.PerUserBurst, cfg.RateMaxKeys),
+		}
+	}
 
 	reg := prometheus.NewRegistry()
 	srv := edgehttp.New(edgehttp.Config{
@@ -43,43 +91,73 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		BodyLimit:   cfg.BodyLimit,
 		ReadTimeout: cfg.ReadTimeout,
 		IdleTimeout: cfg.IdleTimeout,
-		Ready: []edgehttp.Check{
-			{Name: "redis", Fn: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
-		},
+		Ready:       []edgehttp.Check{{Name: "redis", Fn: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}},
+		Users:       users,
+		Gate:        gate,
+		Admission:   token.NewVerifier(keys, cfg.TokenLeeway),
+		Limits:      limits,
+		RateExempt:  cfg.RateExempt,
 	})
 
-	// Workers (the waiting room's admitter and fan-out) stop when work is cancelled, after the server drained.
 	work, stopWork := context.WithCancel(context.Background())
 	defer stopWork()
-	_ = work
+	var workers sync.WaitGroup
+	e := &Edge{Router: srv.App, Redis: rdb, Issuer: issuer, Gate: gate, Users: users, Registry: reg, Log: log,
+		Config: cfg, Work: work, Workers: &workers}
+	workers.Add(1)
+	go func() { defer workers.Done(); forgetOnChange(work, rdb, gate, log) }()
 
-	// The waiting room mounts its routes here, behind the edge's middleware and before the catch-all proxy.
+	// The waiting room mounts its routes here, behind the middleware and before the catch-all proxy.
+	_ = e
 
 	srv.Forward()
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
+		stopWork()
+		workers.Wait()
 		return fmt.Errorf("edge: listen %s: %w", cfg.Addr, err)
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("edge listening", "addr", ln.Addr().String(), "upstream", cfg.BookingURL.String())
+	log.Info("edge listening", "addr", ln.Addr().String(), "upstream", cfg.BookingURL.String(),
+		"admissionKid", cfg.AdmissionKey.ID)
 	if ready != nil {
 		ready(ln.Addr().String())
 	}
 
 	select {
-	case err := <-served:
-		return fmt.Errorf("edge: serve: %w", err)
+	case err = <-served:
+		err = fmt.Errorf("edge: serve: %w", err)
 	case <-ctx.Done():
+		log.Info("edge shutting down", "drain", cfg.ShutdownTimeout.String())
+		drain, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		err = srv.Shutdown(drain)
+		cancel()
+		if serr := <-served; serr != nil && !errors.Is(serr, net.ErrClosed) {
+			err = errors.Join(err, serr)
+		}
 	}
-	log.Info("edge shutting down", "drain", cfg.ShutdownTimeout.String())
-	drain, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-	defer cancel()
-	err = srv.Shutdown(drain)
 	stopWork()
-	if serr := <-served; serr != nil && !errors.Is(serr, net.ErrClosed) {
-		err = errors.Join(err, serr)
-	}
+	workers.Wait()
 	return err
+}
+
+// forgetOnChange drops a show's cached queue state as soon as an operator changes it, so this replica gates by
+// the new setting at once rather than within the cache's second.
+func forgetOnChange(ctx context.Context, rdb *redis.Client, gate *admission.Gate, log *slog.Logger) {
+	sub := rdb.Subscribe(ctx, rediskey.QueueConfigEvents)
+	defer sub.Close()
+	ch := sub.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			gate.Forget(m.Payload)
+		}
+	}
 }

@@ -1,6 +1,9 @@
 package app
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/url"
@@ -9,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/edge"
+	"github.com/flashseat/flashseat/shared/token"
 )
 
 // Config is everything the edge reads from its environment. LoadConfig fills the defaults, so `make run` works
@@ -27,7 +31,33 @@ type Config struct {
 	ReadTimeout     time.Duration // CLIENT_READ_TIMEOUT, default 15s
 	IdleTimeout     time.Duration // CLIENT_IDLE_TIMEOUT, default 75s
 	ShutdownTimeout time.Duration // SHUTDOWN_TIMEOUT, default 10s: drain deadline
-	TrustedProxies  edge.TrustedProxies
+	TrustedProxies  edge.TrustedProxies // TRUSTED_PROXIES: CIDRs whose X-Forwarded-For is believed (a CDN)
+
+	// Admission keys. AdmissionKey signs (ADMISSION_SIGNING_KEY, a base64 32-byte Ed25519 seed, with
+	// ADMISSION_KEY_ID); AdmissionPrevious (ADMISSION_PREVIOUS_KEYS, "kid:base64url-public-key,...") are still
+	// accepted and published during a rotation. Generated when unset, for development only.
+	AdmissionKey          token.Key
+	AdmissionPrevious     []token.PublicKey
+	AdmissionKeyGenerated bool
+
+	// User tokens: AUTH_SECRET (HS256, at least 32 bytes; generated when unset) and optionally an external
+	// issuer (AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE).
+	AuthSecret          []byte
+	AuthSecretGenerated bool
+	AuthExternal        *token.External
+
+	// Rate limits per route class (RATE_PER_IP, RATE_PER_IP_BURST, RATE_PER_USER, RATE_PER_USER_BURST for the
+	// API; the same with RATE_QUEUE_ for the waiting room). Zero disables a limit.
+	Limits         map[edge.Class]LimitConfig
+	RateMaxKeys    int           // RATE_MAX_KEYS, default 200000: buckets kept per limiter
+	RateExempt     edge.Prefixes // RATE_EXEMPT, default loopback; "none" limits every address
+	TokenLeeway    time.Duration // TOKEN_LEEWAY, default 5s: clock skew tolerated between replicas
+}
+
+// LimitConfig are the limits of one route class, in requests per second.
+type LimitConfig struct {
+	PerIP, PerUser           float64
+	PerIPBurst, PerUserBurst int
 }
 
 // LoadConfig reads the configuration through getenv (os.Getenv in main, a map in tests) and validates it.
@@ -58,6 +88,33 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		l.fail("TRUSTED_PROXIES: " + err.Error())
 	}
 	cfg.TrustedProxies = tp
+	l.admissionKeys(&cfg)
+	l.userAuth(&cfg)
+	cfg.Limits = map[edge.Class]LimitConfig{
+		// The API: a fan browsing, holding and paying needs a few requests a second; a NATed office or campus
+		// shares one address, hence the generous per-address rate.
+		edge.ClassAPI: {
+			PerIP: l.float("RATE_PER_IP", 200), PerIPBurst: l.integer("RATE_PER_IP_BURST", 400),
+			PerUser: l.float("RATE_PER_USER", 10), PerUserBurst: l.integer("RATE_PER_USER_BURST", 30),
+		},
+		// The waiting room: a whole crowd arrives in the same second and every refusal there is a fan turned
+		// away from a fair queue, so these are higher, and bursts large.
+		edge.ClassQueue: {
+			PerIP: l.float("RATE_QUEUE_PER_IP", 1000), PerIPBurst: l.integer("RATE_QUEUE_PER_IP_BURST", 5000),
+			PerUser: l.float("RATE_QUEUE_PER_USER", 20), PerUserBurst: l.integer("RATE_QUEUE_PER_USER_BURST", 60),
+		},
+	}
+	cfg.RateMaxKeys = l.integer("RATE_MAX_KEYS", 200000)
+	cfg.TokenLeeway = l.duration("TOKEN_LEEWAY", 5*time.Second)
+	switch ex := l.str("RATE_EXEMPT", "127.0.0.0/8,::1"); ex {
+	case "none":
+	default:
+		p, err := edge.ParsePrefixes(ex)
+		if err != nil {
+			l.fail("RATE_EXEMPT: " + err.Error())
+		}
+		cfg.RateExempt = p
+	}
 	if cfg.UpstreamTimeout < cfg.HeaderTimeout {
 		l.fail("UPSTREAM_TIMEOUT must not be shorter than UPSTREAM_HEADER_TIMEOUT")
 	}
@@ -68,6 +125,66 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("edge config: %w", errors.Join(l.errs...))
 	}
 	return cfg, nil
+}
+
+// admissionKeys reads the signing key and the previous public keys, or generates a key for development.
+func (l *loader) admissionKeys(cfg *Config) {
+	seed := l.str("ADMISSION_SIGNING_KEY", "")
+	if seed == "" {
+		k, err := token.GenerateKey()
+		if err != nil {
+			l.fail("generating an admission key: " + err.Error())
+			return
+		}
+		if id := l.str("ADMISSION_KEY_ID", ""); id != "" {
+			k.ID = id
+		}
+		cfg.AdmissionKey, cfg.AdmissionKeyGenerated = k, true
+	} else {
+		k, err := token.ParseSeed(l.str("ADMISSION_KEY_ID", ""), seed)
+		if err != nil {
+			l.fail("ADMISSION_SIGNING_KEY: " + err.Error()) // the error never contains the seed
+			return
+		}
+		cfg.AdmissionKey = k
+	}
+	for _, pair := range strings.Split(l.str("ADMISSION_PREVIOUS_KEYS", ""), ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		i := strings.LastIndex(pair, ":") // base64url has no colon; a kid might
+		if i <= 0 {
+			l.fail("ADMISSION_PREVIOUS_KEYS: want kid:base64url-public-key pairs")
+			continue
+		}
+		pub, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(pair[i+1:], "="))
+		if err != nil || len(pub) != ed25519.PublicKeySize {
+			l.fail("ADMISSION_PREVIOUS_KEYS: key " + pair[:i] + " is not a base64url Ed25519 public key")
+			continue
+		}
+		cfg.AdmissionPrevious = append(cfg.AdmissionPrevious, token.PublicKey{ID: pair[:i], Key: pub})
+	}
+}
+
+// userAuth reads how user tokens are verified.
+func (l *loader) userAuth(cfg *Config) {
+	if s := l.str("AUTH_SECRET", ""); s != "" {
+		if len(s) < token.MinSecretLen {
+			l.fail(fmt.Sprintf("AUTH_SECRET must be at least %d bytes", token.MinSecretLen))
+		}
+		cfg.AuthSecret = []byte(s)
+	} else {
+		b := make([]byte, 48)
+		if _, err := rand.Read(b); err != nil {
+			l.fail("generating AUTH_SECRET: " + err.Error())
+		}
+		cfg.AuthSecret, cfg.AuthSecretGenerated = []byte(base64.RawURLEncoding.EncodeToString(b)), true
+	}
+	if u := l.str("AUTH_JWKS_URL", ""); u != "" {
+		cfg.AuthExternal = &token.External{JWKSURL: u, Issuer: l.str("AUTH_ISSUER", ""),
+			Audience: l.str("AUTH_AUDIENCE", "")}
+	}
 }
 
 // loader reads typed variables and collects every problem, so one start-up reports them all.

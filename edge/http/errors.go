@@ -81,8 +81,12 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 // redirect, API clients by a 403 naming the room.
 func (s *Server) refuseAdmission(c *fiber.Ctx, ae *edge.AdmissionError) error {
 	s.metrics.gateRefusals.WithLabelValues(refusalReason(ae.Err)).Inc()
-	q := edge.QueueURL(ae.ShowID)
 	c.Set(fiber.HeaderCacheControl, "no-store")
+	if ae.ShowID == "" {
+		// A token that names no show: there is no waiting room to send the client to.
+		return problem.Send(c, problem.New(http.StatusForbidden, problem.Forbidden, "The admission token is not valid."))
+	}
+	q := edge.QueueURL(ae.ShowID)
 	if wantsHTML(c) {
 		c.Set(fiber.HeaderLocation, q)
 		return c.SendStatus(http.StatusSeeOther)

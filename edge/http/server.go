@@ -15,6 +15,8 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/flashseat/flashseat/edge"
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/token"
 )
 
 // Check is one readiness probe.
@@ -36,6 +38,17 @@ type Config struct {
 	IdleTimeout time.Duration
 	// ReadTimeout bounds reading one request from a client (slow-loris).
 	ReadTimeout time.Duration
+
+	// Users verifies Bearer user tokens; nil disables per-user limits and the gate's user checks.
+	Users *token.UserVerifier
+	// Gate decides admission for protected routes; nil turns the gate off.
+	Gate *admission.Gate
+	// Admission verifies admission tokens on routes whose show has its queue off (paying).
+	Admission *token.Verifier
+	// Limits per route class; a class without an entry is not limited.
+	Limits map[edge.Class]Limits
+	// RateExempt addresses are not limited by address.
+	RateExempt edge.Prefixes
 }
 
 // Server is the edge's fiber application.
@@ -69,7 +82,7 @@ func New(cfg Config) *Server {
 		// Keep fiber's header parsing strict but do not let it trust forwarding headers; identify does that.
 		EnableTrustedProxyCheck: true,
 	})
-	s.App.Use(identify(cfg.Trusted), s.observe)
+	s.App.Use(identify(cfg.Trusted), s.observe, s.authenticate, s.limit, s.gate)
 	s.App.Get("/healthz", s.healthz)
 	s.App.Get("/readyz", s.readyz)
 	metrics := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))

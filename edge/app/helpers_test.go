@@ -1,0 +1,172 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/rediskey"
+	"github.com/flashseat/flashseat/shared/token"
+)
+
+// Test secrets: fixed so tests can sign what the edge verifies.
+const (
+	testSeed   = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8" // 32 bytes 0..31, base64url
+	testSecret = "test-secret-test-secret-test-secret-0123"
+)
+
+// startEdge runs the real edge (Run) on a loopback port with env over the defaults, and stops it at cleanup,
+// failing the test if the shutdown was not clean.
+func startEdge(t testing.TB, env map[string]string) string {
+	t.Helper()
+	base := map[string]string{
+		"EDGE_ADDR":             "127.0.0.1:0",
+		"ADMISSION_SIGNING_KEY": testSeed,
+		"AUTH_SECRET":           testSecret,
+		"SHUTDOWN_TIMEOUT":      "3s",
+	}
+	for k, v := range env {
+		base[k] = v
+	}
+	cfg, err := LoadConfig(func(k string) string { return base[k] })
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	go func() { done <- Run(ctx, cfg, log, func(a string) { addr <- a }) }()
+	select {
+	case a := <-addr:
+		t.Cleanup(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run returned %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Error("edge did not shut down")
+			}
+		})
+		return "http://" + a
+	case err := <-done:
+		cancel()
+		t.Fatalf("Run: %v", err)
+	}
+	return ""
+}
+
+// testRedis connects to the real Redis.
+func testRedis(t testing.TB) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("redis: %v", err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// newShow returns a unique show id whose queue keys are deleted at cleanup.
+func newShow(t testing.TB, rdb *redis.Client) string {
+	t.Helper()
+	id := "edgetest-" + uuid.NewString()
+	t.Cleanup(func() {
+		rdb.Del(context.Background(), rediskey.QueueConfig(id), rediskey.QueueRevoked(id), rediskey.QueueActive(id))
+	})
+	return id
+}
+
+func userToken(t testing.TB, user string) string {
+	t.Helper()
+	is, err := token.NewUserIssuer([]byte(testSecret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := is.Issue(user, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+func testIssuer(t testing.TB) *token.Issuer {
+	t.Helper()
+	k, err := token.ParseSeed("", testSeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token.NewIssuer(k)
+}
+
+var client = &http.Client{
+	Timeout:       10 * time.Second,
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
+// do sends a request and returns the response with its body read.
+func do(t testing.TB, method, url string, body string, hdr map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		if strings.EqualFold(k, "Host") {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: body: %v", method, url, err)
+	}
+	return resp, b
+}
+
+// wantProblem checks that resp is an RFC 9457 problem with status and type slug, and returns it.
+func wantProblem(t testing.TB, resp *http.Response, body []byte, status int, slug string) *problem.Problem {
+	t.Helper()
+	if resp.StatusCode != status {
+		t.Fatalf("status %d, want %d; body %s", resp.StatusCode, status, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != problem.ContentType {
+		t.Fatalf("content type %q, want %q", ct, problem.ContentType)
+	}
+	var p problem.Problem
+	if err := json.Unmarshal(body, &p); err != nil {
+		t.Fatalf("problem body %s: %v", body, err)
+	}
+	if p.Type != problem.TypeBase+slug || p.Status != status || p.Title == "" {
+		t.Fatalf("problem %+v, want type %s status %d", p, slug, status)
+	}
+	return &p
+}
+
+// counter counts upstream hits.
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) inc()       { c.n.Add(1) }
+func (c *counter) get() int64 { return c.n.Load() }

@@ -1,0 +1,292 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// echo is an upstream that answers with what it received.
+type echoed struct {
+	Method string      `json:"method"`
+	URI    string      `json:"uri"`
+	Host   string      `json:"host"`
+	Header http.Header `json:"header"`
+	Body   string      `json:"body"`
+}
+
+func echoUpstream(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Connection", "X-Upstream-Private")
+		w.Header().Set("X-Upstream-Private", "leak")
+		w.Header().Set("Keep-Alive", "timeout=5")
+		w.Header().Add("Set-Cookie", "a=1; Path=/")
+		w.Header().Add("Set-Cookie", "b=2; Path=/")
+		w.Header().Set("X-Upstream", "yes")
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(echoed{r.Method, r.RequestURI, r.Host, r.Header, string(b)})
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestForwarding(t *testing.T) {
+	t.Parallel()
+	up := echoUpstream(t)
+	edge := startEdge(t, map[string]string{"BOOKING_URL": up.URL})
+
+	resp, body := do(t, "POST", edge+"/api/v1/some/Path%2Fx?b=2&a=1", `{"k":"v"}`, map[string]string{
+		"Content-Type":     "application/json",
+		"Connection":       "X-Client-Private",
+		"X-Client-Private": "secret",
+		"X-Forwarded-For":  "6.6.6.6",
+		"X-Custom":         "kept",
+		"Idempotency-Key":  "k1",
+	})
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("status %d, body %s", resp.StatusCode, body)
+	}
+	var got echoed
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	if got.Method != "POST" || got.URI != "/api/v1/some/Path%2Fx?b=2&a=1" || got.Body != `{"k":"v"}` {
+		t.Fatalf("forwarded %s %s %q", got.Method, got.URI, got.Body)
+	}
+	h := got.Header
+	checks := []struct{ name, got, want string }{
+		{"X-Custom", h.Get("X-Custom"), "kept"},
+		{"Idempotency-Key", h.Get("Idempotency-Key"), "k1"},
+		{"X-Client-Private (named by Connection)", h.Get("X-Client-Private"), ""},
+		{"Connection", h.Get("Connection"), ""},
+		// The peer is not a trusted proxy, so its X-Forwarded-For claim is replaced, not extended.
+		{"X-Forwarded-For", h.Get("X-Forwarded-For"), "127.0.0.1"},
+		{"X-Forwarded-Proto", h.Get("X-Forwarded-Proto"), "http"},
+		{"X-Forwarded-Host", h.Get("X-Forwarded-Host"), strings.TrimPrefix(edge, "http://")},
+		{"upstream Host", got.Host, strings.TrimPrefix(up.URL, "http://")},
+		{"request id to upstream", h.Get("X-Request-Id"), resp.Header.Get("X-Request-Id")},
+		{"response X-Upstream", resp.Header.Get("X-Upstream"), "yes"},
+		{"response X-Upstream-Private (named by Connection)", resp.Header.Get("X-Upstream-Private"), ""},
+		{"response Keep-Alive", resp.Header.Get("Keep-Alive"), ""},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %q, want %q", c.name, c.got, c.want)
+		}
+	}
+	if resp.Header.Get("X-Request-Id") == "" {
+		t.Error("no request id generated")
+	}
+	if n := len(resp.Header.Values("Set-Cookie")); n != 2 {
+		t.Errorf("%d Set-Cookie headers, want 2", n)
+	}
+
+	// A client's own request id is kept; a malformed one is replaced.
+	resp, body = do(t, "GET", edge+"/x", "", map[string]string{"X-Request-Id": "abc-123"})
+	json.Unmarshal(body, &got)
+	if resp.Header.Get("X-Request-Id") != "abc-123" || got.Header.Get("X-Request-Id") != "abc-123" {
+		t.Errorf("request id not kept: %q / %q", resp.Header.Get("X-Request-Id"), got.Header.Get("X-Request-Id"))
+	}
+	resp, _ = do(t, "GET", edge+"/x", "", map[string]string{"X-Request-Id": "bad id\twith junk"})
+	if id := resp.Header.Get("X-Request-Id"); id == "" || strings.Contains(id, " ") {
+		t.Errorf("malformed request id kept: %q", id)
+	}
+}
+
+func TestTrustedProxyForwardingHeaders(t *testing.T) {
+	t.Parallel()
+	up := echoUpstream(t)
+	edge := startEdge(t, map[string]string{"BOOKING_URL": up.URL, "TRUSTED_PROXIES": "127.0.0.1/32"})
+	_, body := do(t, "GET", edge+"/x", "", map[string]string{
+		"X-Forwarded-For": "198.51.100.7", "X-Forwarded-Proto": "https", "X-Forwarded-Host": "tickets.example",
+	})
+	var got echoed
+	json.Unmarshal(body, &got)
+	if v := got.Header.Get("X-Forwarded-For"); v != "198.51.100.7, 127.0.0.1" {
+		t.Errorf("X-Forwarded-For = %q", v)
+	}
+	if got.Header.Get("X-Forwarded-Proto") != "https" || got.Header.Get("X-Forwarded-Host") != "tickets.example" {
+		t.Errorf("trusted proxy's proto/host not kept: %v", got.Header)
+	}
+}
+
+func TestUpstreamDown(t *testing.T) {
+	t.Parallel()
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := ln.Addr().String()
+	ln.Close()
+	edge := startEdge(t, map[string]string{"BOOKING_URL": "http://" + dead})
+	resp, body := do(t, "GET", edge+"/api/v1/events", "", nil)
+	wantProblem(t, resp, body, http.StatusBadGateway, "bad-gateway")
+	if resp.Header.Get("X-Request-Id") == "" {
+		t.Error("error answer without request id")
+	}
+	resp, body = do(t, "GET", edge+"/readyz", "", nil)
+	wantProblem(t, resp, body, http.StatusServiceUnavailable, "service-unavailable")
+}
+
+func TestUpstreamTimeout(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer up.Close()
+	defer close(release)
+	edge := startEdge(t, map[string]string{"BOOKING_URL": up.URL, "UPSTREAM_HEADER_TIMEOUT": "200ms",
+		"UPSTREAM_TIMEOUT": "300ms"})
+	start := time.Now()
+	resp, body := do(t, "GET", edge+"/slow", "", nil)
+	wantProblem(t, resp, body, http.StatusGatewayTimeout, "gateway-timeout")
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("504 after %v", d)
+	}
+}
+
+// A POST whose connection breaks is answered 502 and never sent twice: the upstream may have acted on it.
+func TestNoRetryOfPost(t *testing.T) {
+	t.Parallel()
+	var hits counter
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.inc()
+		hj, _ := w.(http.Hijacker)
+		conn, _, _ := hj.Hijack()
+		conn.Close()
+	}))
+	defer up.Close()
+	edge := startEdge(t, map[string]string{"BOOKING_URL": up.URL})
+	resp, body := do(t, "POST", edge+"/api/v1/bookings/b1/pay", `{"paymentMethod":"pm_card_ok"}`, nil)
+	wantProblem(t, resp, body, http.StatusBadGateway, "bad-gateway")
+	if n := hits.get(); n != 1 {
+		t.Fatalf("upstream saw the POST %d times, want 1", n)
+	}
+}
+
+// sseUpstream sends one event at once, then one every interval until the client goes away, which it reports.
+func sseUpstream(t *testing.T, interval time.Duration, gone chan<- struct{}) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		f := w.(http.Flusher)
+		for i := 0; ; i++ {
+			if _, err := fmt.Fprintf(w, "event: seat\ndata: {\"seatId\":\"A%d\",\"status\":\"HELD\"}\n\n", i); err != nil {
+				break
+			}
+			f.Flush()
+			select {
+			case <-r.Context().Done():
+				gone <- struct{}{}
+				return
+			case <-time.After(interval):
+			}
+		}
+		gone <- struct{}{}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestEventStreamIsNotBuffered(t *testing.T) {
+	t.Parallel()
+	gone := make(chan struct{}, 1)
+	up := sseUpstream(t, 50*time.Millisecond, gone)
+	edge := startEdge(t, map[string]string{"BOOKING_URL": up.URL})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", edge+"/api/v1/shows/s1/seats/stream", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	br := bufio.NewReader(resp.Body)
+	readEvent := func() string {
+		var ev strings.Builder
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatalf("stream ended: %v", err)
+			}
+			if line == "\n" {
+				return ev.String()
+			}
+			ev.WriteString(line)
+		}
+	}
+	first := readEvent()
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Fatalf("first event after %v, want within 100ms", d)
+	}
+	if !strings.Contains(first, `"seatId":"A0"`) {
+		t.Fatalf("first event %q", first)
+	}
+	for i := 1; i <= 5; i++ {
+		ev := readEvent()
+		if !strings.Contains(ev, fmt.Sprintf(`"seatId":"A%d"`, i)) {
+			t.Fatalf("event %d = %q", i, ev)
+		}
+	}
+	cancel() // the fan goes away: the edge must close the upstream stream
+	select {
+	case <-gone:
+	case <-time.After(3 * time.Second):
+		t.Fatal("upstream stream still open 3s after the client left")
+	}
+}
+
+// A silent stream gets heartbeat comments from the edge, which also find a client that left.
+func TestEventStreamHeartbeat(t *testing.T) {
+	t.Parallel()
+	gone := make(chan struct{}, 1)
+	up := sseUpstream(t, time.Hour, gone)
+	edge := startEdge(t, map[string]string{"BOOKING_URL": up.URL, "STREAM_HEARTBEAT": "100ms"})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", edge+"/api/v1/shows/s1/seats/stream", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	var comments int
+	deadline := time.Now().Add(2 * time.Second)
+	for comments < 2 && time.Now().Before(deadline) {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line == ":\n" {
+			comments++
+		}
+	}
+	if comments < 2 {
+		t.Fatalf("%d heartbeats", comments)
+	}
+	cancel()
+	resp.Body.Close()
+	select {
+	case <-gone:
+	case <-time.After(3 * time.Second):
+		t.Fatal("silent upstream stream still open after the client left")
+	}
+}

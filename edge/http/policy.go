@@ -1,0 +1,196 @@
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/flashseat/flashseat/edge"
+	"github.com/flashseat/flashseat/edge/ratelimit"
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/token"
+)
+
+// Limits are the rate limits of one route class. A nil or disabled limiter does not limit.
+type Limits struct {
+	PerIP   *ratelimit.Limiter
+	PerUser *ratelimit.Limiter
+}
+
+// User returns the id of the caller's verified user token, or "".
+func User(c *fiber.Ctx) string {
+	u, _ := c.Locals(localUser).(string)
+	return u
+}
+
+// authenticate verifies a Bearer user token once per request, so the rate limits and the gate agree on who the
+// caller is. A missing or invalid token is not refused here: most routes are public, and booking answers 401 on
+// its own routes.
+func (s *Server) authenticate(c *fiber.Ctx) error {
+	if s.cfg.Users == nil {
+		return c.Next()
+	}
+	auth := c.Get(fiber.HeaderAuthorization)
+	if len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
+		if uid, err := s.cfg.Users.Verify(strings.TrimSpace(auth[7:])); err == nil {
+			c.Locals(localUser, uid)
+		}
+	}
+	return c.Next()
+}
+
+// limit applies the route class's per-address and per-user limits. Addresses in RateExempt (by default
+// loopback: a load generator or sidecar on the same host) are not limited by address; their users still are.
+func (s *Server) limit(c *fiber.Ctx) error {
+	class := edge.Classify(c.Method(), c.Path())
+	l, ok := s.cfg.Limits[class]
+	if !ok {
+		return c.Next()
+	}
+	now := time.Now()
+	if addr := ClientAddr(c); l.PerIP.Enabled() && addr.IsValid() && !s.cfg.RateExempt.Contains(addr) {
+		if ok, wait := l.PerIP.Allow(edge.LimitKey(addr), now); !ok {
+			s.metrics.rateLimited.WithLabelValues(class.String(), "ip").Inc()
+			return &edge.RateLimitError{RetryAfter: wait}
+		}
+	}
+	if user := User(c); user != "" && l.PerUser.Enabled() {
+		if ok, wait := l.PerUser.Allow(user, now); !ok {
+			s.metrics.rateLimited.WithLabelValues(class.String(), "user").Inc()
+			return &edge.RateLimitError{RetryAfter: wait}
+		}
+	}
+	return c.Next()
+}
+
+// gate lets a request for a protected route pass only as shared/admission's Gate allows. It matches both the
+// path as sent and fasthttp's decoded, normalised path, so no spelling of a protected route slips past.
+func (s *Server) gate(c *fiber.Ctx) error {
+	if s.cfg.Gate == nil {
+		return c.Next()
+	}
+	r := edge.Match(c.Method(), string(c.Request().URI().PathOriginal()))
+	if r.Guard == edge.Open {
+		r = edge.Match(c.Method(), string(c.Request().URI().Path()))
+	}
+	if r.Guard == edge.Open {
+		return c.Next()
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	defer cancel()
+	raw := c.Get(admission.Header)
+	user := User(c)
+
+	if r.Guard == edge.TokenIfSent {
+		if raw == "" {
+			return c.Next() // booking knows the booking's show and decides
+		}
+		if err := s.verifyUnboundToken(ctx, raw, user); err != nil {
+			return err
+		}
+		return c.Next()
+	}
+
+	show := r.ShowID
+	if r.Guard == edge.ShowInBody {
+		show = showInBody(c.Request().Body())
+		if show == "" {
+			return c.Next() // booking answers 400 for a hold without a show
+		}
+	}
+	if raw == "" {
+		raw = c.Cookies(admission.CookieName(show))
+	}
+	subject := user
+	if subject == "" {
+		if r.Write {
+			on, err := s.cfg.Gate.Enabled(ctx, show)
+			if err != nil {
+				return fmt.Errorf("%w: %v", edge.ErrUnavailable, err)
+			}
+			if on {
+				return edge.ErrUnauthenticated
+			}
+			return c.Next()
+		}
+		// Reading the seat map needs no user token, so a browser following the waiting room's redirect carries
+		// only its admission token: the token, verified, is then the credential for its own subject.
+		subject = unverifiedSubject(raw)
+	}
+	if _, err := s.cfg.Gate.Check(ctx, show, subject, raw); err != nil {
+		if errors.Is(err, admission.ErrRequired) {
+			return &edge.AdmissionError{ShowID: show, Err: err}
+		}
+		return fmt.Errorf("%w: %v", edge.ErrUnavailable, err)
+	}
+	return c.Next()
+}
+
+// verifyUnboundToken checks an admission token on a route that does not name its show (paying a booking):
+// signature, expiry and user here, revocation too when the token's show has its queue on. Whether the token's
+// show is the booking's show only booking can tell, and it checks.
+func (s *Server) verifyUnboundToken(ctx context.Context, raw, user string) error {
+	show := unverifiedShow(raw)
+	if show == "" {
+		return &edge.AdmissionError{ShowID: "", Err: fmt.Errorf("%w: %w", admission.ErrRequired, token.ErrInvalid)}
+	}
+	if user == "" {
+		return edge.ErrUnauthenticated
+	}
+	refuse := func(err error) error { return &edge.AdmissionError{ShowID: show, Err: err} }
+	on, err := s.cfg.Gate.Enabled(ctx, show)
+	if err != nil {
+		return fmt.Errorf("%w: %v", edge.ErrUnavailable, err)
+	}
+	if !on {
+		if _, err := s.cfg.Admission.Verify(raw, show, user); err != nil {
+			return refuse(fmt.Errorf("%w: %w", admission.ErrRequired, err))
+		}
+		return nil
+	}
+	if _, err := s.cfg.Gate.Check(ctx, show, user, raw); err != nil {
+		if errors.Is(err, admission.ErrRequired) {
+			return refuse(err)
+		}
+		return fmt.Errorf("%w: %v", edge.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// showInBody reads a hold's "showId" without consuming the body, which is forwarded as it came. A body that is
+// not JSON is booking's to refuse.
+func showInBody(body []byte) string {
+	var b struct {
+		ShowID string `json:"showId"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return ""
+	}
+	return b.ShowID
+}
+
+var claimsParser = jwt.NewParser()
+
+// unverifiedShow and unverifiedSubject read a claim before verification, only to know what to verify against;
+// the Gate's verification then decides.
+func unverifiedShow(raw string) string {
+	var c token.Admission
+	if _, _, err := claimsParser.ParseUnverified(raw, &c); err != nil {
+		return ""
+	}
+	return c.Show
+}
+
+func unverifiedSubject(raw string) string {
+	var c token.Admission
+	if _, _, err := claimsParser.ParseUnverified(raw, &c); err != nil {
+		return ""
+	}
+	return c.Subject
+}
