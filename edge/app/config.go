@@ -18,19 +18,19 @@ import (
 // Config is everything the edge reads from its environment. LoadConfig fills the defaults, so `make run` works
 // with no variables set.
 type Config struct {
-	Addr            string        // EDGE_ADDR, default :8080
-	BookingURL      *url.URL      // BOOKING_URL, default http://127.0.0.1:8081
-	RedisURL        string        // REDIS_URL, default redis://127.0.0.1:6379/0
-	DialTimeout     time.Duration // UPSTREAM_DIAL_TIMEOUT, default 2s
-	HeaderTimeout   time.Duration // UPSTREAM_HEADER_TIMEOUT, default 15s: waiting for booking's response headers
-	UpstreamTimeout time.Duration // UPSTREAM_TIMEOUT, default 30s: a whole non-streamed exchange
-	MaxIdleConns    int           // UPSTREAM_MAX_IDLE_CONNS, default 512: keep-alive pool to booking
-	IdleConnTimeout time.Duration // UPSTREAM_IDLE_CONN_TIMEOUT, default 30s
-	StreamHeartbeat time.Duration // STREAM_HEARTBEAT, default 15s
-	BodyLimit       int           // BODY_LIMIT bytes, default 1 MiB
-	ReadTimeout     time.Duration // CLIENT_READ_TIMEOUT, default 15s
-	IdleTimeout     time.Duration // CLIENT_IDLE_TIMEOUT, default 75s
-	ShutdownTimeout time.Duration // SHUTDOWN_TIMEOUT, default 10s: drain deadline
+	Addr            string              // EDGE_ADDR, default :8080
+	BookingURL      *url.URL            // BOOKING_URL, default http://127.0.0.1:8081
+	RedisURL        string              // REDIS_URL, default redis://127.0.0.1:6379/0
+	DialTimeout     time.Duration       // UPSTREAM_DIAL_TIMEOUT, default 2s
+	HeaderTimeout   time.Duration       // UPSTREAM_HEADER_TIMEOUT, default 15s: waiting for booking's response headers
+	UpstreamTimeout time.Duration       // UPSTREAM_TIMEOUT, default 30s: a whole non-streamed exchange
+	MaxIdleConns    int                 // UPSTREAM_MAX_IDLE_CONNS, default 512: keep-alive pool to booking
+	IdleConnTimeout time.Duration       // UPSTREAM_IDLE_CONN_TIMEOUT, default 30s
+	StreamHeartbeat time.Duration       // STREAM_HEARTBEAT, default 15s
+	BodyLimit       int                 // BODY_LIMIT bytes, default 1 MiB
+	ReadTimeout     time.Duration       // CLIENT_READ_TIMEOUT, default 15s
+	IdleTimeout     time.Duration       // CLIENT_IDLE_TIMEOUT, default 75s
+	ShutdownTimeout time.Duration       // SHUTDOWN_TIMEOUT, default 10s: drain deadline
 	TrustedProxies  edge.TrustedProxies // TRUSTED_PROXIES: CIDRs whose X-Forwarded-For is believed (a CDN)
 
 	// Admission keys. AdmissionKey signs (ADMISSION_SIGNING_KEY, a base64 32-byte Ed25519 seed, with
@@ -48,10 +48,10 @@ type Config struct {
 
 	// Rate limits per route class (RATE_PER_IP, RATE_PER_IP_BURST, RATE_PER_USER, RATE_PER_USER_BURST for the
 	// API; the same with RATE_QUEUE_ for the waiting room). Zero disables a limit.
-	Limits         map[edge.Class]LimitConfig
-	RateMaxKeys    int           // RATE_MAX_KEYS, default 200000: buckets kept per limiter
-	RateExempt     edge.Prefixes // RATE_EXEMPT, default loopback; "none" limits every address
-	TokenLeeway    time.Duration // TOKEN_LEEWAY, default 5s: clock skew tolerated between replicas
+	Limits      map[edge.Class]LimitConfig
+	RateMaxKeys int           // RATE_MAX_KEYS, default 200000: buckets kept per limiter
+	RateExempt  edge.Prefixes // RATE_EXEMPT, default loopback; "none" limits every address
+	TokenLeeway time.Duration // TOKEN_LEEWAY, default 5s: clock skew tolerated between replicas
 }
 
 // LimitConfig are the limits of one route class, in requests per second.
