@@ -35,9 +35,8 @@ func Summarise(samples []Sample) Stats {
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	s.P50, s.P95, s.P99, s.Max = Percentile(lat, 50), Percentile(lat, 95), Percentile(lat, 99), lat[len(lat)-1]
-	if span := last - first; span > 0 {
-		s.PerSecond = float64(len(samples)) / span.Seconds()
-	}
+	// A span under a second (one sample, a burst) would report absurd rates; a second is the unit anyway.
+	s.PerSecond = float64(len(samples)) / max(last-first, time.Second).Seconds()
 	return s
 }
 
@@ -366,7 +365,8 @@ func Summarize(r *Run, fairnessSlack time.Duration) *Summary {
 	if s.SoldOutAfter == 0 && r.NoSeatsAt > 0 {
 		s.SoldOutAfter = r.NoSeatsAt - r.SaleOpens
 	}
-	s.HoldsPerSecond, s.ConflictsPerSecond = perSecond(r.Steps[StepHold], "201"), perSecond(r.Steps[StepHold], "409")
+	s.HoldsPerSecond, s.ConflictsPerSecond = perSecond(r.Steps[StepHold], "201", r.Elapsed),
+		perSecond(r.Steps[StepHold], "409", r.Elapsed)
 	if r.Scenario.Mode == ModeHoldStorm {
 		s.Storm = StormOf(r)
 		if r.Baseline != nil {
@@ -383,25 +383,26 @@ func Summarize(r *Run, fairnessSlack time.Duration) *Summary {
 	return s
 }
 
-// perSecond counts the samples with outcome in each whole second of the run.
-func perSecond(samples []Sample, outcome string) []Point {
+// perSecond is the rate of samples with outcome over the run, in buckets of about a sixtieth of the run (at
+// least 100ms), so that a short smoke run and a long premiere both draw a readable curve.
+func perSecond(samples []Sample, outcome string, elapsed time.Duration) []Point {
 	if len(samples) == 0 {
 		return nil
 	}
-	var last time.Duration
 	for _, x := range samples {
-		last = max(last, x.At)
+		elapsed = max(elapsed, x.At)
 	}
-	n := int(last/time.Second) + 1
+	width := max(100*time.Millisecond, (elapsed / 60).Round(100*time.Millisecond))
+	n := int(elapsed/width) + 1
 	counts := make([]float64, n)
 	for _, x := range samples {
 		if x.Outcome == outcome {
-			counts[int(x.At/time.Second)]++
+			counts[int(x.At/width)]++
 		}
 	}
 	out := make([]Point, n)
 	for i, c := range counts {
-		out[i] = Point{T: float64(i), V: c}
+		out[i] = Point{T: (time.Duration(i)*width + width/2).Seconds(), V: c / width.Seconds()}
 	}
 	return out
 }

@@ -40,8 +40,9 @@ func niceMax(v float64) float64 {
 
 // lineChart draws series as an inline SVG with axes, ticks and a legend. Hand-drawn SVG keeps the page
 // self-contained: it must open from a file with no network, so no chart library from a CDN.
-func lineChart(title, xLabel, yLabel string, ss []series) template.HTML {
-	var xmax, ymax float64
+// xmax fixes the x axis (the run's length) so every time chart lines up; mark draws the sale's opening.
+func lineChart(title, xLabel, yLabel string, xmax, mark float64, ss []series) template.HTML {
+	var ymax float64
 	for _, s := range ss {
 		for _, p := range s.Points {
 			xmax, ymax = math.Max(xmax, p.T), math.Max(ymax, p.V)
@@ -54,6 +55,10 @@ func lineChart(title, xLabel, yLabel string, ss []series) template.HTML {
 
 	var b strings.Builder
 	frame(&b, title, ymax, y)
+	if mark > 0 && mark < xmax {
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%.1f" stroke="#b3261e" stroke-dasharray="4 3"/>`, x(mark), x(mark), padT, padT+ph)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" class="a" fill="#b3261e">sale opens</text>`, x(mark)+4, padT+ph-6)
+	}
 	for i := 0; i <= 6; i++ {
 		t := xmax * float64(i) / 6
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="a" text-anchor="middle">%s</text>`, x(t), chartH-padB+16, num(t))
@@ -95,9 +100,9 @@ func barChart(title string, hs map[loadtest.Step][]loadtest.Bucket, steps []load
 	var b strings.Builder
 	frame(&b, title, ymax, y)
 	for i, le := range loadtest.HistogramBounds {
-		label := "≤" + shortDur(le)
+		label := shortDur(le)
 		if i == n-1 {
-			label = ">" + shortDur(loadtest.HistogramBounds[n-2])
+			label = "more"
 		}
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="a" text-anchor="middle">%s</text>`, padL+slot*(float64(i)+0.5), chartH-padB+16, label)
 	}
@@ -114,7 +119,7 @@ func barChart(title string, hs map[loadtest.Step][]loadtest.Bucket, steps []load
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="12" height="8" fill="%s"/><text x="%d" y="%d" class="a">%s</text>`,
 			lx, padT+2, colors[si%len(colors)], lx+16, padT+10, st)
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" class="a" text-anchor="middle">latency</text>`, padL+int(pw/2), chartH-4)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" class="a" text-anchor="middle">latency, bucket upper bound</text>`, padL+int(pw/2), chartH-4)
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String()) //nolint:gosec // built from numbers and constant labels only
 }
@@ -166,7 +171,7 @@ svg .t{font:600 13px system-ui,sans-serif;fill:#1d2330}svg .a{font:11px system-u
 code{background:#f4f6f9;padding:1px 4px;border-radius:3px}
 </style></head><body>
 <h1>flashseat load test — {{.S.Scenario.Name}}</h1>
-<div class="muted">{{.S.Scenario.Mode}} against <code>{{.S.Target}}</code>, show <code>{{.S.ShowID}}</code>, started {{.S.StartedAt.UTC.Format "2006-01-02 15:04:05 UTC"}}, elapsed {{.S.Elapsed}}</div>
+<div class="muted">{{.S.Scenario.Mode}} against <code>{{.S.Target}}</code>, show <code>{{.S.ShowID}}</code>, started {{.S.StartedAt.UTC.Format "2006-01-02 15:04:05 UTC"}}, elapsed {{dur .S.Elapsed}}</div>
 <p>{{if .V}}<span class="bad">violations: {{len .V}}</span>{{else}}<span class="ok">violations: 0</span>{{end}}
  — fans {{.S.Scenario.Fans}}, seats {{.S.Scenario.Seats}}{{if eq (print .S.Scenario.Mode) "queue"}}, admitted {{.S.Admitted}}, confirmed {{.S.Confirmed}} bookings ({{.S.SeatsSold}} seats), sold out after {{never .S.SoldOutAfter}} from opening{{end}}</p>
 {{if .V}}<h2>Violations</h2><ul>{{range .V}}<li><b>{{.Invariant}}</b>: {{.Detail}}</li>{{end}}</ul>{{end}}
@@ -222,13 +227,14 @@ func HTML(w io.Writer, d Document) error {
 			booked = append(booked, loadtest.Point{T: t, V: float64(q.Booked)})
 		}
 	}
+	xmax, mark := s.Elapsed.Seconds(), s.SaleOpens.Seconds()
 	data := map[string]any{
 		"S": s, "D": d, "V": d.Violations, "Steps": rows, "Storm": s.Storm,
-		"HoldChart": lineChart("Holds per second", "seconds since start", "per second", []series{
+		"HoldChart": lineChart("Holds per second", "seconds since start", "per second", xmax, mark, []series{
 			{"held (201)", "#1a73e8", s.HoldsPerSecond}, {"conflict (409)", "#e8710a", s.ConflictsPerSecond}}),
-		"QueueChart": lineChart("Queue depth", "seconds since start", "fans", []series{
+		"QueueChart": lineChart("Queue depth", "seconds since start", "fans", xmax, mark, []series{
 			{"waiting", "#9334e6", waiting}, {"active (admitted)", "#137333", active}}),
-		"SeatChart": lineChart("Seats", "seconds since start", "seats", []series{
+		"SeatChart": lineChart("Seats", "seconds since start", "seats", xmax, mark, []series{
 			{"available", "#1a73e8", avail}, {"held", "#e8710a", held}, {"booked", "#137333", booked}}),
 		"Hist": barChart("Latency histogram", s.Histograms,
 			[]loadtest.Step{loadtest.StepJoin, loadtest.StepSeatMap, loadtest.StepHold, loadtest.StepPay},
