@@ -68,6 +68,14 @@ func (h *Hub) Touch(show string) {
 	hs.mu.Unlock()
 }
 
+// Knows reports whether this replica follows show.
+func (h *Hub) Knows(show string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.shows[show]
+	return ok
+}
+
 // Shows lists the shows this replica follows: those with local streams or touched in the last minute. Shows
 // idle longer are forgotten, so memory does not grow with every show ever seen.
 func (h *Hub) Shows() []string {

@@ -41,9 +41,6 @@ type Store interface {
 	Place(ctx context.Context, show string, ordered []string, digest string) error
 	// Fairness reads the draw record (without the recipe).
 	Fairness(ctx context.Context, show string) (Fairness, error)
-	// Shows lists the shows whose queue is on; Register adds or removes one.
-	Shows(ctx context.Context) ([]string, error)
-	Register(ctx context.Context, show string, on bool) error
 	// Settings and SaveSettings read and write an operator's settings; Counts the queue's counters.
 	Settings(ctx context.Context, show string) (admission.Settings, error)
 	SaveSettings(ctx context.Context, show string, s admission.Settings) error
@@ -342,9 +339,6 @@ func (s *Service) SaveSettings(ctx context.Context, show string, st admission.Se
 	if err := s.store.SaveSettings(ctx, show, st); err != nil {
 		return err
 	}
-	if err := s.store.Register(ctx, show, st.Enabled); err != nil {
-		return err
-	}
 	s.Hub.Touch(show)
 	return nil
 }
@@ -439,16 +433,17 @@ func nonce() string {
 	return hex.EncodeToString(b)
 }
 
-// Run ticks every show this replica knows (queues switched on, plus shows with local fans) until ctx ends,
-// flushes heartbeats in batches, and reacts at once to settings and availability changes.
+// Run ticks every show this replica has fans of (streams, or joins and polls in the last minute) until ctx
+// ends, flushes heartbeats in batches, and reacts at once to settings and availability changes. A replica with no
+// fans of a show has nothing to tell anyone about it, and the admission rate does not depend on which replicas
+// tick (admit.lua), so no global registry of queues is needed.
 func (s *Service) Run(ctx context.Context) error {
 	tick := time.NewTicker(s.opt.Tick)
 	defer tick.Stop()
 	hb := time.NewTicker(s.opt.HeartbeatEvery)
 	defer hb.Stop()
 	events := s.store.Events(ctx)
-	var registered []string
-	var lastReg, lastPulse time.Time
+	var lastPulse time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -458,8 +453,7 @@ func (s *Service) Run(ctx context.Context) error {
 				events = nil
 				continue
 			}
-			if ValidID(show) {
-				s.Hub.Touch(show)
+			if ValidID(show) && s.Hub.Knows(show) {
 				if _, err := s.Tick(ctx, show, true); err != nil && ctx.Err() == nil {
 					s.log.Error("waitroom: tick", "show", show, "err", err)
 				}
@@ -467,23 +461,11 @@ func (s *Service) Run(ctx context.Context) error {
 		case <-hb.C:
 			s.flushHeartbeats(ctx)
 		case now := <-tick.C:
-			if now.Sub(lastReg) > 5*time.Second {
-				if r, err := s.store.Shows(ctx); err == nil {
-					registered, lastReg = r, now
-				} else if ctx.Err() == nil {
-					s.log.Error("waitroom: registry", "err", err)
-				}
-			}
 			pulse := now.Sub(lastPulse) >= time.Second
 			if pulse {
 				lastPulse = now
 			}
-			seen := map[string]bool{}
-			for _, show := range append(registered, s.Hub.Shows()...) {
-				if seen[show] {
-					continue
-				}
-				seen[show] = true
+			for _, show := range s.Hub.Shows() {
 				if _, err := s.Tick(ctx, show, pulse); err != nil && ctx.Err() == nil {
 					s.log.Error("waitroom: tick", "show", show, "err", err)
 				}

@@ -45,7 +45,6 @@ func newShow(t testing.TB, rdb *goredis.Client) string {
 	t.Cleanup(func() {
 		ctx := context.Background()
 		rdb.Del(ctx, wrredis.Keys(show)...)
-		rdb.SRem(ctx, wrredis.ShowsKey, show)
 	})
 	return show
 }

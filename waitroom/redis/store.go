@@ -14,7 +14,7 @@
 //	T:wr:seed    string      the shuffle seed (hex); its SHA-256 is the published commitment
 //	T:wr:drawlock string     the draw lock
 //
-// plus rediskey.QueueConfig, QueueActive and ShowInfo, and the global set ShowsKey of shows whose queue is on.
+// plus rediskey.QueueConfig, QueueActive, QueueRevoked (booking's) and ShowInfo (read only).
 package redis
 
 import (
@@ -32,9 +32,6 @@ import (
 	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/waitroom"
 )
-
-// ShowsKey is the registry of shows whose queue is on; every replica ticks them all.
-const ShowsKey = "flashseat:waitroom:shows"
 
 var (
 	//go:embed join.lua
@@ -364,29 +361,6 @@ func (s *Store) Fairness(ctx context.Context, show string) (waitroom.Fairness, e
 		f.SaleStartsAt = time.UnixMilli(ms).UTC()
 	}
 	return f, nil
-}
-
-// Shows implements waitroom.Store.
-func (s *Store) Shows(ctx context.Context) ([]string, error) {
-	v, err := s.rdb.SMembers(ctx, ShowsKey).Result()
-	if err != nil {
-		return nil, fmt.Errorf("waitroom/redis: shows: %w", err)
-	}
-	return v, nil
-}
-
-// Register implements waitroom.Store.
-func (s *Store) Register(ctx context.Context, show string, on bool) error {
-	var err error
-	if on {
-		err = s.rdb.SAdd(ctx, ShowsKey, show).Err()
-	} else {
-		err = s.rdb.SRem(ctx, ShowsKey, show).Err()
-	}
-	if err != nil {
-		return fmt.Errorf("waitroom/redis: register: %w", err)
-	}
-	return nil
 }
 
 // Settings implements waitroom.Store.

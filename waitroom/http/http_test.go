@@ -1,0 +1,530 @@
+package http_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	josejwt "github.com/go-jose/go-jose/v4/jwt"
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+	"github.com/r3labs/sse/v2"
+	goredis "github.com/redis/go-redis/v9"
+	"gopkg.in/cenkalti/backoff.v1"
+
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/token"
+	"github.com/flashseat/flashseat/waitroom"
+	wrhttp "github.com/flashseat/flashseat/waitroom/http"
+	wrredis "github.com/flashseat/flashseat/waitroom/redis"
+)
+
+const adminToken = "test-admin-token"
+
+var userSecret = []byte("0123456789abcdef0123456789abcdef")
+
+// server is a waiting room served by fiber on a loopback port, with its admission loop running, as the edge
+// mounts it.
+type server struct {
+	base   string
+	rdb    *goredis.Client
+	svc    *waitroom.Service
+	users  *token.UserIssuer
+	issuer *token.Issuer
+	app    *fiber.App
+}
+
+func redisClient(t testing.TB) *goredis.Client {
+	url := os.Getenv("REDIS_URL")
+	if url == "" {
+		url = "redis://127.0.0.1:6379/0"
+	}
+	opts, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.PoolSize = 64
+	rdb := goredis.NewClient(opts)
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+func newServer(t testing.TB, opt waitroom.Options, extra func(app *fiber.App)) *server {
+	t.Helper()
+	rdb := redisClient(t)
+	k, err := token.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	is := token.NewIssuer(k)
+	ui, err := token.NewUserIssuer(userSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := waitroom.New(wrredis.New(rdb), is, opt)
+	h := wrhttp.New(wrhttp.Config{Service: svc, Users: token.NewUserVerifier(userSecret, nil, 0), Issuer: is,
+		AdminToken: adminToken})
+	app := fiber.New(fiber.Config{DisableStartupMessage: true, ErrorHandler: func(c *fiber.Ctx, err error) error {
+		var p *problem.Problem
+		if errors.As(err, &p) {
+			return problem.Send(c, p)
+		}
+		if p, ok := problem.FromFiber(err); ok {
+			return problem.Send(c, p)
+		}
+		return problem.Send(c, problem.New(500, problem.Internal, "internal"))
+	}})
+	h.Mount(app)
+	if extra != nil {
+		extra(app)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = app.Listener(ln) }()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = svc.Run(ctx) }()
+	t.Cleanup(func() {
+		h.Close()
+		_ = app.ShutdownWithTimeout(2 * time.Second)
+		cancel()
+		<-done
+	})
+	return &server{base: "http://" + ln.Addr().String(), rdb: rdb, svc: svc, users: ui, issuer: is, app: app}
+}
+
+func (s *server) show(t testing.TB, rate float64, maxActive int) string {
+	t.Helper()
+	show := "h-" + uuid.NewString()[:13]
+	t.Cleanup(func() {
+		ctx := context.Background()
+		s.rdb.Del(ctx, wrredis.Keys(show)...)
+	})
+	body := fmt.Sprintf(`{"enabled":true,"admitPerSecond":%v,"maxActive":%d,"tokenTtlSeconds":600}`, rate, maxActive)
+	res, _ := s.do(t, "PUT", "/admin/v1/shows/"+show+"/queue", "Bearer "+adminToken, body)
+	if res.StatusCode != 200 {
+		t.Fatalf("put queue: %d", res.StatusCode)
+	}
+	return show
+}
+
+func (s *server) user(t testing.TB, id string) string {
+	t.Helper()
+	raw, err := s.users.Issue(id, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+func (s *server) do(t testing.TB, method, path, auth, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, s.base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res, b
+}
+
+type state struct {
+	Status         string    `json:"status"`
+	Position       int64     `json:"position"`
+	EtaSeconds     int64     `json:"etaSeconds"`
+	AdmissionToken string    `json:"admissionToken"`
+	ExpiresAt      time.Time `json:"expiresAt"`
+}
+
+func (s *server) join(t testing.TB, show, user string) (state, *http.Response) {
+	t.Helper()
+	res, b := s.do(t, "POST", "/queue/"+show+"/join", "Bearer "+s.user(t, user), "")
+	var st state
+	if res.StatusCode != 200 || json.Unmarshal(b, &st) != nil {
+		t.Fatalf("join %s: %d %s", user, res.StatusCode, b)
+	}
+	return st, res
+}
+
+func TestJoinStatusAndPolling(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, waitroom.Options{Tick: 50 * time.Millisecond}, nil)
+	show := s.show(t, 5, 100)
+	for i := range 3 {
+		st, res := s.join(t, show, "p"+strconv.Itoa(i))
+		if st.Status != "waiting" || st.Position < 1 {
+			t.Fatalf("join: %+v", st)
+		}
+		if cc := res.Header.Get("Cache-Control"); cc != "no-store" {
+			t.Fatalf("join Cache-Control %q", cc)
+		}
+		if !strings.Contains(res.Header.Get("Set-Cookie"), wrhttp.UserCookie+"=") {
+			t.Fatalf("join sets no stream cookie: %q", res.Header.Values("Set-Cookie"))
+		}
+	}
+	// Poll until admitted: Retry-After while waiting, then the token and the admission cookie.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		res, b := s.do(t, "GET", "/queue/"+show+"/status", "Bearer "+s.user(t, "p2"), "")
+		var st state
+		if res.StatusCode != 200 || json.Unmarshal(b, &st) != nil {
+			t.Fatalf("status: %d %s", res.StatusCode, b)
+		}
+		if st.Status == "waiting" {
+			if res.Header.Get("Retry-After") == "" {
+				t.Fatal("waiting status without Retry-After")
+			}
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		if st.Status != "admitted" || st.AdmissionToken == "" || st.ExpiresAt.IsZero() {
+			t.Fatalf("status: %+v", st)
+		}
+		var cookie *http.Cookie
+		for _, c := range res.Cookies() {
+			if c.Name == admission.CookieName(show) {
+				cookie = c
+			}
+		}
+		if cookie == nil || cookie.Value != st.AdmissionToken || !cookie.HttpOnly || cookie.Path != "/" ||
+			cookie.SameSite != http.SameSiteLaxMode {
+			t.Fatalf("admission cookie: %+v", cookie)
+		}
+		// Status again: the same token.
+		_, b = s.do(t, "GET", "/queue/"+show+"/status", "Bearer "+s.user(t, "p2"), "")
+		var again state
+		_ = json.Unmarshal(b, &again)
+		if again.AdmissionToken != st.AdmissionToken {
+			t.Fatal("a second status returned another token")
+		}
+		return
+	}
+	t.Fatal("never admitted")
+}
+
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, waitroom.Options{}, nil)
+	show := s.show(t, 5, 100)
+	tests := []struct {
+		name, method, path, auth, body string
+		want                           int
+	}{
+		{"join without token", "POST", "/queue/" + show + "/join", "", "", 401},
+		{"join with junk token", "POST", "/queue/" + show + "/join", "Bearer junk", "", 401},
+		{"status before join", "GET", "/queue/" + show + "/status", "Bearer " + s.user(t, "nobody"), "", 404},
+		{"join unknown show", "POST", "/queue/nope-" + show + "/join", "Bearer " + s.user(t, "u"), "", 404},
+		{"bad show id", "POST", "/queue/" + strings.Repeat("x", 200) + "/join", "Bearer " + s.user(t, "u"), "", 400},
+		{"events without token", "GET", "/queue/" + show + "/events", "", "", 401},
+		{"admin without token", "GET", "/admin/v1/shows/" + show + "/queue", "", "", 401},
+		{"admin with a user token", "GET", "/admin/v1/shows/" + show + "/queue", "Bearer " + s.user(t, "u"), "", 403},
+		{"admin bad JSON", "PUT", "/admin/v1/shows/" + show + "/queue", "Bearer " + adminToken, "{", 400},
+		{"admin wrong type", "PUT", "/admin/v1/shows/" + show + "/queue", "Bearer " + adminToken, `{"maxActive":"x"}`, 400},
+		{"admin negative rate", "PUT", "/admin/v1/shows/" + show + "/queue", "Bearer " + adminToken, `{"admitPerSecond":-1}`, 422},
+		{"admin zero capacity", "PUT", "/admin/v1/shows/" + show + "/queue", "Bearer " + adminToken, `{"maxActive":0}`, 422},
+		{"admin null body", "PUT", "/admin/v1/shows/" + show + "/queue", "Bearer " + adminToken, `null`, 200},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, b := s.do(t, tc.method, tc.path, tc.auth, tc.body)
+			if res.StatusCode != tc.want {
+				t.Fatalf("got %d %s, want %d", res.StatusCode, b, tc.want)
+			}
+			if tc.want >= 400 && res.Header.Get("Content-Type") != problem.ContentType {
+				t.Fatalf("error content type %q", res.Header.Get("Content-Type"))
+			}
+		})
+	}
+}
+
+func TestAdminSettings(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, waitroom.Options{}, nil)
+	show := s.show(t, 5, 100)
+	s.join(t, show, "a1")
+	s.join(t, show, "a2")
+	res, b := s.do(t, "PUT", "/admin/v1/shows/"+show+"/queue", "Bearer "+adminToken, `{"admitPerSecond":2.5,"maxActive":7}`)
+	if res.StatusCode != 200 {
+		t.Fatalf("put: %d %s", res.StatusCode, b)
+	}
+	res, b = s.do(t, "GET", "/admin/v1/shows/"+show+"/queue", "Bearer "+adminToken, "")
+	var got struct {
+		admission.Settings
+		waitroom.Counts
+	}
+	if res.StatusCode != 200 || json.Unmarshal(b, &got) != nil {
+		t.Fatalf("get: %d %s", res.StatusCode, b)
+	}
+	if !got.Enabled || got.AdmitPerSecond != 2.5 || got.MaxActive != 7 || got.TokenTTLSeconds != 600 ||
+		got.Waiting+got.Active != 2 {
+		t.Fatalf("get: %s", b)
+	}
+	for _, k := range []string{`"waiting"`, `"active"`, `"admittedTotal"`} {
+		if !strings.Contains(string(b), k) {
+			t.Fatalf("GET lacks %s: %s", k, b)
+		}
+	}
+	// Switching the queue off closes it for fans.
+	s.do(t, "PUT", "/admin/v1/shows/"+show+"/queue", "Bearer "+adminToken, `{"enabled":false}`)
+	if st, _ := s.join(t, show, "a3"); st.Status != "closed" {
+		t.Fatalf("join after switching off: %+v", st)
+	}
+}
+
+// follow streams a fan's events with the r3labs client, as the load generator and any non-browser client do.
+func follow(ctx context.Context, url string, handle func(*sse.Event) bool) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	c := sse.NewClient(url)
+	c.ReconnectStrategy = backoff.WithContext(backoff.WithMaxTries(backoff.NewConstantBackOff(100*time.Millisecond), 3), ctx)
+	var mu sync.Mutex
+	stopped := false
+	err := c.SubscribeRawWithContext(ctx, func(ev *sse.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped || len(ev.Event) == 0 {
+			return
+		}
+		if !handle(ev) {
+			stopped = true
+			stop()
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if stopped {
+		return nil
+	}
+	return err
+}
+
+// TestStreamEndToEnd follows a fan over SSE from joining to admission, then verifies the admission token the
+// way a CDN worker would: an independent JOSE implementation, with nothing but the published JWKS.
+func TestStreamEndToEnd(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, waitroom.Options{Tick: 50 * time.Millisecond}, nil)
+	show := s.show(t, 4, 100)
+	for i := range 8 {
+		s.join(t, show, "f"+strconv.Itoa(i))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var positions []int64
+	var admitted state
+	url := s.base + "/queue/" + show + "/events?access_token=" + s.user(t, "f7")
+	err := follow(ctx, url, func(ev *sse.Event) bool {
+		switch string(ev.Event) {
+		case "position":
+			var st state
+			if err := json.Unmarshal(ev.Data, &st); err != nil {
+				t.Errorf("position data %q: %v", ev.Data, err)
+				return false
+			}
+			positions = append(positions, st.Position)
+			return true
+		case "admitted":
+			_ = json.Unmarshal(ev.Data, &admitted)
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	if len(positions) < 2 || positions[0] != 8 {
+		t.Fatalf("positions %v: want a start at 8", positions)
+	}
+	for i := 1; i < len(positions); i++ {
+		if positions[i] > positions[i-1] || positions[i] < 1 {
+			t.Fatalf("positions went backwards or below 1: %v", positions)
+		}
+	}
+	if admitted.AdmissionToken == "" {
+		t.Fatal("no admission token")
+	}
+
+	// The CDN's view: fetch the JWKS, verify with go-jose.
+	res, b := s.do(t, "GET", "/.well-known/jwks.json", "", "")
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Cache-Control"), "public") {
+		t.Fatalf("jwks: %d %q", res.StatusCode, res.Header.Get("Cache-Control"))
+	}
+	var set jose.JSONWebKeySet
+	if err := json.Unmarshal(b, &set); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := josejwt.ParseSigned(admitted.AdmissionToken, []jose.SignatureAlgorithm{jose.EdDSA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tok.Headers) != 1 || tok.Headers[0].KeyID == "" {
+		t.Fatalf("token header %+v: want a kid", tok.Headers)
+	}
+	keys := set.Key(tok.Headers[0].KeyID)
+	if len(keys) != 1 {
+		t.Fatalf("kid %s not in the JWKS", tok.Headers[0].KeyID)
+	}
+	var std josejwt.Claims
+	var custom struct {
+		Show string `json:"show"`
+	}
+	if err := tok.Claims(keys[0].Key, &std, &custom); err != nil {
+		t.Fatalf("go-jose verification: %v", err)
+	}
+	if err := std.Validate(josejwt.Expected{Subject: "f7", AnyAudience: josejwt.Audience{token.Audience},
+		Time: time.Now()}); err != nil {
+		t.Fatalf("claims: %v", err)
+	}
+	if custom.Show != show || std.ID == "" || std.IssuedAt == nil {
+		t.Fatalf("claims: %+v %+v", std, custom)
+	}
+	// A forged token (another key) fails the same check.
+	other, _ := token.GenerateKey()
+	forged, _, _ := token.NewIssuer(other).Issue("f7", show, "j", time.Now(), time.Minute)
+	ftok, err := josejwt.ParseSigned(forged, []jose.SignatureAlgorithm{jose.EdDSA})
+	if err == nil && len(set.Key(ftok.Headers[0].KeyID)) > 0 {
+		t.Fatal("a stranger's kid is in the JWKS")
+	}
+	if err == nil && ftok.Claims(keys[0].Key, &std) == nil {
+		t.Fatal("a forged token verified")
+	}
+}
+
+// TestStreamReconnectKeepsPlace drops a stream and comes back: same place, and Last-Event-ID is honoured.
+func TestStreamReconnectKeepsPlace(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, waitroom.Options{Tick: 50 * time.Millisecond}, nil)
+	show := s.show(t, 0.001, 100) // effectively paused: positions stay put
+	for i := range 5 {
+		s.join(t, show, "k"+strconv.Itoa(i))
+	}
+	url := s.base + "/queue/" + show + "/events?access_token=" + s.user(t, "k3")
+	first := func(lastID string) (*sse.Event, time.Duration) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		var got *sse.Event
+		c := sse.NewClient(url)
+		if lastID != "" {
+			c.LastEventID.Store([]byte(lastID))
+		}
+		c.ReconnectStrategy = backoff.WithContext(&backoff.StopBackOff{}, ctx)
+		_ = c.SubscribeRawWithContext(ctx, func(ev *sse.Event) {
+			if got == nil && string(ev.Event) == "position" {
+				got = ev
+				cancel()
+			}
+		})
+		return got, time.Since(start)
+	}
+	ev, _ := first("")
+	if ev == nil {
+		t.Fatal("no position event")
+	}
+	var st state
+	_ = json.Unmarshal(ev.Data, &st)
+	if st.Position != 4 {
+		t.Fatalf("position %d, want 4", st.Position)
+	}
+	// Reconnect with the last id: the same place; the unchanged state is not repeated at once, only at the
+	// next 2 s refresh.
+	ev2, took := first(string(ev.ID))
+	if ev2 == nil {
+		t.Fatal("no position after reconnecting")
+	}
+	var st2 state
+	_ = json.Unmarshal(ev2.Data, &st2)
+	if st2.Position != 4 || string(ev2.ID) != string(ev.ID) {
+		t.Fatalf("after reconnect: %+v id %s, want position 4 id %s", st2, ev2.ID, ev.ID)
+	}
+	if took < time.Second {
+		t.Fatalf("resumed stream repeated the last event at once (%v)", took)
+	}
+	if st, _ := s.join(t, show, "k3"); st.Position != 4 {
+		t.Fatalf("join after reconnect: %+v", st)
+	}
+}
+
+// TestStalledClientDoesNotDelayOthers opens a stream nobody reads, then checks another fan's stream still
+// gets its updates in time.
+func TestStalledClientDoesNotDelayOthers(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, waitroom.Options{Tick: 50 * time.Millisecond}, nil)
+	show := s.show(t, 3, 100)
+	for i := range 6 {
+		s.join(t, show, "z"+strconv.Itoa(i))
+	}
+	// The stalled client: connects, never reads.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /queue/%s/events?access_token=%s HTTP/1.1\r\nHost: x\r\n\r\n", show, s.user(t, "z5"))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var last time.Time
+	var worst time.Duration
+	admittedAt := time.Time{}
+	err = follow(ctx, s.base+"/queue/"+show+"/events?access_token="+s.user(t, "z4"), func(ev *sse.Event) bool {
+		now := time.Now()
+		if !last.IsZero() && now.Sub(last) > worst {
+			worst = now.Sub(last)
+		}
+		last = now
+		if string(ev.Event) == "admitted" {
+			admittedAt = now
+			return false
+		}
+		return true
+	})
+	if err != nil || admittedAt.IsZero() {
+		t.Fatalf("follow: %v, admitted %v", err, admittedAt)
+	}
+	if worst > 2500*time.Millisecond {
+		t.Fatalf("a gap of %v between events, want at most ~2 s", worst)
+	}
+}
+
+func TestPageAndFairness(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, waitroom.Options{}, nil)
+	show := s.show(t, 5, 100)
+	res, b := s.do(t, "GET", "/queue/"+show, "", "")
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") ||
+		!strings.HasPrefix(res.Header.Get("Cache-Control"), "public") || !strings.Contains(string(b), "EventSource") {
+		t.Fatalf("page: %d %v", res.StatusCode, res.Header)
+	}
+	if strings.Contains(string(b), "http://") || strings.Contains(string(b), "https://") {
+		t.Fatal("the page references external assets")
+	}
+	res, b = s.do(t, "GET", "/queue/"+show+"/fairness", "", "")
+	var f waitroom.Fairness
+	if res.StatusCode != 200 || json.Unmarshal(b, &f) != nil || len(f.Commitment) != 64 || f.Recipe == "" {
+		t.Fatalf("fairness: %d %s", res.StatusCode, b)
+	}
+}
