@@ -108,7 +108,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	go func() { defer workers.Done(); forgetOnChange(work, rdb, gate, log) }()
 
 	// The waiting room mounts its routes here, behind the middleware and before the catch-all proxy.
-	_ = e
+	mountWaitroom(ctx, e)
 
 	srv.Forward()
 

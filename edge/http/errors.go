@@ -48,6 +48,10 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		return problem.Send(c, p)
 	}
 	if p, ok := problem.FromFiber(err); ok {
+		// fasthttp's messages quote the request back ("invalid header key ... contents: ..."); the client
+		// gets the status's own words and the log keeps the detail.
+		s.log.Debug("request refused by the server", "err", err, "requestId", RequestID(c))
+		p.Detail = http.StatusText(p.Status)
 		if p.Status >= 500 && p.Status != http.StatusServiceUnavailable {
 			s.log.Error("fiber error", "err", err, "requestId", RequestID(c))
 		}

@@ -1,0 +1,97 @@
+package app
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flashseat/flashseat/edge"
+	"github.com/flashseat/flashseat/shared/token"
+)
+
+func TestLoadConfigDefaults(t *testing.T) {
+	t.Parallel()
+	cfg, err := LoadConfig(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != ":8080" || cfg.BookingURL.String() != "http://127.0.0.1:8081" || cfg.HeaderTimeout != 15*time.Second {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+	if !cfg.AdmissionKeyGenerated || !cfg.AuthSecretGenerated || len(cfg.AuthSecret) < token.MinSecretLen {
+		t.Fatal("development keys not generated")
+	}
+	if q, a := cfg.Limits[edge.ClassQueue], cfg.Limits[edge.ClassAPI]; q.PerIP <= a.PerIP || q.PerIPBurst <= a.PerIPBurst {
+		t.Fatalf("the waiting room's limits should be gentler than the API's: %+v vs %+v", q, a)
+	}
+}
+
+func TestLoadConfigKeys(t *testing.T) {
+	t.Parallel()
+	prev, _ := token.GenerateKey()
+	prev.ID = "k1"
+	pub := prev.Public()
+	env := map[string]string{
+		"ADMISSION_SIGNING_KEY":   testSeed,
+		"ADMISSION_KEY_ID":        "k2",
+		"ADMISSION_PREVIOUS_KEYS": "k1:" + b64url(pub.Key),
+		"AUTH_SECRET":             testSecret,
+		"TRUSTED_PROXIES":         "10.0.0.0/8,192.0.2.1",
+		"RATE_PER_IP":             "0",
+	}
+	cfg, err := LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.AdmissionKey.ID != "k2" || cfg.AdmissionKeyGenerated {
+		t.Fatalf("key %q generated=%v", cfg.AdmissionKey.ID, cfg.AdmissionKeyGenerated)
+	}
+	if len(cfg.AdmissionPrevious) != 1 || cfg.AdmissionPrevious[0].ID != "k1" || !cfg.AdmissionPrevious[0].Key.Equal(pub.Key) {
+		t.Fatalf("previous keys %+v", cfg.AdmissionPrevious)
+	}
+	if cfg.Limits[edge.ClassAPI].PerIP != 0 {
+		t.Fatal("RATE_PER_IP=0 should disable the limit")
+	}
+	// A token signed with the previous key is still accepted by what the edge builds from this config.
+	raw, _, _ := token.NewIssuer(prev).Issue("u", "s", "j", time.Now(), time.Minute)
+	keys := token.NewStaticKeys(token.NewIssuer(cfg.AdmissionKey, cfg.AdmissionPrevious...).Keys()...)
+	if _, err := token.NewVerifier(keys, 0).Verify(raw, "s", "u"); err != nil {
+		t.Fatalf("previous key refused: %v", err)
+	}
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	t.Parallel()
+	tests := map[string]map[string]string{
+		"bad seed":           {"ADMISSION_SIGNING_KEY": "c2hvcnQ"},
+		"bad previous":       {"ADMISSION_PREVIOUS_KEYS": "k1"},
+		"bad previous key":   {"ADMISSION_PREVIOUS_KEYS": "k1:AAAA"},
+		"short secret":       {"AUTH_SECRET": "short"},
+		"bad booking url":    {"BOOKING_URL": "ftp://x"},
+		"bad duration":       {"UPSTREAM_TIMEOUT": "soon"},
+		"bad cidr":           {"TRUSTED_PROXIES": "10.0.0.0/33"},
+		"bad rate":           {"RATE_PER_USER": "-1"},
+		"timeouts inverted":  {"UPSTREAM_TIMEOUT": "1s", "UPSTREAM_HEADER_TIMEOUT": "2s"},
+		"bad exempt":         {"RATE_EXEMPT": "x"},
+		"non-integer bursts": {"RATE_PER_IP_BURST": "1.5"},
+	}
+	for name, env := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := LoadConfig(func(k string) string { return env[k] })
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if v := env["ADMISSION_SIGNING_KEY"]; v != "" && strings.Contains(err.Error(), v) {
+				t.Fatal("error message contains the secret")
+			}
+		})
+	}
+	var joined interface{ Unwrap() []error }
+	_, err := LoadConfig(func(k string) string {
+		return map[string]string{"BOOKING_URL": "x", "UPSTREAM_TIMEOUT": "x"}[k]
+	})
+	if !errors.As(err, &joined) || len(joined.Unwrap()) < 2 {
+		t.Fatalf("want every problem reported at once, got %v", err)
+	}
+}

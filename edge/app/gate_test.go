@@ -1,0 +1,173 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/token"
+)
+
+func TestGate(t *testing.T) {
+	t.Parallel()
+	rdb := testRedis(t)
+	ctx := context.Background()
+	up := echoUpstream(t)
+	edge := startEdge(t, map[string]string{"BOOKING_URL": up.URL})
+
+	show, other, open := newShow(t, rdb), newShow(t, rdb), newShow(t, rdb)
+	on := admission.DefaultSettings()
+	on.Enabled = true
+	for _, s := range []string{show, other} {
+		if err := admission.SaveSettings(ctx, rdb, s, on); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	is := testIssuer(t)
+	now := time.Now()
+	issue := func(user, show string, at time.Time) string {
+		raw, _, err := is.Issue(user, show, uuid.NewString(), at, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	stranger, _ := token.GenerateKey()
+	forged, _, _ := token.NewIssuer(stranger).Issue("u1", show, "j-forged", now, time.Minute)
+	valid := issue("u1", show, now)
+	revokedJTI := uuid.NewString()
+	revoked, exp, _ := is.Issue("u1", show, revokedJTI, now, time.Minute)
+	if err := admission.Release(ctx, rdb, show, revokedJTI, exp); err != nil {
+		t.Fatal(err)
+	}
+	u1, u2 := userToken(t, "u1"), userToken(t, "u2")
+	seats := edge + "/api/v1/shows/" + show + "/seats"
+	hold := `{"showId":"` + show + `","seatIds":["A1"]}`
+
+	tests := []struct {
+		name, method, url, body string
+		hdr                     map[string]string
+		want                    int
+	}{
+		{"no token", "GET", seats, "", map[string]string{"Authorization": "Bearer " + u1}, 403},
+		{"valid", "GET", seats, "", map[string]string{"Authorization": "Bearer " + u1, admission.Header: valid}, 201},
+		{"valid in cookie", "GET", seats, "", map[string]string{"Authorization": "Bearer " + u1,
+			"Cookie": admission.CookieName(show) + "=" + valid}, 201},
+		{"valid without user token (browser)", "GET", seats, "", map[string]string{admission.Header: valid}, 201},
+		{"forged", "GET", seats, "", map[string]string{"Authorization": "Bearer " + u1, admission.Header: forged}, 403},
+		{"expired", "GET", seats, "", map[string]string{"Authorization": "Bearer " + u1,
+			admission.Header: issue("u1", show, now.Add(-time.Hour))}, 403},
+		{"wrong show", "GET", seats, "", map[string]string{"Authorization": "Bearer " + u1,
+			admission.Header: issue("u1", other, now)}, 403},
+		{"wrong user", "GET", seats, "", map[string]string{"Authorization": "Bearer " + u2, admission.Header: valid}, 403},
+		{"revoked", "GET", seats, "", map[string]string{"Authorization": "Bearer " + u1, admission.Header: revoked}, 403},
+		{"garbage", "GET", seats, "", map[string]string{"Authorization": "Bearer " + u1, admission.Header: "x.y.z"}, 403},
+		{"stream needs it too", "GET", seats + "/stream", "", map[string]string{"Authorization": "Bearer " + u1}, 403},
+		{"other spelling of the path", "GET", edge + "/API/V1/shows/" + show + "/Seats/", "",
+			map[string]string{"Authorization": "Bearer " + u1}, 403},
+		{"queue off passes", "GET", edge + "/api/v1/shows/" + open + "/seats", "", nil, 201},
+		{"public show details pass", "GET", edge + "/api/v1/shows/" + show, "", nil, 201},
+		{"hold without token", "POST", edge + "/api/v1/bookings/hold", hold,
+			map[string]string{"Authorization": "Bearer " + u1}, 403},
+		{"hold valid", "POST", edge + "/api/v1/bookings/hold", hold,
+			map[string]string{"Authorization": "Bearer " + u1, admission.Header: valid}, 201},
+		{"hold wrong user", "POST", edge + "/api/v1/bookings/hold", hold,
+			map[string]string{"Authorization": "Bearer " + u2, admission.Header: valid}, 403},
+		{"hold without user token", "POST", edge + "/api/v1/bookings/hold", hold,
+			map[string]string{admission.Header: valid}, 401},
+		{"hold for a show with queue off", "POST", edge + "/api/v1/bookings/hold",
+			`{"showId":"` + open + `","seatIds":["A1"]}`, map[string]string{"Authorization": "Bearer " + u1}, 201},
+		{"hold with bad JSON goes to booking", "POST", edge + "/api/v1/bookings/hold", `{"showId":`,
+			map[string]string{"Authorization": "Bearer " + u1}, 201},
+		{"pay without token goes to booking", "POST", edge + "/api/v1/bookings/b1/pay", `{}`,
+			map[string]string{"Authorization": "Bearer " + u1}, 201},
+		{"pay valid", "POST", edge + "/api/v1/bookings/b1/pay", `{}`,
+			map[string]string{"Authorization": "Bearer " + u1, admission.Header: valid}, 201},
+		{"pay forged", "POST", edge + "/api/v1/bookings/b1/pay", `{}`,
+			map[string]string{"Authorization": "Bearer " + u1, admission.Header: forged}, 403},
+		{"pay wrong user", "POST", edge + "/api/v1/bookings/b1/pay", `{}`,
+			map[string]string{"Authorization": "Bearer " + u2, admission.Header: valid}, 403},
+		{"pay revoked", "POST", edge + "/api/v1/bookings/b1/pay", `{}`,
+			map[string]string{"Authorization": "Bearer " + u1, admission.Header: revoked}, 403},
+		{"pay expired", "POST", edge + "/api/v1/bookings/b1/pay", `{}`,
+			map[string]string{"Authorization": "Bearer " + u1, admission.Header: issue("u1", show, now.Add(-time.Hour))}, 403},
+		{"pay garbage", "POST", edge + "/api/v1/bookings/b1/pay", `{}`,
+			map[string]string{"Authorization": "Bearer " + u1, admission.Header: "junk"}, 403},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			hdr := map[string]string{"Accept": "application/json"}
+			for k, v := range tc.hdr {
+				hdr[k] = v
+			}
+			resp, body := do(t, tc.method, tc.url, tc.body, hdr)
+			if resp.StatusCode != tc.want {
+				t.Fatalf("status %d, want %d; body %s", resp.StatusCode, tc.want, body)
+			}
+			switch tc.want {
+			case 403:
+				p := wantProblem(t, resp, body, 403, resp403Slug(body))
+				if p.Type == "https://flashseat.dev/problems/queue-required" && p.Extensions["queueUrl"] == nil {
+					t.Fatalf("no queueUrl: %s", body)
+				}
+			case 401:
+				wantProblem(t, resp, body, 401, "unauthorized")
+			}
+		})
+	}
+
+	t.Run("refusal names the waiting room", func(t *testing.T) {
+		resp, body := do(t, "GET", seats, "", map[string]string{"Accept": "application/json"})
+		p := wantProblem(t, resp, body, 403, "queue-required")
+		if got := p.Extensions["queueUrl"]; got != "/queue/"+show {
+			t.Fatalf("queueUrl %v", got)
+		}
+	})
+	t.Run("browser is redirected to the waiting room", func(t *testing.T) {
+		resp, _ := do(t, "GET", edge+"/shows/"+show, "", map[string]string{"Accept": "text/html,*/*"})
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/queue/"+show {
+			t.Fatalf("status %d location %q", resp.StatusCode, resp.Header.Get("Location"))
+		}
+	})
+	t.Run("switching the queue off lets everyone through at once", func(t *testing.T) {
+		s := newShow(t, rdb)
+		if err := admission.SaveSettings(ctx, rdb, s, on); err != nil {
+			t.Fatal(err)
+		}
+		u := edge + "/api/v1/shows/" + s + "/seats"
+		if resp, _ := do(t, "GET", u, "", nil); resp.StatusCode != 403 {
+			t.Fatalf("queue on: %d", resp.StatusCode)
+		}
+		off := on
+		off.Enabled = false
+		if err := admission.SaveSettings(ctx, rdb, s, off); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(time.Second)
+		for {
+			resp, _ := do(t, "GET", u, "", nil)
+			if resp.StatusCode == 201 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("still %d a second after the queue was switched off", resp.StatusCode)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
+
+// resp403Slug accepts either 403 slug the edge uses: queue-required (a show's waiting room) or forbidden (a token
+// naming no show).
+func resp403Slug(body []byte) string {
+	if strings.Contains(string(body), "queue-required") {
+		return "queue-required"
+	}
+	return "forbidden"
+}

@@ -1,0 +1,74 @@
+package app
+
+import (
+	"context"
+	"encoding/base64"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+func b64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+// On cancellation Run stops accepting, lets an in-flight request finish, and returns nil.
+func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
+	entered := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		time.Sleep(300 * time.Millisecond)
+		io.WriteString(w, "done")
+	}))
+	defer up.Close()
+	cfg, err := LoadConfig(func(k string) string {
+		return map[string]string{"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": up.URL, "SHUTDOWN_TIMEOUT": "5s",
+			"ADMISSION_SIGNING_KEY": testSeed, "AUTH_SECRET": testSecret}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), func(a string) { addr <- a })
+	}()
+	base := "http://" + <-addr
+
+	type result struct {
+		status int
+		body   string
+		err    error
+	}
+	res := make(chan result, 1)
+	go func() {
+		resp, err := http.Get(base + "/slow")
+		if err != nil {
+			res <- result{err: err}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		res <- result{status: resp.StatusCode, body: string(b)}
+	}()
+	<-entered
+	cancel()
+	r := <-res
+	if r.err != nil || r.status != 200 || r.body != "done" {
+		t.Fatalf("in-flight request: %+v", r)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(6 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	if _, err := http.Get(base + "/x"); err == nil {
+		t.Fatal("still accepting after shutdown")
+	}
+}

@@ -1,0 +1,80 @@
+package app
+
+import (
+	"context"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flashseat/flashseat/waitroom"
+	wrhttp "github.com/flashseat/flashseat/waitroom/http"
+	wrredis "github.com/flashseat/flashseat/waitroom/redis"
+)
+
+// waitroomConfig is the waiting room's part of the edge's environment.
+type waitroomConfig struct {
+	AdminToken     string        // ADMIN_TOKEN: operators' bearer token for /admin/v1/shows/{id}/queue
+	Tick           time.Duration // QUEUE_TICK, default 200ms: admission tick per show on each replica
+	Grace          time.Duration // QUEUE_HEARTBEAT_GRACE, default 30s: a fan silent this long is skipped
+	HeartbeatEvery time.Duration // QUEUE_HEARTBEAT_FLUSH, default 2s: batched heartbeat writes
+	SecureCookies  bool          // COOKIE_SECURE=true behind TLS
+}
+
+func loadWaitroomConfig(getenv func(string) string) (waitroomConfig, error) {
+	l := loader{getenv: getenv}
+	wc := waitroomConfig{
+		AdminToken:     strings.TrimSpace(getenv("ADMIN_TOKEN")),
+		Tick:           l.duration("QUEUE_TICK", 200*time.Millisecond),
+		Grace:          l.duration("QUEUE_HEARTBEAT_GRACE", 30*time.Second),
+		HeartbeatEvery: l.duration("QUEUE_HEARTBEAT_FLUSH", 2*time.Second),
+		SecureCookies:  getenv("COOKIE_SECURE") == "true",
+	}
+	if wc.Tick < 10*time.Millisecond || wc.Grace < wc.HeartbeatEvery*3 {
+		l.fail("QUEUE_TICK must be at least 10ms and QUEUE_HEARTBEAT_GRACE at least 3 x QUEUE_HEARTBEAT_FLUSH")
+	}
+	if len(l.errs) > 0 {
+		return waitroomConfig{}, l.errs[0]
+	}
+	return wc, nil
+}
+
+// mountWaitroom mounts the waiting room's routes on the edge and starts its admission loop. Streams are ended
+// as soon as shutdown begins (ctx), so the drain is not held up by fans' open streams (their EventSource
+// reconnects to another replica and keeps its place); the admission loop runs until e.Work ends, after the drain.
+func mountWaitroom(ctx context.Context, e *Edge) {
+	wc, err := loadWaitroomConfig(os.Getenv)
+	if err != nil {
+		e.Log.Error("waiting room config: using defaults", "err", err)
+		wc, _ = loadWaitroomConfig(func(k string) string {
+			if k == "ADMIN_TOKEN" || k == "COOKIE_SECURE" {
+				return os.Getenv(k)
+			}
+			return ""
+		})
+	}
+	if wc.AdminToken == "" {
+		e.Log.Warn("ADMIN_TOKEN not set: the queue's operator routes refuse every request")
+	}
+	svc := waitroom.New(wrredis.New(e.Redis), e.Issuer, waitroom.Options{
+		Tick: wc.Tick, Grace: wc.Grace, HeartbeatEvery: wc.HeartbeatEvery, Logger: e.Log})
+	h := wrhttp.New(wrhttp.Config{Service: svc, Users: e.Users, Issuer: e.Issuer, AdminToken: wc.AdminToken,
+		Log: e.Log, SecureCookies: wc.SecureCookies})
+	h.Mount(e.Router)
+	if e.Registry != nil {
+		e.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "waitroom_streams", Help: "Open waiting-room event streams on this replica.",
+		}, func() float64 { return float64(svc.Hub.Conns()) }))
+	}
+	e.Workers.Add(2)
+	go func() { defer e.Workers.Done(); _ = svc.Run(e.Work) }()
+	go func() {
+		defer e.Workers.Done()
+		select {
+		case <-ctx.Done():
+		case <-e.Work.Done():
+		}
+		h.Close()
+	}()
+}
