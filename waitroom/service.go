@@ -134,13 +134,17 @@ func (s *Service) Join(ctx context.Context, show, user string) (Place, error) {
 	if err := check(show, user); err != nil {
 		return Place{}, err
 	}
-	if err := s.ensureSeed(ctx, show); err != nil {
-		return Place{}, err
-	}
 	for attempt := 0; ; attempt++ {
 		e, err := s.store.Join(ctx, show, user)
 		if err != nil {
 			return Place{}, err
+		}
+		if e.Pre {
+			// Normally committed when the operator switched the queue on; this covers queues switched on
+			// by other means. Either way it exists before the sale opens.
+			if err := s.ensureSeed(ctx, show); err != nil {
+				return Place{}, err
+			}
 		}
 		if !e.Pending {
 			s.Hub.Touch(show)
@@ -294,6 +298,11 @@ func (s *Service) Draw(ctx context.Context, show string) error {
 func (s *Service) Fairness(ctx context.Context, show string) (Fairness, error) {
 	if !ValidID(show) {
 		return Fairness{}, fmt.Errorf("%w: show id", ErrInvalid)
+	}
+	if ok, err := s.store.Exists(ctx, show); err != nil {
+		return Fairness{}, err
+	} else if !ok {
+		return Fairness{}, ErrUnknownShow
 	}
 	if err := s.ensureSeed(ctx, show); err != nil {
 		return Fairness{}, err
