@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/booking/app"
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/booking/redis"
@@ -64,22 +65,6 @@ type Env struct {
 	Show  booking.Show
 }
 
-// Layout is the demo hall: rows A-J of 20, A-C SILVER, D-H GOLD, I-J PLATINUM.
-func Layout() []booking.Row {
-	var rows []booking.Row
-	for i, r := range "ABCDEFGHIJ" {
-		cat := "GOLD"
-		switch {
-		case i < 3:
-			cat = "SILVER"
-		case i >= 8:
-			cat = "PLATINUM"
-		}
-		rows = append(rows, booking.Row{Label: string(r), Seats: 20, Category: cat})
-	}
-	return rows
-}
-
 // New returns an Env. cfg tunes the Service; its zero value is the defaults.
 func New(t testing.TB, cfg booking.Config) *Env {
 	t.Helper()
@@ -101,7 +86,7 @@ func (e *Env) NewShow(t testing.TB) booking.Show {
 	t.Helper()
 	ctx := context.Background()
 	v, err := e.Svc.CreateVenue(ctx, booking.Venue{Name: "PVR Forum", City: "Bangalore",
-		Halls: []booking.Hall{{Name: "Screen 1", Rows: Layout()}}})
+		Halls: []booking.Hall{{Name: "Screen 1", Rows: app.DemoRows()}}})
 	if err != nil {
 		t.Fatal(err)
 	}

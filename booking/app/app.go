@@ -1,0 +1,155 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/flashseat/flashseat/booking"
+	bookinghttp "github.com/flashseat/flashseat/booking/http"
+	"github.com/flashseat/flashseat/booking/postgres"
+	"github.com/flashseat/flashseat/booking/redis"
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/token"
+)
+
+// OpenRedis connects to the configured Redis: a cluster client when cluster addresses are given.
+func OpenRedis(ctx context.Context, cfg Config) (goredis.UniversalClient, error) {
+	var rdb goredis.UniversalClient
+	if len(cfg.RedisClusterAddrs) > 0 {
+		rdb = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cfg.RedisClusterAddrs, PoolSize: 128})
+	} else {
+		opt, err := goredis.ParseURL(cfg.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("REDIS_URL: %w", err)
+		}
+		opt.PoolSize = 128
+		rdb = goredis.NewClient(opt)
+	}
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	return rdb, nil
+}
+
+// Run serves booking until ctx is cancelled, then shuts down gracefully: it stops accepting, drains in-flight
+// requests for up to ShutdownTimeout, stops the workers and closes the stores last. ready is called with the
+// bound address once the server listens.
+func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr string)) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.AdminTokenGenerated {
+		log.Warn("ADMIN_TOKEN is not set: the operator API uses a random token nobody knows; set ADMIN_TOKEN")
+	}
+	if cfg.AuthSecretGenerated {
+		log.Warn("AUTH_SECRET is not set: user tokens are signed with a random secret, valid only in this process")
+	}
+	startCtx, cancelStart := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelStart()
+	pool, err := postgres.Open(startCtx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	rdb, err := OpenRedis(startCtx, cfg)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := bookinghttp.NewMetrics(reg)
+
+	var keys token.KeySource = cfg.AdmissionKeys
+	if keys == nil {
+		keys = token.NewRemoteKeys(cfg.AdmissionJWKSURL, nil)
+	}
+	gate := admission.NewGate(rdb, keys, cfg.TokenLeeway)
+	store := postgres.New(pool)
+	locks := redis.New(rdb)
+	svc := booking.New(store, locks, gate, booking.Config{
+		HoldTTL:        cfg.HoldTTL,
+		MaxSeats:       cfg.MaxSeats,
+		ReconcileEvery: cfg.ReconcileInterval,
+		Logger:         log,
+		OnHold:         metrics.Holds.Inc,
+		OnConflict:     metrics.Conflicts.Inc,
+		OnExpired:      func(n int) { metrics.Expired.Add(float64(n)) },
+	})
+	if cfg.SeedDemo {
+		show, err := SeedDemo(startCtx, pool, svc)
+		if err != nil {
+			return fmt.Errorf("seed demo: %w", err)
+		}
+		log.Info("demo show ready", "show", show)
+	}
+
+	var guests *token.UserIssuer
+	if cfg.AuthGuest {
+		if guests, err = token.NewUserIssuer(cfg.AuthSecret); err != nil {
+			return err
+		}
+	}
+	hub := redis.NewHub(rdb)
+	defer hub.Close()
+	srv := bookinghttp.New(bookinghttp.Config{
+		Service:    svc,
+		Users:      token.NewUserVerifier(cfg.AuthSecret, cfg.AuthExternal, cfg.TokenLeeway),
+		Guests:     guests,
+		AdminToken: cfg.AdminToken,
+		StaffToken: cfg.StaffToken,
+		Feed:       hub,
+		Logger:     log,
+		Gatherer:   reg,
+		Metrics:    metrics,
+		BodyLimit:  cfg.BodyLimit,
+		Ready: func(ctx context.Context) error {
+			return errors.Join(pool.Ping(ctx), rdb.Ping(ctx).Err())
+		},
+	})
+
+	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); svc.Run(workers) }()
+	go func() {
+		defer wg.Done()
+		redis.WatchExpiries(workers, rdb, func(show, seat string) { svc.SeatExpired(workers, show, seat) })
+	}()
+	defer func() { stopWorkers(); wg.Wait() }()
+
+	served := make(chan error, 1)
+	go func() {
+		served <- srv.Listen(cfg.Addr, func(addr string) {
+			log.Info("booking listening", "addr", addr)
+			if ready != nil {
+				ready(addr)
+			}
+		})
+	}()
+	select {
+	case err := <-served:
+		return fmt.Errorf("booking: serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("booking shutting down")
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		log.Error("shutdown", "err", err)
+	}
+	if err := <-served; err != nil {
+		return fmt.Errorf("booking: serve: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,157 @@
+// Package app wires booking into a runnable service: configuration from the environment, the stores, the Service
+// and its background workers, the HTTP server, and a graceful shutdown. cmd/booking calls Run; tests call it too,
+// on ":0".
+package app
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flashseat/flashseat/shared/token"
+)
+
+// Config is everything booking reads from its environment. LoadConfig fills in the defaults, so `make run` works
+// with no variables set.
+type Config struct {
+	Addr              string        // BOOKING_ADDR, default :8081
+	DatabaseURL       string        // DATABASE_URL
+	RedisURL          string        // REDIS_URL, default redis://127.0.0.1:6379/0
+	RedisClusterAddrs []string      // REDIS_CLUSTER_ADDRS, comma-separated; when set, a cluster client is used
+	HoldTTL           time.Duration // HOLD_TTL, default 10m
+	MaxSeats          int           // MAX_SEATS_PER_BOOKING, default 10
+	ReconcileInterval time.Duration // RECONCILE_INTERVAL, default 30s
+	RefundWindow      time.Duration // REFUND_WINDOW, default 48h (used by payments)
+	ShutdownTimeout   time.Duration // SHUTDOWN_TIMEOUT, default 10s
+	BodyLimit         int           // BODY_LIMIT bytes, default 64 KiB
+
+	AdminToken          string // ADMIN_TOKEN; random (and unusable) when unset
+	AdminTokenGenerated bool
+	StaffToken          string // STAFF_TOKEN
+
+	AuthSecret          []byte          // AUTH_SECRET, HS256 user tokens, at least 32 bytes; generated when unset
+	AuthSecretGenerated bool            //
+	AuthGuest           bool            // AUTH_GUEST, default true
+	AuthExternal        *token.External // AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE
+
+	AdmissionJWKSURL string          // ADMISSION_JWKS_URL, default the edge's /.well-known/jwks.json
+	AdmissionKeys    token.KeySource // set by tests instead of the URL
+	TokenLeeway      time.Duration   // TOKEN_LEEWAY, default 5s
+
+	SeedDemo bool       // SEED_DEMO, default false
+	LogLevel slog.Level // LOG_LEVEL: debug, info, warn, error
+}
+
+// DefaultDatabaseURL matches `make services`.
+const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/flashseat?sslmode=disable"
+
+// LoadConfig reads the configuration through getenv (os.Getenv in main, a map in tests) and validates it.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	var errs []error
+	str := func(k, def string) string {
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			return v
+		}
+		return def
+	}
+	dur := func(k string, def time.Duration) time.Duration {
+		v := str(k, "")
+		if v == "" {
+			return def
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("%s: want a positive duration like 10m, got %q", k, v))
+			return def
+		}
+		return d
+	}
+	integer := func(k string, def, lo, hi int) int {
+		v := str(k, "")
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			errs = append(errs, fmt.Errorf("%s: want an integer in [%d, %d], got %q", k, lo, hi, v))
+			return def
+		}
+		return n
+	}
+	boolean := func(k string, def bool) bool {
+		v := str(k, "")
+		if v == "" {
+			return def
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: want true or false, got %q", k, v))
+			return def
+		}
+		return b
+	}
+	cfg := Config{
+		Addr:              str("BOOKING_ADDR", ":8081"),
+		DatabaseURL:       str("DATABASE_URL", DefaultDatabaseURL),
+		RedisURL:          str("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		HoldTTL:           dur("HOLD_TTL", 10*time.Minute),
+		MaxSeats:          integer("MAX_SEATS_PER_BOOKING", 10, 1, 100),
+		ReconcileInterval: dur("RECONCILE_INTERVAL", 30*time.Second),
+		RefundWindow:      dur("REFUND_WINDOW", 48*time.Hour),
+		ShutdownTimeout:   dur("SHUTDOWN_TIMEOUT", 10*time.Second),
+		BodyLimit:         integer("BODY_LIMIT", 64<<10, 1<<10, 16<<20),
+		AdminToken:        str("ADMIN_TOKEN", ""),
+		StaffToken:        str("STAFF_TOKEN", ""),
+		AuthGuest:         boolean("AUTH_GUEST", true),
+		AdmissionJWKSURL:  str("ADMISSION_JWKS_URL", "http://127.0.0.1:8080/.well-known/jwks.json"),
+		TokenLeeway:       dur("TOKEN_LEEWAY", 5*time.Second),
+		SeedDemo:          boolean("SEED_DEMO", false),
+	}
+	if v := str("REDIS_CLUSTER_ADDRS", ""); v != "" {
+		for _, a := range strings.Split(v, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				cfg.RedisClusterAddrs = append(cfg.RedisClusterAddrs, a)
+			}
+		}
+	}
+	if cfg.HoldTTL < time.Second {
+		errs = append(errs, errors.New("HOLD_TTL must be at least 1s"))
+	}
+	if err := cfg.LogLevel.UnmarshalText([]byte(str("LOG_LEVEL", "info"))); err != nil {
+		errs = append(errs, fmt.Errorf("LOG_LEVEL: %w", err))
+	}
+	if cfg.AdminToken == "" {
+		cfg.AdminToken, cfg.AdminTokenGenerated = random(32), true
+	} else if len(cfg.AdminToken) < 16 {
+		errs = append(errs, errors.New("ADMIN_TOKEN must be at least 16 characters"))
+	}
+	if cfg.StaffToken != "" && len(cfg.StaffToken) < 16 {
+		errs = append(errs, errors.New("STAFF_TOKEN must be at least 16 characters"))
+	}
+	if s := str("AUTH_SECRET", ""); s != "" {
+		cfg.AuthSecret = []byte(s)
+		if len(cfg.AuthSecret) < token.MinSecretLen {
+			errs = append(errs, fmt.Errorf("AUTH_SECRET must be at least %d bytes", token.MinSecretLen))
+		}
+	} else {
+		cfg.AuthSecret, cfg.AuthSecretGenerated = []byte(random(48)), true
+	}
+	if u := str("AUTH_JWKS_URL", ""); u != "" {
+		cfg.AuthExternal = &token.External{JWKSURL: u, Issuer: str("AUTH_ISSUER", ""), Audience: str("AUTH_AUDIENCE", "")}
+	}
+	if len(errs) > 0 {
+		return Config{}, fmt.Errorf("booking config: %w", errors.Join(errs...))
+	}
+	return cfg, nil
+}
+
+func random(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}

@@ -1,0 +1,98 @@
+package http
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/flashseat/flashseat/booking"
+)
+
+const userIDKey = "flashseat.user"
+
+// bearer returns the Authorization bearer token, copied out of fiber's buffer.
+func bearer(c *fiber.Ctx) string {
+	h := c.Get(fiber.HeaderAuthorization)
+	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
+		return ""
+	}
+	return strings.Clone(strings.TrimSpace(h[7:]))
+}
+
+// RequireUser lets through requests with a valid user token and records the user id (UserID).
+func (s *Server) RequireUser(c *fiber.Ctx) error {
+	raw := bearer(c)
+	if raw == "" {
+		return booking.ErrUnauthorized
+	}
+	if s.cfg.Users == nil {
+		return booking.ErrUnauthorized
+	}
+	id, err := s.cfg.Users.Verify(raw)
+	if err != nil || len(id) > 256 {
+		return booking.ErrUnauthorized
+	}
+	c.Locals(userIDKey, id)
+	return c.Next()
+}
+
+// UserID is the caller's id, set by RequireUser.
+func UserID(c *fiber.Ctx) string {
+	id, _ := c.Locals(userIDKey).(string)
+	return id
+}
+
+// tokenEqual compares secrets in constant time (hashing first, so their lengths leak nothing either).
+func tokenEqual(got, want string) bool {
+	if want == "" || got == "" {
+		return false
+	}
+	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+}
+
+// RequireAdmin lets through requests carrying the admin token: none is 401, another token 403.
+func (s *Server) RequireAdmin(c *fiber.Ctx) error {
+	raw := bearer(c)
+	switch {
+	case raw == "":
+		return booking.ErrUnauthorized
+	case !tokenEqual(raw, s.cfg.AdminToken):
+		return booking.ErrForbidden
+	}
+	return c.Next()
+}
+
+// RequireStaff lets through requests carrying the staff or the admin token (check-in).
+func (s *Server) RequireStaff(c *fiber.Ctx) error {
+	raw := bearer(c)
+	switch {
+	case raw == "":
+		return booking.ErrUnauthorized
+	case !tokenEqual(raw, s.cfg.StaffToken) && !tokenEqual(raw, s.cfg.AdminToken):
+		return booking.ErrForbidden
+	}
+	return c.Next()
+}
+
+type guestResponse struct {
+	UserID string `json:"userId"`
+	Token  string `json:"token"`
+}
+
+// guest signs a token for a new guest identity.
+func (s *Server) guest(c *fiber.Ctx) error {
+	if s.cfg.Guests == nil {
+		return fiber.NewError(fiber.StatusNotFound, "guest sign-up is off")
+	}
+	id := booking.NewID("g_")
+	tok, err := s.cfg.Guests.Issue(id, time.Now(), s.cfg.GuestTTL)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Status(fiber.StatusCreated).JSON(guestResponse{UserID: id, Token: tok})
+}

@@ -1,0 +1,44 @@
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/flashseat/flashseat/booking"
+)
+
+// decode reads the request body as one JSON value into v. Malformed JSON, wrong types and trailing data are
+// booking.ErrInvalid, described without echoing the input.
+func decode(c *fiber.Ctx, v any) error {
+	body := c.Body()
+	if len(bytes.TrimSpace(body)) == 0 {
+		return booking.Invalid("the request needs a JSON body")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return booking.Invalid("field %q has the wrong type (want %s)", te.Field, te.Type)
+		}
+		return booking.Invalid("the body is not valid JSON")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return booking.Invalid("the body has data after the JSON value")
+	}
+	return nil
+}
+
+// pathID reads an id path parameter, copied out of fiber's buffer. Anything that cannot be one of our ids is
+// unknown.
+func pathID(c *fiber.Ctx, name, what string) (string, error) {
+	id := c.Params(name)
+	if !booking.ValidID(id) {
+		return "", fmt.Errorf("%s: %w", what, booking.ErrNotFound)
+	}
+	return string([]byte(id)), nil
+}

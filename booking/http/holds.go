@@ -1,0 +1,124 @@
+package http
+
+import (
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/shared/admission"
+)
+
+type holdRequest struct {
+	ShowID  string   `json:"showId"`
+	SeatIDs []string `json:"seatIds"`
+}
+
+type holdResponse struct {
+	BookingID   string         `json:"bookingId"`
+	Status      booking.Status `json:"status"`
+	ShowID      string         `json:"showId"`
+	SeatIDs     []string       `json:"seatIds"`
+	ExpiresAt   time.Time      `json:"expiresAt"`
+	TotalAmount int64          `json:"totalAmount"`
+	Currency    string         `json:"currency"`
+}
+
+// maxIdempotencyKey bounds the Idempotency-Key header.
+const maxIdempotencyKey = 255
+
+// AdmissionToken is the request's admission token for a show: the X-Admission-Token header, else the waiting
+// room's cookie for that show.
+func AdmissionToken(c *fiber.Ctx, showID string) string {
+	if t := c.Get(admission.Header); t != "" {
+		return strings.Clone(t)
+	}
+	return strings.Clone(c.Cookies(admission.CookieName(showID)))
+}
+
+func (s *Server) hold(c *fiber.Ctx) error {
+	var req holdRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if req.ShowID == "" {
+		return booking.Invalid("showId is required")
+	}
+	if !booking.ValidID(req.ShowID) {
+		return booking.ErrNotFound
+	}
+	key := strings.Clone(c.Get("Idempotency-Key"))
+	if len(key) > maxIdempotencyKey {
+		return booking.Invalid("Idempotency-Key is longer than %d characters", maxIdempotencyKey)
+	}
+	b, _, err := s.svc.Hold(c.UserContext(), booking.HoldRequest{
+		UserID:         UserID(c),
+		ShowID:         req.ShowID,
+		SeatIDs:        req.SeatIDs,
+		AdmissionToken: AdmissionToken(c, req.ShowID),
+		IdempotencyKey: key,
+	})
+	if err != nil {
+		return err
+	}
+	// A replay answers exactly as the first response did: the hold as it was created.
+	return c.Status(fiber.StatusCreated).JSON(holdResponse{BookingID: b.ID, Status: booking.StatusHeld,
+		ShowID: b.ShowID, SeatIDs: b.SeatIDs, ExpiresAt: b.ExpiresAt, TotalAmount: b.TotalAmount, Currency: b.Currency})
+}
+
+type ticketJSON struct {
+	TicketID string `json:"ticketId"`
+	SeatID   string `json:"seatId"`
+	Code     string `json:"code"`
+}
+
+type bookingJSON struct {
+	BookingID   string         `json:"bookingId"`
+	Status      booking.Status `json:"status"`
+	ShowID      string         `json:"showId"`
+	SeatIDs     []string       `json:"seatIds"`
+	ExpiresAt   time.Time      `json:"expiresAt"`
+	TotalAmount int64          `json:"totalAmount"`
+	Currency    string         `json:"currency"`
+	PaymentID   *string        `json:"paymentId"`
+	Tickets     []ticketJSON   `json:"tickets"`
+}
+
+// BookingJSON renders a booking as GET /api/v1/bookings/{id} does.
+func BookingJSON(b booking.Booking) any {
+	out := bookingJSON{BookingID: b.ID, Status: b.Status, ShowID: b.ShowID, SeatIDs: b.SeatIDs,
+		ExpiresAt: b.ExpiresAt, TotalAmount: b.TotalAmount, Currency: b.Currency, Tickets: []ticketJSON{}}
+	if b.PaymentID != "" {
+		out.PaymentID = &b.PaymentID
+	}
+	for _, t := range b.Tickets {
+		out.Tickets = append(out.Tickets, ticketJSON{TicketID: t.ID, SeatID: t.SeatID, Code: t.Code})
+	}
+	return out
+}
+
+func (s *Server) getBooking(c *fiber.Ctx) error {
+	id, err := pathID(c, "bookingId", "booking")
+	if err != nil {
+		return err
+	}
+	b, err := s.svc.Booking(c.UserContext(), id, UserID(c))
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(BookingJSON(b))
+}
+
+func (s *Server) cancel(c *fiber.Ctx) error {
+	id, err := pathID(c, "bookingId", "booking")
+	if err != nil {
+		return err
+	}
+	b, freed, err := s.svc.Cancel(c.UserContext(), id, UserID(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"bookingId": b.ID, "status": b.Status, "seatsReleased": nonNil(freed)})
+}

@@ -1,0 +1,194 @@
+// Package http is booking's HTTP API on fiber: the public catalog, seat maps and their event stream, holds and
+// bookings, the operator API, the seat-map page and the operations endpoints. Handlers parse, call the
+// booking.Service and render; they return errors and never pick a status code themselves: the one table in
+// errors.go maps domain errors to RFC 9457 problems, through fiber.Config{ErrorHandler}.
+//
+// Other parts of booking (payments) add their routes in their own files of this package, using Server's
+// middleware (RequireUser, RequireAdmin, RequireStaff) and the same error table.
+package http
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/shared/token"
+)
+
+// SeatFeed delivers a show's seat events to stream clients; booking/redis's Hub implements it.
+type SeatFeed interface {
+	Subscribe(ctx context.Context, showID string) (<-chan []byte, func())
+}
+
+// Config wires a Server.
+type Config struct {
+	Service    *booking.Service
+	Users      *token.UserVerifier // verifies fans' user tokens
+	Guests     *token.UserIssuer   // signs guest tokens; nil turns POST /api/v1/auth/guest off
+	GuestTTL   time.Duration       // default 24h
+	AdminToken string
+	StaffToken string
+	Feed       SeatFeed
+	Logger     *slog.Logger
+	Registry   prometheus.Registerer // nil: metrics are not registered
+	Metrics    *Metrics              // made (and registered with Registry) when nil
+	Gatherer   prometheus.Gatherer   // serves /metrics; nil: /metrics is 404
+	Ready      func(ctx context.Context) error
+	BodyLimit  int           // default 64 KiB
+	Heartbeat  time.Duration // seat stream comments, default 15s
+}
+
+// Server is booking's HTTP API.
+type Server struct {
+	app     *fiber.App
+	cfg     Config
+	svc     *booking.Service
+	log     *slog.Logger
+	metrics *Metrics
+	done    chan struct{}
+	closing atomic.Bool
+}
+
+// New builds the server and its routes.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.BodyLimit <= 0 {
+		cfg.BodyLimit = 64 << 10
+	}
+	if cfg.GuestTTL <= 0 {
+		cfg.GuestTTL = 24 * time.Hour
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 15 * time.Second
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(cfg.Registry)
+	}
+	s := &Server{cfg: cfg, svc: cfg.Service, log: cfg.Logger, metrics: cfg.Metrics, done: make(chan struct{})}
+	s.app = fiber.New(fiber.Config{
+		AppName:               "booking",
+		BodyLimit:             cfg.BodyLimit,
+		ErrorHandler:          s.errorHandler,
+		DisableStartupMessage: true,
+		ReadTimeout:           30 * time.Second,
+		IdleTimeout:           90 * time.Second,
+		ReadBufferSize:        16 << 10,
+	})
+	s.app.Use(recover.New(), s.requestContext)
+	s.routes()
+	return s
+}
+
+// App is the fiber app, for tests (app.Test) and for routes added by other packages.
+func (s *Server) App() *fiber.App { return s.app }
+
+// Metrics are the server's metrics, for the Service's hooks.
+func (s *Server) Metrics() *Metrics { return s.metrics }
+
+// Listen serves on addr until Shutdown; ready is called with the bound address.
+func (s *Server) Listen(addr string, ready func(addr string)) error {
+	s.app.Hooks().OnListen(func(ld fiber.ListenData) error {
+		if ready != nil {
+			ready(ld.Host + ":" + ld.Port)
+		}
+		return nil
+	})
+	return s.app.Listen(addr)
+}
+
+// Shutdown ends the event streams, stops accepting and drains in-flight requests until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if s.closing.CompareAndSwap(false, true) {
+		close(s.done)
+	}
+	return s.app.ShutdownWithContext(ctx)
+}
+
+func (s *Server) routes() {
+	a := s.app
+	a.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
+	a.Get("/readyz", s.readyz)
+	a.Get("/metrics", s.metricsHandler())
+
+	a.Get("/shows/:showId", s.seatMapPage)
+
+	v1 := a.Group("/api/v1")
+	v1.Post("/auth/guest", s.guest)
+	v1.Get("/events", s.searchEvents)
+	v1.Get("/shows/:showId", s.showDetail)
+	v1.Get("/shows/:showId/seats", s.seatMap)
+	v1.Get("/shows/:showId/seats/stream", s.seatStream)
+	v1.Post("/bookings/hold", s.RequireUser, s.hold)
+	v1.Get("/bookings/:bookingId", s.RequireUser, s.getBooking)
+	v1.Delete("/bookings/:bookingId", s.RequireUser, s.cancel)
+
+	admin := a.Group("/admin/v1", s.RequireAdmin)
+	admin.Post("/venues", s.createVenue)
+	admin.Post("/events", s.createEvent)
+	admin.Post("/shows", s.createShow)
+	admin.Get("/shows/:showId/stats", s.showStats)
+}
+
+func (s *Server) readyz(c *fiber.Ctx) error {
+	if s.closing.Load() {
+		return fiber.NewError(fiber.StatusServiceUnavailable, "shutting down")
+	}
+	if s.cfg.Ready != nil {
+		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+		defer cancel()
+		if err := s.cfg.Ready(ctx); err != nil {
+			s.log.WarnContext(c.UserContext(), "not ready", "err", err)
+			return fiber.NewError(fiber.StatusServiceUnavailable, "a store is unreachable")
+		}
+	}
+	return c.JSON(fiber.Map{"status": "ready"})
+}
+
+type ctxKey int
+
+const requestIDKey ctxKey = 0
+
+// requestContext gives each request an id (the edge's X-Request-ID when it sent a sane one), puts it on the
+// response and into the request's context for logs, and records the request's metrics.
+func (s *Server) requestContext(c *fiber.Ctx) error {
+	id := c.Get(fiber.HeaderXRequestID)
+	if !booking.ValidID(id) {
+		id = booking.NewID("")[:20]
+	} else {
+		id = string([]byte(id)) // fiber reuses the header's buffer
+	}
+	c.Set(fiber.HeaderXRequestID, id)
+	c.SetUserContext(context.WithValue(c.UserContext(), requestIDKey, id))
+	start := time.Now()
+	err := c.Next()
+	if err != nil {
+		if herr := s.errorHandler(c, err); herr != nil {
+			return herr
+		}
+	}
+	route := c.Route().Path
+	status := c.Response().StatusCode()
+	s.metrics.observe(route, c.Method(), status, time.Since(start))
+	if s.log.Enabled(c.UserContext(), slog.LevelDebug) {
+		s.log.DebugContext(c.UserContext(), "request", "request_id", id, "method", c.Method(), "route", route,
+			"status", status, "duration_ms", time.Since(start).Milliseconds())
+	}
+	return nil
+}
+
+// RequestID returns the request id of a request's context.
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,59 @@
+package http
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are booking's Prometheus metrics.
+type Metrics struct {
+	requests  *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	Holds     prometheus.Counter
+	Conflicts prometheus.Counter
+	Expired   prometheus.Counter
+	Streams   prometheus.Gauge
+}
+
+// NewMetrics creates the metrics and registers them with reg when it is not nil.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "booking_http_requests_total",
+			Help: "HTTP requests by route, method and status."}, []string{"route", "method", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "booking_http_request_duration_seconds",
+			Help: "HTTP request latency by route.", Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1,
+				.25, .5, 1, 2.5}}, []string{"route"}),
+		Holds: prometheus.NewCounter(prometheus.CounterOpts{Name: "booking_holds_total",
+			Help: "Successful holds."}),
+		Conflicts: prometheus.NewCounter(prometheus.CounterOpts{Name: "booking_hold_conflicts_total",
+			Help: "Holds refused because a seat was held or sold."}),
+		Expired: prometheus.NewCounter(prometheus.CounterOpts{Name: "booking_holds_expired_total",
+			Help: "Holds marked EXPIRED by the reconciler."}),
+		Streams: prometheus.NewGauge(prometheus.GaugeOpts{Name: "booking_seat_streams",
+			Help: "Open seat event streams."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.duration, m.Holds, m.Conflicts, m.Expired, m.Streams)
+	}
+	return m
+}
+
+func (m *Metrics) observe(route, method string, status int, d time.Duration) {
+	if route == "" || route == "/" {
+		route = "other" // unmatched paths must not mint label values
+	}
+	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(route).Observe(d.Seconds())
+}
+
+func (s *Server) metricsHandler() fiber.Handler {
+	if s.cfg.Gatherer == nil {
+		return func(c *fiber.Ctx) error { return fiber.ErrNotFound }
+	}
+	return adaptor.HTTPHandler(promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
+}
