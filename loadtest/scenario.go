@@ -182,13 +182,16 @@ func PresetNames() []string {
 	return names
 }
 
+// MaxFans bounds a crowd, so that a typo cannot turn a load test into a flood.
+const MaxFans = 1_000_000
+
 // Validate reports the first thing that makes s unplayable.
 func (s Scenario) Validate() error {
 	switch {
 	case s.Mode != ModeQueue && s.Mode != ModeHoldStorm:
 		return fmt.Errorf("scenario: unknown mode %q", s.Mode)
-	case s.Fans < 1:
-		return fmt.Errorf("scenario: fans must be at least 1")
+	case s.Fans < 1 || s.Fans > MaxFans:
+		return fmt.Errorf("scenario: fans must lie in [1, %d]", MaxFans)
 	case s.Seats < 1:
 		return fmt.Errorf("scenario: seats must be at least 1")
 	case s.GroupMin < 1 || s.GroupMax < s.GroupMin || s.GroupMax > 10:

@@ -171,7 +171,7 @@ svg .t{font:600 13px system-ui,sans-serif;fill:#1d2330}svg .a{font:11px system-u
 code{background:#f4f6f9;padding:1px 4px;border-radius:3px}
 </style></head><body>
 <h1>flashseat load test — {{.S.Scenario.Name}}</h1>
-<div class="muted">{{.S.Scenario.Mode}} against <code>{{.S.Target}}</code>, show <code>{{.S.ShowID}}</code>, started {{.S.StartedAt.UTC.Format "2006-01-02 15:04:05 UTC"}}, elapsed {{dur .S.Elapsed}}</div>
+<div class="muted">{{.S.Scenario.Mode}} against <code>{{.S.Target}}</code>, show <code>{{.S.ShowID}}</code>, started {{.S.StartedAt.UTC.Format "2006-01-02 15:04:05 UTC"}}, elapsed {{dur .S.Elapsed}}; measured on {{.D.Machine.CPUs}} CPUs, {{.D.Machine.MemoryMB}} MB ({{.D.Machine.OS}}, {{.D.Machine.Go}}){{if .D.Command}}: <code>{{.D.Command}}</code>{{end}}</div>
 <p>{{if .V}}<span class="bad">violations: {{len .V}}</span>{{else}}<span class="ok">violations: 0</span>{{end}}
  — fans {{.S.Scenario.Fans}}, seats {{.S.Scenario.Seats}}{{if eq (print .S.Scenario.Mode) "queue"}}, admitted {{.S.Admitted}}, confirmed {{.S.Confirmed}} bookings ({{.S.SeatsSold}} seats), sold out after {{never .S.SoldOutAfter}} from opening{{end}}</p>
 {{if .V}}<h2>Violations</h2><ul>{{range .V}}<li><b>{{.Invariant}}</b>: {{.Detail}}</li>{{end}}</ul>{{end}}

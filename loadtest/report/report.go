@@ -21,6 +21,8 @@ type Document struct {
 	Summary    *loadtest.Summary    `json:"summary"`
 	Violations []loadtest.Violation `json:"violations"`
 	Checked    []string             `json:"checked"` // invariants the checker evaluated
+	Command    string               `json:"command,omitempty"`
+	Machine    Machine              `json:"machine"`
 }
 
 // Text writes the report as tables.
@@ -28,8 +30,8 @@ func Text(w io.Writer, d Document) error {
 	s := d.Summary
 	sc := s.Scenario
 	fmt.Fprintf(w, "flashseat load test: scenario %s (%s) against %s, show %s\n", sc.Name, sc.Mode, s.Target, s.ShowID)
-	fmt.Fprintf(w, "fans %d, seats %d, elapsed %s, sale opened at +%s\n\n", sc.Fans, sc.Seats,
-		s.Elapsed.Round(time.Millisecond), s.SaleOpens.Round(time.Millisecond))
+	fmt.Fprintf(w, "fans %d, seats %d, elapsed %s, sale opened at +%s; machine %d CPUs, %d MB\n\n", sc.Fans, sc.Seats,
+		s.Elapsed.Round(time.Millisecond), s.SaleOpens.Round(time.Millisecond), d.Machine.CPUs, d.Machine.MemoryMB)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "step\tcount\tper s\tp50\tp95\tp99\tmax\toutcomes\t")
@@ -125,6 +127,13 @@ func Write(dir string, d Document) (string, error) {
 		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(out, "report.txt"), []byte(txt.String()), 0o644); err != nil {
+		return "", err
+	}
+	var md strings.Builder
+	if err := Markdown(&md, d); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(out, "report.md"), []byte(md.String()), 0o644); err != nil {
 		return "", err
 	}
 	f, err := os.Create(filepath.Join(out, "report.html"))

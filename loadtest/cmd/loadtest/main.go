@@ -186,6 +186,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
+	if err := raiseFileLimit(uint64(sc.Fans)*2 + 1024); err != nil {
+		log.Warn("file limit", "err", err)
+	}
 	conns := *maxConns
 	if conns <= 0 {
 		conns = sc.Fans + 64
@@ -221,7 +224,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Error("run incomplete", "err", err)
 	}
 	sum := loadtest.Summarize(r, *slack)
-	doc := report.Document{Summary: sum, Violations: loadtest.CrowdViolations(sum)}
+	doc := report.Document{Summary: sum, Violations: loadtest.CrowdViolations(sum), Machine: report.ThisMachine(),
+		Command: report.CommandLine(append([]string{"loadtest"}, args...))}
 	if sc.Mode == loadtest.ModeQueue {
 		doc.Checked = append(doc.Checked, loadtest.InvQueueOrder, loadtest.InvTokenAccepted, loadtest.InvUnadmittedRefused)
 	}
