@@ -35,6 +35,8 @@ const adminToken = "test-admin-token"
 
 var userSecret = []byte("0123456789abcdef0123456789abcdef")
 
+var guestIssuer, _ = token.NewUserIssuer(userSecret)
+
 // server is a waiting room served by fiber on a loopback port, with its admission loop running, as the edge
 // mounts it.
 type server struct {
