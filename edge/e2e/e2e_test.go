@@ -1,0 +1,299 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+
+	bookingapp "github.com/flashseat/flashseat/booking/app"
+	edgeapp "github.com/flashseat/flashseat/edge/app"
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/rediskey"
+	"github.com/flashseat/flashseat/shared/token"
+)
+
+const (
+	seed   = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8" // admission signing seed shared by edge and booking here
+	secret = "e2e-secret-e2e-secret-e2e-secret-0123456"
+)
+
+// platform is booking and the edge in front of it.
+type platform struct {
+	edge, booking string
+	show          string
+	issuer        *token.Issuer
+	rdb           *redis.Client
+}
+
+// start runs booking on a fresh database with the demo show, and the edge in front of it; both stop at cleanup.
+func start(tb testing.TB, edgeEnv map[string]string) *platform {
+	tb.Helper()
+	ctx := context.Background()
+	dbURL := freshDatabase(tb)
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	tb.Cleanup(func() { rdb.Close() })
+
+	key, err := token.ParseSeed("", seed)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	issuer := token.NewIssuer(key)
+	bcfg, err := bookingapp.LoadConfig(func(k string) string {
+		return map[string]string{"BOOKING_ADDR": "127.0.0.1:0", "DATABASE_URL": dbURL, "AUTH_SECRET": secret,
+			"SEED_DEMO": "true", "ADMIN_TOKEN": "adm_e2e_e2e_e2e_e2e_e2e", "LOG_LEVEL": "error"}[k]
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bcfg.AdmissionKeys = token.NewStaticKeys(issuer.Keys()...)
+	booking := run(tb, func(ctx context.Context, ready func(string)) error {
+		return bookingapp.Run(ctx, bcfg, slog.New(slog.DiscardHandler), ready)
+	})
+
+	env := map[string]string{"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": booking, "ADMISSION_SIGNING_KEY": seed,
+		"AUTH_SECRET": secret}
+	for k, v := range edgeEnv {
+		env[k] = v
+	}
+	ecfg, err := edgeapp.LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	edge := run(tb, func(ctx context.Context, ready func(string)) error {
+		return edgeapp.Run(ctx, ecfg, slog.New(slog.DiscardHandler), ready)
+	})
+
+	var events struct {
+		Events []struct {
+			Shows []struct {
+				ShowID string `json:"showId"`
+			} `json:"shows"`
+		} `json:"events"`
+	}
+	getJSON(tb, booking+"/api/v1/events?city=Bangalore", &events)
+	if len(events.Events) == 0 || len(events.Events[0].Shows) == 0 {
+		tb.Fatal("no demo show")
+	}
+	show := events.Events[0].Shows[0].ShowID
+	tb.Cleanup(func() { deleteShowKeys(ctx, rdb, show) })
+	return &platform{edge: edge, booking: booking, show: show, issuer: issuer, rdb: rdb}
+}
+
+// run starts a service's Run on a loopback port and returns its base URL; cleanup cancels and waits for it.
+func run(tb testing.TB, fn func(ctx context.Context, ready func(string)) error) string {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- fn(ctx, func(a string) { addr <- a }) }()
+	select {
+	case a := <-addr:
+		tb.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				tb.Errorf("shutdown: %v", err)
+			}
+		})
+		if strings.HasPrefix(a, "[::]") || strings.HasPrefix(a, ":") {
+			a = "127.0.0.1" + a[strings.LastIndex(a, ":"):]
+		}
+		return "http://" + a
+	case err := <-done:
+		cancel()
+		tb.Fatalf("start: %v", err)
+	case <-time.After(60 * time.Second):
+		cancel()
+		tb.Fatal("service did not start")
+	}
+	return ""
+}
+
+// freshDatabase creates a database for this test and drops it at cleanup.
+func freshDatabase(tb testing.TB) string {
+	tb.Helper()
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
+	if err != nil {
+		tb.Fatalf("postgres: %v", err)
+	}
+	name := "edge_e2e_" + strings.ReplaceAll(uuid.NewString()[:13], "-", "")
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		admin.Close(ctx)
+		tb.Fatal(err)
+	}
+	admin.Close(ctx)
+	tb.Cleanup(func() {
+		c, err := pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
+		if err != nil {
+			return
+		}
+		defer c.Close(ctx)
+		_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	})
+	return "postgres://postgres@127.0.0.1:5432/" + name + "?sslmode=disable"
+}
+
+// deleteShowKeys removes every Redis key of the test's show (all carry its hash tag), and nothing else.
+func deleteShowKeys(ctx context.Context, rdb *redis.Client, show string) {
+	pattern := strings.NewReplacer("*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`).Replace(rediskey.Tag(show)) + "*"
+	iter := rdb.Scan(ctx, 0, pattern, 500).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if len(keys) > 0 {
+		rdb.Del(ctx, keys...)
+	}
+}
+
+var client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+func getJSON(tb testing.TB, url string, v any) {
+	tb.Helper()
+	resp, err := client.Get(url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		tb.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func send(tb testing.TB, method, url, body string, hdr map[string]string) (int, []byte) {
+	tb.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, url, r)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func guest(tb testing.TB, p *platform) (user, tok string) {
+	tb.Helper()
+	status, b := send(tb, "POST", p.edge+"/api/v1/auth/guest", "", nil)
+	if status != 201 {
+		tb.Fatalf("guest: %d %s", status, b)
+	}
+	var g struct{ UserID, Token string }
+	if err := json.Unmarshal(b, &g); err != nil {
+		tb.Fatal(err)
+	}
+	return g.UserID, g.Token
+}
+
+// Through the edge, a fan reads the seat map and holds seats; with the queue on, the edge refuses without an
+// admission token and passes with one, and booking accepts the same token.
+func TestThroughTheEdge(t *testing.T) {
+	p := start(t, nil)
+	user, tok := guest(t, p)
+	auth := map[string]string{"Authorization": "Bearer " + tok, "Accept": "application/json"}
+
+	status, b := send(t, "GET", p.edge+"/api/v1/shows/"+p.show+"/seats", "", nil)
+	if status != 200 || !strings.Contains(string(b), `"seatId"`) {
+		t.Fatalf("seat map through the edge: %d %.200s", status, b)
+	}
+
+	if err := admission.SaveSettings(context.Background(), p.rdb, p.show, admission.Settings{Enabled: true,
+		AdmitPerSecond: 10, MaxActive: 100, TokenTTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	hold := fmt.Sprintf(`{"showId":%q,"seatIds":["E5","E6"]}`, p.show)
+	if status, b := send(t, "POST", p.edge+"/api/v1/bookings/hold", hold, auth); status != 403 ||
+		!strings.Contains(string(b), `"queueUrl":"/queue/`+p.show+`"`) {
+		t.Fatalf("hold without admission: %d %s", status, b)
+	}
+	if status, _ := send(t, "GET", p.edge+"/api/v1/shows/"+p.show+"/seats", "", nil); status != 403 {
+		t.Fatalf("seat map without admission: %d", status)
+	}
+	adm, _, err := p.issuer.Issue(user, p.show, uuid.NewString(), time.Now(), 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withAdm := map[string]string{"Authorization": "Bearer " + tok, admission.Header: adm}
+	status, b = send(t, "POST", p.edge+"/api/v1/bookings/hold", hold, withAdm)
+	if status != 201 || !strings.Contains(string(b), `"HELD"`) {
+		t.Fatalf("hold with admission: %d %s", status, b)
+	}
+	// Another fan's token does not carry this fan through.
+	_, tok2 := guest(t, p)
+	if status, _ := send(t, "POST", p.edge+"/api/v1/bookings/hold", hold,
+		map[string]string{"Authorization": "Bearer " + tok2, admission.Header: adm}); status != 403 {
+		t.Fatalf("someone else's admission token: %d", status)
+	}
+}
+
+// Benchmark: requests per second for the seat map straight from booking and through the edge, measured in the
+// same run with the same client and concurrency; edge/direct is the share of booking's throughput the edge keeps.
+func BenchmarkSeatMapProxyOverhead(b *testing.B) {
+	p := start(b, nil)
+	const workers = 16
+	load := func(base string, n int) float64 {
+		url := base + "/api/v1/shows/" + p.show + "/seats"
+		var next atomic.Int64
+		var failed atomic.Int64
+		var wg sync.WaitGroup
+		begin := time.Now()
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for next.Add(1) <= int64(n) {
+					resp, err := client.Get(url)
+					if err != nil {
+						failed.Add(1)
+						continue
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						failed.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if f := failed.Load(); f > 0 {
+			b.Fatalf("%d of %d requests to %s failed", f, n, base)
+		}
+		return float64(n) / time.Since(begin).Seconds()
+	}
+	load(p.booking, 200) // warm both paths' connection pools and caches
+	load(p.edge, 200)
+	b.ResetTimer()
+	direct := load(p.booking, b.N)
+	edge := load(p.edge, b.N)
+	b.StopTimer()
+	b.ReportMetric(direct, "direct-req/s")
+	b.ReportMetric(edge, "edge-req/s")
+	b.ReportMetric(edge/direct, "edge/direct")
+}
