@@ -88,6 +88,9 @@ func TestForwarding(t *testing.T) {
 	if resp.Header.Get("X-Request-Id") == "" {
 		t.Error("no request id generated")
 	}
+	if n := len(resp.Header.Values("X-Request-Id")); n != 1 {
+		t.Errorf("%d X-Request-Id headers, want 1", n)
+	}
 	if n := len(resp.Header.Values("Set-Cookie")); n != 2 {
 		t.Errorf("%d Set-Cookie headers, want 2", n)
 	}
@@ -101,6 +104,14 @@ func TestForwarding(t *testing.T) {
 	resp, _ = do(t, "GET", edge+"/x", "", map[string]string{"X-Request-Id": "bad id\twith junk"})
 	if id := resp.Header.Get("X-Request-Id"); id == "" || strings.Contains(id, " ") {
 		t.Errorf("malformed request id kept: %q", id)
+	}
+
+	resp, body = do(t, "GET", edge+"/metrics", "", nil)
+	for _, series := range []string{`edge_requests_total{class="api",code="201",method="POST"}`,
+		"edge_request_duration_seconds_bucket", "go_goroutines"} {
+		if resp.StatusCode != 200 || !strings.Contains(string(body), series) {
+			t.Errorf("/metrics lacks %s (status %d)", series, resp.StatusCode)
+		}
 	}
 }
 

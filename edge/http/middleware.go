@@ -96,12 +96,24 @@ func (s *Server) observe(c *fiber.Ctx) error {
 	return nil
 }
 
-// methodLabel bounds the method label's values: clients may send any token as a method.
+// methodLabel bounds the method label's values: clients may send any token as a method. It returns constants,
+// never m itself: fiber's strings alias buffers it reuses, and Prometheus keeps label values.
 func methodLabel(m string) string {
 	switch m {
-	case fiber.MethodGet, fiber.MethodHead, fiber.MethodPost, fiber.MethodPut, fiber.MethodPatch,
-		fiber.MethodDelete, fiber.MethodOptions:
-		return m
+	case fiber.MethodGet:
+		return fiber.MethodGet
+	case fiber.MethodHead:
+		return fiber.MethodHead
+	case fiber.MethodPost:
+		return fiber.MethodPost
+	case fiber.MethodPut:
+		return fiber.MethodPut
+	case fiber.MethodPatch:
+		return fiber.MethodPatch
+	case fiber.MethodDelete:
+		return fiber.MethodDelete
+	case fiber.MethodOptions:
+		return fiber.MethodOptions
 	}
 	return "OTHER"
 }

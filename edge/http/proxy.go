@@ -151,6 +151,8 @@ func (p *Proxy) outgoing(c *fiber.Ctx) (*http.Request, context.CancelCauseFunc, 
 		switch http.CanonicalHeaderKey(name) {
 		case "Host", "Content-Length":
 			return // carried by req.Host and req.ContentLength
+		case "Expect":
+			return // fasthttp has already answered 100-continue and read the body
 		}
 		h.Add(name, value)
 	})
@@ -215,6 +217,8 @@ func (p *Proxy) respond(c *fiber.Ctx, resp *http.Response, timer *time.Timer, ca
 		switch k {
 		case "Content-Length", "Date", "Server":
 			continue // fasthttp writes its own
+		case HeaderRequestID:
+			continue // already set, and the upstream echoes the one it was given
 		}
 		for _, v := range vs {
 			rh.Add(k, v)
