@@ -1,0 +1,156 @@
+// Package invariant checks, from the ledger alone, that money and seats agree: the properties the pay saga, its
+// recovery worker, refunds and check-in must keep whatever crashed or raced. Tests call it after every race; the
+// load test calls it after a run. It reads Postgres only and changes nothing.
+//
+// The invariants:
+//
+//   - confirmed-paid: every CONFIRMED booking has exactly one payment, captured for the booking's total, and one
+//     live ticket per seat (and no other tickets);
+//   - seat-once: no seat of a show is sold twice, and no seat has two live tickets;
+//   - no-money-left: EXPIRED and CANCELLED bookings (and HELD ones) have no payment and no attempt that still
+//     holds money: every attempt that reached the gateway ended voided, refunded, declined or rejected;
+//   - refund-equals-capture: every REFUNDED booking has a succeeded refund equal to the amount captured, no seats
+//     in the ledger and no live tickets.
+//
+// Money in motion is not a violation while it is young: Options.Grace leaves alone rows touched within it (a
+// capture the worker is about to retry, a void on its way), so the checker can run while traffic settles.
+package invariant
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Names of the invariants, as Violation.Invariant carries them.
+const (
+	ConfirmedPaid       = "confirmed-paid"
+	SeatOnce            = "seat-once"
+	NoMoneyLeft         = "no-money-left"
+	RefundEqualsCapture = "refund-equals-capture"
+)
+
+// Violation is one broken invariant.
+type Violation struct {
+	Invariant string
+	BookingID string // empty for a violation about a seat
+	Detail    string
+}
+
+func (v Violation) String() string {
+	if v.BookingID == "" {
+		return v.Invariant + ": " + v.Detail
+	}
+	return v.Invariant + ": booking " + v.BookingID + ": " + v.Detail
+}
+
+// Options narrow a check.
+type Options struct {
+	// ShowIDs limits the check to these shows; empty checks every show.
+	ShowIDs []string
+	// Grace ignores bookings whose payment rows changed within it (settling money). Zero checks everything, which
+	// is right once all activity has stopped.
+	Grace time.Duration
+}
+
+// Check runs every invariant and returns the violations found (nil when there are none). An error means the
+// check could not run, not that an invariant failed.
+func Check(ctx context.Context, pool *pgxpool.Pool, opts Options) ([]Violation, error) {
+	var out []Violation
+	for _, q := range queries {
+		rows, err := pool.Query(ctx, q.sql, opts.ShowIDs, opts.Grace.Seconds())
+		if err != nil {
+			return out, fmt.Errorf("invariant %s: %w", q.invariant, err)
+		}
+		for rows.Next() {
+			var booking, detail string
+			if err := rows.Scan(&booking, &detail); err != nil {
+				rows.Close()
+				return out, fmt.Errorf("invariant %s: %w", q.invariant, err)
+			}
+			out = append(out, Violation{Invariant: q.invariant, BookingID: booking, Detail: detail})
+		}
+		if err := rows.Err(); err != nil {
+			return out, fmt.Errorf("invariant %s: %w", q.invariant, err)
+		}
+	}
+	return out, nil
+}
+
+// Each query takes $1 (show ids, empty for all) and $2 (grace in seconds) and returns (booking id, detail).
+// scope selects the bookings in view: of the chosen shows, and quiet for the grace period.
+const scope = `(cardinality($1::text[]) = 0 OR b.show_id = ANY($1::text[]))
+	AND NOT EXISTS (SELECT 1 FROM payment_attempts q WHERE q.booking_id = b.id
+		AND q.updated_at > now() - make_interval(secs => $2::float8))
+	AND NOT EXISTS (SELECT 1 FROM payments q WHERE q.booking_id = b.id
+		AND q.updated_at > now() - make_interval(secs => $2::float8))
+	AND NOT EXISTS (SELECT 1 FROM refunds q WHERE q.booking_id = b.id
+		AND q.updated_at > now() - make_interval(secs => $2::float8))`
+
+var queries = []struct {
+	invariant string
+	sql       string
+}{
+	{ConfirmedPaid, `
+		SELECT b.id, format('payments=%s captured=%s of %s status=%s', count(p.id),
+			coalesce(max(p.captured_amount), 0), b.total_amount, coalesce(max(p.status), 'none'))
+		FROM bookings b LEFT JOIN payments p ON p.booking_id = b.id
+		WHERE b.status = 'CONFIRMED' AND ` + scope + `
+		GROUP BY b.id, b.total_amount
+		HAVING count(p.id) <> 1 OR max(p.status) <> 'CAPTURED' OR max(p.captured_amount) <> b.total_amount`},
+	{ConfirmedPaid, `
+		SELECT b.id, format('seats %s but live tickets for %s', b.seat_ids,
+			coalesce((SELECT array_agg(t.seat_id ORDER BY t.seat_id) FROM tickets t
+				WHERE t.booking_id = b.id AND t.status <> 'VOID'), '{}'))
+		FROM bookings b
+		WHERE b.status = 'CONFIRMED' AND ` + scope + `
+		AND (SELECT coalesce(array_agg(t.seat_id ORDER BY t.seat_id), '{}') FROM tickets t
+				WHERE t.booking_id = b.id AND t.status <> 'VOID')
+			<> (SELECT coalesce(array_agg(s ORDER BY s), '{}') FROM unnest(b.seat_ids) s)`},
+	{SeatOnce, `
+		SELECT '', format('show %s seat %s sold %s times: %s', s.show_id, s.seat_id, count(*),
+			string_agg(s.booking_id, ','))
+		FROM sold_seats s
+		WHERE cardinality($1::text[]) = 0 OR s.show_id = ANY($1::text[])
+		GROUP BY s.show_id, s.seat_id HAVING count(*) > 1 AND $2::float8 >= 0`},
+	{SeatOnce, `
+		SELECT '', format('show %s seat %s has %s live tickets: %s', t.show_id, t.seat_id, count(*),
+			string_agg(t.id, ','))
+		FROM tickets t
+		WHERE t.status <> 'VOID' AND (cardinality($1::text[]) = 0 OR t.show_id = ANY($1::text[]))
+		GROUP BY t.show_id, t.seat_id HAVING count(*) > 1 AND $2::float8 >= 0`},
+	{SeatOnce, `
+		SELECT b.id, format('booking is %s but seat %s is in the ledger under it', b.status, s.seat_id)
+		FROM sold_seats s JOIN bookings b ON b.id = s.booking_id
+		WHERE b.status <> 'CONFIRMED' AND ` + scope},
+	{NoMoneyLeft, `
+		SELECT b.id, format('booking is %s but attempt %s is %s (intent %s)', b.status, a.id, a.state,
+			coalesce(a.intent_id, 'unknown'))
+		FROM bookings b JOIN payment_attempts a ON a.booking_id = b.id
+		WHERE b.status IN ('EXPIRED', 'CANCELLED', 'HELD')
+		AND a.state IN ('AUTHORIZED', 'CONFIRMED', 'VOIDING', 'REFUNDING', 'STARTED', 'PENDING')
+		AND ` + scope},
+	{NoMoneyLeft, `
+		SELECT b.id, format('booking is %s but has payment %s (%s)', b.status, p.id, p.status)
+		FROM bookings b JOIN payments p ON p.booking_id = b.id
+		WHERE b.status IN ('EXPIRED', 'CANCELLED', 'HELD', 'PAYMENT_PENDING') AND ` + scope},
+	{NoMoneyLeft, `
+		SELECT b.id, format('attempt %s of a %s booking holds money: %s', a.id, b.status, a.state)
+		FROM bookings b JOIN payment_attempts a ON a.booking_id = b.id
+		WHERE b.status IN ('CONFIRMED', 'REFUNDED') AND a.state IN ('AUTHORIZED', 'VOIDING', 'REFUNDING')
+		AND ` + scope},
+	{RefundEqualsCapture, `
+		SELECT b.id, format('refund %s %s of %s, captured %s, payment %s', coalesce(r.id, 'missing'),
+			coalesce(r.status, '-'), coalesce(r.amount, 0), coalesce(p.captured_amount, 0), coalesce(p.status, 'missing'))
+		FROM bookings b LEFT JOIN refunds r ON r.booking_id = b.id LEFT JOIN payments p ON p.booking_id = b.id
+		WHERE b.status = 'REFUNDED' AND ` + scope + `
+		AND (r.id IS NULL OR r.status <> 'SUCCEEDED' OR p.id IS NULL OR r.amount <> p.captured_amount
+			OR p.refunded_amount <> p.captured_amount OR p.status <> 'REFUNDED' OR p.captured_amount <> b.total_amount)`},
+	{RefundEqualsCapture, `
+		SELECT b.id, format('refunded booking still has %s live tickets', count(t.id))
+		FROM bookings b JOIN tickets t ON t.booking_id = b.id AND t.status <> 'VOID'
+		WHERE b.status = 'REFUNDED' AND ` + scope + `
+		GROUP BY b.id`},
+}

@@ -1,0 +1,145 @@
+package booking
+
+import (
+	"context"
+	"time"
+
+	"github.com/flashseat/flashseat/booking/payment"
+)
+
+// Run is the payments recovery worker: every RecoverEvery (and at once when kicked by a webhook or a cancel) it
+// takes over attempts whose owner's lease has passed and finishes them, retries captures and refunds that
+// failed, and keeps the seats of payments whose outcome is unknown held. It returns when ctx ends.
+func (p *Payments) Run(ctx context.Context) {
+	t := time.NewTicker(p.cfg.RecoverEvery)
+	defer t.Stop()
+	for {
+		p.Recover(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-p.kick:
+		}
+	}
+}
+
+// nudge asks the worker for a pass now.
+func (p *Payments) nudge() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Recover does one pass of the worker's work.
+func (p *Payments) Recover(ctx context.Context) {
+	as, err := p.store.ClaimAttempts(ctx, p.lease(), 100)
+	if err != nil {
+		p.log.ErrorContext(ctx, "recover: claim attempts", "err", err)
+	}
+	for _, a := range as {
+		if ctx.Err() != nil {
+			return
+		}
+		p.recoverAttempt(ctx, a)
+	}
+	// A capture or refund is retried once it has been left alone for a lease: the request that made it is done.
+	before := p.cfg.Now().Add(-p.lease())
+	if ps, err := p.store.UncapturedPayments(ctx, before, 100); err != nil {
+		p.log.ErrorContext(ctx, "recover: uncaptured payments", "err", err)
+	} else {
+		for _, pay := range ps {
+			p.capture(ctx, pay)
+		}
+	}
+	if rs, err := p.store.PendingRefunds(ctx, before, 100); err != nil {
+		p.log.ErrorContext(ctx, "recover: pending refunds", "err", err)
+	} else {
+		for _, r := range rs {
+			p.settleRefund(ctx, r)
+		}
+	}
+}
+
+func (p *Payments) recoverAttempt(ctx context.Context, a Attempt) {
+	switch a.State {
+	case AttemptStarted, AttemptPending:
+		// The same idempotency key returns the first authorization's outcome once the gateway has one (and makes
+		// the authorization now if the first call never reached it): never a second one.
+		in, err := p.gw.Authorize(ctx, p.authorizeParams(a))
+		res, err := p.authorized(ctx, a, in, err, false)
+		if err == nil && res.Pending {
+			p.keepHeld(ctx, a)
+		}
+		p.log.InfoContext(ctx, "recover: payment attempt", "attempt", a.ID, "was", a.State, "pending", res.Pending,
+			"err", err)
+	case AttemptAuthorized:
+		in, err := p.gw.Retrieve(ctx, a.IntentID)
+		if err != nil {
+			p.log.WarnContext(ctx, "recover: retrieve intent", "attempt", a.ID, "err", err)
+			return
+		}
+		if in.Authorized() || in.Captured() {
+			_, err = p.complete(ctx, a, in)
+			p.log.InfoContext(ctx, "recover: authorized attempt", "attempt", a.ID, "err", err)
+			return
+		}
+		// Voided or failed at the gateway behind our back: no money to confirm with.
+		p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptAuthorized}, To: AttemptRejected,
+			Outcome: OutcomeFailed, Detail: "the authorization lapsed at the gateway"})
+		p.unpend(ctx, a)
+	case AttemptVoiding, AttemptRefunding:
+		p.settle(ctx, a)
+	}
+}
+
+// keepHeld extends the locks of a booking whose payment outcome is unknown, so the seats stay the fan's while the
+// gateway makes up its mind. A hold that was lost meanwhile is not revived: the outcome, once known, is given back.
+func (p *Payments) keepHeld(ctx context.Context, a Attempt) {
+	b, err := p.svc.store.Booking(ctx, a.BookingID)
+	if err != nil || (b.Status != StatusHeld && b.Status != StatusPaymentPending) {
+		return
+	}
+	if b.ExpiresAt.Sub(p.cfg.Now()) > p.cfg.HoldMargin/2 {
+		return
+	}
+	if _, err := p.svc.ExtendHold(ctx, b, p.cfg.HoldMargin); err != nil {
+		p.log.WarnContext(ctx, "recover: keep pending hold", "booking", b.ID, "err", err)
+	}
+}
+
+// settleRefund returns a refunded booking's money at the gateway. Money not yet captured (a capture still being
+// retried) is captured first, so that what the fan paid and what they got back are always the same amount.
+func (p *Payments) settleRefund(ctx context.Context, r Refund) {
+	pay, err := p.store.PaymentOf(ctx, r.BookingID)
+	if err != nil {
+		p.log.ErrorContext(ctx, "refund: payment", "booking", r.BookingID, "err", err)
+		return
+	}
+	captured := pay.CapturedAmount
+	if captured == 0 {
+		in, err := p.gw.Capture(ctx, pay.IntentID, payment.Key(pay.BookingID, pay.AttemptID, payment.OpCapture))
+		if err != nil {
+			p.log.WarnContext(ctx, "refund: capture first", "booking", r.BookingID, "err", err)
+			return
+		}
+		captured = in.AmountReceived
+		if captured == 0 {
+			captured = pay.Amount
+		}
+		if err := p.store.MarkCaptured(ctx, pay.ID, captured); err != nil {
+			p.log.ErrorContext(ctx, "refund: record capture", "booking", r.BookingID, "err", err)
+			return
+		}
+	}
+	ref, err := p.gw.Refund(ctx, payment.RefundParams{IntentID: pay.IntentID, Amount: captured,
+		Reason: "requested_by_customer", IdempotencyKey: payment.Key(pay.BookingID, r.ID, payment.OpRefund)})
+	if err != nil {
+		p.log.WarnContext(ctx, "refund", "booking", r.BookingID, "err", err)
+		return
+	}
+	if err := p.store.RefundSucceeded(ctx, r.ID, ref.Amount, ref.ID); err != nil {
+		p.log.ErrorContext(ctx, "refund: record", "booking", r.BookingID, "err", err)
+	}
+}

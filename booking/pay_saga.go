@@ -1,0 +1,555 @@
+package booking
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/flashseat/flashseat/booking/payment"
+	"github.com/flashseat/flashseat/booking/ticket"
+)
+
+// PayConfig tunes Payments.
+type PayConfig struct {
+	// GatewayTimeout is how long the gateway client waits for an answer (its own setting, repeated here because
+	// leases are derived from it). Default 5s.
+	GatewayTimeout time.Duration
+	// HoldMargin is the least time a hold is given before the gateway is asked, so it cannot lapse while the
+	// gateway thinks. Default 2m.
+	HoldMargin time.Duration
+	// RefundWindow: refunds are accepted until this long before the show starts. Default 48h.
+	RefundWindow time.Duration
+	// RecoverEvery is the recovery worker's period. Default 2s.
+	RecoverEvery time.Duration
+	// PendingRetry is how soon the worker asks the gateway again about an attempt whose outcome is unknown.
+	// Default 1s.
+	PendingRetry time.Duration
+	// Lease is how long the owner of an attempt may act on it before the recovery worker may take it over: the
+	// time a saga may take between two of its writes. Default 2×GatewayTimeout + 5s.
+	Lease time.Duration
+	// ReplayWait is how long a replay of a key waits for the first request's outcome before answering "in
+	// progress". Default GatewayTimeout + 2s.
+	ReplayWait time.Duration
+	// WebhookSecret verifies the gateway's webhooks; WebhookTolerance bounds their age (default 5m).
+	WebhookSecret    string
+	WebhookTolerance time.Duration
+	Now              func() time.Time
+	Logger           *slog.Logger
+	// OnOutcome is told every pay outcome (metrics); nil is fine.
+	OnOutcome func(Outcome)
+}
+
+// Payments is the pay saga, its recovery worker, refunds, tickets and check-in, on top of the Service's holds.
+type Payments struct {
+	svc      *Service
+	store    PaymentStore
+	gw       payment.Gateway
+	signer   *ticket.Signer
+	verifier *ticket.Verifier
+	cfg      PayConfig
+	log      *slog.Logger
+
+	// life bounds every saga: a request's own context is not used past the first read, so a fan who hangs up
+	// does not abandon money half-moved; stopping the process (Close) does, and the worker finishes the job.
+	life  context.Context
+	close context.CancelFunc
+	kick  chan struct{}
+	wg    sync.WaitGroup
+}
+
+// NewPayments returns Payments over svc's holds.
+func NewPayments(svc *Service, store PaymentStore, gw payment.Gateway, signer *ticket.Signer, verifier *ticket.Verifier, cfg PayConfig) *Payments {
+	if cfg.GatewayTimeout <= 0 {
+		cfg.GatewayTimeout = 5 * time.Second
+	}
+	if cfg.HoldMargin <= 0 {
+		cfg.HoldMargin = 2 * time.Minute
+	}
+	if cfg.RefundWindow <= 0 {
+		cfg.RefundWindow = 48 * time.Hour
+	}
+	if cfg.RecoverEvery <= 0 {
+		cfg.RecoverEvery = 2 * time.Second
+	}
+	if cfg.PendingRetry <= 0 {
+		cfg.PendingRetry = time.Second
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 2*cfg.GatewayTimeout + 5*time.Second
+	}
+	if cfg.ReplayWait <= 0 {
+		cfg.ReplayWait = cfg.GatewayTimeout + 2*time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = svc.cfg.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = svc.log
+	}
+	life, cancel := context.WithCancel(context.Background())
+	return &Payments{svc: svc, store: store, gw: gw, signer: signer, verifier: verifier, cfg: cfg, log: cfg.Logger,
+		life: life, close: cancel, kick: make(chan struct{}, 1)}
+}
+
+// Close stops every saga in flight where it stands (as a crash would) and waits for them; the recovery worker of
+// the next process finishes their work.
+func (p *Payments) Close() {
+	p.close()
+	p.wg.Wait()
+}
+
+func (p *Payments) lease() time.Duration { return p.cfg.Lease }
+
+// PayRequest is POST /pay.
+type PayRequest struct {
+	BookingID      string
+	UserID         string
+	PaymentMethod  string
+	IdempotencyKey string
+	AdmissionToken string
+}
+
+// PayResult is a pay's answer: the confirmed booking with its tickets, or Pending when the gateway has not
+// answered in time. Replayed says it was the answer to an earlier request with the same key.
+type PayResult struct {
+	Booking  Booking
+	Pending  bool
+	Replayed bool
+}
+
+func (r PayRequest) hash() string {
+	h := sha256.Sum256([]byte(r.BookingID + "\x00" + r.PaymentMethod))
+	return hex.EncodeToString(h[:])
+}
+
+func validatePay(r PayRequest) error {
+	switch {
+	case r.IdempotencyKey == "":
+		return Invalid("the Idempotency-Key header is required")
+	case len(r.IdempotencyKey) > 255:
+		return Invalid("Idempotency-Key is longer than 255 characters")
+	case r.PaymentMethod == "":
+		return Unprocessable("paymentMethod is required")
+	case len(r.PaymentMethod) > 100:
+		return Unprocessable("paymentMethod is too long")
+	}
+	for _, c := range r.PaymentMethod {
+		if !(c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return Unprocessable("paymentMethod %q is not a payment method id", clip(r.PaymentMethod))
+		}
+	}
+	return nil
+}
+
+// Pay runs the saga of one payment:
+//
+//  1. the booking must be HELD by the caller with its locks still carrying its fencing token; the locks are
+//     extended so the hold cannot lapse while the gateway thinks;
+//  2. the attempt is recorded under the fan's Idempotency-Key (one per user and key; one with money in flight per
+//     booking) and the card authorized under a key derived from the attempt;
+//  3. declined: the booking stays HELD; no answer in time: PAYMENT_PENDING, which the recovery worker resolves;
+//  4. authorized: one transaction writes the sale (seats, CONFIRMED, payment, tickets, outbox), then the money is
+//     captured (the worker retries a failed capture) and the Redis locks become sold seats;
+//  5. hold lost or superseded, or the seats sold by the ledger's backstop: the authorization is voided and the
+//     booking EXPIRED.
+//
+// A replay of the key returns the first outcome, waiting for it while the first request runs.
+func (p *Payments) Pay(ctx context.Context, r PayRequest) (PayResult, error) {
+	if err := validatePay(r); err != nil {
+		return PayResult{}, err
+	}
+	b, err := p.svc.Booking(ctx, r.BookingID, r.UserID)
+	if err != nil {
+		return PayResult{}, err
+	}
+	hash := r.hash()
+	if prev, err := p.store.AttemptByKey(ctx, r.UserID, r.IdempotencyKey); err == nil {
+		return p.replay(ctx, prev, hash)
+	} else if !errors.Is(err, ErrNotFound) {
+		return PayResult{}, err
+	}
+	// The queue is checked for new attempts only: a replay after the booking freed its admission still answers.
+	if b.Status == StatusHeld {
+		if _, _, err := p.svc.Admit(ctx, b.ShowID, r.UserID, r.AdmissionToken); err != nil {
+			return PayResult{}, err
+		}
+	}
+	a := Attempt{ID: NewID("pa_"), BookingID: b.ID, UserID: r.UserID, IdempotencyKey: r.IdempotencyKey,
+		RequestHash: hash, PaymentMethod: r.PaymentMethod, Amount: b.TotalAmount, Currency: b.Currency,
+		LeaseUntil: p.cfg.Now().Add(p.lease())}
+	a, created, err := p.store.StartAttempt(ctx, a)
+	if err != nil {
+		return PayResult{}, err
+	}
+	if !created {
+		return p.replay(ctx, a, hash)
+	}
+	p.wg.Add(1)
+	defer p.wg.Done()
+	sctx, cancel := p.sagaContext(ctx)
+	defer cancel()
+	res, err := p.run(sctx, a)
+	if p.cfg.OnOutcome != nil {
+		p.cfg.OnOutcome(outcomeOf(res, err))
+	}
+	return res, err
+}
+
+// sagaContext keeps ctx's values (request id for logs) but not its cancellation; Close cancels it instead.
+func (p *Payments) sagaContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(p.life, cancel)
+	return sctx, func() { stop(); cancel() }
+}
+
+// replay answers a request whose key was used before.
+func (p *Payments) replay(ctx context.Context, a Attempt, hash string) (PayResult, error) {
+	if a.RequestHash != hash {
+		return PayResult{}, fmt.Errorf("%w: Idempotency-Key was used with another booking or payment method", ErrIdempotency)
+	}
+	deadline := time.Now().Add(p.cfg.ReplayWait)
+	for a.Outcome == "" {
+		if time.Now().After(deadline) {
+			return PayResult{}, fmt.Errorf("payment %s: %w", a.ID, ErrInProgress)
+		}
+		select {
+		case <-ctx.Done():
+			return PayResult{}, ctx.Err()
+		case <-time.After(25 * time.Millisecond):
+		}
+		var err error
+		if a, err = p.store.Attempt(ctx, a.ID); errors.Is(err, ErrNotFound) {
+			// The first request's call never took effect and it gave the key up; this request may run it now.
+			return PayResult{}, fmt.Errorf("payment attempt was abandoned, retry: %w", ErrInProgress)
+		} else if err != nil {
+			return PayResult{}, err
+		}
+	}
+	res, err := p.answer(ctx, a)
+	res.Replayed = true
+	return res, err
+}
+
+// answer turns an attempt's recorded outcome into Pay's result.
+func (p *Payments) answer(ctx context.Context, a Attempt) (PayResult, error) {
+	switch a.Outcome {
+	case OutcomeConfirmed:
+		b, err := p.BookingView(ctx, a.BookingID, a.UserID)
+		return PayResult{Booking: b}, err
+	case OutcomePending:
+		b, err := p.svc.Booking(ctx, a.BookingID, a.UserID)
+		return PayResult{Booking: b, Pending: true}, err
+	case OutcomeDeclined:
+		return PayResult{}, fmt.Errorf("%w: %s", ErrPaymentDeclined, a.Detail)
+	case OutcomeExpired:
+		return PayResult{}, fmt.Errorf("booking %s: %w", a.BookingID, ErrHoldExpired)
+	case OutcomeConflict:
+		return PayResult{}, fmt.Errorf("booking %s: %w", a.BookingID, ErrSeatsUnavailable)
+	case OutcomeNotHeld:
+		return PayResult{}, fmt.Errorf("booking %s: %w", a.BookingID, ErrNotHeld)
+	case OutcomeInvalidMethod:
+		return PayResult{}, Unprocessable("%s", a.Detail)
+	default:
+		return PayResult{}, fmt.Errorf("%w: %s", ErrPaymentFailed, a.Detail)
+	}
+}
+
+func outcomeOf(res PayResult, err error) Outcome {
+	switch {
+	case err == nil && res.Pending:
+		return OutcomePending
+	case err == nil:
+		return OutcomeConfirmed
+	case errors.Is(err, ErrPaymentDeclined):
+		return OutcomeDeclined
+	case errors.Is(err, ErrHoldExpired):
+		return OutcomeExpired
+	case errors.Is(err, ErrSeatsUnavailable):
+		return OutcomeConflict
+	case errors.Is(err, ErrNotHeld):
+		return OutcomeNotHeld
+	}
+	return OutcomeFailed
+}
+
+// run is the live saga of a freshly recorded attempt.
+func (p *Payments) run(ctx context.Context, a Attempt) (PayResult, error) {
+	b, err := p.svc.CheckHold(ctx, a.BookingID, a.UserID)
+	if err == nil {
+		keep := max(b.ExpiresAt.Sub(p.cfg.Now()), p.cfg.HoldMargin)
+		b, err = p.svc.ExtendHold(ctx, b, keep)
+	}
+	if err != nil {
+		return p.refuse(ctx, a, err)
+	}
+	in, err := p.gw.Authorize(ctx, p.authorizeParams(a))
+	return p.authorized(ctx, a, in, err, true)
+}
+
+func (p *Payments) authorizeParams(a Attempt) payment.AuthorizeParams {
+	return payment.AuthorizeParams{Amount: a.Amount, Currency: a.Currency, PaymentMethod: a.PaymentMethod,
+		BookingID: a.BookingID, AttemptID: a.ID, Description: "flashseat booking " + a.BookingID}
+}
+
+// refuse ends an attempt that never reached the gateway because the booking cannot be paid.
+func (p *Payments) refuse(ctx context.Context, a Attempt, cause error) (PayResult, error) {
+	outcome := OutcomeNotHeld
+	switch {
+	case errors.Is(cause, ErrHoldExpired):
+		outcome = OutcomeExpired
+	case errors.Is(cause, ErrNotHeld):
+	default:
+		// A store failure, not an answer: give the key up so a retry runs afresh.
+		p.abandon(ctx, a)
+		return PayResult{}, cause
+	}
+	p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptStarted}, To: AttemptRejected, Outcome: outcome,
+		Detail: cause.Error()})
+	return PayResult{}, cause
+}
+
+// abandon forgets a STARTED attempt whose gateway call is known not to have taken effect.
+func (p *Payments) abandon(ctx context.Context, a Attempt) {
+	if err := p.store.DeleteAttempt(context.WithoutCancel(ctx), a.ID); err != nil {
+		p.log.ErrorContext(ctx, "abandon payment attempt", "attempt", a.ID, "err", err)
+	}
+}
+
+// update applies u, logging failures: the worker repeats whatever a lost update left undone.
+func (p *Payments) update(ctx context.Context, a Attempt, u AttemptUpdate) bool {
+	ok, err := p.store.UpdateAttempt(ctx, a.ID, u)
+	if err != nil {
+		p.log.ErrorContext(ctx, "update payment attempt", "attempt", a.ID, "to", u.To, "err", err)
+	}
+	return ok
+}
+
+// authorized acts on the gateway's answer to an authorization, in the live saga (live) or in recovery.
+func (p *Payments) authorized(ctx context.Context, a Attempt, in payment.Intent, err error, live bool) (PayResult, error) {
+	open := []AttemptState{AttemptStarted, AttemptPending}
+	switch {
+	case err == nil && (in.Authorized() || in.Captured()):
+		return p.complete(ctx, a, in)
+	case err == nil, errors.Is(err, payment.ErrTimeout) && ctx.Err() == nil, errors.Is(err, payment.ErrInProgress):
+		return p.pending(ctx, a)
+	case ctx.Err() != nil:
+		// Stopping: the attempt stays as it is, for the worker of the next process.
+		return PayResult{}, fmt.Errorf("payment %s interrupted: %w", a.ID, err)
+	case errors.Is(err, payment.ErrDeclined):
+		detail := "the card was declined"
+		if in.LastError != "" {
+			detail = in.LastError
+		}
+		p.update(ctx, a, AttemptUpdate{From: open, To: AttemptDeclined, Outcome: OutcomeDeclined, Detail: detail,
+			IntentID: in.ID})
+		p.unpend(ctx, a)
+		return PayResult{}, fmt.Errorf("%w: %s", ErrPaymentDeclined, detail)
+	case errors.Is(err, payment.ErrUnavailable) && live:
+		// Nothing was reserved (refused connection, open circuit, a 5xx the gateway does not keep under the key):
+		// forget the attempt so the fan may retry with the same key. The hold stays.
+		p.abandon(ctx, a)
+		return PayResult{}, fmt.Errorf("%w: %w", ErrPaymentFailed, err)
+	case errors.Is(err, payment.ErrUnavailable):
+		return p.pending(ctx, a)
+	case errors.Is(err, payment.ErrNotFound), errors.Is(err, payment.ErrInvalid):
+		p.update(ctx, a, AttemptUpdate{From: open, To: AttemptRejected, Outcome: OutcomeInvalidMethod,
+			Detail: "the payment method was refused: " + a.PaymentMethod})
+		p.unpend(ctx, a)
+		return PayResult{}, Unprocessable("the payment method %q was refused by the gateway", clip(a.PaymentMethod))
+	default:
+		p.log.ErrorContext(ctx, "authorize", "attempt", a.ID, "err", err)
+		p.update(ctx, a, AttemptUpdate{From: open, To: AttemptRejected, Outcome: OutcomeFailed,
+			Detail: "the payment gateway refused the request"})
+		p.unpend(ctx, a)
+		return PayResult{}, fmt.Errorf("%w: %w", ErrPaymentFailed, err)
+	}
+}
+
+// pending records that the gateway's answer is not known yet: the booking shows PAYMENT_PENDING, its seats stay
+// held, and the worker asks again after PendingRetry.
+func (p *Payments) pending(ctx context.Context, a Attempt) (PayResult, error) {
+	p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptStarted, AttemptPending}, To: AttemptPending,
+		Outcome: OutcomePending, Lease: p.cfg.Now().Add(p.cfg.PendingRetry)})
+	b, err := p.store.SetStatus(ctx, a.BookingID, []Status{StatusHeld}, StatusPaymentPending)
+	if err != nil {
+		if b, err = p.svc.store.Booking(ctx, a.BookingID); err != nil {
+			return PayResult{}, err
+		}
+	}
+	return PayResult{Booking: b, Pending: true}, nil
+}
+
+// unpend puts a PAYMENT_PENDING booking back to HELD once its attempt ended without money.
+func (p *Payments) unpend(ctx context.Context, a Attempt) {
+	_, _ = p.store.SetStatus(ctx, a.BookingID, []Status{StatusPaymentPending}, StatusHeld)
+}
+
+// complete confirms the booking of an authorized attempt, or gives the money back when the seats are no longer
+// the fan's.
+func (p *Payments) complete(ctx context.Context, a Attempt, in payment.Intent) (PayResult, error) {
+	if !p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptStarted, AttemptPending, AttemptAuthorized},
+		To: AttemptAuthorized, IntentID: in.ID}) {
+		// Moved on by someone else (the worker after a lease passed, or the other way round): their answer counts.
+		cur, err := p.store.Attempt(ctx, a.ID)
+		if err != nil {
+			return PayResult{}, err
+		}
+		return p.replay(ctx, cur, cur.RequestHash)
+	}
+	b, err := p.svc.store.Booking(ctx, a.BookingID)
+	if err != nil {
+		return PayResult{}, err
+	}
+	switch b.Status {
+	case StatusHeld, StatusPaymentPending:
+	case StatusExpired:
+		return p.giveBack(ctx, a, in, b, OutcomeExpired, ErrHoldExpired)
+	default:
+		if p.confirmedBy(ctx, b, a) {
+			return p.finished(ctx, a)
+		}
+		return p.giveBack(ctx, a, in, b, OutcomeNotHeld, ErrNotHeld)
+	}
+	owned, err := p.svc.locks.Owned(ctx, b)
+	if err != nil {
+		return PayResult{}, err
+	}
+	if !owned {
+		return p.giveBack(ctx, a, in, b, OutcomeExpired, ErrHoldExpired)
+	}
+	sale := Sale{AttemptID: a.ID, BookingID: b.ID, PaymentID: NewID("pay_"), IntentID: in.ID, Amount: a.Amount,
+		Currency: a.Currency}
+	for _, seat := range b.SeatIDs {
+		id := NewID("tk_")
+		code, err := p.signer.Sign(id, b.ShowID, seat)
+		if err != nil {
+			return PayResult{}, err
+		}
+		sale.Tickets = append(sale.Tickets, Ticket{ID: id, SeatID: seat, Code: code})
+	}
+	cb, err := p.store.ConfirmSale(ctx, sale)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrStale), errors.Is(err, ErrHoldExpired):
+		return p.giveBack(ctx, a, in, b, OutcomeExpired, ErrHoldExpired)
+	case errors.Is(err, ErrSeatsUnavailable):
+		return p.giveBack(ctx, a, in, b, OutcomeConflict, ErrSeatsUnavailable)
+	case errors.Is(err, ErrNotHeld):
+		if cur, rerr := p.svc.store.Booking(ctx, b.ID); rerr == nil && p.confirmedBy(ctx, cur, a) {
+			return p.finished(ctx, a)
+		}
+		return p.giveBack(ctx, a, in, b, OutcomeNotHeld, ErrNotHeld)
+	default:
+		// Unknown whether it committed: the attempt stays AUTHORIZED and the worker decides after the lease.
+		return PayResult{}, err
+	}
+	p.capture(ctx, Payment{ID: sale.PaymentID, BookingID: b.ID, AttemptID: a.ID, IntentID: in.ID, Amount: a.Amount})
+	p.svc.Sold(ctx, cb)
+	return PayResult{Booking: cb}, nil
+}
+
+// confirmedBy reports whether b was confirmed with a's money (a repeat of a confirmation that committed).
+func (p *Payments) confirmedBy(ctx context.Context, b Booking, a Attempt) bool {
+	if b.Status != StatusConfirmed {
+		return false
+	}
+	pay, err := p.store.PaymentOf(ctx, b.ID)
+	return err == nil && pay.AttemptID == a.ID
+}
+
+// finished answers for an attempt whose sale committed already.
+func (p *Payments) finished(ctx context.Context, a Attempt) (PayResult, error) {
+	b, err := p.BookingView(ctx, a.BookingID, a.UserID)
+	return PayResult{Booking: b}, err
+}
+
+// giveBack voids (or refunds) the money of an attempt whose booking cannot be confirmed, marks a booking that
+// lost its hold EXPIRED, and returns cause.
+func (p *Payments) giveBack(ctx context.Context, a Attempt, in payment.Intent, b Booking, outcome Outcome, cause error) (PayResult, error) {
+	to := AttemptVoiding
+	if in.Captured() {
+		to = AttemptRefunding
+	}
+	p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptAuthorized}, To: to, Outcome: outcome,
+		Lease: p.cfg.Now().Add(p.lease())})
+	a.State, a.IntentID = to, in.ID
+	p.settle(ctx, a)
+	if outcome != OutcomeNotHeld {
+		p.expire(ctx, b)
+	}
+	return PayResult{}, fmt.Errorf("booking %s: %w", a.BookingID, cause)
+}
+
+// expire ends a hold whose locks are lost, also from PAYMENT_PENDING, and cleans up as the reconciler would.
+func (p *Payments) expire(ctx context.Context, b Booking) {
+	eb, err := p.store.SetStatus(ctx, b.ID, []Status{StatusHeld, StatusPaymentPending}, StatusExpired)
+	if err != nil {
+		return // confirmed, cancelled or expired meanwhile
+	}
+	p.svc.afterExpiry(ctx, []Booking{eb})
+}
+
+// settle gives back the money of a VOIDING or REFUNDING attempt; on failure the worker tries again.
+func (p *Payments) settle(ctx context.Context, a Attempt) {
+	switch a.State {
+	case AttemptVoiding:
+		_, err := p.gw.Void(ctx, a.IntentID, payment.Key(a.BookingID, a.ID, payment.OpVoid))
+		if errors.Is(err, payment.ErrState) {
+			// Captured after all (a capture raced us): the money must be refunded instead.
+			if in, rerr := p.gw.Retrieve(ctx, a.IntentID); rerr == nil && in.Captured() &&
+				p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptVoiding}, To: AttemptRefunding}) {
+				a.State = AttemptRefunding
+				p.settle(ctx, a)
+				return
+			}
+		}
+		if err != nil {
+			p.log.WarnContext(ctx, "void authorization", "attempt", a.ID, "intent", a.IntentID, "err", err)
+			return
+		}
+		p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptVoiding}, To: AttemptVoided})
+	case AttemptRefunding:
+		_, err := p.gw.Refund(ctx, payment.RefundParams{IntentID: a.IntentID, Reason: "requested_by_customer",
+			IdempotencyKey: payment.Key(a.BookingID, a.ID, payment.OpRefund)})
+		if err != nil && !errors.Is(err, payment.ErrState) { // ErrState: nothing left to refund
+			p.log.WarnContext(ctx, "refund lost booking", "attempt", a.ID, "intent", a.IntentID, "err", err)
+			return
+		}
+		p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptRefunding}, To: AttemptRefunded})
+	}
+}
+
+// capture takes the money of a confirmed booking; a failure is left to the worker, never forgotten.
+func (p *Payments) capture(ctx context.Context, pay Payment) {
+	in, err := p.gw.Capture(ctx, pay.IntentID, payment.Key(pay.BookingID, pay.AttemptID, payment.OpCapture))
+	if err != nil {
+		p.log.WarnContext(ctx, "capture", "payment", pay.ID, "intent", pay.IntentID, "err", err)
+		return
+	}
+	amount := in.AmountReceived
+	if amount == 0 {
+		amount = pay.Amount
+	}
+	if err := p.store.MarkCaptured(ctx, pay.ID, amount); err != nil {
+		p.log.ErrorContext(ctx, "record capture", "payment", pay.ID, "err", err)
+	}
+}
+
+// BookingView is the user's booking with its tickets, as GET /bookings/{id} shows it.
+func (p *Payments) BookingView(ctx context.Context, id, userID string) (Booking, error) {
+	b, err := p.svc.Booking(ctx, id, userID)
+	if err != nil {
+		return Booking{}, err
+	}
+	if b.Status == StatusConfirmed || b.Status == StatusRefunded {
+		if b.Tickets, err = p.store.Tickets(ctx, b.ID); err != nil {
+			return Booking{}, err
+		}
+	}
+	return b, nil
+}

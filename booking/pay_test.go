@@ -1,0 +1,672 @@
+package booking_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/booking/internal/bookingtest"
+	"github.com/flashseat/flashseat/booking/invariant"
+	"github.com/flashseat/flashseat/booking/payment"
+	"github.com/flashseat/flashseat/booking/payment/sim"
+	"github.com/flashseat/flashseat/booking/payment/stripe"
+	"github.com/flashseat/flashseat/booking/ticket"
+	"github.com/flashseat/flashseat/shared/token"
+)
+
+// payEnv is a booking Service on the real stores with Payments over the gateway simulator, reached through the
+// Stripe adapter over HTTP as in production.
+type payEnv struct {
+	*bookingtest.Env
+	sim      *sim.Server
+	gw       payment.Gateway
+	pay      *booking.Payments
+	cfg      booking.PayConfig
+	signer   *ticket.Signer
+	verifier *ticket.Verifier
+}
+
+const webhookSecret = "whsec_paytest"
+
+func newPayEnv(t *testing.T, bcfg booking.Config, scfg sim.Config, pcfg booking.PayConfig) *payEnv {
+	t.Helper()
+	e := &payEnv{Env: bookingtest.New(t, bcfg)}
+	e.sim = sim.New(scfg, nil)
+	srv := httptest.NewServer(e.sim)
+	t.Cleanup(func() { e.sim.Close(); srv.Close() })
+	if pcfg.GatewayTimeout == 0 {
+		pcfg.GatewayTimeout = 2 * time.Second
+	}
+	if pcfg.Lease == 0 {
+		pcfg.Lease = 500 * time.Millisecond
+	}
+	if pcfg.PendingRetry == 0 {
+		pcfg.PendingRetry = 50 * time.Millisecond
+	}
+	pcfg.WebhookSecret = webhookSecret
+	gw, err := stripe.New(stripe.Config{BaseURL: srv.URL, SecretKey: "sk_test_pay", Timeout: pcfg.GatewayTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.gw = gw
+	key, _, _ := ticket.LoadKey("")
+	e.signer, _ = ticket.NewSigner(key)
+	e.verifier = ticket.NewVerifier(token.NewStaticKeys(e.signer.Public()))
+	e.cfg = pcfg
+	e.pay = e.restart(t, e.gw)
+	return e
+}
+
+// restart builds a fresh Payments on the same stores, as a new process would.
+func (e *payEnv) restart(t *testing.T, gw payment.Gateway) *booking.Payments {
+	p := booking.NewPayments(e.Svc, e.Store, gw, e.signer, e.verifier, e.cfg)
+	t.Cleanup(p.Close)
+	return p
+}
+
+func (e *payEnv) hold(t *testing.T, user string, seats ...string) booking.Booking {
+	t.Helper()
+	b, _, err := e.Svc.Hold(context.Background(), booking.HoldRequest{UserID: user, ShowID: e.Show.ID, SeatIDs: seats})
+	if err != nil {
+		t.Fatalf("hold %v: %v", seats, err)
+	}
+	return b
+}
+
+func (e *payEnv) payWith(b booking.Booking, method, key string) (booking.PayResult, error) {
+	return e.pay.Pay(context.Background(), booking.PayRequest{BookingID: b.ID, UserID: b.UserID,
+		PaymentMethod: method, IdempotencyKey: key})
+}
+
+func (e *payEnv) status(t *testing.T, id string) booking.Status {
+	t.Helper()
+	var s booking.Status
+	if err := e.Pool.QueryRow(context.Background(), `SELECT status FROM bookings WHERE id = $1`, id).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// settle runs the recovery worker until no attempt of the test has work left, then checks every invariant.
+func (e *payEnv) settle(t *testing.T, p *booking.Payments) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var open int
+		if err := e.Pool.QueryRow(ctx, `SELECT
+			(SELECT count(*) FROM payment_attempts WHERE state IN ('STARTED','PENDING','AUTHORIZED','VOIDING','REFUNDING'))
+			+ (SELECT count(*) FROM payments WHERE status IN ('AUTHORIZED','REFUNDING'))`).Scan(&open); err != nil {
+			t.Fatal(err)
+		}
+		if open == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d attempts or payments still unsettled", open)
+		}
+		time.Sleep(e.cfg.Lease / 5)
+		p.Recover(ctx)
+	}
+	e.checkInvariants(t)
+}
+
+func (e *payEnv) checkInvariants(t *testing.T) {
+	t.Helper()
+	vs, err := invariant.Check(context.Background(), e.Pool, invariant.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		t.Error(v)
+	}
+}
+
+func TestPayConfirms(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	b := e.hold(t, "u1", "D1", "D2")
+	res, err := e.payWith(b, sim.CardOK, "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := res.Booking
+	if got.Status != booking.StatusConfirmed || got.PaymentID == "" || len(got.Tickets) != 2 || res.Pending {
+		t.Fatalf("pay = %+v, want CONFIRMED with a payment and 2 tickets", res)
+	}
+	for _, tk := range got.Tickets {
+		c, err := e.verifier.Verify(tk.Code)
+		if err != nil || c.TicketID != tk.ID || c.SeatID != tk.SeatID || c.ShowID != b.ShowID {
+			t.Fatalf("ticket %+v code verifies as %+v, %v", tk, c, err)
+		}
+	}
+	again, err := e.payWith(b, sim.CardOK, "k1")
+	if err != nil || !again.Replayed || again.Booking.PaymentID != got.PaymentID || len(again.Booking.Tickets) != 2 {
+		t.Fatalf("replay = %+v, %v; want the first outcome", again, err)
+	}
+	if _, err := e.payWith(b, sim.CardDeclined, "k1"); !errors.Is(err, booking.ErrIdempotency) {
+		t.Fatalf("same key, other body: %v, want ErrIdempotency", err)
+	}
+	if _, err := e.payWith(b, sim.CardOK, "k2"); !errors.Is(err, booking.ErrNotHeld) {
+		t.Fatalf("pay a confirmed booking with a new key: %v, want ErrNotHeld", err)
+	}
+	st := e.sim.Stats()
+	if st.Authorizations != 1 || st.Captures != 1 {
+		t.Fatalf("gateway stats = %+v, want 1 authorization and 1 capture", st)
+	}
+	held, sold, err := e.Locks.Status(context.Background(), b.ShowID, b.SeatIDs)
+	if err != nil || held["D1"] || !sold["D1"] || !sold["D2"] {
+		t.Fatalf("redis after confirm: held %v sold %v (%v); want sold, not held", held, sold, err)
+	}
+	view, err := e.pay.BookingView(context.Background(), b.ID, "u1")
+	if err != nil || len(view.Tickets) != 2 || view.PaymentID != got.PaymentID {
+		t.Fatalf("booking view = %+v, %v", view, err)
+	}
+	e.settle(t, e.pay)
+}
+
+func TestPayDeclinedThenOK(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	b := e.hold(t, "u1", "E5")
+	if _, err := e.payWith(b, sim.CardDeclined, "k1"); !errors.Is(err, booking.ErrPaymentDeclined) {
+		t.Fatalf("declined card: %v, want ErrPaymentDeclined", err)
+	}
+	if s := e.status(t, b.ID); s != booking.StatusHeld {
+		t.Fatalf("status after decline = %s, want HELD", s)
+	}
+	if _, err := e.payWith(b, sim.CardDeclined, "k1"); !errors.Is(err, booking.ErrPaymentDeclined) {
+		t.Fatalf("replayed decline: %v, want ErrPaymentDeclined", err)
+	}
+	if _, err := e.payWith(b, "pm_card_bogus", "k2"); !errors.Is(err, booking.ErrValidation) {
+		t.Fatalf("unknown method: %v, want ErrValidation", err)
+	}
+	if _, err := e.payWith(b, "pm card; drop", "k3"); !errors.Is(err, booking.ErrValidation) {
+		t.Fatalf("malformed method: %v, want ErrValidation", err)
+	}
+	if _, err := e.payWith(b, sim.CardOK, ""); !errors.Is(err, booking.ErrInvalid) {
+		t.Fatalf("no key: %v, want ErrInvalid", err)
+	}
+	if res, err := e.payWith(b, sim.CardOK, "k4"); err != nil || res.Booking.Status != booking.StatusConfirmed {
+		t.Fatalf("second card: %+v, %v", res, err)
+	}
+	if st := e.sim.Stats(); st.Declines != 1 || st.Authorizations != 1 {
+		t.Fatalf("gateway stats = %+v, want 1 decline and 1 authorization", st)
+	}
+	e.settle(t, e.pay)
+}
+
+func TestPaySlowGatewayResolvedByWorker(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t, booking.Config{}, sim.Config{SlowDelay: 800 * time.Millisecond},
+		booking.PayConfig{GatewayTimeout: 150 * time.Millisecond, ReplayWait: 100 * time.Millisecond})
+	b := e.hold(t, "u1", "F1")
+	res, err := e.payWith(b, sim.CardSlow, "k1")
+	if err != nil || !res.Pending {
+		t.Fatalf("slow card: %+v, %v; want pending", res, err)
+	}
+	if s := e.status(t, b.ID); s != booking.StatusPaymentPending {
+		t.Fatalf("status = %s, want PAYMENT_PENDING", s)
+	}
+	if res, err := e.payWith(b, sim.CardSlow, "k1"); err != nil || !res.Pending {
+		t.Fatalf("replay while pending: %+v, %v", res, err)
+	}
+	if _, err := e.payWith(b, sim.CardOK, "k2"); !errors.Is(err, booking.ErrInProgress) {
+		t.Fatalf("another key while pending: %v, want ErrInProgress", err)
+	}
+	held, _, _ := e.Locks.Status(context.Background(), b.ShowID, b.SeatIDs)
+	if !held["F1"] {
+		t.Fatal("seat not held while the payment is pending")
+	}
+	e.settle(t, e.pay)
+	if s := e.status(t, b.ID); s != booking.StatusConfirmed {
+		t.Fatalf("status after recovery = %s, want CONFIRMED", s)
+	}
+	if res, err := e.payWith(b, sim.CardSlow, "k1"); err != nil || res.Pending || len(res.Booking.Tickets) != 1 {
+		t.Fatalf("replay after recovery: %+v, %v; want the confirmation", res, err)
+	}
+	if st := e.sim.Stats(); st.Authorizations != 1 || st.Captures != 1 {
+		t.Fatalf("gateway stats = %+v, want exactly one authorization and capture", st)
+	}
+}
+
+func TestPaySameKeyConcurrently(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t, booking.Config{}, sim.Config{Latency: 50 * time.Millisecond}, booking.PayConfig{})
+	b := e.hold(t, "u1", "G1", "G2", "G3")
+	var wg sync.WaitGroup
+	results := make([]booking.PayResult, 20)
+	errs := make([]error, 20)
+	for i := range results {
+		wg.Go(func() { results[i], errs[i] = e.payWith(b, sim.CardOK, "same-key") })
+	}
+	wg.Wait()
+	payID := ""
+	for i := range results {
+		if errs[i] != nil {
+			t.Fatalf("request %d: %v", i, errs[i])
+		}
+		if payID == "" {
+			payID = results[i].Booking.PaymentID
+		}
+		if results[i].Booking.PaymentID != payID || len(results[i].Booking.Tickets) != 3 {
+			t.Fatalf("request %d got %+v, want payment %s with 3 tickets", i, results[i].Booking, payID)
+		}
+	}
+	if st := e.sim.Stats(); st.Authorizations != 1 || st.Captures != 1 {
+		t.Fatalf("gateway stats = %+v, want one authorization for 20 requests", st)
+	}
+	e.settle(t, e.pay)
+}
+
+func TestPayTwoKeysAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t, booking.Config{}, sim.Config{Latency: 30 * time.Millisecond}, booking.PayConfig{})
+	for round := range 5 {
+		b := e.hold(t, fmt.Sprintf("u%d", round), booking.SeatID("H", round+1))
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i := range errs {
+			wg.Go(func() { _, errs[i] = e.payWith(b, sim.CardOK, fmt.Sprintf("key-%d-%d", round, i)) })
+		}
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, booking.ErrInProgress), errors.Is(err, booking.ErrNotHeld):
+			default:
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if ok != 1 {
+			t.Fatalf("round %d: %d payments confirmed (%v), want exactly 1", round, ok, errs)
+		}
+	}
+	if st := e.sim.Stats(); st.Authorizations != 5 {
+		t.Fatalf("gateway stats = %+v, want one authorization per booking", st)
+	}
+	e.settle(t, e.pay)
+}
+
+func TestPayRacingCancel(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t, booking.Config{}, sim.Config{Latency: 20 * time.Millisecond}, booking.PayConfig{})
+	var paid, cancelled atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 20 {
+		b := e.hold(t, fmt.Sprintf("u%d", i), booking.SeatID("I", i+1))
+		wg.Go(func() {
+			_, err := e.payWith(b, sim.CardOK, "k")
+			switch {
+			case err == nil:
+				paid.Add(1)
+			case errors.Is(err, booking.ErrNotHeld), errors.Is(err, booking.ErrHoldExpired):
+				// cancelled first, seen at the check or when extending the released locks
+			default:
+				t.Errorf("pay: %v", err)
+			}
+		})
+		wg.Go(func() {
+			// From before the pay starts to after it has confirmed: some cancels beat the check, some land while
+			// the gateway is authorizing (the authorization must then be voided), some come too late.
+			time.Sleep(time.Duration(i) * 10 * time.Millisecond)
+			_, _, err := e.pay.Cancel(context.Background(), b.ID, b.UserID)
+			switch {
+			case err == nil:
+				cancelled.Add(1)
+			case errors.Is(err, booking.ErrNotHeld):
+			default:
+				t.Errorf("cancel: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if paid.Load()+cancelled.Load() != 20 {
+		t.Fatalf("%d paid + %d cancelled, want 20 in all: each booking is either sold or cancelled", paid.Load(), cancelled.Load())
+	}
+	t.Logf("paid %d, cancelled %d", paid.Load(), cancelled.Load())
+	e.settle(t, e.pay)
+	st := e.sim.Stats()
+	t.Logf("gateway: %d authorizations, %d captures, %d voids", st.Authorizations, st.Captures, st.Voids)
+	if int64(st.Captures) != paid.Load() || st.Authorizations-st.Captures != st.Voids {
+		t.Fatalf("gateway stats = %+v: every authorization must end captured (paid %d) or voided", st, paid.Load())
+	}
+}
+
+func TestPayRacingHoldExpiry(t *testing.T) {
+	t.Parallel()
+	const ttl = 300 * time.Millisecond
+	e := newPayEnv(t, booking.Config{HoldTTL: ttl}, sim.Config{}, booking.PayConfig{})
+	var paid, expired atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 20 {
+		b := e.hold(t, fmt.Sprintf("u%d", i), booking.SeatID("J", i+1))
+		wg.Go(func() {
+			// Spread the pays around the moment the hold lapses.
+			time.Sleep(ttl - 60*time.Millisecond + time.Duration(i)*6*time.Millisecond)
+			_, err := e.payWith(b, sim.CardOK, "k")
+			switch {
+			case err == nil:
+				paid.Add(1)
+			case errors.Is(err, booking.ErrHoldExpired):
+				expired.Add(1)
+			default:
+				t.Errorf("pay: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("paid %d, expired %d", paid.Load(), expired.Load())
+	if paid.Load()+expired.Load() != 20 {
+		t.Fatalf("%d + %d answers, want 20", paid.Load(), expired.Load())
+	}
+	e.settle(t, e.pay)
+	if st := e.sim.Stats(); int64(st.Captures) != paid.Load() || st.Authorizations != st.Captures+st.Voids {
+		t.Fatalf("gateway stats = %+v, want captures = paid (%d) and nothing else left authorized", st, paid.Load())
+	}
+}
+
+// hooked is a gateway that runs a hook after each authorization returns.
+type hooked struct {
+	payment.Gateway
+	afterAuthorize func(ctx context.Context)
+}
+
+func (g *hooked) Authorize(ctx context.Context, p payment.AuthorizeParams) (payment.Intent, error) {
+	in, err := g.Gateway.Authorize(ctx, p)
+	if g.afterAuthorize != nil {
+		g.afterAuthorize(ctx)
+	}
+	return in, err
+}
+
+func TestPayRedisLostBetweenAuthorizeAndConfirm(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	p := e.restart(t, &hooked{Gateway: e.gw, afterAuthorize: func(context.Context) { bookingtest.DeleteShowKeys(e.RDB, e.Show.ID) }})
+	b := e.hold(t, "u1", "A1", "A2")
+	_, err := p.Pay(context.Background(), booking.PayRequest{BookingID: b.ID, UserID: "u1", PaymentMethod: sim.CardOK,
+		IdempotencyKey: "k1"})
+	if !errors.Is(err, booking.ErrHoldExpired) {
+		t.Fatalf("pay after Redis lost the locks: %v, want ErrHoldExpired", err)
+	}
+	if s := e.status(t, b.ID); s != booking.StatusExpired {
+		t.Fatalf("status = %s, want EXPIRED", s)
+	}
+	if st := e.sim.Stats(); st.Authorizations != 1 || st.Voids != 1 || st.Captures != 0 {
+		t.Fatalf("gateway stats = %+v, want the authorization voided", st)
+	}
+	e.settle(t, p)
+	// The seats can be held and bought again, under a new fencing epoch.
+	b2 := e.hold(t, "u2", "A1", "A2")
+	if res, err := e.payWith(b2, sim.CardOK, "k2"); err != nil || res.Booking.Status != booking.StatusConfirmed {
+		t.Fatalf("resale: %+v, %v", res, err)
+	}
+	e.settle(t, e.pay)
+}
+
+// crashing is a PaymentStore that stops the process (cancels the saga) at a chosen step.
+type crashing struct {
+	booking.PaymentStore
+	beforeSale func()
+}
+
+func (s *crashing) ConfirmSale(ctx context.Context, sale booking.Sale) (booking.Booking, error) {
+	if s.beforeSale != nil {
+		s.beforeSale()
+		<-ctx.Done()
+		return booking.Booking{}, ctx.Err()
+	}
+	return s.PaymentStore.ConfirmSale(ctx, sale)
+}
+
+func TestPayProcessKilledBetweenAuthorizeAndConfirm(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	ctx := context.Background()
+
+	// Killed right after the gateway answered, before the intent was even recorded.
+	var first *booking.Payments
+	first = booking.NewPayments(e.Svc, e.Store, &hooked{Gateway: e.gw, afterAuthorize: func(ctx context.Context) {
+		go first.Close()
+		<-ctx.Done() // the process is gone before it could record the answer
+	}}, e.signer, e.verifier, e.cfg)
+	b1 := e.hold(t, "u1", "B1")
+	if _, err := first.Pay(ctx, booking.PayRequest{BookingID: b1.ID, UserID: "u1", PaymentMethod: sim.CardOK,
+		IdempotencyKey: "k1"}); err == nil {
+		t.Fatal("the killed saga reported success")
+	}
+	first.Close()
+
+	// Killed with the authorization recorded, just before the sale's transaction.
+	var second *booking.Payments
+	second = booking.NewPayments(e.Svc, &crashing{PaymentStore: e.Store, beforeSale: func() { go second.Close() }},
+		e.gw, e.signer, e.verifier, e.cfg)
+	b2 := e.hold(t, "u2", "B2")
+	if _, err := second.Pay(ctx, booking.PayRequest{BookingID: b2.ID, UserID: "u2", PaymentMethod: sim.CardOK,
+		IdempotencyKey: "k2"}); err == nil {
+		t.Fatal("the killed saga reported success")
+	}
+	second.Close()
+	var states []string
+	rows, _ := e.Pool.Query(ctx, `SELECT state FROM payment_attempts ORDER BY created_at`)
+	for rows.Next() {
+		var s string
+		_ = rows.Scan(&s)
+		states = append(states, s)
+	}
+	if fmt.Sprint(states) != "[STARTED AUTHORIZED]" {
+		t.Fatalf("attempts after the crashes = %v, want [STARTED AUTHORIZED]", states)
+	}
+
+	// The next process's worker finishes both sales once the dead sagas' leases pass.
+	e.settle(t, e.pay)
+	for _, b := range []booking.Booking{b1, b2} {
+		if s := e.status(t, b.ID); s != booking.StatusConfirmed {
+			t.Fatalf("booking %s after recovery = %s, want CONFIRMED", b.ID, s)
+		}
+	}
+	// A client retrying its key after the restart gets the confirmation.
+	if res, err := e.payWith(b1, sim.CardOK, "k1"); err != nil || len(res.Booking.Tickets) != 1 {
+		t.Fatalf("retry after restart: %+v, %v", res, err)
+	}
+	if st := e.sim.Stats(); st.Authorizations != 2 || st.Captures != 2 {
+		t.Fatalf("gateway stats = %+v, want 2 authorizations (one per booking) and 2 captures", st)
+	}
+}
+
+func TestPayCircuitBreaker(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t, booking.Config{}, sim.Config{FailureRate: 1}, booking.PayConfig{})
+	br := payment.NewBreaker(e.gw, 3, 300*time.Millisecond)
+	p := e.restart(t, br)
+	b := e.hold(t, "u1", "C1")
+	pay := func(key string) error {
+		_, err := p.Pay(context.Background(), booking.PayRequest{BookingID: b.ID, UserID: "u1",
+			PaymentMethod: sim.CardOK, IdempotencyKey: key})
+		return err
+	}
+	for i := range 3 {
+		if err := pay("k"); !errors.Is(err, booking.ErrPaymentFailed) || !errors.Is(err, payment.ErrUnavailable) {
+			t.Fatalf("call %d: %v, want ErrPaymentFailed", i, err)
+		}
+	}
+	start := time.Now()
+	err := pay("k")
+	var open *payment.OpenError
+	if !errors.As(err, &open) || open.RetryAfter <= 0 || time.Since(start) > 100*time.Millisecond {
+		t.Fatalf("4th call: %v after %v, want a fast OpenError with RetryAfter", err, time.Since(start))
+	}
+	if s := e.status(t, b.ID); s != booking.StatusHeld {
+		t.Fatalf("status with the circuit open = %s, want HELD", s)
+	}
+	e.sim.SetFailureRate(0)
+	time.Sleep(350 * time.Millisecond)
+	if err := pay("k"); err != nil { // the same key runs afresh: failed calls were not recorded as outcomes
+		t.Fatalf("after the cool-down: %v", err)
+	}
+	e.settle(t, p)
+}
+
+func TestRefund(t *testing.T) {
+	t.Parallel()
+	// The fixture's show starts in 48h: a 24h window leaves a day to refund.
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{RefundWindow: 24 * time.Hour})
+	ctx := context.Background()
+	b := e.hold(t, "u1", "D7", "D8")
+	res, err := e.payWith(b, sim.CardOK, "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pay.Refund(ctx, b.ID, "u2"); !errors.Is(err, booking.ErrNotFound) {
+		t.Fatalf("another user's refund: %v, want ErrNotFound", err)
+	}
+	rb, err := e.pay.Refund(ctx, b.ID, "u1")
+	if err != nil || rb.Status != booking.StatusRefunded {
+		t.Fatalf("refund = %+v, %v", rb, err)
+	}
+	if again, err := e.pay.Refund(ctx, b.ID, "u1"); err != nil || again.Status != booking.StatusRefunded {
+		t.Fatalf("second refund = %+v, %v; want the same answer", again, err)
+	}
+	intent := e.sim.Intents()[0]
+	if got := e.sim.Refunded(intent.ID); got != b.TotalAmount {
+		t.Fatalf("gateway refunded %d, want %d", got, b.TotalAmount)
+	}
+	if _, err := e.pay.CheckIn(ctx, res.Booking.Tickets[0].Code, "staff"); !errors.Is(err, booking.ErrTicketVoid) {
+		t.Fatalf("check-in of a refunded ticket: %v, want ErrTicketVoid", err)
+	}
+	// The seats are on sale again at once.
+	b2 := e.hold(t, "u2", "D7", "D8")
+	if _, err := e.payWith(b2, sim.CardOK, "k2"); err != nil {
+		t.Fatalf("resale after refund: %v", err)
+	}
+	e.settle(t, e.pay)
+
+	// A booking that is not confirmed, and a show too close to refund.
+	b3 := e.hold(t, "u3", "D9")
+	if _, err := e.pay.Refund(ctx, b3.ID, "u3"); !errors.Is(err, booking.ErrNotConfirmed) {
+		t.Fatalf("refund of a held booking: %v, want ErrNotConfirmed", err)
+	}
+	late := booking.NewPayments(e.Svc, e.Store, e.gw, e.signer, e.verifier, booking.PayConfig{RefundWindow: 72 * time.Hour})
+	defer late.Close()
+	if _, err := late.Refund(ctx, b2.ID, "u2"); !errors.Is(err, booking.ErrRefundWindow) {
+		t.Fatalf("refund inside 72h of a show 48h away: %v, want ErrRefundWindow", err)
+	}
+}
+
+func TestCheckInOnce(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	ctx := context.Background()
+	b := e.hold(t, "u1", "E1")
+	res, err := e.payWith(b, sim.CardOK, "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := res.Booking.Tickets[0].Code
+	var ok, used atomic.Int64
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			_, err := e.pay.CheckIn(ctx, code, "gate-1")
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case errors.Is(err, booking.ErrAlreadyCheckedIn):
+				used.Add(1)
+			default:
+				t.Errorf("scan: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if ok.Load() != 1 || used.Load() != 19 {
+		t.Fatalf("%d scans admitted, %d refused; want 1 and 19", ok.Load(), used.Load())
+	}
+	other, _, _ := ticket.LoadKey("")
+	forger, _ := ticket.NewSigner(other)
+	forged, _ := forger.Sign(res.Booking.Tickets[0].ID, b.ShowID, "E1")
+	unknownTicket, _ := e.signer.Sign("tk_nosuchticket", b.ShowID, "E1")
+	tests := []struct {
+		name string
+		code string
+		want error
+	}{
+		{"forged", forged, booking.ErrTicketInvalid},
+		{"garbage", "not-a-code", booking.ErrTicketInvalid},
+		{"empty", "", booking.ErrInvalid},
+		{"well signed, unknown ticket", unknownTicket, booking.ErrNotFound},
+	}
+	for _, tt := range tests {
+		if _, err := e.pay.CheckIn(ctx, tt.code, "gate-1"); !errors.Is(err, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
+		}
+	}
+	if _, err := e.pay.Ticket(ctx, res.Booking.Tickets[0].ID, "u2"); !errors.Is(err, booking.ErrNotFound) {
+		t.Fatalf("another user's ticket: %v, want ErrNotFound", err)
+	}
+	png, err := e.pay.TicketQR(ctx, res.Booking.Tickets[0].ID, "u1", 0)
+	if err != nil || len(png) < 100 {
+		t.Fatalf("qr: %d bytes, %v", len(png), err)
+	}
+}
+
+func TestWebhook(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	ctx := context.Background()
+	b := e.hold(t, "u1", "F9")
+	if _, err := e.payWith(b, sim.CardDeclined, "k1"); !errors.Is(err, booking.ErrPaymentDeclined) {
+		t.Fatal(err)
+	}
+	if _, _, err := e.pay.Cancel(ctx, b.ID, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	var attemptID string
+	if err := e.Pool.QueryRow(ctx, `SELECT id FROM payment_attempts WHERE booking_id = $1`, b.ID).Scan(&attemptID); err != nil {
+		t.Fatal(err)
+	}
+	// Money appears at the gateway for the declined attempt of a cancelled booking (a late second authorization,
+	// say); the webhook telling us must make us give it back.
+	in, err := e.gw.Authorize(ctx, payment.AuthorizeParams{Amount: b.TotalAmount, Currency: "INR", PaymentMethod: sim.CardOK,
+		BookingID: b.ID, AttemptID: attemptID, IdempotencyKey: "late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Appendf(nil, `{"id":"evt_1","object":"event","type":"payment_intent.amount_capturable_updated","created":%d,
+		"data":{"object":{"id":%q,"object":"payment_intent","status":"requires_capture","amount":%d,
+		"metadata":{"booking_id":%q,"attempt_id":%q}}}}`, time.Now().Unix(), in.ID, b.TotalAmount, b.ID, attemptID)
+	tests := []struct {
+		name string
+		sig  string
+		want error
+	}{
+		{"bad signature", payment.Sign(body, "whsec_wrong", time.Now()), booking.ErrWebhook},
+		{"stale", payment.Sign(body, webhookSecret, time.Now().Add(-time.Hour)), booking.ErrWebhook},
+		{"good", payment.Sign(body, webhookSecret, time.Now()), nil},
+		{"redelivered", payment.Sign(body, webhookSecret, time.Now()), nil},
+	}
+	for _, tt := range tests {
+		if err := e.pay.Webhook(ctx, body, tt.sig); !errors.Is(err, tt.want) {
+			t.Fatalf("%s: %v, want %v", tt.name, err, tt.want)
+		}
+	}
+	if got, _ := e.sim.Intent(in.ID); !got.Canceled() {
+		t.Fatalf("intent after the webhook = %s, want canceled", got.Status)
+	}
+	if st := e.sim.Stats(); st.Voids != 1 {
+		t.Fatalf("gateway stats = %+v, want one void (the redelivery ignored)", st)
+	}
+	if err := e.pay.Webhook(ctx, []byte(`{"id":`), payment.Sign([]byte(`{"id":`), webhookSecret, time.Now())); !errors.Is(err, booking.ErrWebhook) {
+		t.Fatalf("malformed body: %v, want ErrWebhook", err)
+	}
+	e.settle(t, e.pay)
+}

@@ -1,0 +1,52 @@
+package booking
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Refund gives a CONFIRMED booking's money back and its seats to the sale, until RefundWindow before the show.
+// The seats leave the ledger in the same transaction that records the refund, so they are on sale the moment the
+// refund is on record; the gateway's part follows (and is retried by the worker until it succeeds). Refunding a
+// booking already refunded answers the same again.
+func (p *Payments) Refund(ctx context.Context, id, userID string) (Booking, error) {
+	b, err := p.svc.Booking(ctx, id, userID)
+	if err != nil {
+		return Booking{}, err
+	}
+	if b.Status == StatusRefunded {
+		return b, nil
+	}
+	if b.Status != StatusConfirmed {
+		return Booking{}, fmt.Errorf("booking %s is %s: %w", id, b.Status, ErrNotConfirmed)
+	}
+	show, err := p.svc.Show(ctx, b.ShowID)
+	if err != nil {
+		return Booking{}, err
+	}
+	if deadline := show.StartsAt.Add(-p.cfg.RefundWindow); !p.cfg.Now().Before(deadline) {
+		return Booking{}, fmt.Errorf("%w: refunds closed at %s", ErrRefundWindow, deadline.UTC().Format(time.RFC3339))
+	}
+	b, r, err := p.store.RecordRefund(ctx, id, userID, NewID("rf_"))
+	if err != nil {
+		return Booking{}, err
+	}
+	p.svc.Unsold(ctx, b)
+	if !r.Succeeded {
+		sctx, cancel := p.sagaContext(ctx)
+		defer cancel()
+		p.settleRefund(sctx, r)
+	}
+	return b, nil
+}
+
+// Cancel cancels the user's HELD booking (see Service.Cancel) and has the worker look at once for any
+// authorization the booking still has (one whose saga died between authorize and confirm), to void it.
+func (p *Payments) Cancel(ctx context.Context, id, userID string) (Booking, []string, error) {
+	b, freed, err := p.svc.Cancel(ctx, id, userID)
+	if err == nil {
+		p.nudge()
+	}
+	return b, freed, err
+}
