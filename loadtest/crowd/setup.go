@@ -52,9 +52,15 @@ func RowName(i int) string {
 // seats, an event, and a show whose sale opens SaleDelay from now; then it switches the show's queue on (or off
 // for a hold-storm). It returns the show and the instant its sale opens.
 func Setup(ctx context.Context, c *client.Client, sc loadtest.Scenario, runID string) (string, time.Time, error) {
+	rows := Layout(sc.Seats)
+	// Only the hall's own categories get a price: booking refuses a price for a category the hall lacks.
+	showPrices := map[string]int64{}
+	for _, r := range rows {
+		showPrices[r.Category] = prices[r.Category]
+	}
 	v, err := c.CreateVenue(ctx, client.Venue{
 		Name: "Loadtest Arena " + runID, City: "Loadtest",
-		Halls: []client.Hall{{Name: "Hall " + runID, Rows: Layout(sc.Seats)}},
+		Halls: []client.Hall{{Name: "Hall " + runID, Rows: rows}},
 	})
 	if err != nil {
 		return "", time.Time{}, err
@@ -74,7 +80,7 @@ func Setup(ctx context.Context, c *client.Client, sc loadtest.Scenario, runID st
 	showID, err := c.CreateShow(ctx, client.Show{
 		EventID: ev, HallID: v.Halls[0].HallID,
 		StartsAt:     now.Truncate(time.Hour).Add(30 * 24 * time.Hour),
-		SaleStartsAt: opens, Currency: "INR", Prices: prices,
+		SaleStartsAt: opens, Currency: "INR", Prices: showPrices,
 	})
 	if err != nil {
 		return "", time.Time{}, err
