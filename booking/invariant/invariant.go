@@ -50,8 +50,8 @@ func (v Violation) String() string {
 type Options struct {
 	// ShowIDs limits the check to these shows; empty checks every show.
 	ShowIDs []string
-	// Grace ignores bookings whose payment rows changed within it (settling money). Zero checks everything, which
-	// is right once all activity has stopped.
+	// Grace ignores bookings that, or whose payment rows, changed within it (money settling). Zero checks
+	// everything, which is right once all activity has stopped.
 	Grace time.Duration
 }
 
@@ -59,8 +59,12 @@ type Options struct {
 // check could not run, not that an invariant failed.
 func Check(ctx context.Context, pool *pgxpool.Pool, opts Options) ([]Violation, error) {
 	var out []Violation
+	shows := opts.ShowIDs
+	if shows == nil {
+		shows = []string{} // a nil slice would travel as NULL, which matches nothing
+	}
 	for _, q := range queries {
-		rows, err := pool.Query(ctx, q.sql, opts.ShowIDs, opts.Grace.Seconds())
+		rows, err := pool.Query(ctx, q.sql, shows, opts.Grace.Seconds())
 		if err != nil {
 			return out, fmt.Errorf("invariant %s: %w", q.invariant, err)
 		}
@@ -82,6 +86,7 @@ func Check(ctx context.Context, pool *pgxpool.Pool, opts Options) ([]Violation, 
 // Each query takes $1 (show ids, empty for all) and $2 (grace in seconds) and returns (booking id, detail).
 // scope selects the bookings in view: of the chosen shows, and quiet for the grace period.
 const scope = `(cardinality($1::text[]) = 0 OR b.show_id = ANY($1::text[]))
+	AND b.updated_at <= now() - make_interval(secs => $2::float8)
 	AND NOT EXISTS (SELECT 1 FROM payment_attempts q WHERE q.booking_id = b.id
 		AND q.updated_at > now() - make_interval(secs => $2::float8))
 	AND NOT EXISTS (SELECT 1 FROM payments q WHERE q.booking_id = b.id

@@ -1,0 +1,210 @@
+package invariant_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/booking/invariant"
+	"github.com/flashseat/flashseat/booking/postgres"
+	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+)
+
+// ledger plants bookings in every state straight into a fresh database, so each invariant can be broken on purpose.
+type ledger struct {
+	t     *testing.T
+	pool  *pgxpool.Pool
+	st    *postgres.Store
+	show  string
+	fence int64
+}
+
+func newLedger(t *testing.T) *ledger {
+	t.Helper()
+	pool := pgtest.New(t)
+	st := postgres.New(pool)
+	ctx := context.Background()
+	v := booking.Venue{Name: "V", City: "C", Halls: []booking.Hall{{Name: "H", Rows: []booking.Row{{Label: "A", Seats: 9, Category: "GOLD"}}}}}
+	if err := st.CreateVenue(ctx, &v); err != nil {
+		t.Fatal(err)
+	}
+	e := booking.Event{Title: "E", Kind: "movie", DurationMinutes: 90}
+	if err := st.CreateEvent(ctx, &e); err != nil {
+		t.Fatal(err)
+	}
+	sh := booking.Show{EventID: e.ID, HallID: v.Halls[0].ID, StartsAt: time.Now().Add(72 * time.Hour),
+		SaleStartsAt: time.Now().Add(-time.Hour), Currency: "INR", Prices: map[string]int64{"GOLD": 100}}
+	if err := st.CreateShow(ctx, &sh); err != nil {
+		t.Fatal(err)
+	}
+	return &ledger{t: t, pool: pool, st: st, show: sh.ID}
+}
+
+func (l *ledger) exec(sql string, args ...any) {
+	l.t.Helper()
+	if _, err := l.pool.Exec(context.Background(), sql, args...); err != nil {
+		l.t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// held creates a HELD booking of the seats.
+func (l *ledger) held(seats ...string) string {
+	l.t.Helper()
+	l.fence++
+	b := booking.Booking{ID: booking.NewID("bk_"), UserID: "u", ShowID: l.show, SeatIDs: seats, TotalAmount: int64(100 * len(seats)),
+		Currency: "INR", Fence: l.fence, ExpiresAt: time.Now().Add(time.Minute), CreatedAt: time.Now()}
+	if err := l.st.CreateHold(context.Background(), &b); err != nil {
+		l.t.Fatal(err)
+	}
+	return b.ID
+}
+
+// attempt records a payment attempt of the booking in the given state.
+func (l *ledger) attempt(bookingID, state string) string {
+	l.t.Helper()
+	id := booking.NewID("pa_")
+	l.exec(`INSERT INTO payment_attempts (id, booking_id, user_id, idempotency_key, request_hash, payment_method,
+		amount, currency, state, intent_id, lease_until) SELECT $1, $2, 'u', $1, 'h', 'pm_card_ok', total_amount, 'INR', $3,
+		'pi_' || $1, now() FROM bookings WHERE id = $2`, id, bookingID, state)
+	return id
+}
+
+// sold confirms the booking with a payment in the given status and captured amount, and a ticket per seat.
+func (l *ledger) sold(status string, captured int64, seats ...string) string {
+	l.t.Helper()
+	id := l.held(seats...)
+	if _, err := l.st.Confirm(context.Background(), id); err != nil {
+		l.t.Fatal(err)
+	}
+	a := l.attempt(id, "CONFIRMED")
+	l.exec(`INSERT INTO payments (id, booking_id, attempt_id, intent_id, amount, currency, status, captured_amount)
+		SELECT 'pay_' || $1, $1, $2, 'pi_' || $2, total_amount, 'INR', $3, $4 FROM bookings WHERE id = $1`, id, a, status, captured)
+	l.exec(`INSERT INTO tickets (id, booking_id, user_id, show_id, seat_id, code, status)
+		SELECT 'tk_' || $1 || s, $1, 'u', show_id, s, 'code', 'VALID' FROM bookings, unnest(seat_ids) s WHERE id = $1`, id)
+	return id
+}
+
+func (l *ledger) check(opts invariant.Options) []invariant.Violation {
+	l.t.Helper()
+	vs, err := invariant.Check(context.Background(), l.pool, opts)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return vs
+}
+
+func TestCleanLedger(t *testing.T) {
+	t.Parallel()
+	l := newLedger(t)
+	l.sold("CAPTURED", 200, "A1", "A2")
+	declined := l.held("A3")
+	l.attempt(declined, "DECLINED")
+	expired := l.held("A4")
+	l.attempt(expired, "VOIDED")
+	l.exec(`UPDATE bookings SET status = 'EXPIRED' WHERE id = $1`, expired)
+	refunded := l.sold("CAPTURED", 100, "A5")
+	l.exec(`DELETE FROM sold_seats WHERE booking_id = $1`, refunded)
+	l.exec(`UPDATE bookings SET status = 'REFUNDED' WHERE id = $1`, refunded)
+	l.exec(`UPDATE tickets SET status = 'VOID' WHERE booking_id = $1`, refunded)
+	l.exec(`UPDATE payments SET status = 'REFUNDED', refunded_amount = 100 WHERE booking_id = $1`, refunded)
+	l.exec(`INSERT INTO refunds (id, booking_id, payment_id, amount, status) VALUES ('rf_1', $1, 'pay_' || $1, 100, 'SUCCEEDED')`, refunded)
+	if vs := l.check(invariant.Options{}); len(vs) != 0 {
+		t.Fatalf("violations in a clean ledger: %v", vs)
+	}
+}
+
+func TestPlantedViolations(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		plant func(l *ledger) string // returns the booking expected in the violation ("" for a seat)
+		want  string
+	}{
+		{"confirmed, never captured", func(l *ledger) string { return l.sold("AUTHORIZED", 0, "A1") }, invariant.ConfirmedPaid},
+		{"confirmed, captured short", func(l *ledger) string { return l.sold("CAPTURED", 50, "A1") }, invariant.ConfirmedPaid},
+		{"confirmed, no payment", func(l *ledger) string {
+			id := l.held("A1")
+			_, _ = l.st.Confirm(context.Background(), id)
+			return id
+		}, invariant.ConfirmedPaid},
+		{"confirmed, ticket missing", func(l *ledger) string {
+			id := l.sold("CAPTURED", 200, "A1", "A2")
+			l.exec(`DELETE FROM tickets WHERE booking_id = $1 AND seat_id = 'A2'`, id)
+			return id
+		}, invariant.ConfirmedPaid},
+		{"two live tickets for a seat", func(l *ledger) string {
+			l.sold("CAPTURED", 100, "A1")
+			l.exec(`DROP INDEX tickets_live_seat`)
+			l.exec(`INSERT INTO tickets (id, booking_id, user_id, show_id, seat_id, code, status)
+				VALUES ('tk_dup', $1, 'u', $2, 'A1', 'code', 'VALID')`, l.held("A2"), l.show)
+			return ""
+		}, invariant.SeatOnce},
+		{"seat in the ledger of an expired booking", func(l *ledger) string {
+			id := l.held("A1")
+			_, _ = l.st.Confirm(context.Background(), id)
+			l.exec(`UPDATE bookings SET status = 'EXPIRED' WHERE id = $1`, id)
+			return id
+		}, invariant.SeatOnce},
+		{"expired booking with money authorized", func(l *ledger) string {
+			id := l.held("A1")
+			l.attempt(id, "AUTHORIZED")
+			l.exec(`UPDATE bookings SET status = 'EXPIRED' WHERE id = $1`, id)
+			return id
+		}, invariant.NoMoneyLeft},
+		{"cancelled booking with a void never done", func(l *ledger) string {
+			id := l.held("A1")
+			l.attempt(id, "VOIDING")
+			l.exec(`UPDATE bookings SET status = 'CANCELLED' WHERE id = $1`, id)
+			return id
+		}, invariant.NoMoneyLeft},
+		{"confirmed booking with a second authorization left", func(l *ledger) string {
+			id := l.sold("CAPTURED", 100, "A1")
+			l.attempt(id, "AUTHORIZED")
+			return id
+		}, invariant.NoMoneyLeft},
+		{"refunded, refund pending", func(l *ledger) string {
+			id := l.sold("CAPTURED", 100, "A1")
+			l.exec(`DELETE FROM sold_seats WHERE booking_id = $1`, id)
+			l.exec(`UPDATE bookings SET status = 'REFUNDED' WHERE id = $1`, id)
+			l.exec(`UPDATE tickets SET status = 'VOID' WHERE booking_id = $1`, id)
+			l.exec(`UPDATE payments SET status = 'REFUNDING' WHERE booking_id = $1`, id)
+			l.exec(`INSERT INTO refunds (id, booking_id, payment_id, status) VALUES ('rf_1', $1, 'pay_' || $1, 'PENDING')`, id)
+			return id
+		}, invariant.RefundEqualsCapture},
+		{"refunded, tickets still live", func(l *ledger) string {
+			id := l.sold("CAPTURED", 100, "A1")
+			l.exec(`DELETE FROM sold_seats WHERE booking_id = $1`, id)
+			l.exec(`UPDATE bookings SET status = 'REFUNDED' WHERE id = $1`, id)
+			l.exec(`UPDATE payments SET status = 'REFUNDED', refunded_amount = 100 WHERE booking_id = $1`, id)
+			l.exec(`INSERT INTO refunds (id, booking_id, payment_id, amount, status) VALUES ('rf_1', $1, 'pay_' || $1, 100, 'SUCCEEDED')`, id)
+			return id
+		}, invariant.RefundEqualsCapture},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			l := newLedger(t)
+			l.sold("CAPTURED", 100, "A9") // a healthy neighbour that must not be reported
+			want := tt.plant(l)
+			vs := l.check(invariant.Options{})
+			if !slices.ContainsFunc(vs, func(v invariant.Violation) bool {
+				return v.Invariant == tt.want && v.BookingID == want
+			}) {
+				t.Fatalf("violations = %v, want %s for booking %q", vs, tt.want, want)
+			}
+			// Scoped to another show, nothing is reported; inside the grace period neither (money settling).
+			if vs := l.check(invariant.Options{ShowIDs: []string{"sh_other"}}); len(vs) != 0 {
+				t.Fatalf("violations in another show: %v", vs)
+			}
+			if tt.want != invariant.SeatOnce {
+				if vs := l.check(invariant.Options{Grace: time.Hour}); len(vs) != 0 {
+					t.Fatalf("violations inside the grace period: %v", vs)
+				}
+			}
+		})
+	}
+}
