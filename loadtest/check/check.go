@@ -2,6 +2,10 @@
 // directly, never through the services it judges, and lists every broken invariant with the rows involved. The
 // crowd-side invariants (queue order, tokens) are judged in package loadtest from what the fans saw; the payment
 // invariants are booking/invariant's, called from here rather than written twice.
+//
+// Invariants of the stores: no seat sold twice; the ledger's seats are exactly those of CONFIRMED bookings; no
+// HELD booking outlives its expiry by more than a reconcile interval; every Redis seat lock names a live booking
+// holding that seat; and booking/invariant's money checks.
 package check
 
 import (
@@ -26,6 +30,9 @@ type Config struct {
 	// expiry (plus Grace), because the reconciler must have run by then.
 	ReconcileInterval time.Duration
 	Grace             time.Duration // default 5s: one sweep's own run time and clock skew
+	// PaymentGrace leaves alone bookings whose payment rows changed this recently: money still in motion (a
+	// capture the recovery worker is about to retry) when the load stops.
+	PaymentGrace time.Duration
 }
 
 // Result is the checker's verdict.
