@@ -34,7 +34,7 @@ type payEnv struct {
 
 const webhookSecret = "whsec_paytest"
 
-func newPayEnv(t *testing.T, bcfg booking.Config, scfg sim.Config, pcfg booking.PayConfig) *payEnv {
+func newPayEnv(t testing.TB, bcfg booking.Config, scfg sim.Config, pcfg booking.PayConfig) *payEnv {
 	t.Helper()
 	e := &payEnv{Env: bookingtest.New(t, bcfg)}
 	e.sim = sim.New(scfg, nil)
@@ -64,7 +64,7 @@ func newPayEnv(t *testing.T, bcfg booking.Config, scfg sim.Config, pcfg booking.
 }
 
 // restart builds a fresh Payments on the same stores, as a new process would.
-func (e *payEnv) restart(t *testing.T, gw payment.Gateway) *booking.Payments {
+func (e *payEnv) restart(t testing.TB, gw payment.Gateway) *booking.Payments {
 	p := booking.NewPayments(e.Svc, e.Store, gw, e.signer, e.verifier, e.cfg)
 	t.Cleanup(p.Close)
 	return p
