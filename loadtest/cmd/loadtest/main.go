@@ -82,6 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		noCheck     = fs.Bool("no-check", false, "skip the store checks (the crowd's own checks still run)")
 		reconcile   = fs.Duration("reconcile-interval", 30*time.Second, "booking's RECONCILE_INTERVAL: a HELD booking this long past expiry is stale")
 		slack       = fs.Duration("fairness-slack", time.Second, "event delivery skew tolerated by the queue-order check")
+		settle      = fs.Duration("settle", 3*time.Second, "wait this long after the load before checking: requests the clients gave up on may still be landing")
 		payGrace    = fs.Duration("payment-grace", 2*time.Second, "the money checks leave alone payments that changed this recently")
 		maxConns    = fs.Int("max-conns", 0, "idle keep-alive connections kept per host (0: fans+64)")
 		sources     = fs.Int("source-ips", 1, "spread connections over 127.0.0.1..N to pass the ephemeral port limit")
@@ -237,7 +238,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			shows = append(shows, r.Baseline.ShowID)
 		}
 		// The checker gets its own time: the run's deadline may be spent, and a verdict matters most then.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute+*settle)
+		select {
+		case <-time.After(*settle):
+		case <-cctx.Done():
+		}
 		res, cerr := check.Run(cctx, check.Config{DatabaseURL: *dbURL, RedisURL: *redisURL, ShowIDs: shows,
 			ReconcileInterval: *reconcile, PaymentGrace: *payGrace})
 		cancel()
