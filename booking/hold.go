@@ -209,7 +209,8 @@ func (s *Service) admit(ctx context.Context, showID, userID, raw string) (*admit
 }
 
 func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Seat, adm *admitted) (Booking, error) {
-	now := s.cfg.Now()
+	// Postgres keeps microseconds and Redis milliseconds: round once, so a replay reads back what was returned.
+	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
 	b := Booking{
 		ID:        NewID("bk_"),
 		UserID:    r.UserID,

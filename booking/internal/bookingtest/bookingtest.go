@@ -17,7 +17,9 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/booking/redis"
+	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/rediskey"
+	"github.com/flashseat/flashseat/shared/token"
 )
 
 // Redis returns a client for REDIS_URL (default the local dev Redis) closed at the end of the test.
@@ -72,11 +74,22 @@ func New(t testing.TB, cfg booking.Config) *Env {
 	return NewOn(t, pool, Redis(t), cfg)
 }
 
-// NewOn is New on given stores.
-func NewOn(t testing.TB, pool *pgxpool.Pool, rdb goredis.UniversalClient, cfg booking.Config) *Env {
+// NewGated is New with a waiting-room gate trusting keys.
+func NewGated(t testing.TB, cfg booking.Config, keys token.KeySource) *Env {
+	t.Helper()
+	rdb := Redis(t)
+	return NewOn(t, pgtest.New(t), rdb, cfg, admission.NewGate(rdb, keys, 0))
+}
+
+// NewOn is New on given stores, with an optional gate.
+func NewOn(t testing.TB, pool *pgxpool.Pool, rdb goredis.UniversalClient, cfg booking.Config, gate ...*admission.Gate) *Env {
 	t.Helper()
 	e := &Env{Store: postgres.New(pool), Locks: redis.New(rdb), Pool: pool, RDB: rdb}
-	e.Svc = booking.New(e.Store, e.Locks, nil, cfg)
+	var g booking.Admitter
+	if len(gate) > 0 && gate[0] != nil {
+		g = gate[0]
+	}
+	e.Svc = booking.New(e.Store, e.Locks, g, cfg)
 	e.Show = e.NewShow(t)
 	return e
 }
