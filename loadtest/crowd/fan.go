@@ -146,11 +146,25 @@ func (p *fan) play(ctx context.Context) {
 	p.book(ctx)
 }
 
-// position records a place in the queue, and makes the first probe of a probing fan while it waits.
+// position records a place in the queue.
 func (p *fan) position(pos int) {
 	now := time.Now()
-	p.f.Positions = append(p.f.Positions, loadtest.PositionObs{At: p.cr.rec.Since(now), Position: pos})
+	ps := p.f.Positions
+	if n := len(ps); n > 0 && ps[n-1].Position == pos {
+		return // a repeat says nothing new to the fairness check
+	}
+	if len(ps) == maxPositions {
+		// A stadium crowd waits minutes with a new position every tick: halve the record, keeping its spread, so
+		// memory stays bounded per fan.
+		for i := 0; i < maxPositions/2; i++ {
+			ps[i] = ps[2*i]
+		}
+		ps = ps[:maxPositions/2]
+	}
+	p.f.Positions = append(ps, loadtest.PositionObs{At: p.cr.rec.Since(now), Position: pos})
 }
+
+const maxPositions = 128
 
 // runProbe tries the seat map without an admission token and then with the fan's user token posing as one; the
 // gate must refuse both. It runs while the fan is provably not admitted (before the admitted event).
