@@ -1,0 +1,55 @@
+package rowlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	"github.com/flashseat/flashseat/booking/rowlock"
+)
+
+func TestOneSeatManyFans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.New(t)
+	if err := rowlock.Setup(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	st := rowlock.New(pool, 200*time.Millisecond)
+	seats := []booking.Seat{{ID: "A1", Category: "GOLD", Price: 10}, {ID: "A2", Category: "GOLD", Price: 10},
+		{ID: "A3", Category: "GOLD", Price: 10}}
+	if err := st.CreateShow(ctx, "s1", seats); err != nil {
+		t.Fatal(err)
+	}
+	var won atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := st.Hold(ctx, fmt.Sprint("u", i), "s1", []string{"A2", "A1"})
+			var ce *booking.ConflictError
+			switch {
+			case err == nil:
+				won.Add(1)
+			case errors.As(err, &ce):
+			default:
+				t.Errorf("hold: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if won.Load() != 1 {
+		t.Fatalf("%d holds, want 1", won.Load())
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, err := st.Hold(ctx, "late", "s1", []string{"A1"}); err != nil {
+		t.Fatalf("hold after expiry: %v", err)
+	}
+}
