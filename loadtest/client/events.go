@@ -55,8 +55,9 @@ func (c *Client) Follow(ctx context.Context, user, showID string, handle func(Qu
 	}
 
 	var stopped bool
-	err := s.SubscribeRawWithContext(ctx, func(msg *sse.Event) {
-		if stopped {
+	handler := func(msg *sse.Event) {
+		// A heartbeat comment reaches here as an event carrying only the last id (r3labs fills it in): skip it.
+		if stopped || (len(msg.Event) == 0 && len(msg.Data) == 0) {
 			return
 		}
 		ev := QueueEvent{Kind: string(msg.Event)}
@@ -70,7 +71,17 @@ func (c *Client) Follow(ctx context.Context, user, showID string, handle func(Qu
 			stopped = true
 			stop()
 		}
-	})
+	}
+	// The r3labs client treats a stream the server closed cleanly as finished, not as dropped; but the waiting
+	// room only ends a stream after a verdict event, so a clean close without one (a replica shutting down, a proxy
+	// timing out) is resumed here, with the same client and so the same Last-Event-ID.
+	var err error
+	for resumes := 0; resumes < 8; resumes++ {
+		err = s.SubscribeRawWithContext(ctx, handler)
+		if stopped || err != nil || ctx.Err() != nil {
+			break
+		}
+	}
 	if stopped {
 		return nil
 	}
