@@ -12,6 +12,10 @@ import (
 // need them (they ask the gateway themselves); an event only makes things happen sooner, and catches money that
 // arrived where no booking wants it: a success for an attempt whose booking expired or was cancelled is given back.
 func (p *Payments) Webhook(ctx context.Context, body []byte, signature string) error {
+	if p.cfg.WebhookSecret == "" {
+		// Without a secret anyone could sign; refuse everything rather than trust anything.
+		return fmt.Errorf("%w: no webhook secret is configured", ErrWebhook)
+	}
 	if err := payment.VerifySignature(body, signature, p.cfg.WebhookSecret, p.cfg.WebhookTolerance, p.cfg.Now()); err != nil {
 		return fmt.Errorf("%w: %w", ErrWebhook, err)
 	}

@@ -94,6 +94,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		log.Info("demo show ready", "show", show)
 	}
 
+	pays, err := newPayments(cfg, svc, store, reg, log)
+	if err != nil {
+		return err
+	}
+	defer pays.Close() // after the workers below: sagas still in flight stop where they are, for the next start
+
 	var guests *token.UserIssuer
 	if cfg.AuthGuest {
 		if guests, err = token.NewUserIssuer(cfg.AuthSecret); err != nil {
@@ -104,6 +110,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	defer hub.Close()
 	srv := bookinghttp.New(bookinghttp.Config{
 		Service:    svc,
+		Payments:   pays,
 		Users:      token.NewUserVerifier(cfg.AuthSecret, cfg.AuthExternal, cfg.TokenLeeway),
 		Guests:     guests,
 		AdminToken: cfg.AdminToken,
@@ -120,8 +127,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); svc.Run(workers) }()
+	go func() { defer wg.Done(); pays.Run(workers) }()
 	go func() {
 		defer wg.Done()
 		redis.WatchExpiries(workers, rdb, func(show, seat string) { svc.SeatExpired(workers, show, seat) })

@@ -45,6 +45,8 @@ type Config struct {
 
 	SeedDemo bool       // SEED_DEMO, default false
 	LogLevel slog.Level // LOG_LEVEL: debug, info, warn, error
+
+	Payment PaymentConfig // PAYMENT_*, TICKET_SIGNING_KEY (payments.go)
 }
 
 // DefaultDatabaseURL matches `make services`.
@@ -119,6 +121,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			}
 		}
 	}
+	var perrs []error
+	cfg.Payment, perrs = loadPaymentConfig(getenv)
+	errs = append(errs, perrs...)
 	if cfg.HoldTTL < time.Second {
 		errs = append(errs, errors.New("HOLD_TTL must be at least 1s"))
 	}

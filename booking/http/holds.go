@@ -103,7 +103,7 @@ func (s *Server) getBooking(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	b, err := s.svc.Booking(c.UserContext(), id, UserID(c))
+	b, err := s.bookingView(c.UserContext(), id, UserID(c))
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (s *Server) cancel(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	b, freed, err := s.svc.Cancel(c.UserContext(), id, UserID(c))
+	b, freed, err := s.cancelBooking(c.UserContext(), id, UserID(c))
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ type SeatFeed interface {
 // Config wires a Server.
 type Config struct {
 	Service    *booking.Service
+	Payments   *booking.Payments   // pay, refunds, tickets, check-in, webhooks (payment.go); nil leaves them out
 	Users      *token.UserVerifier // verifies fans' user tokens
 	Guests     *token.UserIssuer   // signs guest tokens; nil turns POST /api/v1/auth/guest off
 	GuestTTL   time.Duration       // default 24h
@@ -130,6 +131,8 @@ func (s *Server) routes() {
 	v1.Post("/bookings/hold", s.RequireUser, s.hold)
 	v1.Get("/bookings/:bookingId", s.RequireUser, s.getBooking)
 	v1.Delete("/bookings/:bookingId", s.RequireUser, s.cancel)
+
+	s.paymentRoutes(a, v1)
 
 	admin := a.Group("/admin/v1", s.RequireAdmin)
 	admin.Post("/venues", s.createVenue)
