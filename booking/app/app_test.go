@@ -1,0 +1,182 @@
+package app_test
+
+import (
+	"bufio"
+	"context"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	edgeapp "github.com/flashseat/flashseat/edge/app"
+
+	"github.com/flashseat/flashseat/booking/app"
+	"github.com/flashseat/flashseat/booking/internal/bookingtest"
+	"github.com/flashseat/flashseat/shared/token"
+)
+
+func TestLoadConfig(t *testing.T) {
+	t.Parallel()
+	cfg, err := app.LoadConfig(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != ":8081" || cfg.HoldTTL != 10*time.Minute || cfg.MaxSeats != 10 || cfg.ReconcileInterval != 30*time.Second ||
+		cfg.RefundWindow != 48*time.Hour || !cfg.AuthGuest || !cfg.AdminTokenGenerated || len(cfg.AuthSecret) < 32 || cfg.SeedDemo {
+		t.Fatalf("defaults = %+v", cfg)
+	}
+	bad := []map[string]string{
+		{"HOLD_TTL": "soon"},
+		{"HOLD_TTL": "-1s"},
+		{"MAX_SEATS_PER_BOOKING": "0"},
+		{"AUTH_SECRET": "short"},
+		{"ADMIN_TOKEN": "short"},
+		{"AUTH_GUEST": "maybe"},
+		{"LOG_LEVEL": "loud"},
+	}
+	for _, env := range bad {
+		if _, err := app.LoadConfig(func(k string) string { return env[k] }); err == nil {
+			t.Errorf("LoadConfig accepted %v", env)
+		}
+	}
+}
+
+// TestEndToEnd starts booking and the edge on free ports and walks a fan's path through the edge: guest identity,
+// catalog, seat map, hold, a rival's conflict with alternatives, the seat stream, cancel.
+func TestEndToEnd(t *testing.T) {
+	t.Parallel()
+	key, _ := token.GenerateKey()
+	bookingURL := startBooking(t, nil, token.NewStaticKeys(key.Public()))
+	edgeURL := startEdge(t, bookingURL, key)
+	c := client{t: t, base: edgeURL}
+	show := seedShow(client{t: t, base: bookingURL})
+	t.Cleanup(func() { bookingtest.DeleteShowKeys(bookingtest.Redis(t), show) })
+
+	var fan, rival struct{ UserID, Token string }
+	if st := c.call("POST", "/api/v1/auth/guest", "", nil, &fan); st != 201 || fan.Token == "" {
+		t.Fatalf("guest: %d", st)
+	}
+	c.call("POST", "/api/v1/auth/guest", "", nil, &rival)
+
+	var cat struct {
+		Events []struct {
+			Shows []struct {
+				ShowID         string
+				AvailableSeats int
+			}
+		}
+	}
+	if st := c.call("GET", "/api/v1/events?city=Bangalore", "", nil, &cat); st != 200 {
+		t.Fatalf("catalog: %d", st)
+	}
+	found := false
+	for _, e := range cat.Events {
+		for _, s := range e.Shows {
+			found = found || (s.ShowID == show && s.AvailableSeats == 200)
+		}
+	}
+	if !found {
+		t.Fatalf("catalog lacks the show: %+v", cat)
+	}
+
+	// Watch the seat stream through the edge.
+	events := make(chan string, 16)
+	req, _ := http.NewRequest("GET", edgeURL+"/api/v1/shows/"+show+"/seats/stream", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stream: %v %v", err, resp)
+	}
+	defer resp.Body.Close()
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if line, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				events <- line
+			}
+		}
+	}()
+	time.Sleep(100 * time.Millisecond) // let the subscription settle
+
+	var seatMap struct {
+		Seats []struct{ SeatID, Status string }
+	}
+	if st := c.call("GET", "/api/v1/shows/"+show+"/seats", "", nil, &seatMap); st != 200 || len(seatMap.Seats) != 200 {
+		t.Fatalf("seat map: %d, %d seats", st, len(seatMap.Seats))
+	}
+	var held struct {
+		BookingID string
+		SeatIDs   []string
+	}
+	if st := c.call("POST", "/api/v1/bookings/hold", fan.Token, map[string]any{"showId": show, "seatIds": []string{"E10", "E11"}},
+		&held, "Idempotency-Key", "e2e-1"); st != 201 {
+		t.Fatalf("hold: %d", st)
+	}
+	var conflict struct {
+		Type         string
+		Unavailable  []string
+		Alternatives []string
+	}
+	if st := c.call("POST", "/api/v1/bookings/hold", rival.Token, map[string]any{"showId": show, "seatIds": []string{"E11", "E12"}},
+		&conflict); st != 409 || !strings.HasSuffix(conflict.Type, "/seats-unavailable") ||
+		!slices.Equal(conflict.Unavailable, []string{"E11"}) || len(conflict.Alternatives) != 2 {
+		t.Fatalf("conflict: %d %+v", st, conflict)
+	}
+	select {
+	case ev := <-events:
+		if !strings.Contains(ev, `"E10"`) || !strings.Contains(ev, "HELD") {
+			t.Fatalf("first seat event %s", ev)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("no seat event through the edge")
+	}
+	var cancelled struct {
+		Status        string
+		SeatsReleased []string
+	}
+	if st := c.call("DELETE", "/api/v1/bookings/"+held.BookingID, fan.Token, nil, &cancelled); st != 200 ||
+		cancelled.Status != "CANCELLED" || len(cancelled.SeatsReleased) != 2 {
+		t.Fatalf("cancel: %d %+v", st, cancelled)
+	}
+	if st := c.call("POST", "/api/v1/bookings/hold", rival.Token, map[string]any{"showId": show, "seatIds": []string{"E11", "E12"}}, nil); st != 201 {
+		t.Fatalf("rival after cancel: %d", st)
+	}
+}
+
+func startEdge(t testing.TB, bookingURL string, key token.Key) string {
+	t.Helper()
+	vars := map[string]string{
+		"EDGE_ADDR":             "127.0.0.1:0",
+		"BOOKING_URL":           bookingURL,
+		"AUTH_SECRET":           testSecret,
+		"ADMISSION_SIGNING_KEY": token.EncodeSeed(key),
+		"ADMISSION_KEY_ID":      key.ID,
+		"ADMIN_TOKEN":           testAdmin,
+	}
+	cfg, err := edgeapp.LoadConfig(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- edgeapp.Run(ctx, cfg, slog.New(slog.DiscardHandler), func(a string) { addr <- a }) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Errorf("edge did not shut down")
+		}
+	})
+	select {
+	case a := <-addr:
+		return "http://" + a
+	case err := <-done:
+		t.Fatalf("edge run: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("edge did not start")
+	}
+	return ""
+}
