@@ -470,7 +470,7 @@ func (s *Service) Run(ctx context.Context) error {
 		case <-hb.C:
 			s.flushHeartbeats(ctx)
 		case now := <-tick.C:
-			pulse := now.Sub(lastPulse) >= time.Second
+			pulse := now.Sub(lastPulse) >= 500*time.Millisecond // streams refresh at least every 2 s
 			if pulse {
 				lastPulse = now
 			}

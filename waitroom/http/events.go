@@ -114,7 +114,7 @@ func (s *stream) send(u waitroom.Update, first bool) bool {
 		// A reconnect that has already seen this exact state: resume without a repeat.
 		s.lastKind, s.lastAt = kind, now
 		return true
-	case id == s.lastID && now.Sub(s.lastAt) < 1900*time.Millisecond:
+	case id == s.lastID && now.Sub(s.lastAt) < 1500*time.Millisecond:
 		return true // nothing new, and the 2 s refresh is not due
 	case (kind == "sold_out" || kind == "waiting") && kind == s.lastKind && now.Sub(s.lastAt) < 10*time.Second:
 		return true // a steady state: the heartbeat keeps the stream alive

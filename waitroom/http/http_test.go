@@ -507,7 +507,7 @@ func TestStalledClientDoesNotDelayOthers(t *testing.T) {
 	if err != nil || admittedAt.IsZero() {
 		t.Fatalf("follow: %v, admitted %v", err, admittedAt)
 	}
-	if worst > 2500*time.Millisecond {
+	if worst > 3*time.Second { // refreshes come every 1.5-2 s; a blocked fan-out would stall for good
 		t.Fatalf("a gap of %v between events, want at most ~2 s", worst)
 	}
 }

@@ -79,25 +79,42 @@ if phase == 'open' then
   local scanned = 0
   local iat = now - now % 1000
   local exp = iat + ttl * 1000
+  -- Pop in batches (one ZPOPMIN, ZMSCORE and ZREM per batch, one write per key for the grants): a tick that
+  -- admits hundreds costs a handful of commands, not a handful per fan.
   while granted < n and scanned < maxScan do
-    local p = redis.call('ZPOPMIN', KEYS[4])
+    local p = redis.call('ZPOPMIN', KEYS[4], math.min(n - granted, maxScan - scanned, 1000)) -- unpack() limit
     if #p == 0 then break end
-    scanned = scanned + 1
-    local user = p[1]
-    cursor = tonumber(p[2])
-    local hb = tonumber(redis.call('ZSCORE', KEYS[6], user) or '')
-    redis.call('ZREM', KEYS[6], user)
-    if hb and hb >= now - grace then
-      granted = granted + 1
-      local jti = nonce .. '.' .. granted
-      redis.call('ZADD', KEYS[8], exp, jti)
-      redis.call('ZADD', KEYS[9], exp, jti)
-      redis.call('HSET', KEYS[10], jti, user)
-      redis.call('HSET', KEYS[7], user, jti .. '|' .. exp .. '|' .. iat)
-      out[#out + 1] = user
-      out[#out + 1] = jti
-    else
-      skipped = skipped + 1
+    local users = {}
+    for i = 1, #p, 2 do
+      users[#users + 1] = p[i]
+      cursor = tonumber(p[i + 1])
+    end
+    scanned = scanned + #users
+    local hbs = redis.call('ZMSCORE', KEYS[6], unpack(users))
+    redis.call('ZREM', KEYS[6], unpack(users))
+    local zargs, jargs, gargs = {}, {}, {}
+    for i, user in ipairs(users) do
+      local hb = tonumber(hbs[i] or '')
+      if hb and hb >= now - grace then
+        granted = granted + 1
+        local jti = nonce .. '.' .. granted
+        zargs[#zargs + 1] = exp
+        zargs[#zargs + 1] = jti
+        jargs[#jargs + 1] = jti
+        jargs[#jargs + 1] = user
+        gargs[#gargs + 1] = user
+        gargs[#gargs + 1] = jti .. '|' .. exp .. '|' .. iat
+        out[#out + 1] = user
+        out[#out + 1] = jti
+      else
+        skipped = skipped + 1
+      end
+    end
+    if #zargs > 0 then
+      redis.call('ZADD', KEYS[8], unpack(zargs))
+      redis.call('ZADD', KEYS[9], unpack(zargs))
+      redis.call('HSET', KEYS[10], unpack(jargs))
+      redis.call('HSET', KEYS[7], unpack(gargs))
     end
   end
   if granted == want then carry = credit - want else carry = 0 end
