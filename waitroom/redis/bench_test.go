@@ -147,7 +147,6 @@ func BenchmarkAdmitTick(b *testing.B) {
 	b.ReportMetric(per*baseline, "tick/zadd")
 }
 
-
 // BenchmarkAdmitScript is admit.lua alone (no signing): the Redis side of a 100-fan tick.
 func BenchmarkAdmitScript(b *testing.B) {
 	rdb := client(b)
