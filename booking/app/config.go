@@ -122,7 +122,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		}
 	}
 	var perrs []error
-	cfg.Payment, perrs = loadPaymentConfig(getenv)
+	cfg.Payment, perrs = loadPaymentConfig(str, dur)
 	errs = append(errs, perrs...)
 	if cfg.HoldTTL < time.Second {
 		errs = append(errs, errors.New("HOLD_TTL must be at least 1s"))

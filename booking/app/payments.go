@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,27 +35,10 @@ type PaymentConfig struct {
 	TicketKeyGenerated bool
 }
 
-// loadPaymentConfig reads PaymentConfig; problems are returned for LoadConfig to report with its own.
-func loadPaymentConfig(getenv func(string) string) (PaymentConfig, []error) {
+// loadPaymentConfig reads PaymentConfig with LoadConfig's own readers (which record their parse errors); the
+// other problems are returned for LoadConfig to report with its own.
+func loadPaymentConfig(str func(k, def string) string, dur func(k string, def time.Duration) time.Duration) (PaymentConfig, []error) {
 	var errs []error
-	str := func(k, def string) string {
-		if v := strings.TrimSpace(getenv(k)); v != "" {
-			return v
-		}
-		return def
-	}
-	dur := func(k string, def time.Duration) time.Duration {
-		v := str(k, "")
-		if v == "" {
-			return def
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			errs = append(errs, fmt.Errorf("%s: want a positive duration like 5s, got %q", k, v))
-			return def
-		}
-		return d
-	}
 	c := PaymentConfig{
 		GatewayURL:      str("PAYMENT_GATEWAY_URL", "http://127.0.0.1:8082"),
 		APIKey:          str("PAYMENT_API_KEY", "sk_test_flashseat"),

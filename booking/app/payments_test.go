@@ -361,3 +361,38 @@ func TestPaymentSurvivesRestart(t *testing.T) {
 	st.kill()
 	st.checkInvariants()
 }
+
+func TestPaymentConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr bool
+	}{
+		{"defaults", nil, false},
+		{"all set", map[string]string{"PAYMENT_GATEWAY_URL": "https://api.stripe.com", "PAYMENT_API_KEY": "sk_live_x",
+			"PAYMENT_TIMEOUT": "3s", "PAYMENT_BREAKER_THRESHOLD": "7", "PAYMENT_BREAKER_COOLDOWN": "1m",
+			"TICKET_SIGNING_KEY": "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc"}, false},
+		{"gateway not a URL", map[string]string{"PAYMENT_GATEWAY_URL": "stripe"}, true},
+		{"timeout not a duration", map[string]string{"PAYMENT_TIMEOUT": "soon"}, true},
+		{"threshold zero", map[string]string{"PAYMENT_BREAKER_THRESHOLD": "0"}, true},
+		{"ticket key too short", map[string]string{"TICKET_SIGNING_KEY": "abc"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := app.LoadConfig(func(k string) string { return tt.env[k] })
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("LoadConfig = %v, wantErr %v", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			p := cfg.Payment
+			if p.Timeout <= 0 || p.BreakerThreshold < 1 || p.GatewayURL == "" || len(p.TicketKey.ID) != 8 {
+				t.Fatalf("payment config %+v", p)
+			}
+			if tt.env == nil && (!p.TicketKeyGenerated || p.GatewayURL != "http://127.0.0.1:8082" || p.WebhookSecret != "") {
+				t.Fatalf("defaults %+v", p)
+			}
+		})
+	}
+}
