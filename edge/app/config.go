@@ -49,7 +49,7 @@ type Config struct {
 	// Rate limits per route class (RATE_PER_IP, RATE_PER_IP_BURST, RATE_PER_USER, RATE_PER_USER_BURST for the
 	// API; the same with RATE_QUEUE_ for the waiting room). Zero disables a limit.
 	Limits      map[edge.Class]LimitConfig
-	RateMaxKeys int           // RATE_MAX_KEYS, default 200000: buckets kept per limiter
+	RateMaxKeys int           // RATE_MAX_KEYS, default 100000: buckets kept per limiter (~150 B each)
 	RateExempt  edge.Prefixes // RATE_EXEMPT, default loopback; "none" limits every address
 	TokenLeeway time.Duration // TOKEN_LEEWAY, default 5s: clock skew tolerated between replicas
 }
@@ -104,7 +104,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			PerUser: l.float("RATE_QUEUE_PER_USER", 20), PerUserBurst: l.integer("RATE_QUEUE_PER_USER_BURST", 60),
 		},
 	}
-	cfg.RateMaxKeys = l.integer("RATE_MAX_KEYS", 200000)
+	cfg.RateMaxKeys = l.integer("RATE_MAX_KEYS", 100000)
 	cfg.TokenLeeway = l.duration("TOKEN_LEEWAY", 5*time.Second)
 	switch ex := l.str("RATE_EXEMPT", "127.0.0.0/8,::1"); ex {
 	case "none":

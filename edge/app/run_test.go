@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -70,5 +71,68 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	if _, err := http.Get(base + "/x"); err == nil {
 		t.Fatal("still accepting after shutdown")
+	}
+}
+
+// Shutdown ends proxied event streams at once instead of waiting for the drain deadline.
+func TestShutdownEndsStreams(t *testing.T) {
+	t.Parallel()
+	gone := make(chan struct{}, 1)
+	up := sseUpstream(t, time.Hour, gone)
+	cfg, err := LoadConfig(func(k string) string {
+		return map[string]string{"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": up.URL, "SHUTDOWN_TIMEOUT": "8s",
+			"ADMISSION_SIGNING_KEY": testSeed, "AUTH_SECRET": testSecret}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), func(a string) { addr <- a })
+	}()
+	resp, err := http.Get("http://" + <-addr + "/api/v1/shows/s1/seats/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := resp.Body.Read(make([]byte, 64)); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(6 * time.Second):
+		t.Fatal("an open stream held the shutdown")
+	}
+	if d := time.Since(begin); d > 3*time.Second {
+		t.Fatalf("shutdown took %v with a stream open", d)
+	}
+	select {
+	case <-gone:
+	case <-time.After(3 * time.Second):
+		t.Fatal("upstream stream left open after shutdown")
+	}
+}
+
+// Without Redis the edge is not ready and the gate refuses to guess (503), while unprotected routes still work.
+func TestRedisDown(t *testing.T) {
+	t.Parallel()
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := ln.Addr().String()
+	ln.Close()
+	up := echoUpstream(t)
+	edge := startEdge(t, map[string]string{"BOOKING_URL": up.URL, "REDIS_URL": "redis://" + dead + "/0"})
+	resp, body := do(t, "GET", edge+"/readyz", "", nil)
+	wantProblem(t, resp, body, http.StatusServiceUnavailable, "service-unavailable")
+	resp, body = do(t, "GET", edge+"/api/v1/shows/s1/seats", "", nil)
+	wantProblem(t, resp, body, http.StatusServiceUnavailable, "service-unavailable")
+	if resp, body := do(t, "GET", edge+"/api/v1/events", "", nil); resp.StatusCode != 201 {
+		t.Fatalf("unprotected route without Redis: %d %s", resp.StatusCode, body)
 	}
 }
