@@ -132,6 +132,8 @@ type Scenario struct {
 	StormDuration time.Duration `json:"stormDuration"` // how long every client hammers holds
 	Release       bool          `json:"release"`       // cancel each hold at once so seats keep cycling
 	Baseline      bool          `json:"baseline"`      // also storm the row-lock baseline in the same run
+	// StormIdempotency sends an Idempotency-Key with every platform hold (the baseline takes none).
+	StormIdempotency bool `json:"stormIdempotency"`
 }
 
 // Presets are the named scenarios. The counts are the issue's; the timings are what a 2-core machine sustains.

@@ -285,6 +285,7 @@ type Summary struct {
 // Storm is the hold-storm's headline: decisions (holds granted or refused with 409) per second and their latency,
 // for the platform and, when measured, the row-lock baseline, with the ratios.
 type Storm struct {
+	Target          string        `json:"target"`
 	Decisions       int           `json:"decisions"`
 	DecisionsPerSec float64       `json:"decisionsPerSecond"`
 	P50             time.Duration `json:"p50"`
@@ -301,7 +302,7 @@ func StormOf(r *Run) *Storm {
 	if r == nil {
 		return nil
 	}
-	s := &Storm{Histogram: Histogram(r.Steps[StepHold])}
+	s := &Storm{Target: r.Target, Histogram: Histogram(r.Steps[StepHold])}
 	var lat []time.Duration
 	for _, x := range r.Steps[StepHold] {
 		if x.Outcome == "201" || x.Outcome == "409" {

@@ -124,8 +124,3 @@ func (c *Client) HoldAt(ctx context.Context, path, user, showID string, seatIDs 
 		body: map[string]any{"showId": showID, "seatIds": seatIDs}, out: &b})
 	return b, res, err
 }
-
-// DeleteAt is Cancel against another route with the same contract.
-func (c *Client) DeleteAt(ctx context.Context, path, user string) (Result, error) {
-	return c.do(ctx, call{method: http.MethodDelete, path: path, bearer: user})
-}

@@ -2,30 +2,29 @@ package crowd
 
 import (
 	"context"
-	"net/url"
-
-	"github.com/google/uuid"
+	"errors"
 
 	"github.com/flashseat/flashseat/loadtest/client"
 )
 
-// Routes of the row-lock baseline: the classic design (one Postgres transaction, SELECT ... FOR UPDATE on every
-// requested seat row, no Redis), served beside the real hold API with the same request and answers.
-const (
-	baselineHoldPath    = "/baseline/v1/bookings/hold"
-	baselineReleasePath = "/baseline/v1/bookings/"
-)
+// Baseline is the classic design a hold-storm is also played against: somewhere to create a show with the
+// platform show's seats, and its hold route.
+type Baseline interface {
+	NewShow(ctx context.Context, seats []client.Seat) (string, error)
+	URL() string
+}
 
+// errNoRelease says a holder cannot cancel a hold (the row-lock baseline has no such route).
+var errNoRelease = errors.New("crowd: this design cannot release a hold")
+
+// rowLock storms the baseline's hold route, which takes the platform's request and answers.
 type rowLock struct{ c *client.Client }
 
-// RowLock is the baseline Holder served at c.
-func RowLock(c *client.Client) Holder { return rowLock{c} }
-
 func (h rowLock) Hold(ctx context.Context, user, showID string, seatIDs []string) (string, client.Result, error) {
-	b, res, err := h.c.HoldAt(ctx, baselineHoldPath, user, showID, seatIDs, uuid.NewString())
+	b, res, err := h.c.HoldAt(ctx, "/api/v1/bookings/hold", user, showID, seatIDs, "")
 	return b.BookingID, res, err
 }
 
-func (h rowLock) Release(ctx context.Context, user, _, bookingID string) (client.Result, error) {
-	return h.c.DeleteAt(ctx, baselineReleasePath+url.PathEscape(bookingID), user)
+func (h rowLock) Release(context.Context, string, string, string) (client.Result, error) {
+	return client.Result{}, errNoRelease
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,8 +26,10 @@ type Config struct {
 	Sample   time.Duration
 	Log      *slog.Logger
 
-	// Baseline, when set, is the row-lock design's hold endpoint, stormed after the platform in the same run.
-	Baseline Holder
+	// Baseline, when set, is the row-lock design, stormed after the platform in the same run. Transport is the
+	// run's shared transport, for the baseline's client.
+	Baseline  Baseline
+	Transport http.RoundTripper
 }
 
 // Holder is what a hold-storm hammers: the platform's hold API, or the row-lock baseline's.
@@ -44,6 +47,7 @@ type Crowd struct {
 	runCtx context.Context
 	log    *slog.Logger
 
+	noRelease      bool // the holder cannot cancel: storm clients keep their holds
 	streamFailures atomic.Int64
 	stormWindow    [2]time.Duration
 	noSeatsOnce    sync.Once
@@ -104,11 +108,20 @@ func Play(ctx context.Context, cfg Config) (*loadtest.Run, error) {
 	samples := make(chan []loadtest.QueueSample, 1)
 	go func() { samples <- cr.sample(sampleCtx, cfg.Sample) }()
 
+	var seats []client.Seat
 	switch sc.Mode {
 	case loadtest.ModeQueue:
 		run.Fans = cr.queue(ctx, cfg.Seed)
 	case loadtest.ModeHoldStorm:
-		run.Fans = cr.storm(ctx, cfg.Seed, opens, platformHolder{cfg.Client})
+		var err error
+		if seats, err = cr.seatMap(ctx); err != nil {
+			stopSampling()
+			<-samples
+			return nil, err
+		}
+		// Compared with a baseline that cannot cancel, the platform keeps its holds too: same work on both sides.
+		cr.noRelease = cfg.Baseline != nil
+		run.Fans = cr.storm(ctx, cfg.Seed, opens, platformHolder{cfg.Client, sc.StormIdempotency}, seats)
 	}
 	stopSampling()
 	run.Timeline = <-samples
@@ -121,7 +134,7 @@ func Play(ctx context.Context, cfg Config) (*loadtest.Run, error) {
 	run.StormFrom, run.StormTo = cr.stormWindow[0], cr.stormWindow[1]
 
 	if sc.Mode == loadtest.ModeHoldStorm && cfg.Baseline != nil {
-		b, err := playBaseline(ctx, cfg, opens)
+		b, err := playBaseline(ctx, cfg, seats)
 		if err != nil {
 			return run, fmt.Errorf("baseline: %w", err)
 		}

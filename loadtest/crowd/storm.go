@@ -3,9 +3,9 @@ package crowd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -15,11 +15,20 @@ import (
 	"github.com/flashseat/flashseat/loadtest/client"
 )
 
-// platformHolder storms the platform's own hold API (queue off, so no admission token).
-type platformHolder struct{ c *client.Client }
+// platformHolder storms the platform's own hold API (queue off, so no admission token). Without idemKeys it sends
+// no Idempotency-Key, like the baseline's clients (the classic design has none): a key costs booking a Postgres
+// write per request, 409s included, and the comparison is about deciding holds.
+type platformHolder struct {
+	c       *client.Client
+	idemKey bool
+}
 
 func (h platformHolder) Hold(ctx context.Context, user, showID string, seatIDs []string) (string, client.Result, error) {
-	b, res, err := h.c.Hold(ctx, user, "", showID, seatIDs, uuid.NewString())
+	key := ""
+	if h.idemKey {
+		key = uuid.NewString()
+	}
+	b, res, err := h.c.Hold(ctx, user, "", showID, seatIDs, key)
 	return b.BookingID, res, err
 }
 
@@ -27,21 +36,25 @@ func (h platformHolder) Release(ctx context.Context, user, _, bookingID string) 
 	return h.c.Cancel(ctx, user, "", bookingID)
 }
 
-// storm gives every client an identity, waits for the sale to open, then lets all of them hammer holds on the
-// show for StormDuration: hot clients on the HotSeats best seats, the rest anywhere. With Release, each hold is
-// cancelled at once so the seats keep cycling and the storm measures decisions, not a sold-out wall of 409s.
-func (cr *Crowd) storm(ctx context.Context, seed uint64, opens time.Time, h Holder) []*loadtest.Fan {
-	sc := cr.sc
+// seatMap reads the storm show's seats; the queue is off, so no admission is needed.
+func (cr *Crowd) seatMap(ctx context.Context) ([]client.Seat, error) {
 	m, res, err := cr.c.Seats(ctx, "", "", cr.showID)
 	if err != nil || res.Status != http.StatusOK || len(m.Seats) == 0 {
-		cr.log.Error("hold-storm: cannot read the seat map", "status", res.Status, "err", err)
-		return nil
+		return nil, fmt.Errorf("hold-storm: cannot read the seat map: status %d: %v", res.Status, err)
 	}
-	all := make([]string, len(m.Seats))
-	for i, s := range m.Seats {
+	return m.Seats, nil
+}
+
+// storm gives every client an identity, waits for the sale to open, then lets all of them hammer holds on the
+// show for StormDuration: hot clients on the HotSeats best seats, the rest anywhere. With Release, each hold is
+// cancelled at once so the seats keep cycling.
+func (cr *Crowd) storm(ctx context.Context, seed uint64, opens time.Time, h Holder, seats []client.Seat) []*loadtest.Fan {
+	sc := cr.sc
+	all := make([]string, len(seats))
+	for i, s := range seats {
 		all[i] = s.SeatID
 	}
-	hot := HotSeats(m.Seats, sc.HotSeats)
+	hot := HotSeats(seats, sc.HotSeats)
 
 	fans := make([]*loadtest.Fan, sc.Fans)
 	users := make([]string, sc.Fans)
@@ -117,7 +130,7 @@ func (cr *Crowd) hammer(ctx context.Context, h Holder, f *loadtest.Fan, user str
 		switch {
 		case res.Status == http.StatusCreated:
 			f.Holds++
-			if sc.Release && id != "" {
+			if sc.Release && id != "" && !cr.noRelease {
 				// Released with a context of its own: a hold left behind by the storm's end would skew the
 				// baseline that runs next.
 				rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -135,20 +148,24 @@ func (cr *Crowd) hammer(ctx context.Context, h Holder, f *loadtest.Fan, user str
 	f.Outcome = loadtest.OutcomeStormDone
 }
 
-// playBaseline plays the same hold-storm against the row-lock baseline: a fresh show set up the same way, the same
-// number of clients, seats and shares, so the two runs differ only in how a hold is decided.
-func playBaseline(ctx context.Context, cfg Config, _ time.Time) (*loadtest.Run, error) {
+// playBaseline plays the same hold-storm against the row-lock baseline: a show with the platform show's seats, the
+// same clients (their guest identities), seats, shares and duration, so the two runs differ only in how a hold is
+// decided. The baseline cannot cancel a hold, so neither side releases in a comparison (see Play).
+func playBaseline(ctx context.Context, cfg Config, seats []client.Seat) (*loadtest.Run, error) {
 	sc := cfg.Scenario
-	start := time.Now()
-	showID, opens, err := Setup(ctx, cfg.Client, sc, "baseline-"+strconv.FormatInt(start.UnixNano(), 10))
+	bc, err := client.New(cfg.Baseline.URL(), cfg.Transport, client.Options{})
 	if err != nil {
 		return nil, err
 	}
+	showID, err := cfg.Baseline.NewShow(ctx, seats)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
 	rec := loadtest.NewRecorder(start)
-	cr := &Crowd{c: cfg.Client, sc: sc, showID: showID, rec: rec, runCtx: ctx, log: cfg.Log}
-	run := &loadtest.Run{Scenario: sc, Target: cfg.Client.Base() + " (row-lock baseline)", ShowID: showID,
-		StartedAt: start, SaleOpens: opens.Sub(start)}
-	run.Fans = cr.storm(ctx, cfg.Seed+1, opens, cfg.Baseline)
+	cr := &Crowd{c: cfg.Client, sc: sc, showID: showID, rec: rec, runCtx: ctx, log: cfg.Log, noRelease: true}
+	run := &loadtest.Run{Scenario: sc, Target: cfg.Baseline.URL() + " (row-lock baseline)", ShowID: showID, StartedAt: start}
+	run.Fans = cr.storm(ctx, cfg.Seed+1, start, rowLock{bc}, seats)
 	run.Steps = rec.Samples()
 	run.Elapsed = time.Since(start)
 	run.StormFrom, run.StormTo = cr.stormWindow[0], cr.stormWindow[1]

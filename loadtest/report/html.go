@@ -184,8 +184,8 @@ code{background:#f4f6f9;padding:1px 4px;border-radius:3px}
 <p>Fans by outcome: {{outcomes .S.FanOutcomes}}</p>
 {{if .Storm}}{{with .Storm}}<h2>Hold-storm</h2>
 <table><tr><th>design</th><th>decisions</th><th>per s</th><th>p50</th><th>p99</th><th>other answers</th></tr>
-<tr><td>flashseat (Redis Lua + ledger)</td><td>{{.Decisions}}</td><td>{{printf "%.0f" .DecisionsPerSec}}</td><td>{{dur .P50}}</td><td>{{dur .P99}}</td><td>{{.Errors}}</td></tr>
-{{with .Baseline}}<tr><td>row-lock baseline (SELECT … FOR UPDATE)</td><td>{{.Decisions}}</td><td>{{printf "%.0f" .DecisionsPerSec}}</td><td>{{dur .P50}}</td><td>{{dur .P99}}</td><td>{{.Errors}}</td></tr>{{end}}
+<tr><td>flashseat (Redis Lua + ledger) at <code>{{.Target}}</code></td><td>{{.Decisions}}</td><td>{{printf "%.0f" .DecisionsPerSec}}</td><td>{{dur .P50}}</td><td>{{dur .P99}}</td><td>{{.Errors}}</td></tr>
+{{with .Baseline}}<tr><td>row-lock baseline (SELECT … FOR UPDATE), in-process, no edge hop</td><td>{{.Decisions}}</td><td>{{printf "%.0f" .DecisionsPerSec}}</td><td>{{dur .P50}}</td><td>{{dur .P99}}</td><td>{{.Errors}}</td></tr>{{end}}
 </table>{{if .Baseline}}<p><b>{{printf "%.1f" .ThroughputRatio}}×</b> the baseline's decisions per second; p99 <b>{{printf "%.1f" .P99Ratio}}×</b> lower.</p>{{end}}{{end}}{{end}}
 {{if eq (print .S.Scenario.Mode) "queue"}}<h2>Queue</h2>
 <p>Fairness: {{.S.Fairness.Checked}} admitted fans had a position after opening; Spearman rank correlation between place in line and admission order <b>{{printf "%.3f" .S.Fairness.Spearman}}</b>; {{len .S.Fairness.Overtaken}} overtaken.

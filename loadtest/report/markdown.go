@@ -67,10 +67,10 @@ func Markdown(w io.Writer, d Document) error {
 	if st := s.Storm; st != nil {
 		fmt.Fprintln(w, "\n| design | decisions/s | p50 | p99 |")
 		fmt.Fprintln(w, "| --- | ---: | ---: | ---: |")
-		fmt.Fprintf(w, "| flashseat (Redis Lua + Postgres ledger) | %.0f | %s | %s |\n", st.DecisionsPerSec,
+		fmt.Fprintf(w, "| flashseat (Redis Lua + Postgres ledger) at %s | %.0f | %s | %s |\n", st.Target, st.DecisionsPerSec,
 			loadtest.FormatDuration(st.P50), loadtest.FormatDuration(st.P99))
 		if b := st.Baseline; b != nil {
-			fmt.Fprintf(w, "| row-lock baseline (SELECT … FOR UPDATE) | %.0f | %s | %s |\n", b.DecisionsPerSec,
+			fmt.Fprintf(w, "| row-lock baseline (SELECT … FOR UPDATE), in-process, no edge hop | %.0f | %s | %s |\n", b.DecisionsPerSec,
 				loadtest.FormatDuration(b.P50), loadtest.FormatDuration(b.P99))
 			fmt.Fprintf(w, "\nRatio: %.1f× the decisions per second, p99 %.1f× lower.\n", st.ThroughputRatio, st.P99Ratio)
 		}

@@ -68,10 +68,10 @@ func Text(w io.Writer, d Document) error {
 		}
 	}
 	if st := s.Storm; st != nil {
-		fmt.Fprintf(w, "\nhold-storm: %d decisions, %.0f/s, p50 %s, p99 %s, %d other answers\n", st.Decisions,
+		fmt.Fprintf(w, "\nhold-storm at %s: %d decisions, %.0f/s, p50 %s, p99 %s, %d other answers\n", st.Target, st.Decisions,
 			st.DecisionsPerSec, loadtest.FormatDuration(st.P50), loadtest.FormatDuration(st.P99), st.Errors)
 		if b := st.Baseline; b != nil {
-			fmt.Fprintf(w, "row-lock baseline: %d decisions, %.0f/s, p50 %s, p99 %s, %d other answers\n", b.Decisions,
+			fmt.Fprintf(w, "row-lock baseline at %s: %d decisions, %.0f/s, p50 %s, p99 %s, %d other answers\n", b.Target, b.Decisions,
 				b.DecisionsPerSec, loadtest.FormatDuration(b.P50), loadtest.FormatDuration(b.P99), b.Errors)
 			fmt.Fprintf(w, "ratio: %.1fx decisions per second, p99 %.1fx lower\n", st.ThroughputRatio, st.P99Ratio)
 		}

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/loadtest"
+	"github.com/flashseat/flashseat/loadtest/baseline"
 	"github.com/flashseat/flashseat/loadtest/check"
 	"github.com/flashseat/flashseat/loadtest/client"
 	"github.com/flashseat/flashseat/loadtest/crowd"
@@ -88,7 +89,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		sources     = fs.Int("source-ips", 1, "spread connections over 127.0.0.1..N to pass the ephemeral port limit")
 		timeout     = fs.Duration("timeout", 15*time.Second, "per-request timeout")
 		seed        = fs.Uint64("seed", 0, "random seed of the fans' choices (0: random)")
-		baseline    = fs.String("baseline-url", env("BASELINE_URL", ""), "row-lock baseline's base URL (default: -base)")
 		verbose     = fs.Bool("v", false, "log progress to stderr")
 
 		fans          = fs.Int("fans", 0, "fans (queue) or clients (hold-storm)")
@@ -109,6 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		probeShare    = fs.Float64("probe-share", -1, "share of waiting fans that try a booking route unadmitted")
 		stormDuration = fs.Duration("storm-duration", 0, "hold-storm: how long the clients hammer")
 		release       = fs.Bool("release", true, "hold-storm: cancel each hold at once")
+		stormIdem     = fs.Bool("storm-idempotency", false, "hold-storm: send an Idempotency-Key with every platform hold")
 		withBaseline  = fs.Bool("baseline", true, "hold-storm: storm the row-lock baseline too, in the same run")
 	)
 	fs.Usage = func() {
@@ -159,6 +160,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if set["release"] {
 		sc.Release = *release
 	}
+	if set["storm-idempotency"] {
+		sc.StormIdempotency = *stormIdem
+	}
 	if set["baseline"] {
 		sc.Baseline = *withBaseline
 	}
@@ -201,20 +205,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg := crowd.Config{Client: c, Scenario: sc, ShowID: *showID, Seed: *seed, Log: log}
+	cfg := crowd.Config{Client: c, Scenario: sc, ShowID: *showID, Seed: *seed, Log: log, Transport: tr}
 	if sc.Mode == loadtest.ModeHoldStorm && sc.Baseline {
-		bu := *baseline
-		if bu == "" {
-			bu = *base
+		if *dbURL == "" {
+			return errors.New("the row-lock baseline needs -database-url (or -baseline=false)")
 		}
-		if err := checkTarget(bu, *allowRemote); err != nil {
-			return err
+		secret := os.Getenv("AUTH_SECRET")
+		if secret == "" {
+			secret = secretFromFile(".run/secrets.env", "AUTH_SECRET")
 		}
-		bc, err := client.New(bu, tr, client.Options{AdminToken: *adminToken, Timeout: *timeout})
+		b, err := baseline.Start(ctx, baseline.Config{DatabaseURL: *dbURL, AuthSecret: secret})
 		if err != nil {
 			return err
 		}
-		cfg.Baseline = crowd.RowLock(bc)
+		defer b.Close()
+		cfg.Baseline = b
 	}
 
 	log.Info("playing", "scenario", sc.Name, "target", *base, "fans", sc.Fans)
@@ -233,10 +238,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	if !*noCheck && *dbURL != "" {
-		shows := []string{r.ShowID}
-		if r.Baseline != nil {
-			shows = append(shows, r.Baseline.ShowID)
-		}
+		shows := []string{r.ShowID} // the baseline's show lives in its own tables, outside the invariants
 		// The checker gets its own time: the run's deadline may be spent, and a verdict matters most then.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute+*settle)
 		select {
