@@ -51,7 +51,7 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func newStack(t *testing.T) *stack {
+func newStack(t *testing.T, extra ...string) *stack {
 	t.Helper()
 	_, dbURL := pgtest.NewWithURL(t)
 	st := &stack{t: t, dbURL: dbURL, bookAddr: freeAddr(t)}
@@ -68,6 +68,9 @@ func newStack(t *testing.T) *stack {
 		"AUTH_SECRET": strings.Repeat("s", 40), "PAYMENT_GATEWAY_URL": "http://" + <-simAddr,
 		"PAYMENT_WEBHOOK_SECRET": whSecret, "PAYMENT_TIMEOUT": "300ms", "PAYMENT_RECOVER_INTERVAL": "100ms",
 		"PAYMENT_BREAKER_THRESHOLD": "2", "PAYMENT_BREAKER_COOLDOWN": "30s", "ADMISSION_JWKS_URL": "http://127.0.0.1:1/jwks",
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		st.env[extra[i]] = extra[i+1]
 	}
 	st.start()
 	t.Cleanup(st.kill)
@@ -338,6 +341,24 @@ func TestPaymentsOverHTTP(t *testing.T) {
 		}
 	}
 	st.waitStatus(fan, e, "HELD")
+	st.checkInvariants()
+}
+
+// TestPayLostHoldOverHTTP: a hold that lapsed is 410 and EXPIRED; a cancelled one is 409; both problem+json.
+func TestPayLostHoldOverHTTP(t *testing.T) {
+	st := newStack(t, "HOLD_TTL", "1s")
+	show := st.show()
+	fan := st.guest()
+	late := st.hold(fan, show, "A1")
+	time.Sleep(1200 * time.Millisecond)
+	st.pay(fan, late, sim.CardOK, "k1").problem(t, 410)
+	st.pay(fan, late, sim.CardOK, "k1").problem(t, 410) // the replay answers the same
+	st.waitStatus(fan, late, "EXPIRED")
+	c := st.hold(fan, show, "A3")
+	if d := st.do("DELETE", "/api/v1/bookings/"+c, fan, nil); d.status != 200 {
+		t.Fatalf("cancel: %d %s", d.status, d.body)
+	}
+	st.pay(fan, c, sim.CardOK, "k2").problem(t, 409)
 	st.checkInvariants()
 }
 
