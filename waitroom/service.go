@@ -383,6 +383,17 @@ func (s *Service) Tick(ctx context.Context, show string, pulse bool) (Snapshot, 
 			return snap, err
 		}
 		s.Hub.SetSeq(show, seqs)
+		// Streaming fans with no ticket (they arrived while the show was sold out, or were skipped in a
+		// race with their heartbeat) are live and want in: join them now, once.
+		var missing []string
+		for _, u := range needSeq {
+			if _, ok := seqs[u]; !ok {
+				missing = append(missing, u)
+			}
+		}
+		if err := s.rejoin(ctx, show, missing); err != nil {
+			return snap, err
+		}
 	}
 	if len(needGrant) > 0 {
 		if err := s.resolveGrants(ctx, show, needGrant); err != nil {
@@ -415,17 +426,29 @@ func (s *Service) resolveGrants(ctx context.Context, show string, users []string
 		}
 	}
 	s.Hub.SetGrants(show, gs)
+	var missing []string
+	for _, u := range users {
+		if _, ok := gs[u]; !ok {
+			missing = append(missing, u)
+		}
+	}
+	return s.rejoin(ctx, show, missing)
+}
+
+// rejoin joins live local fans who have neither a ticket nor a grant, and hands their watchers the result.
+func (s *Service) rejoin(ctx context.Context, show string, users []string) error {
 	seqs := map[string]int64{}
 	for _, u := range users {
-		if _, ok := gs[u]; ok {
-			continue
-		}
 		e, err := s.store.Join(ctx, show, u)
 		if err != nil {
 			return err
 		}
 		if e.Grant != nil {
-			s.Hub.SetGrants(show, map[string]Grant{u: *e.Grant})
+			p, err := s.place(ctx, show, e) // signs the token if its admitter has not stored it yet
+			if err != nil {
+				return err
+			}
+			s.Hub.SetGrants(show, map[string]Grant{u: *p.Grant})
 		} else if e.Seq > 0 {
 			seqs[u] = e.Seq
 		}

@@ -472,3 +472,54 @@ func TestClosedQueue(t *testing.T) {
 		t.Fatalf("bad settings: got %v", err)
 	}
 }
+
+// TestWatchersAcrossOpeningAndSellOut: a fan streaming before the sale opens learns their drawn place at
+// opening; a fan who starts streaming while the show is sold out is queued when seats come back.
+func TestWatchersAcrossOpeningAndSellOut(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := client(t)
+	show := newShow(t, rdb)
+	configure(t, rdb, show, 0.001, 100, 600) // positions only, nobody admitted
+	opens := time.Now().Add(700 * time.Millisecond)
+	showInfo(t, rdb, show, map[string]any{rediskey.InfoSaleStartsAt: ms(opens), rediskey.InfoAvailable: 5})
+	svc := newService(t, rdb, issuer(t), waitroom.Options{})
+	for _, u := range users("o", 10) {
+		if _, err := svc.Join(ctx, show, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, p, err := svc.Watch(ctx, show, "o3")
+	if err != nil || p.Seq != 0 {
+		t.Fatalf("watch before opening: %+v, %v", p, err)
+	}
+	defer svc.Unwatch(w)
+	if u := w.Current(); u.Position != 0 || u.Status != waitroom.Waiting {
+		t.Fatalf("before opening: %+v", u)
+	}
+	tickUntil := func(what string, ok func(waitroom.Update) bool, w *waitroom.Watcher) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			if _, err := svc.Tick(ctx, show, false); err != nil {
+				t.Fatal(err)
+			}
+			if ok(w.Current()) {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("%s: %+v", what, w.Current())
+	}
+	tickUntil("drawn place after opening", func(u waitroom.Update) bool { return u.Position >= 1 && u.Position <= 10 }, w)
+
+	showInfo(t, rdb, show, map[string]any{rediskey.InfoAvailable: 0, rediskey.InfoHeld: 0})
+	tickUntil("sold out", func(u waitroom.Update) bool { return u.Status == waitroom.SoldOut }, w)
+	late, p, err := svc.Watch(ctx, show, "latecomer")
+	if err != nil || p.Status != waitroom.SoldOut {
+		t.Fatalf("watch while sold out: %+v, %v", p, err)
+	}
+	defer svc.Unwatch(late)
+	showInfo(t, rdb, show, map[string]any{rediskey.InfoAvailable: 2})
+	tickUntil("queued when seats came back", func(u waitroom.Update) bool { return u.Position == 11 }, late)
+}

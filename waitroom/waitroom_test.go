@@ -1,0 +1,170 @@
+package waitroom_test
+
+import (
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/flashseat/flashseat/waitroom"
+)
+
+func TestPosition(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name             string
+		seq, cursor, want int64
+	}{
+		{"no ticket yet", 0, 0, 0},
+		{"head of the queue", 1, 0, 1},
+		{"behind others", 10, 3, 7},
+		{"just taken off", 5, 5, 1},
+		{"cursor jumped past (skips)", 5, 9, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := waitroom.Position(tc.seq, tc.cursor); got != tc.want {
+				t.Fatalf("got %d, want %d", got, tc.want)
+			}
+		})
+	}
+	// Never backwards: as the cursor moves forward, a fan's position never grows; distinct seqs never tie.
+	prev := int64(1 << 62)
+	for cursor := int64(0); cursor < 100; cursor += 7 {
+		p := waitroom.Position(100, cursor)
+		if p > prev || p < 1 {
+			t.Fatalf("position %d after %d at cursor %d", p, prev, cursor)
+		}
+		prev = p
+		if waitroom.Position(101, cursor) == p {
+			t.Fatal("two fans tie")
+		}
+	}
+}
+
+func TestOrderPermutationAndRecipe(t *testing.T) {
+	t.Parallel()
+	seed, err := waitroom.NewSeed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fans := make([]string, 1000)
+	for i := range fans {
+		fans[i] = "fan" + strconv.Itoa(i)
+	}
+	o1, err := waitroom.Order(seed, fans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := slices.Clone(fans)
+	slices.Reverse(rev)
+	o2, _ := waitroom.Order(seed, append(rev, fans[:10]...)) // another arrival order, with re-joins
+	if !slices.Equal(o1, o2) {
+		t.Fatal("the order depends on arrival order or duplicates")
+	}
+	got := slices.Clone(o1)
+	slices.Sort(got)
+	want := slices.Clone(fans)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatal("the order is not a permutation of the fans")
+	}
+	if _, err := waitroom.Order("not hex", fans); err == nil {
+		t.Fatal("a non-hex seed was accepted")
+	}
+	c, err := waitroom.Commit(seed)
+	if err != nil || len(c) != 64 {
+		t.Fatalf("commit: %q, %v", c, err)
+	}
+	if d := waitroom.ParticipantsDigest(o1); d == waitroom.ParticipantsDigest(fans) {
+		t.Fatal("the digest ignores the order")
+	}
+}
+
+func TestRateMeterAndETA(t *testing.T) {
+	t.Parallel()
+	m := waitroom.NewRateMeter(10 * time.Second)
+	t0 := time.Unix(1000, 0)
+	if _, ok := m.Rate(); ok {
+		t.Fatal("a rate before any sample")
+	}
+	for i := range 41 { // 10 s at 4 samples a second, 5 fans a second
+		m.Observe(t0.Add(time.Duration(i)*250*time.Millisecond), int64(i)*5/4)
+	}
+	r, ok := m.Rate()
+	if !ok || r < 4.9 || r > 5.1 {
+		t.Fatalf("rate %v, %v; want 5", r, ok)
+	}
+	if got := waitroom.ETA(50, r, ok, 100); got < 9*time.Second || got > 11*time.Second {
+		t.Fatalf("ETA %v, want ~10s from the measured rate", got)
+	}
+	if got := waitroom.ETA(50, 0, false, 10); got != 5*time.Second {
+		t.Fatalf("ETA before measuring %v, want 5s from the configured rate", got)
+	}
+	// A long run keeps a bounded window.
+	for i := range 10000 {
+		m.Observe(t0.Add(time.Hour+time.Duration(i)*250*time.Millisecond), 1000+int64(i))
+	}
+	if r, _ := m.Rate(); r < 3.9 || r > 4.1 {
+		t.Fatalf("rate after a long run %v, want 4", r)
+	}
+}
+
+// TestHubNeverBlocks: a watcher nobody reads does not hold up updates, and its notifications coalesce into
+// one pending signal with the latest state.
+func TestHubNeverBlocks(t *testing.T) {
+	t.Parallel()
+	h := waitroom.NewHub()
+	stalled := h.Add("s", "slow", waitroom.Place{Seq: 50})
+	live := h.Add("s", "live", waitroom.Place{Seq: 20})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for c := int64(1); c <= 10000; c++ {
+			h.Update(waitroom.Snapshot{Show: "s", Phase: waitroom.PhaseOpen, Cursor: c % 19, At: time.Now(),
+				AdmitPerSecond: 10}, false)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("updates blocked on a stalled watcher")
+	}
+	<-live.C()
+	if u := live.Current(); u.Position != 20-10000%19 {
+		t.Fatalf("live watcher: %+v", u)
+	}
+	select {
+	case <-stalled.C():
+	default:
+		t.Fatal("the stalled watcher has no pending signal")
+	}
+	select {
+	case <-stalled.C():
+		t.Fatal("signals piled up")
+	default:
+	}
+	needSeq, needGrant := h.Update(waitroom.Snapshot{Show: "s", Phase: waitroom.PhaseOpen, Cursor: 30}, false)
+	if len(needSeq) != 0 || !slices.Equal(needGrant, []string{"live"}) {
+		t.Fatalf("lookups: seq %v grant %v; want a grant lookup for the fan the cursor passed", needSeq, needGrant)
+	}
+	h.Remove(stalled)
+	h.Remove(live)
+	if h.Conns() != 0 {
+		t.Fatal("watchers left behind")
+	}
+}
+
+func TestValidID(t *testing.T) {
+	t.Parallel()
+	for _, id := range []string{"", "a b", "{x}", "a|b", string(make([]byte, 129)), "é"} {
+		if waitroom.ValidID(id) {
+			t.Errorf("%q accepted", id)
+		}
+	}
+	for _, id := range []string{"show-1", "7f3c9a2e-uuid", "guest_42"} {
+		if !waitroom.ValidID(id) {
+			t.Errorf("%q refused", id)
+		}
+	}
+}
