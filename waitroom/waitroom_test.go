@@ -12,7 +12,7 @@ import (
 func TestPosition(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name             string
+		name              string
 		seq, cursor, want int64
 	}{
 		{"no ticket yet", 0, 0, 0},
