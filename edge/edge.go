@@ -19,6 +19,9 @@ var (
 	ErrUpstreamTimeout = errors.New("edge: upstream timed out")
 	// ErrBadRequest: a request the edge cannot even forward (malformed URI or header).
 	ErrBadRequest = errors.New("edge: bad request")
+	// ErrEncodedBody: a gated request whose body the gate must read arrived compressed. Decompressing an
+	// untrusted body before any check invites a zip bomb, and no client needs to compress a hold.
+	ErrEncodedBody = errors.New("edge: compressed request body")
 	// ErrUnauthenticated: a protected write without a valid user token, while the show's queue is on.
 	ErrUnauthenticated = errors.New("edge: user token required")
 	// ErrRateLimited: the client or user exceeded its rate for the route class.

@@ -83,6 +83,8 @@ func TestGate(t *testing.T) {
 			map[string]string{admission.Header: valid}, 401},
 		{"hold for a show with queue off", "POST", edge + "/api/v1/bookings/hold",
 			`{"showId":"` + open + `","seatIds":["A1"]}`, map[string]string{"Authorization": "Bearer " + u1}, 201},
+		{"hold with a compressed body", "POST", edge + "/api/v1/bookings/hold", "\x1f\x8b garbage",
+			map[string]string{"Authorization": "Bearer " + u1, "Content-Encoding": "gzip"}, 415},
 		{"hold with bad JSON goes to booking", "POST", edge + "/api/v1/bookings/hold", `{"showId":`,
 			map[string]string{"Authorization": "Bearer " + u1}, 201},
 		{"pay without token goes to booking", "POST", edge + "/api/v1/bookings/b1/pay", `{}`,

@@ -24,6 +24,7 @@ var codes = []struct {
 	detail string
 }{
 	{edge.ErrBadRequest, http.StatusBadRequest, problem.BadRequest, "The request cannot be forwarded."},
+	{edge.ErrEncodedBody, http.StatusUnsupportedMediaType, problem.UnsupportedMedia, "Send the body uncompressed."},
 	{edge.ErrUnauthenticated, http.StatusUnauthorized, problem.Unauthorized, "A valid user token is required."},
 	{token.ErrInvalid, http.StatusUnauthorized, problem.Unauthorized, "The user token is not valid."},
 	{token.ErrExpired, http.StatusUnauthorized, problem.Unauthorized, "The user token has expired."},

@@ -33,6 +33,7 @@ func TestErrorTable(t *testing.T) {
 		slug   string
 	}{
 		{"bad request", fmt.Errorf("%w: header", edge.ErrBadRequest), "", 400, problem.BadRequest},
+		{"compressed hold", edge.ErrEncodedBody, "", 415, problem.UnsupportedMedia},
 		{"no user", edge.ErrUnauthenticated, "", 401, problem.Unauthorized},
 		{"rate limited", &edge.RateLimitError{RetryAfter: 1500 * time.Millisecond}, "", 429, problem.RateLimited},
 		{"upstream down", fmt.Errorf("%w: refused", edge.ErrUpstreamUnavailable), "", 502, problem.BadGateway},

@@ -99,6 +99,9 @@ func (s *Server) gate(c *fiber.Ctx) error {
 
 	show := r.ShowID
 	if r.Guard == edge.ShowInBody {
+		if ce := c.Get(fiber.HeaderContentEncoding); ce != "" && !strings.EqualFold(ce, "identity") {
+			return edge.ErrEncodedBody // booking would decode it and act on a show the gate never saw
+		}
 		show = showInBody(c.Request().Body())
 		if show == "" {
 			return c.Next() // booking answers 400 for a hold without a show
