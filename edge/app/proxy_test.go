@@ -108,7 +108,7 @@ func TestForwarding(t *testing.T) {
 
 	resp, body = do(t, "GET", edge+"/metrics", "", nil)
 	for _, series := range []string{`edge_requests_total{class="api",code="201",method="POST"}`,
-		"edge_request_duration_seconds_bucket", "go_goroutines"} {
+		"edge_request_duration_seconds_bucket", "go_goroutines", `edge_ratelimit_keys{class="api",key="ip"}`} {
 		if resp.StatusCode != 200 || !strings.Contains(string(body), series) {
 			t.Errorf("/metrics lacks %s (status %d)", series, resp.StatusCode)
 		}

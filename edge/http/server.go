@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/flashseat/flashseat/edge"
+	"github.com/flashseat/flashseat/edge/ratelimit"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -82,6 +83,17 @@ func New(cfg Config) *Server {
 		// Keep fiber's header parsing strict but do not let it trust forwarding headers; identify does that.
 		EnableTrustedProxyCheck: true,
 	})
+	for class, l := range cfg.Limits {
+		for key, lim := range map[string]*ratelimit.Limiter{"ip": l.PerIP, "user": l.PerUser} {
+			if lim.Enabled() {
+				cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+					Name:        "edge_ratelimit_keys",
+					Help:        "Rate-limit buckets held (bounded by RATE_MAX_KEYS), by route class and key.",
+					ConstLabels: prometheus.Labels{"class": class.String(), "key": key},
+				}, func() float64 { return float64(lim.Len()) }))
+			}
+		}
+	}
 	s.App.Use(identify(cfg.Trusted), s.observe, s.authenticate, s.limit, s.gate)
 	s.App.Get("/healthz", s.healthz)
 	s.App.Get("/readyz", s.readyz)
