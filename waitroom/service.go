@@ -66,6 +66,9 @@ type Options struct {
 	HeartbeatEvery time.Duration // batched heartbeat flush, default 2 s
 	MaxScan        int           // fans popped per tick at most (admitted + skipped), default 5000
 	Logger         *slog.Logger
+	// Observe, if set, is told of every tick this replica runs (for metrics): its snapshot (Grants are the
+	// fans this replica admitted), how long it took, and its error.
+	Observe func(snap Snapshot, took time.Duration, err error)
 }
 
 // Service is the waiting room: joins, status, admission ticks, draws and the local fan-out hub.
@@ -354,8 +357,12 @@ func (s *Service) SaveSettings(ctx context.Context, show string, st admission.Se
 
 // Tick runs one admission tick for show on this replica: the script, then signing and storing the new grants,
 // then the local fan-out. pulse makes every local stream re-send its position even if nothing moved.
-func (s *Service) Tick(ctx context.Context, show string, pulse bool) (Snapshot, error) {
-	snap, err := s.store.Admit(ctx, show, nonce(), s.opt.Grace, s.opt.MaxScan)
+func (s *Service) Tick(ctx context.Context, show string, pulse bool) (snap Snapshot, err error) {
+	if s.opt.Observe != nil {
+		start := time.Now()
+		defer func() { s.opt.Observe(snap, time.Since(start), err) }()
+	}
+	snap, err = s.store.Admit(ctx, show, nonce(), s.opt.Grace, s.opt.MaxScan)
 	if err != nil {
 		return snap, err
 	}

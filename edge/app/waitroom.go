@@ -57,8 +57,11 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 	if wc.AdminToken == "" {
 		e.Log.Warn("ADMIN_TOKEN not set: the queue's operator routes refuse every request")
 	}
-	svc := waitroom.New(wrredis.New(e.Redis), e.Issuer, waitroom.Options{
-		Tick: wc.Tick, Grace: wc.Grace, HeartbeatEvery: wc.HeartbeatEvery, Logger: e.Log})
+	opt := waitroom.Options{Tick: wc.Tick, Grace: wc.Grace, HeartbeatEvery: wc.HeartbeatEvery, Logger: e.Log}
+	if e.Registry != nil {
+		opt.Observe = waitroomMetrics(e.Registry)
+	}
+	svc := waitroom.New(wrredis.New(e.Redis), e.Issuer, opt)
 	h := wrhttp.New(wrhttp.Config{Service: svc, Users: e.Users, Issuer: e.Issuer, AdminToken: wc.AdminToken,
 		Log: e.Log, SecureCookies: wc.SecureCookies})
 	h.Mount(e.Router)
@@ -77,4 +80,24 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 		}
 		h.Close()
 	}()
+}
+
+// waitroomMetrics counts this replica's admission ticks: fans admitted, tick latency and failures.
+func waitroomMetrics(reg *prometheus.Registry) func(waitroom.Snapshot, time.Duration, error) {
+	admitted := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "waitroom_admitted_total", Help: "Fans admitted by this replica's admission ticks."})
+	ticks := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "waitroom_tick_seconds", Help: "Duration of one admission tick of one show (script, signing, fan-out).",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 12)})
+	failures := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "waitroom_tick_errors_total", Help: "Admission ticks that failed."})
+	reg.MustRegister(admitted, ticks, failures)
+	return func(snap waitroom.Snapshot, took time.Duration, err error) {
+		ticks.Observe(took.Seconds())
+		if err != nil {
+			failures.Inc()
+			return
+		}
+		admitted.Add(float64(len(snap.Grants)))
+	}
 }
