@@ -70,6 +70,15 @@ func (p *Payments) recoverAttempt(ctx context.Context, a Attempt) {
 		in, err := p.gw.Authorize(ctx, p.authorizeParams(a))
 		res, err := p.authorized(ctx, a, in, err, false)
 		if err == nil && res.Pending {
+			if p.cfg.Now().Sub(a.CreatedAt) > p.cfg.GiveUpAfter {
+				// A seat must not stay in limbo behind a gateway that never answers. Nothing is known to be
+				// reserved; if something was, the gateway's webhook will say so and reclaim gives it back.
+				p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptPending}, To: AttemptRejected,
+					Outcome: OutcomeFailed, Detail: "the payment gateway never answered"})
+				p.unpend(ctx, a)
+				p.log.WarnContext(ctx, "recover: gave up on a payment", "attempt", a.ID, "age", p.cfg.Now().Sub(a.CreatedAt))
+				return
+			}
 			p.keepHeld(ctx, a)
 		}
 		p.log.InfoContext(ctx, "recover: payment attempt", "attempt", a.ID, "was", a.State, "pending", res.Pending,

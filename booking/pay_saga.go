@@ -32,6 +32,10 @@ type PayConfig struct {
 	// Lease is how long the owner of an attempt may act on it before the recovery worker may take it over: the
 	// time a saga may take between two of its writes. Default 2×GatewayTimeout + 5s.
 	Lease time.Duration
+	// GiveUpAfter bounds how long an attempt may stay without an answer from the gateway (timeouts, 5xx) before
+	// the worker stops asking and lets the booking's hold run its course; a later success is caught by the
+	// webhook and given back. Default 15m.
+	GiveUpAfter time.Duration
 	// ReplayWait is how long a replay of a key waits for the first request's outcome before answering "in
 	// progress". Default GatewayTimeout + 2s.
 	ReplayWait time.Duration
@@ -81,6 +85,9 @@ func NewPayments(svc *Service, store PaymentStore, gw payment.Gateway, signer *t
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = 2*cfg.GatewayTimeout + 5*time.Second
+	}
+	if cfg.GiveUpAfter <= 0 {
+		cfg.GiveUpAfter = 15 * time.Minute
 	}
 	if cfg.ReplayWait <= 0 {
 		cfg.ReplayWait = cfg.GatewayTimeout + 2*time.Second

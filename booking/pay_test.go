@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"sync"
 	"sync/atomic"
@@ -667,6 +669,51 @@ func TestWebhook(t *testing.T) {
 	}
 	if err := e.pay.Webhook(ctx, []byte(`{"id":`), payment.Sign([]byte(`{"id":`), webhookSecret, time.Now())); !errors.Is(err, booking.ErrWebhook) {
 		t.Fatalf("malformed body: %v, want ErrWebhook", err)
+	}
+	e.settle(t, e.pay)
+}
+
+// TestPayGatewayNeverAnswers: the worker gives up on an attempt the gateway keeps silent about, so the seat is not
+// held forever; when the authorization shows up after all, its webhook gets it voided.
+func TestPayGatewayNeverAnswers(t *testing.T) {
+	t.Parallel()
+	var e *payEnv
+	var ready sync.WaitGroup
+	ready.Add(1)
+	hooks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ready.Wait()
+		body, _ := io.ReadAll(r.Body)
+		if err := e.pay.Webhook(r.Context(), body, r.Header.Get(payment.SignatureHeader)); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+		}
+	}))
+	defer hooks.Close()
+	e = newPayEnv(t, booking.Config{}, sim.Config{SlowDelay: time.Second, WebhookURL: hooks.URL, WebhookSecret: webhookSecret},
+		booking.PayConfig{GatewayTimeout: 100 * time.Millisecond, GiveUpAfter: 300 * time.Millisecond})
+	ready.Done()
+	b := e.hold(t, "u1", "C5")
+	if res, err := e.payWith(b, sim.CardSlow, "k1"); err != nil || !res.Pending {
+		t.Fatalf("slow card: %+v, %v", res, err)
+	}
+	ctx := context.Background()
+	for deadline := time.Now().Add(5 * time.Second); e.status(t, b.ID) != booking.StatusHeld; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker never gave up")
+		}
+		e.pay.Recover(ctx)
+	}
+	if _, err := e.payWith(b, sim.CardSlow, "k1"); !errors.Is(err, booking.ErrPaymentFailed) {
+		t.Fatalf("replay after giving up: %v, want ErrPaymentFailed", err)
+	}
+	// The simulator authorizes after its delay; the webhook finds a REJECTED attempt holding money and voids it.
+	for deadline := time.Now().Add(5 * time.Second); e.sim.Stats().Voids == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the late authorization was never voided: %+v", e.sim.Stats())
+		}
+	}
+	e.settle(t, e.pay)
+	if res, err := e.payWith(b, sim.CardOK, "k2"); err != nil || res.Booking.Status != booking.StatusConfirmed {
+		t.Fatalf("paying again: %+v, %v", res, err)
 	}
 	e.settle(t, e.pay)
 }
