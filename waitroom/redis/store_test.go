@@ -523,3 +523,52 @@ func TestWatchersAcrossOpeningAndSellOut(t *testing.T) {
 	showInfo(t, rdb, show, map[string]any{rediskey.InfoAvailable: 2})
 	tickUntil("queued when seats came back", func(u waitroom.Update) bool { return u.Position == 11 }, late)
 }
+
+// TestChangesReachStreamsAtOnce: with ticks far apart, a sell-out announced on rediskey.AvailabilityEvents and
+// an operator's switch-off (QueueConfigEvents) still reach a streaming fan within a second.
+func TestChangesReachStreamsAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rdb := client(t)
+	show := newShow(t, rdb)
+	configure(t, rdb, show, 0.001, 100, 600)
+	showInfo(t, rdb, show, map[string]any{rediskey.InfoAvailable: 3})
+	svc := newService(t, rdb, issuer(t), waitroom.Options{Tick: 10 * time.Second})
+	w, _, err := svc.Watch(ctx, show, "fan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Unwatch(w)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = svc.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(200 * time.Millisecond) // subscribed
+
+	await := func(what string, want waitroom.Status) {
+		t.Helper()
+		deadline := time.After(time.Second)
+		for {
+			if w.Current().Status == want {
+				return
+			}
+			select {
+			case <-w.C():
+			case <-deadline:
+				t.Fatalf("%s: still %+v after a second", what, w.Current())
+			}
+		}
+	}
+	showInfo(t, rdb, show, map[string]any{rediskey.InfoAvailable: 0, rediskey.InfoHeld: 0})
+	rdb.Publish(ctx, rediskey.AvailabilityEvents, show)
+	await("sell-out", waitroom.SoldOut)
+
+	showInfo(t, rdb, show, map[string]any{rediskey.InfoAvailable: 1})
+	rdb.Publish(ctx, rediskey.AvailabilityEvents, show)
+	await("seats back", waitroom.Waiting)
+
+	if err := svc.SaveSettings(ctx, show, admission.DefaultSettings()); err != nil { // announces the change
+		t.Fatal(err)
+	}
+	await("switched off", waitroom.Closed)
+}
