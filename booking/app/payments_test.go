@@ -37,7 +37,7 @@ type stack struct {
 	env      map[string]string
 	stop     context.CancelFunc
 	done     chan error
-	dbURL    string
+	pool     *pgxpool.Pool // the test's own connections to booking's database
 	bookAddr string
 }
 
@@ -53,8 +53,8 @@ func freeAddr(t *testing.T) string {
 
 func newStack(t *testing.T, extra ...string) *stack {
 	t.Helper()
-	_, dbURL := pgtest.NewWithURL(t)
-	st := &stack{t: t, dbURL: dbURL, bookAddr: freeAddr(t)}
+	pool, dbURL := pgtest.NewWithURL(t)
+	st := &stack{t: t, pool: pool, bookAddr: freeAddr(t)}
 	simCtx, stopSim := context.WithCancel(context.Background())
 	simAddr := make(chan string, 1)
 	simDone := make(chan error, 1)
@@ -225,12 +225,7 @@ func (st *stack) waitStatus(tok, booking, status string) map[string]any {
 
 func (st *stack) checkInvariants() {
 	st.t.Helper()
-	pool, err := pgxpool.New(context.Background(), st.dbURL)
-	if err != nil {
-		st.t.Fatal(err)
-	}
-	defer pool.Close()
-	vs, err := invariant.Check(context.Background(), pool, invariant.Options{})
+	vs, err := invariant.Check(context.Background(), st.pool, invariant.Options{})
 	if err != nil {
 		st.t.Fatal(err)
 	}
