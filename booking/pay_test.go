@@ -12,13 +12,20 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/internal/bookingtest"
 	"github.com/flashseat/flashseat/booking/invariant"
 	"github.com/flashseat/flashseat/booking/payment"
 	"github.com/flashseat/flashseat/booking/payment/sim"
 	"github.com/flashseat/flashseat/booking/payment/stripe"
+	"github.com/flashseat/flashseat/booking/postgres"
+	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	bookingredis "github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/booking/ticket"
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -716,4 +723,59 @@ func TestPayGatewayNeverAnswers(t *testing.T) {
 		t.Fatalf("paying again: %+v, %v", res, err)
 	}
 	e.settle(t, e.pay)
+}
+
+// TestPayReleasesAdmission: with the show's waiting room on, pay needs the fan's admission, and a confirmation frees
+// the fan's active slot and revokes the token, so the queue admits the next fan.
+func TestPayReleasesAdmission(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	key, _ := token.GenerateKey()
+	rdb := bookingtest.Redis(t)
+	pool := pgtest.New(t)
+	gate := admission.NewGate(rdb, token.NewStaticKeys(key.Public()), 0)
+	env := &bookingtest.Env{Store: postgres.New(pool), Locks: bookingredis.New(rdb), Pool: pool, RDB: rdb}
+	env.Svc = booking.New(env.Store, env.Locks, gate, booking.Config{})
+	env.Show = env.NewShow(t)
+	show := env.Show.ID
+	s := sim.New(sim.Config{}, nil)
+	srv := httptest.NewServer(s)
+	defer func() { s.Close(); srv.Close() }()
+	gw, _ := stripe.New(stripe.Config{BaseURL: srv.URL, SecretKey: "sk_test_adm"})
+	tk, _, _ := ticket.LoadKey("")
+	signer, _ := ticket.NewSigner(tk)
+	p := booking.NewPayments(env.Svc, env.Store, gw, signer, ticket.NewVerifier(token.NewStaticKeys(signer.Public())),
+		booking.PayConfig{})
+	defer p.Close()
+
+	settings := admission.DefaultSettings()
+	settings.Enabled = true
+	if err := admission.SaveSettings(ctx, rdb, show, settings); err != nil {
+		t.Fatal(err)
+	}
+	raw, exp, _ := token.NewIssuer(key).Issue("u1", show, "jti-1", time.Now(), time.Minute)
+	rdb.ZAdd(ctx, rediskey.QueueActive(show), goredis.Z{Score: float64(exp.UnixMilli()), Member: "jti-1"})
+	b, _, err := env.Svc.Hold(ctx, booking.HoldRequest{UserID: "u1", ShowID: show, SeatIDs: []string{"A1"}, AdmissionToken: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Pay(ctx, booking.PayRequest{BookingID: b.ID, UserID: "u1", PaymentMethod: sim.CardOK,
+		IdempotencyKey: "k1"}); !errors.Is(err, booking.ErrQueueRequired) {
+		t.Fatalf("pay without the admission token: %v, want ErrQueueRequired", err)
+	}
+	if _, err := p.Pay(ctx, booking.PayRequest{BookingID: b.ID, UserID: "u1", PaymentMethod: sim.CardOK,
+		IdempotencyKey: "k2", AdmissionToken: raw}); err != nil {
+		t.Fatalf("pay with the admission token: %v", err)
+	}
+	if err := rdb.ZScore(ctx, rediskey.QueueActive(show), "jti-1").Err(); !errors.Is(err, goredis.Nil) {
+		t.Fatalf("the fan's slot is still active after the confirmation (%v)", err)
+	}
+	if err := rdb.ZScore(ctx, rediskey.QueueRevoked(show), "jti-1").Err(); err != nil {
+		t.Fatalf("the admission token was not revoked: %v", err)
+	}
+	// A replay of the key still answers, though the token is revoked now.
+	if res, err := p.Pay(ctx, booking.PayRequest{BookingID: b.ID, UserID: "u1", PaymentMethod: sim.CardOK,
+		IdempotencyKey: "k2", AdmissionToken: raw}); err != nil || !res.Replayed {
+		t.Fatalf("replay after release: %+v, %v", res, err)
+	}
 }
