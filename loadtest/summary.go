@@ -260,10 +260,12 @@ type Summary struct {
 
 	Steps       map[Step]Stats `json:"steps"`
 	FanOutcomes map[string]int `json:"fanOutcomes"`
-	Fans        int            `json:"fans"`
-	Admitted    int            `json:"admitted"`
-	Confirmed   int            `json:"confirmed"`
-	SeatsSold   int            `json:"seatsSold"` // seats of the bookings the crowd saw confirmed
+	// PayOutcomes breaks the outcomes of fans who held seats down by their payment behaviour.
+	PayOutcomes map[PayBehaviour]map[string]int `json:"payOutcomes,omitempty"`
+	Fans        int                             `json:"fans"`
+	Admitted    int                             `json:"admitted"`
+	Confirmed   int                             `json:"confirmed"`
+	SeatsSold   int                             `json:"seatsSold"` // seats of the bookings the crowd saw confirmed
 
 	// SoldOutAfter is the time from the sale opening until no seat was AVAILABLE (0: never);
 	// AllBookedAfter until every seat was sold.
@@ -337,6 +339,15 @@ func Summarize(r *Run, fairnessSlack time.Duration) *Summary {
 			f.Outcome = OutcomeError
 		}
 		s.FanOutcomes[f.Outcome]++
+		if f.Holds > 0 && r.Scenario.Mode == ModeQueue {
+			if s.PayOutcomes == nil {
+				s.PayOutcomes = map[PayBehaviour]map[string]int{}
+			}
+			if s.PayOutcomes[f.Pay] == nil {
+				s.PayOutcomes[f.Pay] = map[string]int{}
+			}
+			s.PayOutcomes[f.Pay][f.Outcome]++
+		}
 		if f.Admitted {
 			s.Admitted++
 			from := max(f.Joined, r.SaleOpens)

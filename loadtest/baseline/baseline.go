@@ -43,7 +43,7 @@ type Config struct {
 	// which costs the baseline a few microseconds less per request than the platform pays.
 	AuthSecret string
 	HoldTTL    time.Duration
-	MaxConns   int32 // Postgres pool size; default 32
+	MaxConns   int32 // Postgres pool size; default 16
 }
 
 const userKey = "loadtest.baseline.user"
@@ -56,7 +56,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	pc.MaxConns = cfg.MaxConns
 	if pc.MaxConns <= 0 {
-		pc.MaxConns = 32
+		pc.MaxConns = 16
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {

@@ -54,6 +54,12 @@ func Text(w io.Writer, d Document) error {
 	}
 
 	fmt.Fprintf(w, "\nfans: %s\n", outcomes(s.FanOutcomes))
+	for _, b := range []loadtest.PayBehaviour{loadtest.PayOK, loadtest.PayDeclinedThenOK, loadtest.PaySlow,
+		loadtest.PayError, loadtest.PayAbandon} {
+		if m, ok := s.PayOutcomes[b]; ok {
+			fmt.Fprintf(w, "  paying %-16s %s\n", b+":", outcomes(m))
+		}
+	}
 	if sc.Mode == loadtest.ModeQueue {
 		fmt.Fprintf(w, "admitted %d, confirmed %d bookings (%d seats)\n", s.Admitted, s.Confirmed, s.SeatsSold)
 		fmt.Fprintf(w, "sold out (no seat AVAILABLE) after %s from opening; all seats booked after %s\n",

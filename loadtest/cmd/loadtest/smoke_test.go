@@ -77,7 +77,7 @@ func platform(t *testing.T, holdTTL time.Duration) (base, admin, dbURL string) {
 	// The booking service verifies admission tokens with the edge's key handed over directly: with :0 ports the
 	// edge's JWKS URL is not known before booking starts.
 	payAddr := service(t, "paysim", func(ctx context.Context, ready func(string)) error {
-		return sim.Run(ctx, sim.Config{Addr: "127.0.0.1:0", SlowDelay: 2 * time.Second}, log, ready)
+		return sim.Run(ctx, sim.Config{Addr: "127.0.0.1:0", SlowDelay: 6 * time.Second}, log, ready)
 	})
 	env := map[string]string{
 		"BOOKING_ADDR": "127.0.0.1:0", "DATABASE_URL": dbURL, "REDIS_URL": redisURL, "ADMIN_TOKEN": admin,
@@ -168,6 +168,17 @@ func TestSmokeAgainstTheRealPlatform(t *testing.T) {
 	for _, bad := range []string{loadtest.OutcomeError, loadtest.OutcomeRefused, loadtest.OutcomeCutOff} {
 		if n := s.FanOutcomes[bad]; n > 0 {
 			t.Errorf("got %d fans ending %s, want none; fans: %v", n, bad, s.FanOutcomes)
+		}
+	}
+	// Each payment behaviour ends where the contract says it must (an abandoned hold simply stays held).
+	want := map[loadtest.PayBehaviour]string{loadtest.PayOK: loadtest.OutcomeConfirmed,
+		loadtest.PayDeclinedThenOK: loadtest.OutcomeConfirmed, loadtest.PaySlow: loadtest.OutcomeConfirmed,
+		loadtest.PayError: loadtest.OutcomeCancelled, loadtest.PayAbandon: loadtest.OutcomeAbandoned}
+	for b, outcomes := range s.PayOutcomes {
+		for o, n := range outcomes {
+			if o != want[b] {
+				t.Errorf("%d fans paying %s ended %s, want %s", n, b, o, want[b])
+			}
 		}
 	}
 	for _, name := range []string{"report.json", "report.html", "report.md"} {
