@@ -226,9 +226,7 @@ func (s *Service) place(ctx context.Context, show string, e Entry) (Place, error
 		p.Position = Position(e.Seq, e.Cursor)
 		r, ok, conf := s.Hub.Rate(show)
 		if conf == 0 {
-			if st, err := s.store.Settings(ctx, show); err == nil {
-				conf = st.AdmitPerSecond
-			}
+			conf = e.AdmitPerSecond
 		}
 		p.ETA = ETA(p.Position, r, ok, conf)
 	case e.Status == Waiting && !e.OpensAt.IsZero():

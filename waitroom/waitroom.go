@@ -61,6 +61,8 @@ type Entry struct {
 	OpensAt time.Time
 	Grant   *Grant
 	Found   bool // false: the fan is not in the queue (Lookup only)
+	// AdmitPerSecond is the configured rate, for an ETA before this replica has measured one.
+	AdmitPerSecond float64
 }
 
 // Grant is one admission: the token's id, holder and lifetime. Token is the signed JWT once it has been signed.

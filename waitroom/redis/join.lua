@@ -4,15 +4,17 @@
 -- Invariants kept: a fan holds at most one of {grant, ticket in wait, membership of the pre-opening pool}; a
 -- ticket (seq) is handed out once, in increasing order, and only after the pre-opening draw has been written, so
 -- every pre-opening fan's ticket is smaller than every later fan's.
--- Reply: {kind, ...}: closed | sold_out | admitted grantValue | pre opensAt | pending | waiting seq cursor | none
+-- Reply: {kind, ...}: closed | sold_out | admitted grantValue | pre opensAt | pending | waiting seq cursor rate | none
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local user = ARGV[1]
 local join = ARGV[2] == '1'
 
-if redis.call('HGET', KEYS[1], 'enabled') ~= '1' then
+local cfg = redis.call('HMGET', KEYS[1], 'enabled', 'admitPerSecond')
+if cfg[1] ~= '1' then
   return {'closed'}
 end
+local rate = cfg[2] or '10'
 
 local g = redis.call('HGET', KEYS[7], user)
 if g then
@@ -33,9 +35,10 @@ end
 if join then
   redis.call('ZADD', KEYS[6], now, user)
 end
-local cursor = tonumber(redis.call('HGET', KEYS[3], 'cursor') or '0')
+local st = redis.call('HMGET', KEYS[3], 'cursor', 'drawn')
+local cursor = tonumber(st[1] or '0')
 if seq then
-  return {'waiting', tonumber(seq), cursor}
+  return {'waiting', tonumber(seq), cursor, rate}
 end
 
 local opens = tonumber(info[3] or '') or 0
@@ -45,8 +48,7 @@ if now < opens then
   return {'none'}
 end
 
-local drawn = redis.call('HGET', KEYS[3], 'drawn') == '1'
-if not drawn then
+if st[2] ~= '1' then
   if redis.call('SCARD', KEYS[5]) > 0 then
     if member or join then return {'pending', opens} end
     return {'none'}
@@ -59,4 +61,4 @@ end
 -- Taken off the queue earlier (admitted and done, or skipped as gone): a fresh ticket at the back.
 local s = redis.call('HINCRBY', KEYS[3], 'lastSeq', 1)
 redis.call('ZADD', KEYS[4], s, user)
-return {'waiting', s, cursor}
+return {'waiting', s, cursor, rate}

@@ -128,6 +128,9 @@ func (s *Store) join(ctx context.Context, show, user string, join bool) (waitroo
 		e.OpensAt = time.UnixMilli(num(r[1]))
 	case "waiting":
 		e.Status, e.Seq, e.Cursor = waitroom.Waiting, num(r[1]), num(r[2])
+		if len(r) > 3 {
+			e.AdmitPerSecond, _ = strconv.ParseFloat(str(r[3]), 64)
+		}
 	case "none":
 		e.Found = false
 	default:

@@ -366,14 +366,14 @@ func TestAbandonedSkipped(t *testing.T) {
 	rdb := client(t)
 	show := newShow(t, rdb)
 	configure(t, rdb, show, 1000, 100, 600)
-	svc := newService(t, rdb, issuer(t), waitroom.Options{Grace: 400 * time.Millisecond})
+	svc := newService(t, rdb, issuer(t), waitroom.Options{Grace: 2 * time.Second})
 	store := wrredis.New(rdb)
 	for _, u := range []string{"stay1", "gone", "stay2"} {
 		if _, err := svc.Join(ctx, show, u); err != nil {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(600 * time.Millisecond)
+	time.Sleep(2500 * time.Millisecond)
 	if err := store.Touch(ctx, show, []string{"stay1", "stay2"}); err != nil { // their streams are open
 		t.Fatal(err)
 	}
