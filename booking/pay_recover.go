@@ -68,7 +68,7 @@ func (p *Payments) recoverAttempt(ctx context.Context, a Attempt) {
 		// The same idempotency key returns the first authorization's outcome once the gateway has one (and makes
 		// the authorization now if the first call never reached it): never a second one.
 		in, err := p.gw.Authorize(ctx, p.authorizeParams(a))
-		res, err := p.authorized(ctx, a, in, err, false)
+		res, err := p.authorized(ctx, a, in, err, nil)
 		if err == nil && res.Pending {
 			if p.cfg.Now().Sub(a.CreatedAt) > p.cfg.GiveUpAfter {
 				// A seat must not stay in limbo behind a gateway that never answers. Nothing is known to be
@@ -90,7 +90,7 @@ func (p *Payments) recoverAttempt(ctx context.Context, a Attempt) {
 			return
 		}
 		if in.Authorized() || in.Captured() {
-			_, err = p.complete(ctx, a, in)
+			_, err = p.complete(ctx, a, in, nil)
 			p.log.InfoContext(ctx, "recover: authorized attempt", "attempt", a.ID, "err", err)
 			return
 		}

@@ -295,7 +295,7 @@ func (p *Payments) run(ctx context.Context, a Attempt) (PayResult, error) {
 		return p.refuse(ctx, a, err)
 	}
 	in, err := p.gw.Authorize(ctx, p.authorizeParams(a))
-	return p.authorized(ctx, a, in, err, true)
+	return p.authorized(ctx, a, in, err, &b)
 }
 
 func (p *Payments) authorizeParams(a Attempt) payment.AuthorizeParams {
@@ -336,12 +336,14 @@ func (p *Payments) update(ctx context.Context, a Attempt, u AttemptUpdate) bool 
 	return ok
 }
 
-// authorized acts on the gateway's answer to an authorization, in the live saga (live) or in recovery.
-func (p *Payments) authorized(ctx context.Context, a Attempt, in payment.Intent, err error, live bool) (PayResult, error) {
+// authorized acts on the gateway's answer to an authorization: in the live saga, held is the booking it just
+// checked and extended; in recovery it is nil.
+func (p *Payments) authorized(ctx context.Context, a Attempt, in payment.Intent, err error, held *Booking) (PayResult, error) {
 	open := []AttemptState{AttemptStarted, AttemptPending}
+	live := held != nil
 	switch {
 	case err == nil && (in.Authorized() || in.Captured()):
-		return p.complete(ctx, a, in)
+		return p.complete(ctx, a, in, held)
 	case err == nil, errors.Is(err, payment.ErrTimeout) && ctx.Err() == nil, errors.Is(err, payment.ErrInProgress):
 		return p.pending(ctx, a)
 	case ctx.Err() != nil:
@@ -397,8 +399,9 @@ func (p *Payments) unpend(ctx context.Context, a Attempt) {
 }
 
 // complete confirms the booking of an authorized attempt, or gives the money back when the seats are no longer
-// the fan's.
-func (p *Payments) complete(ctx context.Context, a Attempt, in payment.Intent) (PayResult, error) {
+// the fan's. held, when known, saves reading the booking again: the fields used here never change, and the
+// confirmation's transaction checks the status itself.
+func (p *Payments) complete(ctx context.Context, a Attempt, in payment.Intent, held *Booking) (PayResult, error) {
 	if !p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptStarted, AttemptPending, AttemptAuthorized},
 		To: AttemptAuthorized, IntentID: in.ID}) {
 		// Moved on by someone else (the worker after a lease passed, or the other way round): their answer counts.
@@ -408,25 +411,34 @@ func (p *Payments) complete(ctx context.Context, a Attempt, in payment.Intent) (
 		}
 		return p.replay(ctx, cur, cur.RequestHash)
 	}
-	b, err := p.svc.store.Booking(ctx, a.BookingID)
-	if err != nil {
-		return PayResult{}, err
-	}
-	switch b.Status {
-	case StatusHeld, StatusPaymentPending:
-	case StatusExpired:
-		return p.giveBack(ctx, a, in, b, OutcomeExpired, ErrHoldExpired)
-	default:
-		if p.confirmedBy(ctx, b, a) {
-			return p.finished(ctx, a)
+	var b Booking
+	if held != nil {
+		b = *held
+	} else {
+		var err error
+		if b, err = p.svc.store.Booking(ctx, a.BookingID); err != nil {
+			return PayResult{}, err
 		}
-		return p.giveBack(ctx, a, in, b, OutcomeNotHeld, ErrNotHeld)
+		switch b.Status {
+		case StatusHeld, StatusPaymentPending:
+		case StatusExpired:
+			return p.giveBack(ctx, a, in, b, OutcomeExpired, ErrHoldExpired)
+		default:
+			if p.confirmedBy(ctx, b, a) {
+				return p.finished(ctx, a)
+			}
+			return p.giveBack(ctx, a, in, b, OutcomeNotHeld, ErrNotHeld)
+		}
 	}
 	owned, err := p.svc.locks.Owned(ctx, b)
 	if err != nil {
 		return PayResult{}, err
 	}
 	if !owned {
+		// Lost locks mean an expired hold, unless the fan cancelled meanwhile (cancel releases them too).
+		if cur, err := p.svc.store.Booking(ctx, b.ID); err == nil && cur.Status == StatusCancelled {
+			return p.giveBack(ctx, a, in, cur, OutcomeNotHeld, ErrNotHeld)
+		}
 		return p.giveBack(ctx, a, in, b, OutcomeExpired, ErrHoldExpired)
 	}
 	sale := Sale{AttemptID: a.ID, BookingID: b.ID, PaymentID: NewID("pay_"), IntentID: in.ID, Amount: a.Amount,
