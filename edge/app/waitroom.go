@@ -63,7 +63,7 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 	}
 	svc := waitroom.New(wrredis.New(e.Redis), e.Issuer, opt)
 	h := wrhttp.New(wrhttp.Config{Service: svc, Users: e.Users, Issuer: e.Issuer, AdminToken: wc.AdminToken,
-		Log: e.Log, SecureCookies: wc.SecureCookies})
+		Log: e.Log, SecureCookies: wc.SecureCookies, Heartbeat: e.Config.StreamHeartbeat})
 	h.Mount(e.Router)
 	if e.Registry != nil {
 		e.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
