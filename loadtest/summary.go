@@ -262,10 +262,12 @@ type Summary struct {
 	FanOutcomes map[string]int `json:"fanOutcomes"`
 	// PayOutcomes breaks the outcomes of fans who held seats down by their payment behaviour.
 	PayOutcomes map[PayBehaviour]map[string]int `json:"payOutcomes,omitempty"`
-	Fans        int                             `json:"fans"`
-	Admitted    int                             `json:"admitted"`
-	Confirmed   int                             `json:"confirmed"`
-	SeatsSold   int                             `json:"seatsSold"` // seats of the bookings the crowd saw confirmed
+	// Why fans ended in error, refused or patience: detail → fans.
+	Reasons   map[string]int `json:"reasons,omitempty"`
+	Fans      int            `json:"fans"`
+	Admitted  int            `json:"admitted"`
+	Confirmed int            `json:"confirmed"`
+	SeatsSold int            `json:"seatsSold"` // seats of the bookings the crowd saw confirmed
 
 	// SoldOutAfter is the time from the sale opening until no seat was AVAILABLE (0: never);
 	// AllBookedAfter until every seat was sold.
@@ -339,6 +341,12 @@ func Summarize(r *Run, fairnessSlack time.Duration) *Summary {
 			f.Outcome = OutcomeError
 		}
 		s.FanOutcomes[f.Outcome]++
+		if f.Outcome == OutcomeError || f.Outcome == OutcomeRefused || f.Outcome == OutcomePatience {
+			if s.Reasons == nil {
+				s.Reasons = map[string]int{}
+			}
+			s.Reasons[f.Outcome+": "+f.Detail]++
+		}
 		if f.Holds > 0 && r.Scenario.Mode == ModeQueue {
 			if s.PayOutcomes == nil {
 				s.PayOutcomes = map[PayBehaviour]map[string]int{}

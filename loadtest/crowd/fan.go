@@ -48,6 +48,14 @@ func wait(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// backoff waits before the try-th retry of a "not now" answer: what the server asked for, or an exponential
+// delay from 200ms with full jitter, so that a crowd turned away at once does not come back at once.
+func (p *fan) backoff(ctx context.Context, try int, retryAfter time.Duration) bool {
+	d := 200 * time.Millisecond << min(try, 5)
+	d = d/2 + time.Duration(p.rng.Int64N(int64(d/2)+1))
+	return wait(ctx, max(d, retryAfter))
+}
+
 // busy reports answers that mean "not now": rate limited, overloaded. The fan waits and asks again.
 func busy(res client.Result) bool {
 	return res.Status == http.StatusTooManyRequests || res.Status == http.StatusServiceUnavailable
@@ -70,7 +78,7 @@ func (p *fan) cutOff(ctx context.Context) {
 func (p *fan) play(ctx context.Context) {
 	c := p.cr.c
 	// A guest identity, retried while the platform says it is busy.
-	for {
+	for try := 0; ; try++ {
 		began := time.Now()
 		g, res, err := c.NewGuest(ctx)
 		p.obs(loadtest.StepAuth, began, res, err)
@@ -86,14 +94,14 @@ func (p *fan) play(ctx context.Context) {
 			p.end(loadtest.OutcomeError, "guest: status "+client.Outcome(res, err))
 			return
 		}
-		if !wait(ctx, res.RetryAfter) {
+		if !p.backoff(ctx, try, res.RetryAfter) {
 			p.cutOff(ctx)
 			return
 		}
 	}
 
 	var q client.QueueState
-	for {
+	for try := 0; ; try++ {
 		began := time.Now()
 		var res client.Result
 		var err error
@@ -111,7 +119,7 @@ func (p *fan) play(ctx context.Context) {
 			p.end(loadtest.OutcomeError, "join: status "+client.Outcome(res, err))
 			return
 		}
-		if !wait(ctx, res.RetryAfter) {
+		if !p.backoff(ctx, try, res.RetryAfter) {
 			p.cutOff(ctx)
 			return
 		}
@@ -258,6 +266,7 @@ func (p *fan) book(ctx context.Context) {
 	sc := p.cr.sc
 	c := p.cr.c
 	var want []string
+	busyTries := 0 // "not now" answers: waited out with backoff, not counted against the fan's attempts
 	for attempts := 0; attempts < sc.MaxHoldAttempts; {
 		if ctx.Err() != nil {
 			p.cutOff(ctx)
@@ -271,7 +280,8 @@ func (p *fan) book(ctx context.Context) {
 			switch {
 			case res.Status == http.StatusOK:
 			case busy(res) || (err != nil && ctx.Err() == nil):
-				wait(ctx, res.RetryAfter)
+				p.backoff(ctx, busyTries, res.RetryAfter)
+				busyTries++
 				continue
 			case res.Status == http.StatusForbidden || res.Status == http.StatusUnauthorized:
 				p.end(loadtest.OutcomeRefused, "seat map: admission token refused")
@@ -287,7 +297,6 @@ func (p *fan) book(ctx context.Context) {
 				return
 			}
 		}
-		attempts++
 		key := uuid.NewString()
 		var b client.Booking
 		var res client.Result
@@ -301,6 +310,12 @@ func (p *fan) book(ctx context.Context) {
 			}
 		}
 		p.tokenAnswer(res)
+		if busy(res) {
+			p.backoff(ctx, busyTries, res.RetryAfter)
+			busyTries++
+			continue
+		}
+		attempts++
 		switch {
 		case res.Status == http.StatusCreated:
 			p.f.Holds++
@@ -315,8 +330,6 @@ func (p *fan) book(ctx context.Context) {
 			} else {
 				want = nil
 			}
-		case busy(res):
-			wait(ctx, res.RetryAfter)
 		case res.Status == http.StatusForbidden || res.Status == http.StatusUnauthorized:
 			p.end(loadtest.OutcomeRefused, "hold: admission token refused")
 			return
@@ -357,10 +370,19 @@ func (p *fan) pay(ctx context.Context, b client.Booking) {
 			p.end(loadtest.OutcomeConfirmed, "pm_card_error was approved")
 			return
 		}
-		// The fan gives up on the broken card and lets the seats go.
-		began := time.Now()
-		res, err := p.cr.c.Cancel(ctx, p.user, p.adm, b.BookingID)
-		p.obs(loadtest.StepCancel, began, res, err)
+		// The fan gives up on the broken card and lets the seats go (cancelling twice is harmless, so a lost or
+		// "not now" answer is simply asked again).
+		var res client.Result
+		var err error
+		for try := 0; try < 4; try++ {
+			began := time.Now()
+			res, err = p.cr.c.Cancel(ctx, p.user, p.adm, b.BookingID)
+			p.obs(loadtest.StepCancel, began, res, err)
+			if (res.Status != 0 && !busy(res)) || ctx.Err() != nil {
+				break
+			}
+			p.backoff(ctx, try, res.RetryAfter)
+		}
 		if res.Status == http.StatusOK {
 			p.end(loadtest.OutcomeCancelled, "pm_card_error: "+itoa(st))
 		} else {
@@ -371,29 +393,22 @@ func (p *fan) pay(ctx context.Context, b client.Booking) {
 	}
 }
 
-// payWith makes one payment attempt (one idempotency key, retried on a lost answer and while the platform asks
-// the fan to come back later) and returns its status, 0 when none came.
+// payWith makes one payment attempt and returns its status, 0 when none came. One idempotency key serves every
+// retry: after a lost answer the key returns the first outcome, and after a 503 (the circuit breaker, an
+// overloaded edge) booking has forgotten the attempt, so the same key starts it afresh.
 func (p *fan) payWith(ctx context.Context, bookingID, method string) int {
 	key := uuid.NewString()
-	for try := 0; try < 6; try++ {
+	for try := 0; try < 8; try++ {
 		began := time.Now()
 		_, res, err := p.cr.c.Pay(ctx, p.user, p.adm, bookingID, method, key)
 		p.obs(loadtest.StepPay, began, res, err)
 		if ctx.Err() != nil {
 			return res.Status
 		}
-		switch {
-		case res.Status == 0:
-			wait(ctx, 200*time.Millisecond)
-		case res.Status == http.StatusServiceUnavailable && res.RetryAfter > 0:
-			// The circuit breaker: the hold stays, the fan comes back when told, with a new attempt.
-			wait(ctx, res.RetryAfter)
-			key = uuid.NewString()
-		case res.Status == http.StatusTooManyRequests:
-			wait(ctx, res.RetryAfter)
-		default:
+		if res.Status != 0 && !busy(res) {
 			return res.Status
 		}
+		p.backoff(ctx, try, res.RetryAfter)
 	}
 	return 0
 }

@@ -182,6 +182,7 @@ code{background:#f4f6f9;padding:1px 4px;border-radius:3px}
 {{end}}{{with .S.QueueWait}}{{if .Count}}<tr><td>queue wait</td><td>{{.Count}}</td><td></td><td>{{dur .P50}}</td><td>{{dur .P95}}</td><td>{{dur .P99}}</td><td>{{dur .Max}}</td><td></td></tr>{{end}}{{end}}
 </table>
 <p>Fans by outcome: {{outcomes .S.FanOutcomes}}</p>
+{{if .S.Reasons}}<ul>{{range $r, $n := .S.Reasons}}<li>{{$n}}× {{$r}}</li>{{end}}</ul>{{end}}
 {{if .S.PayOutcomes}}<table><tr><th>paying</th><th>outcomes of fans who held seats</th></tr>
 {{range $b, $m := .S.PayOutcomes}}<tr><td>{{$b}}</td><td class="l">{{outcomes $m}}</td></tr>{{end}}</table>{{end}}
 {{if .Storm}}{{with .Storm}}<h2>Hold-storm</h2>

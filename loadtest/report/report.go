@@ -60,6 +60,9 @@ func Text(w io.Writer, d Document) error {
 			fmt.Fprintf(w, "  paying %-16s %s\n", b+":", outcomes(m))
 		}
 	}
+	for _, r := range sortedKeys(s.Reasons) {
+		fmt.Fprintf(w, "  %d× %s\n", s.Reasons[r], r)
+	}
 	if sc.Mode == loadtest.ModeQueue {
 		fmt.Fprintf(w, "admitted %d, confirmed %d bookings (%d seats)\n", s.Admitted, s.Confirmed, s.SeatsSold)
 		fmt.Fprintf(w, "sold out (no seat AVAILABLE) after %s from opening; all seats booked after %s\n",
@@ -100,12 +103,17 @@ func orNever(d time.Duration) string {
 	return d.Round(10 * time.Millisecond).String()
 }
 
-func outcomes(m map[string]int) string {
+func sortedKeys(m map[string]int) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	return keys
+}
+
+func outcomes(m map[string]int) string {
+	keys := sortedKeys(m)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
