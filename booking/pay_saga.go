@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -140,6 +141,8 @@ func validatePay(r PayRequest) error {
 		return Invalid("the Idempotency-Key header is required")
 	case len(r.IdempotencyKey) > 255:
 		return Invalid("Idempotency-Key is longer than 255 characters")
+	case strings.IndexFunc(r.IdempotencyKey, func(c rune) bool { return c < 0x20 || c > 0x7e }) >= 0:
+		return Invalid("Idempotency-Key must be printable ASCII")
 	case r.PaymentMethod == "":
 		return Unprocessable("paymentMethod is required")
 	case len(r.PaymentMethod) > 100:

@@ -199,8 +199,10 @@ func TestPayDeclinedThenOK(t *testing.T) {
 	if _, err := e.payWith(b, "pm card; drop", "k3"); !errors.Is(err, booking.ErrValidation) {
 		t.Fatalf("malformed method: %v, want ErrValidation", err)
 	}
-	if _, err := e.payWith(b, sim.CardOK, ""); !errors.Is(err, booking.ErrInvalid) {
-		t.Fatalf("no key: %v, want ErrInvalid", err)
+	for _, key := range []string{"", "nul\x00key", string(make([]byte, 256))} {
+		if _, err := e.payWith(b, sim.CardOK, key); !errors.Is(err, booking.ErrInvalid) {
+			t.Fatalf("key %q: %v, want ErrInvalid", key, err)
+		}
 	}
 	if res, err := e.payWith(b, sim.CardOK, "k4"); err != nil || res.Booking.Status != booking.StatusConfirmed {
 		t.Fatalf("second card: %+v, %v", res, err)

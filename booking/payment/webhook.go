@@ -120,13 +120,16 @@ func ParseEvent(body []byte) (Event, error) {
 	if err := json.Unmarshal(body, &w); err != nil {
 		return Event{}, fmt.Errorf("%w: event: %v", ErrInvalid, err)
 	}
-	if w.ID == "" || w.Type == "" || len(w.Data.Object) == 0 {
-		return Event{}, fmt.Errorf("%w: event without id, type or data.object", ErrInvalid)
+	if !token(w.ID) || !token(w.Type) || len(w.Data.Object) == 0 {
+		return Event{}, fmt.Errorf("%w: event without a well-formed id, type or data.object", ErrInvalid)
 	}
 	ev := Event{ID: w.ID, Type: w.Type, Created: time.Unix(w.Created, 0).UTC()}
 	var obj WireObject
 	if err := json.Unmarshal(w.Data.Object, &obj); err != nil {
 		return Event{}, fmt.Errorf("%w: event object: %v", ErrInvalid, err)
+	}
+	if (obj.ID != "" && !token(obj.ID)) || (obj.PaymentIntent != "" && !token(obj.PaymentIntent)) {
+		return Event{}, fmt.Errorf("%w: event object with a malformed id", ErrInvalid)
 	}
 	switch obj.Object {
 	case "payment_intent":
@@ -188,4 +191,18 @@ func (o WireObject) Intent() Intent {
 // Refund converts a refund object.
 func (o WireObject) Refund() Refund {
 	return Refund{ID: o.ID, IntentID: o.PaymentIntent, Amount: o.Amount, Currency: o.Currency, Status: o.Status}
+}
+
+// token reports whether s looks like a gateway id or event type (evt_1, payment_intent.succeeded): what ids can be
+// stored and looked up as they are.
+func token(s string) bool {
+	if s == "" || len(s) > 255 {
+		return false
+	}
+	for _, c := range s {
+		if !(c == '_' || c == '-' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }

@@ -80,6 +80,8 @@ func TestParseEvent(t *testing.T) {
 			nil},
 		{"not json", `{"id":`, payment.Event{}, payment.ErrInvalid},
 		{"no id", `{"type":"x","data":{"object":{}}}`, payment.Event{}, payment.ErrInvalid},
+		{"id with a NUL", `{"id":"evt_\u0000","type":"x","data":{"object":{}}}`, payment.Event{}, payment.ErrInvalid},
+		{"intent id with a slash", `{"id":"evt_5","type":"x","data":{"object":{"id":"pi_1/x","object":"payment_intent"}}}`, payment.Event{}, payment.ErrInvalid},
 		{"no object", `{"id":"evt_3","type":"x","data":{}}`, payment.Event{}, payment.ErrInvalid},
 		{"object of wrong shape", `{"id":"evt_3","type":"x","data":{"object":{"amount":"lots"}}}`, payment.Event{}, payment.ErrInvalid},
 		{"unknown object kept", `{"id":"evt_4","type":"customer.created","data":{"object":{"object":"customer"}}}`,
