@@ -51,6 +51,11 @@ func (p *Payments) Recover(ctx context.Context) {
 	} else {
 		for _, pay := range ps {
 			p.capture(ctx, pay)
+			// The sale's own process may have died before it turned the locks into sold seats and freed the
+			// fan's queue slot; doing it again is harmless.
+			if b, err := p.svc.store.Booking(ctx, pay.BookingID); err == nil && b.Status == StatusConfirmed {
+				p.svc.Sold(ctx, b)
+			}
 		}
 	}
 	if rs, err := p.store.PendingRefunds(ctx, before, 100); err != nil {

@@ -781,3 +781,26 @@ func TestPayReleasesAdmission(t *testing.T) {
 		t.Fatalf("replay after release: %+v, %v", res, err)
 	}
 }
+
+// TestCaptureRetried: a capture that fails leaves the booking confirmed and its payment AUTHORIZED; the worker
+// captures it once the gateway is back, never forgetting it.
+func TestCaptureRetried(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	p := e.restart(t, &hooked{Gateway: e.gw, afterAuthorize: func(context.Context) { e.sim.SetFailureRate(1) }})
+	b := e.hold(t, "u1", "B7")
+	res, err := p.Pay(context.Background(), booking.PayRequest{BookingID: b.ID, UserID: "u1", PaymentMethod: sim.CardOK,
+		IdempotencyKey: "k1"})
+	if err != nil || res.Booking.Status != booking.StatusConfirmed {
+		t.Fatalf("pay with the capture failing: %+v, %v; want CONFIRMED all the same", res, err)
+	}
+	pay, err := e.Store.PaymentOf(context.Background(), b.ID)
+	if err != nil || pay.Status != booking.PaymentAuthorized {
+		t.Fatalf("payment = %+v, %v; want AUTHORIZED until captured", pay, err)
+	}
+	e.sim.SetFailureRate(0)
+	e.settle(t, p)
+	if st := e.sim.Stats(); st.Captures != 1 {
+		t.Fatalf("gateway stats = %+v, want the capture done once", st)
+	}
+}
