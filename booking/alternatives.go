@@ -14,15 +14,11 @@ func (s *Service) alternatives(ctx context.Context, showID string, wanted []Seat
 	if err != nil {
 		return []string{}
 	}
-	ids := make([]string, len(layout))
-	for i, st := range layout {
-		ids[i] = st.ID
-	}
-	held, sold, err := s.locks.Status(ctx, showID, ids)
-	if err != nil {
+	sn, err := s.snapshot(ctx, showID, layout, alternativesMaxAge)
+	if err != nil || sn == nil {
 		return []string{}
 	}
-	return pickAlternatives(layout, func(id string) bool { return !held[id] && !sold[id] }, wanted)
+	return sn.alternatives(layout, wanted)
 }
 
 // pickAlternatives is the pure part of alternatives.

@@ -140,7 +140,7 @@ func (s *Service) Search(ctx context.Context, q Search) ([]EventShows, error) {
 	for i := range res {
 		for j := range res[i].Shows {
 			sh := &res[i].Shows[j]
-			if c, err := s.Counts(ctx, sh.ID); err == nil {
+			if c, err := s.counts(ctx, sh.ID, time.Second); err == nil {
 				sh.AvailableSeats = c.Available
 			} else {
 				s.log.WarnContext(ctx, "catalog availability", "show", sh.ID, "err", err)
@@ -172,7 +172,7 @@ func (s *Service) ShowDetail(ctx context.Context, id string) (Show, Counts, erro
 	if err != nil {
 		return Show{}, Counts{}, err
 	}
-	c, err := s.Counts(ctx, id)
+	c, err := s.counts(ctx, id, 250*time.Millisecond)
 	if err != nil {
 		return Show{}, Counts{}, err
 	}
@@ -215,11 +215,26 @@ func (s *Service) status(ctx context.Context, showID string, layout []Seat) (hel
 
 // Counts returns the show's live seat counts.
 func (s *Service) Counts(ctx context.Context, showID string) (Counts, error) {
+	return s.counts(ctx, showID, 0)
+}
+
+// counts is Counts from a snapshot no older than maxAge (0: read now).
+func (s *Service) counts(ctx context.Context, showID string, maxAge time.Duration) (Counts, error) {
 	layout, err := s.Layout(ctx, showID)
 	if err != nil {
 		return Counts{}, err
 	}
-	held, sold, err := s.status(ctx, showID, layout)
+	var held, sold map[string]bool
+	if maxAge > 0 {
+		var sn *snapshot
+		if sn, err = s.snapshot(ctx, showID, layout, maxAge); err == nil && sn != nil {
+			held, sold = sn.held, sn.sold
+		} else if err == nil {
+			held, sold, err = s.status(ctx, showID, layout)
+		}
+	} else {
+		held, sold, err = s.status(ctx, showID, layout)
+	}
 	if err != nil {
 		return Counts{}, err
 	}

@@ -14,6 +14,7 @@ func (s *Service) Run(ctx context.Context) {
 	defer sweep.Stop()
 	flush := time.NewTicker(s.cfg.InfoCoalesce)
 	defer flush.Stop()
+
 	s.Reconcile(ctx)
 	pending := map[string]time.Time{}
 	var soon <-chan time.Time
@@ -25,6 +26,7 @@ func (s *Service) Run(ctx context.Context) {
 			s.Reconcile(ctx)
 		case <-flush.C:
 			s.flushInfo(ctx)
+
 		case show := <-s.nudge:
 			// A lock expires in Redis's clock a moment before the booking's expires_at passes in Postgres's;
 			// look a little later so the sweep finds it due.
@@ -124,7 +126,7 @@ func (s *Service) afterExpiry(ctx context.Context, bs []Booking) {
 
 func (s *Service) flushInfo(ctx context.Context) {
 	s.mu.Lock()
-	if len(s.dirty) == 0 {
+	if len(s.dirty) == 0 && len(s.conflicts) == 0 {
 		s.mu.Unlock()
 		return
 	}
@@ -133,7 +135,14 @@ func (s *Service) flushInfo(ctx context.Context) {
 		shows = append(shows, id)
 	}
 	s.dirty = map[string]bool{}
+	conflicts := s.conflicts
+	s.conflicts = nil
 	s.mu.Unlock()
+	for id, n := range conflicts {
+		if err := s.locks.AddConflicts(ctx, id, n); err != nil {
+			s.log.WarnContext(ctx, "count conflicts", "show", id, "err", err)
+		}
+	}
 	for _, id := range shows {
 		if err := s.PublishInfo(ctx, id); err != nil {
 			s.log.WarnContext(ctx, "publish show info", "show", id, "err", err)

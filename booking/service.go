@@ -77,6 +77,8 @@ type Locks interface {
 	PublishInfo(ctx context.Context, s Show, c Counts, now time.Time) error
 	// PublishSeats announces seat changes on the show's seat channel.
 	PublishSeats(ctx context.Context, showID string, evs []SeatEvent) error
+	// AddConflicts adds n to the show's conflict counter.
+	AddConflicts(ctx context.Context, showID string, n int64) error
 	// Counters returns the show's hold and conflict counters.
 	Counters(ctx context.Context, showID string) (holds, conflicts int64, err error)
 	// ReleaseAdmission frees a waiting-room slot and revokes its token.
@@ -130,11 +132,13 @@ type Service struct {
 	cfg   Config
 	log   *slog.Logger
 
-	mu      sync.Mutex
-	layouts map[string][]Seat // immutable once a show exists
-	shows   map[string]Show
-	dirty   map[string]bool // shows whose ShowInfo needs a rewrite
-	nudge   chan string     // shows with a seat lock that just expired
+	mu        sync.Mutex
+	layouts   map[string][]Seat // immutable once a show exists
+	shows     map[string]Show
+	dirty     map[string]bool // shows whose ShowInfo needs a rewrite
+	snaps     snapshots
+	conflicts map[string]int64 // refused holds not yet added to the show's counters in Redis
+	nudge     chan string      // shows with a seat lock that just expired
 }
 
 // New returns a Service. gate may be nil when no show ever has a queue (tests).

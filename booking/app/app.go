@@ -24,13 +24,13 @@ import (
 func OpenRedis(ctx context.Context, cfg Config) (goredis.UniversalClient, error) {
 	var rdb goredis.UniversalClient
 	if len(cfg.RedisClusterAddrs) > 0 {
-		rdb = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cfg.RedisClusterAddrs, PoolSize: 128})
+		rdb = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cfg.RedisClusterAddrs, PoolSize: 512})
 	} else {
 		opt, err := goredis.ParseURL(cfg.RedisURL)
 		if err != nil {
 			return nil, fmt.Errorf("REDIS_URL: %w", err)
 		}
-		opt.PoolSize = 128
+		opt.PoolSize = 512
 		rdb = goredis.NewClient(opt)
 	}
 	if err := rdb.Ping(ctx).Err(); err != nil {

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -34,6 +36,9 @@ func startBooking(t testing.TB, env map[string]string, admissionKeys token.KeySo
 	for k, v := range env {
 		vars[k] = v
 	}
+	if n := vars["BENCH_POOL"]; n != "" {
+		vars["DATABASE_URL"] += "&pool_max_conns=" + n
+	}
 	cfg, err := app.LoadConfig(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +50,9 @@ func startBooking(t testing.TB, env map[string]string, admissionKeys token.KeySo
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx, cfg, nil, func(a string) { addr <- a }) }()
+	go func() {
+		done <- app.Run(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel})), func(a string) { addr <- a })
+	}()
 	t.Cleanup(func() {
 		cancel()
 		select {

@@ -55,6 +55,7 @@ type Server struct {
 	metrics *Metrics
 	done    chan struct{}
 	closing atomic.Bool
+	users   userCache
 }
 
 // New builds the server and its routes.

@@ -272,6 +272,14 @@ func (l *Locks) PublishSeats(ctx context.Context, showID string, evs []booking.S
 	return nil
 }
 
+// AddConflicts adds to the show's conflict counter.
+func (l *Locks) AddConflicts(ctx context.Context, showID string, n int64) error {
+	if err := l.rdb.HIncrBy(ctx, countersKey(showID), "conflicts", n).Err(); err != nil {
+		return fmt.Errorf("redis: count conflicts: %w", err)
+	}
+	return nil
+}
+
 // Counters reads the show's hold and conflict counters.
 func (l *Locks) Counters(ctx context.Context, showID string) (int64, int64, error) {
 	vals, err := l.rdb.HMGet(ctx, countersKey(showID), "holds", "conflicts").Result()

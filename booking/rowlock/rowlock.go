@@ -50,6 +50,8 @@ const setupLock int64 = 0x666c6173726f776c // "flasrowl"
 type Store struct {
 	pool *pgxpool.Pool
 	ttl  time.Duration
+	// OnError, when set, is told about internal errors (answered 500).
+	OnError func(error)
 }
 
 // New returns a store on pool whose holds last ttl. Call Setup once first.
@@ -185,6 +187,9 @@ func (s *Store) Mount(r fiber.Router, auth fiber.Handler, userID func(*fiber.Ctx
 		case errors.Is(err, booking.ErrValidation):
 			return problem.Send(c, problem.New(fiber.StatusUnprocessableEntity, problem.Validation, err.Error()))
 		case err != nil:
+			if s.OnError != nil {
+				s.OnError(err)
+			}
 			return problem.Send(c, problem.New(fiber.StatusInternalServerError, problem.Internal, "internal error"))
 		}
 		return c.Status(fiber.StatusCreated).JSON(fiber.Map{"bookingId": b.ID, "status": b.Status, "showId": b.ShowID,

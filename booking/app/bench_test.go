@@ -1,0 +1,240 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/valyala/fasthttp"
+
+	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	"github.com/flashseat/flashseat/booking/rowlock"
+	"github.com/flashseat/flashseat/shared/token"
+)
+
+// BenchmarkHotShow aims one hot show (200 seats, 500 concurrent clients, 80% of requests for two adjacent seats
+// among the same 20) at booking and at the classic row-locking design, through HTTP, in the same run, and reports
+// decisions per second (201 or 409) and p50/p99 latency of each, and the ratios. Holds last 1s in both so seats
+// keep coming back. BENCH_DURATION (default 5s) is the load time per design; run it once:
+//
+//	go test -run '^$' -bench HotShow -benchtime 1x ./booking/app/
+func BenchmarkHotShow(b *testing.B) {
+	dur := 5 * time.Second
+	if v, err := time.ParseDuration(os.Getenv("BENCH_DURATION")); err == nil && v > 0 {
+		dur = v
+	}
+	const clients = 500
+	ttl := time.Second
+
+	// Both designs get 16 Postgres connections: the machine's Postgres allows 100, shared with other tests.
+	// Booking gets a Redis of its own, so other work on the shared one (a million-fan queue benchmark issues
+	// 20 ms commands) does not stall it; the baseline's Postgres is the shared one, as is booking's.
+	bookingURL := startBooking(b, map[string]string{"HOLD_TTL": ttl.String(), "BENCH_POOL": "16",
+		"REDIS_URL": startRedis(b)}, nil)
+	show := seedShow(client{t: b, base: bookingURL})
+	var layout struct {
+		Seats []struct {
+			SeatID, Category string
+			Price            int64
+		}
+	}
+	client{t: b, base: bookingURL}.call("GET", "/api/v1/shows/"+show+"/seats", "", nil, &layout)
+	seats := make([]booking.Seat, len(layout.Seats))
+	for i, s := range layout.Seats {
+		seats[i] = booking.Seat{ID: s.SeatID, Category: s.Category, Price: s.Price}
+	}
+	rowlockURL := startRowlock(b, show, seats, ttl)
+
+	iss, _ := token.NewUserIssuer([]byte(testSecret))
+	tokens := make([]string, clients)
+	for i := range tokens {
+		tokens[i], _ = iss.Issue(fmt.Sprintf("bench-%d", i), time.Now(), time.Hour)
+	}
+	b.ResetTimer()
+	base := runLoad(b, rowlockURL, show, tokens, dur)
+	ours := runLoad(b, bookingURL, show, tokens, dur)
+	b.StopTimer()
+
+	b.ReportMetric(ours.rate, "booking-decisions/s")
+	b.ReportMetric(ours.p50.Seconds()*1000, "booking-p50-ms")
+	b.ReportMetric(ours.p99.Seconds()*1000, "booking-p99-ms")
+	b.ReportMetric(base.rate, "rowlock-decisions/s")
+	b.ReportMetric(base.p50.Seconds()*1000, "rowlock-p50-ms")
+	b.ReportMetric(base.p99.Seconds()*1000, "rowlock-p99-ms")
+	b.ReportMetric(ours.rate/base.rate, "x-throughput")
+	b.ReportMetric(float64(base.p99)/float64(ours.p99), "x-p99")
+	b.Logf("booking: %s", ours)
+	b.Logf("rowlock: %s", base)
+}
+
+// startRedis runs a private redis-server on a free port for the benchmark and stops it at the end.
+func startRedis(b *testing.B) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close()
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--notify-keyspace-events", "Ex")
+	if err := cmd.Start(); err != nil {
+		b.Skipf("redis-server: %v", err)
+	}
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	url := fmt.Sprintf("redis://127.0.0.1:%d/0", port)
+	for range 100 {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			_ = c.Close()
+			return url
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.Fatal("redis-server did not start")
+	return ""
+}
+
+// startRowlock serves the baseline's hold route with the same user-token check as booking.
+func startRowlock(b *testing.B, show string, seats []booking.Seat, ttl time.Duration) string {
+	_, url := pgtest.NewWithURL(b)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns = 16 // as booking's pool in this benchmark
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	if err := rowlock.Setup(ctx, pool); err != nil {
+		b.Fatal(err)
+	}
+	st := rowlock.New(pool, ttl)
+	var once sync.Once
+	st.OnError = func(err error) { once.Do(func() { b.Logf("rowlock error: %v", err) }) }
+	if err := st.CreateShow(ctx, show, seats); err != nil {
+		b.Fatal(err)
+	}
+	users := token.NewUserVerifier([]byte(testSecret), nil, 0)
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	st.Mount(app, func(c *fiber.Ctx) error {
+		raw := c.Get(fiber.HeaderAuthorization)
+		if len(raw) < 8 {
+			return c.SendStatus(fiber.StatusUnauthorized)
+		}
+		id, err := users.Verify(raw[7:])
+		if err != nil {
+			return c.SendStatus(fiber.StatusUnauthorized)
+		}
+		c.Locals("user", id)
+		return c.Next()
+	}, func(c *fiber.Ctx) string { id, _ := c.Locals("user").(string); return id })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = app.Listener(ln) }()
+	b.Cleanup(func() { _ = app.Shutdown() })
+	return "http://" + ln.Addr().String()
+}
+
+type loadResult struct {
+	decisions, held, errors int
+	rate                    float64
+	p50, p99                time.Duration
+}
+
+func (r loadResult) String() string {
+	return fmt.Sprintf("%d decisions (%d held) in the window, %.0f/s, p50 %v, p99 %v, %d errors",
+		r.decisions, r.held, r.rate, r.p50, r.p99, r.errors)
+}
+
+// runLoad has every client send holds back to back for dur: 80% for two adjacent seats of row E (the hot 20),
+// the rest for two adjacent seats elsewhere. The client is fasthttp's, the cheapest at hand, so that the load
+// generator, sharing the machine with both servers, takes as little from them as it can.
+func runLoad(b testing.TB, base, show string, tokens []string, dur time.Duration) loadResult {
+	hc := &fasthttp.Client{MaxConnsPerHost: 2 * len(tokens), ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
+	defer hc.CloseIdleConnections()
+	url := base + "/api/v1/bookings/hold"
+	rows := "ABCDFGHIJ"
+	var mu sync.Mutex
+	var all []time.Duration
+	var res loadResult
+	start := time.Now()
+	deadline := start.Add(dur)
+	var wg sync.WaitGroup
+	for i, tok := range tokens {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(i), 42))
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			var lat []time.Duration
+			held, errs := 0, 0
+			for time.Now().Before(deadline) {
+				row := "E"
+				if r.IntN(10) >= 8 {
+					row = string(rows[r.IntN(len(rows))])
+				}
+				n := 1 + r.IntN(19)
+				req.Reset()
+				req.SetRequestURI(url)
+				req.Header.SetMethod("POST")
+				req.Header.SetContentType("application/json")
+				req.Header.Set("Authorization", "Bearer "+tok)
+				req.SetBodyString(fmt.Sprintf(`{"showId":%q,"seatIds":[%q,%q]}`, show, booking.SeatID(row, n), booking.SeatID(row, n+1)))
+				t0 := time.Now()
+				err := hc.Do(req, resp)
+				d := time.Since(t0)
+				if err != nil {
+					errs++
+					if errs == 1 {
+						b.Logf("request error: %v", err)
+					}
+					continue
+				}
+				switch resp.StatusCode() {
+				case 201:
+					held++
+					lat = append(lat, d)
+				case 409, 422: // 422: this client is at its per-user cap; still a decision
+					lat = append(lat, d)
+				default:
+					errs++
+					if errs == 1 {
+						b.Logf("unexpected status %d: %s", resp.StatusCode(), resp.Body())
+					}
+				}
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			res.held += held
+			res.errors += errs
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	slices.Sort(all)
+	res.decisions = len(all)
+	res.rate = float64(len(all)) / elapsed.Seconds()
+	if len(all) > 0 {
+		res.p50 = all[len(all)/2]
+		res.p99 = all[len(all)*99/100]
+	}
+	return res
+}
