@@ -804,3 +804,34 @@ func TestCaptureRetried(t *testing.T) {
 		t.Fatalf("gateway stats = %+v, want the capture done once", st)
 	}
 }
+
+// TestPayLedgerBackstop: when the ledger already has one of the seats (whatever Redis and the fences believed),
+// the sale is refused by the (show, seat) key, the authorization voided and the pay answered as a conflict.
+func TestPayLedgerBackstop(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	ctx := context.Background()
+	other := e.hold(t, "u0", "C9")
+	b := e.hold(t, "u1", "C8", "C10")
+	// Plant a sale of C10 under the other booking with an old fence, as if Redis had forgotten it.
+	if _, err := e.Pool.Exec(ctx, `INSERT INTO sold_seats (show_id, seat_id, booking_id, fence) VALUES ($1, 'C10', $2, 0)`,
+		e.Show.ID, other.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.payWith(b, sim.CardOK, "k1"); !errors.Is(err, booking.ErrSeatsUnavailable) {
+		t.Fatalf("pay for a seat the ledger has: %v, want ErrSeatsUnavailable", err)
+	}
+	if _, err := e.payWith(b, sim.CardOK, "k1"); !errors.Is(err, booking.ErrSeatsUnavailable) {
+		t.Fatalf("replay: %v, want ErrSeatsUnavailable", err)
+	}
+	if st := e.sim.Stats(); st.Authorizations != 1 || st.Voids != 1 || st.Captures != 0 {
+		t.Fatalf("gateway stats = %+v, want the authorization voided", st)
+	}
+	if s := e.status(t, b.ID); s != booking.StatusExpired {
+		t.Fatalf("status = %s, want EXPIRED", s)
+	}
+	var ledger int
+	if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM sold_seats WHERE booking_id = $1`, b.ID).Scan(&ledger); err != nil || ledger != 0 {
+		t.Fatalf("booking has %d seats in the ledger (%v), want none: the sale rolled back whole", ledger, err)
+	}
+}
