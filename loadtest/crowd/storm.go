@@ -164,7 +164,7 @@ func playBaseline(ctx context.Context, cfg Config, seats []client.Seat) (*loadte
 	start := time.Now()
 	rec := loadtest.NewRecorder(start)
 	cr := &Crowd{c: cfg.Client, sc: sc, showID: showID, rec: rec, runCtx: ctx, log: cfg.Log, noRelease: true}
-	run := &loadtest.Run{Scenario: sc, Target: cfg.Baseline.URL() + " (row-lock baseline)", ShowID: showID, StartedAt: start}
+	run := &loadtest.Run{Scenario: sc, Target: cfg.Baseline.URL(), ShowID: showID, StartedAt: start}
 	run.Fans = cr.storm(ctx, cfg.Seed+1, start, rowLock{bc}, seats)
 	run.Steps = rec.Samples()
 	run.Elapsed = time.Since(start)

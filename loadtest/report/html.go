@@ -157,6 +157,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"dur":      loadtest.FormatDuration,
 	"outcomes": outcomes,
 	"never":    orNever,
+	"p99words": p99Words,
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <title>flashseat load test: {{.S.Scenario.Name}}</title>
@@ -189,7 +190,7 @@ code{background:#f4f6f9;padding:1px 4px;border-radius:3px}
 <table><tr><th>design</th><th>decisions</th><th>per s</th><th>p50</th><th>p99</th><th>other answers</th></tr>
 <tr><td>flashseat (Redis Lua + ledger) at <code>{{.Target}}</code></td><td>{{.Decisions}}</td><td>{{printf "%.0f" .DecisionsPerSec}}</td><td>{{dur .P50}}</td><td>{{dur .P99}}</td><td>{{.Errors}}</td></tr>
 {{with .Baseline}}<tr><td>row-lock baseline (SELECT … FOR UPDATE), in-process, no edge hop</td><td>{{.Decisions}}</td><td>{{printf "%.0f" .DecisionsPerSec}}</td><td>{{dur .P50}}</td><td>{{dur .P99}}</td><td>{{.Errors}}</td></tr>{{end}}
-</table>{{if .Baseline}}<p><b>{{printf "%.1f" .ThroughputRatio}}×</b> the baseline's decisions per second; p99 <b>{{printf "%.1f" .P99Ratio}}×</b> lower.</p>{{end}}{{end}}{{end}}
+</table>{{if .Baseline}}<p><b>{{printf "%.1f" .ThroughputRatio}}×</b> the baseline's decisions per second; {{p99words .P99Ratio}}.</p>{{end}}{{end}}{{end}}
 {{if eq (print .S.Scenario.Mode) "queue"}}<h2>Queue</h2>
 <p>Fairness: {{.S.Fairness.Checked}} admitted fans had a position after opening; Spearman rank correlation between place in line and admission order <b>{{printf "%.3f" .S.Fairness.Spearman}}</b>; {{len .S.Fairness.Overtaken}} overtaken.
 Tokens: {{.S.Tokens.Admitted}} admitted, {{.S.Tokens.Accepted}} accepted, {{len .S.Tokens.Refused}} refused. Probes without admission: {{.S.Tokens.Probes}}, {{len .S.Tokens.Allowed}} let through, {{.S.Tokens.Unclear}} unclear.</p>{{end}}

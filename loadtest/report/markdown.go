@@ -72,7 +72,7 @@ func Markdown(w io.Writer, d Document) error {
 		if b := st.Baseline; b != nil {
 			fmt.Fprintf(w, "| row-lock baseline (SELECT … FOR UPDATE), in-process, no edge hop | %.0f | %s | %s |\n", b.DecisionsPerSec,
 				loadtest.FormatDuration(b.P50), loadtest.FormatDuration(b.P99))
-			fmt.Fprintf(w, "\nRatio: %.1f× the decisions per second, p99 %.1f× lower.\n", st.ThroughputRatio, st.P99Ratio)
+			fmt.Fprintf(w, "\nRatio: %.1f× the decisions per second; %s.\n", st.ThroughputRatio, p99Words(st.P99Ratio))
 		}
 	}
 	_, err := io.WriteString(w, "\n")

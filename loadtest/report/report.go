@@ -82,7 +82,7 @@ func Text(w io.Writer, d Document) error {
 		if b := st.Baseline; b != nil {
 			fmt.Fprintf(w, "row-lock baseline at %s: %d decisions, %.0f/s, p50 %s, p99 %s, %d other answers\n", b.Target, b.Decisions,
 				b.DecisionsPerSec, loadtest.FormatDuration(b.P50), loadtest.FormatDuration(b.P99), b.Errors)
-			fmt.Fprintf(w, "ratio: %.1fx decisions per second, p99 %.1fx lower\n", st.ThroughputRatio, st.P99Ratio)
+			fmt.Fprintf(w, "ratio: %.1fx the decisions per second; %s\n", st.ThroughputRatio, p99Words(st.P99Ratio))
 		}
 	}
 
@@ -94,6 +94,18 @@ func Text(w io.Writer, d Document) error {
 		fmt.Fprintf(w, "invariants checked: %s\n", strings.Join(d.Checked, ", "))
 	}
 	return nil
+}
+
+// p99Words says how the platform's p99 compares with the baseline's, given baseline/platform.
+func p99Words(r float64) string {
+	switch {
+	case r <= 0:
+		return "p99 not comparable"
+	case r >= 1:
+		return fmt.Sprintf("p99 %.1f× lower", r)
+	default:
+		return fmt.Sprintf("p99 %.1f× higher", 1/r)
+	}
 }
 
 func orNever(d time.Duration) string {
