@@ -46,6 +46,9 @@ type server struct {
 	users  *token.UserIssuer
 	issuer *token.Issuer
 	app    *fiber.App
+
+	mu    sync.Mutex
+	shows []string
 }
 
 func redisClient(t testing.TB) *goredis.Client {
@@ -100,22 +103,27 @@ func newServer(t testing.TB, opt waitroom.Options, extra func(app *fiber.App)) *
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = svc.Run(ctx) }()
+	s := &server{base: "http://" + ln.Addr().String(), rdb: rdb, svc: svc, users: ui, issuer: is, app: app}
 	t.Cleanup(func() {
 		h.Close()
 		_ = app.ShutdownWithTimeout(2 * time.Second)
 		cancel()
 		<-done
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, show := range s.shows {
+			rdb.Del(context.Background(), wrredis.Keys(show)...)
+		}
 	})
-	return &server{base: "http://" + ln.Addr().String(), rdb: rdb, svc: svc, users: ui, issuer: is, app: app}
+	return s
 }
 
 func (s *server) show(t testing.TB, rate float64, maxActive int) string {
 	t.Helper()
 	show := "h-" + uuid.NewString()[:13]
-	t.Cleanup(func() {
-		ctx := context.Background()
-		s.rdb.Del(ctx, wrredis.Keys(show)...)
-	})
+	s.mu.Lock()
+	s.shows = append(s.shows, show) // deleted once the server's admission loop has stopped
+	s.mu.Unlock()
 	body := fmt.Sprintf(`{"enabled":true,"admitPerSecond":%v,"maxActive":%d,"tokenTtlSeconds":600}`, rate, maxActive)
 	res, _ := s.do(t, "PUT", "/admin/v1/shows/"+show+"/queue", "Bearer "+adminToken, body)
 	if res.StatusCode != 200 {

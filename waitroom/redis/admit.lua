@@ -125,8 +125,10 @@ else
 end
 admittedTotal = admittedTotal + granted
 skippedTotal = skippedTotal + skipped
-redis.call('HSET', KEYS[3], 'lastTick', now, 'carry', tostring(carry), 'cursor', cursor,
-  'admittedTotal', admittedTotal, 'skippedTotal', skippedTotal)
+if phase ~= 'closed' then -- a switched-off (or never configured) queue leaves no state behind
+  redis.call('HSET', KEYS[3], 'lastTick', now, 'carry', tostring(carry), 'cursor', cursor,
+    'admittedTotal', admittedTotal, 'skippedTotal', skippedTotal)
+end
 
 local waiting = redis.call('ZCARD', KEYS[4])
 if not drawn then waiting = waiting + redis.call('SCARD', KEYS[5]) end
