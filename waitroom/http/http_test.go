@@ -68,12 +68,17 @@ func redisClient(t testing.TB) *goredis.Client {
 
 func newServer(t testing.TB, opt waitroom.Options, extra func(app *fiber.App)) *server {
 	t.Helper()
-	rdb := redisClient(t)
 	k, err := token.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	is := token.NewIssuer(k)
+	return newReplica(t, opt, token.NewIssuer(k), extra)
+}
+
+// newReplica is one edge replica's waiting room; replicas share Redis and the admission key.
+func newReplica(t testing.TB, opt waitroom.Options, is *token.Issuer, extra func(app *fiber.App)) *server {
+	t.Helper()
+	rdb := redisClient(t)
 	ui, err := token.NewUserIssuer(userSecret)
 	if err != nil {
 		t.Fatal(err)
