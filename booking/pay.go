@@ -197,4 +197,19 @@ type PaymentStore interface {
 
 	// SeenEvent records a webhook event id; false when it was recorded before.
 	SeenEvent(ctx context.Context, id, typ, intentID string) (bool, error)
+
+	// RelayOutbox hands up to limit unpublished lifecycle events, oldest first, to publish and marks those it
+	// accepted published, in one transaction that other relays skip: each event is published at least once, and
+	// more than once only if the commit after publishing fails.
+	RelayOutbox(ctx context.Context, limit int, publish func(OutboxEvent) error) (int, error)
+}
+
+// OutboxEvent is a lifecycle event (booking.confirmed, booking.refunded) written in the transaction that made it
+// true.
+type OutboxEvent struct {
+	ID          int64
+	AggregateID string
+	Type        string
+	Payload     []byte // JSON
+	CreatedAt   time.Time
 }

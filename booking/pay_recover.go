@@ -9,7 +9,8 @@ import (
 
 // Run is the payments recovery worker: every RecoverEvery (and at once when kicked by a webhook or a cancel) it
 // takes over attempts whose owner's lease has passed and finishes them, retries captures and refunds that
-// failed, and keeps the seats of payments whose outcome is unknown held. It returns when ctx ends.
+// failed, keeps the seats of payments whose outcome is unknown held, and relays the outbox. It returns when ctx
+// ends.
 func (p *Payments) Run(ctx context.Context) {
 	t := time.NewTicker(p.cfg.RecoverEvery)
 	defer t.Stop()
@@ -56,6 +57,11 @@ func (p *Payments) Recover(ctx context.Context) {
 			if b, err := p.svc.store.Booking(ctx, pay.BookingID); err == nil && b.Status == StatusConfirmed {
 				p.svc.Sold(ctx, b)
 			}
+		}
+	}
+	if p.cfg.Publish != nil {
+		if _, err := p.store.RelayOutbox(ctx, 500, func(e OutboxEvent) error { return p.cfg.Publish(ctx, e) }); err != nil {
+			p.log.WarnContext(ctx, "recover: relay outbox", "err", err)
 		}
 	}
 	if rs, err := p.store.PendingRefunds(ctx, before, 100); err != nil {

@@ -47,6 +47,8 @@ type PayConfig struct {
 	Logger           *slog.Logger
 	// OnOutcome is told every pay outcome (metrics); nil is fine.
 	OnOutcome func(Outcome)
+	// Publish relays the outbox's lifecycle events (the worker calls it); nil leaves them in the outbox.
+	Publish func(ctx context.Context, e OutboxEvent) error
 }
 
 // Payments is the pay saga, its recovery worker, refunds, tickets and check-in, on top of the Service's holds.

@@ -835,3 +835,33 @@ func TestPayLedgerBackstop(t *testing.T) {
 		t.Fatalf("booking has %d seats in the ledger (%v), want none: the sale rolled back whole", ledger, err)
 	}
 }
+
+// TestOutboxRelayed: the sale's and the refund's lifecycle events reach the publisher once each, in order.
+func TestOutboxRelayed(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got []string
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{RefundWindow: time.Hour,
+		Publish: func(_ context.Context, ev booking.OutboxEvent) error {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, ev.Type+" "+ev.AggregateID)
+			return nil
+		}})
+	ctx := context.Background()
+	b := e.hold(t, "u1", "H9")
+	if _, err := e.payWith(b, sim.CardOK, "k1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pay.Refund(ctx, b.ID, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	e.pay.Recover(ctx)
+	e.pay.Recover(ctx) // nothing is relayed twice
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"booking.confirmed " + b.ID, "booking.refunded " + b.ID}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("relayed %v, want %v", got, want)
+	}
+}

@@ -94,7 +94,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		log.Info("demo show ready", "show", show)
 	}
 
-	pays, err := newPayments(cfg, svc, store, reg, log)
+	pays, err := newPayments(cfg, svc, store, rdb, reg, log)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/payment"
@@ -66,9 +69,14 @@ func loadPaymentConfig(str func(k, def string) string, dur func(k string, def ti
 	return c, errs
 }
 
-// newPayments builds the gateway (Stripe adapter behind a circuit breaker), the ticket signer and Payments.
-func newPayments(cfg Config, svc *booking.Service, store booking.PaymentStore, reg prometheus.Registerer,
-	log *slog.Logger) (*booking.Payments, error) {
+// BookingEvents is the Redis channel on which booking relays its outbox: JSON {"id","type","bookingId","payload",
+// "createdAt"} per lifecycle event (booking.confirmed, booking.refunded), at least once each.
+const BookingEvents = "flashseat:booking-events"
+
+// newPayments builds the gateway (Stripe adapter behind a circuit breaker), the ticket signer and Payments, whose
+// outbox is relayed to BookingEvents on rdb.
+func newPayments(cfg Config, svc *booking.Service, store booking.PaymentStore, rdb goredis.UniversalClient,
+	reg prometheus.Registerer, log *slog.Logger) (*booking.Payments, error) {
 	pc := cfg.Payment
 	if pc.TicketKeyGenerated {
 		log.Warn("TICKET_SIGNING_KEY is not set: tickets are signed with a random key, unverifiable after a restart")
@@ -110,5 +118,13 @@ func newPayments(cfg Config, svc *booking.Service, store booking.PaymentStore, r
 		WebhookSecret:  pc.WebhookSecret,
 		Logger:         log,
 		OnOutcome:      func(o booking.Outcome) { outcomes.WithLabelValues(string(o)).Inc() },
+		Publish: func(ctx context.Context, e booking.OutboxEvent) error {
+			msg, err := json.Marshal(map[string]any{"id": e.ID, "type": e.Type, "bookingId": e.AggregateID,
+				"payload": json.RawMessage(e.Payload), "createdAt": e.CreatedAt.UTC()})
+			if err != nil {
+				return err
+			}
+			return rdb.Publish(ctx, BookingEvents, msg).Err()
+		},
 	}), nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/booking/app"
 	"github.com/flashseat/flashseat/booking/internal/bookingtest"
@@ -239,6 +240,13 @@ func TestPaymentsOverHTTP(t *testing.T) {
 	show := st.show()
 	fan := st.guest()
 
+	// Lifecycle events are relayed on a channel all bookings share; this test looks for its own booking's.
+	sub := bookingtest.Redis(t).Subscribe(context.Background(), app.BookingEvents)
+	defer sub.Close()
+	if _, err := sub.Receive(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
 	// Pay, replay, tickets, QR, check-in.
 	b := st.hold(fan, show, "A1", "A2")
 	paid := st.pay(fan, b, sim.CardOK, "k1")
@@ -254,6 +262,7 @@ func TestPaymentsOverHTTP(t *testing.T) {
 		!bytes.Equal(again.body, paid.body) {
 		t.Fatalf("replay: %d %s", again.status, again.body)
 	}
+	waitEvent(t, sub, b, "booking.confirmed")
 	view := st.waitStatus(fan, b, "CONFIRMED")
 	if len(view["tickets"].([]any)) != 2 {
 		t.Fatalf("booking view %v", view)
@@ -337,6 +346,23 @@ func TestPaymentsOverHTTP(t *testing.T) {
 	}
 	st.waitStatus(fan, e, "HELD")
 	st.checkInvariants()
+}
+
+// waitEvent waits for the relayed lifecycle event of a booking.
+func waitEvent(t *testing.T, sub *goredis.PubSub, bookingID, typ string) {
+	t.Helper()
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case m := <-sub.Channel():
+			var ev struct{ Type, BookingID string }
+			if json.Unmarshal([]byte(m.Payload), &ev) == nil && ev.BookingID == bookingID && ev.Type == typ {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no %s event relayed for %s", typ, bookingID)
+		}
+	}
 }
 
 // TestPayLostHoldOverHTTP: a hold that lapsed is 410 and EXPIRED; a cancelled one is 409; both problem+json.
