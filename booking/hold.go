@@ -332,6 +332,7 @@ func (s *Service) Cancel(ctx context.Context, id, userID string) (Booking, []str
 		s.log.ErrorContext(ctx, "release locks of cancelled booking", "booking", b.ID, "err", err)
 		freed = nil
 	}
+	s.noteFreed(b.ShowID, freed)
 	s.releaseAdmission(ctx, b)
 	s.markDirty(b.ShowID)
 	return b, freed, nil

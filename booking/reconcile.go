@@ -56,6 +56,7 @@ func (s *Service) Run(ctx context.Context) {
 // SeatExpired is told that a seat lock expired in Redis (keyspace notification). The seat is free again right
 // now; its booking is marked EXPIRED shortly after.
 func (s *Service) SeatExpired(ctx context.Context, showID, seatID string) {
+	s.noteFreed(showID, []string{seatID})
 	if err := s.locks.PublishSeats(ctx, showID, []SeatEvent{{SeatID: seatID, Status: SeatAvailable}}); err != nil {
 		s.log.WarnContext(ctx, "publish expired seat", "show", showID, "err", err)
 	}
@@ -112,9 +113,11 @@ func (s *Service) afterExpiry(ctx context.Context, bs []Booking) {
 		return
 	}
 	for _, b := range bs {
-		if _, err := s.locks.Release(ctx, b); err != nil {
+		freed, err := s.locks.Release(ctx, b)
+		if err != nil {
 			s.log.WarnContext(ctx, "release expired locks", "booking", b.ID, "err", err)
 		}
+		s.noteFreed(b.ShowID, freed)
 		s.releaseAdmission(ctx, b)
 		s.markDirty(b.ShowID)
 	}

@@ -170,21 +170,33 @@ func (sn *snapshot) alternatives(layout []Seat, wanted []Seat) []string {
 // noteHeld records in the show's snapshot seats this process has just seen taken (its own successful claims, and
 // the seats a refused claim found held), so the next requests for them are refused at once instead of after the
 // next reload. The maps are copied, never changed in place: readers may still hold the old ones.
-func (s *Service) noteHeld(showID string, seatIDs []string) {
+func (s *Service) noteHeld(showID string, seatIDs []string) { s.note(showID, seatIDs, true) }
+
+// noteFreed records seats this process has just released (cancel, expiry), so they are offered again at once.
+func (s *Service) noteFreed(showID string, seatIDs []string) { s.note(showID, seatIDs, false) }
+
+func (s *Service) note(showID string, seatIDs []string, held bool) {
+	if len(seatIDs) == 0 {
+		return
+	}
 	s.snaps.mu.Lock()
 	defer s.snaps.mu.Unlock()
 	e, ok := s.snaps.shows[showID]
 	if !ok || e.cur == nil {
 		return
 	}
-	held := make(map[string]bool, len(e.cur.held)+len(seatIDs))
+	m := make(map[string]bool, len(e.cur.held)+len(seatIDs))
 	for id := range e.cur.held {
-		held[id] = true
+		m[id] = true
 	}
 	for _, id := range seatIDs {
-		held[id] = true
+		if held {
+			m[id] = true
+		} else {
+			delete(m, id)
+		}
 	}
-	e.cur = &snapshot{at: e.cur.at, held: held, sold: e.cur.sold}
+	e.cur = &snapshot{at: e.cur.at, held: m, sold: e.cur.sold}
 }
 
 // countConflict counts a refused hold towards the show's conflictsTotal; counts are flushed to Redis with the

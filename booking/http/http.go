@@ -43,6 +43,7 @@ type Config struct {
 	Gatherer   prometheus.Gatherer   // serves /metrics; nil: /metrics is 404
 	Ready      func(ctx context.Context) error
 	BodyLimit  int           // default 64 KiB
+	InFlight   int           // hot requests (hold, seat map) run at once; default 32 per CPU
 	Heartbeat  time.Duration // seat stream comments, default 15s
 }
 
@@ -56,6 +57,7 @@ type Server struct {
 	done    chan struct{}
 	closing atomic.Bool
 	users   userCache
+	limit   *limiter
 }
 
 // New builds the server and its routes.
@@ -75,7 +77,8 @@ func New(cfg Config) *Server {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(cfg.Registry)
 	}
-	s := &Server{cfg: cfg, svc: cfg.Service, log: cfg.Logger, metrics: cfg.Metrics, done: make(chan struct{})}
+	s := &Server{cfg: cfg, svc: cfg.Service, log: cfg.Logger, metrics: cfg.Metrics, done: make(chan struct{}),
+		limit: newLimiter(cfg.InFlight, 5*time.Second)}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "booking",
 		BodyLimit:             cfg.BodyLimit,
@@ -127,9 +130,9 @@ func (s *Server) routes() {
 	v1.Post("/auth/guest", s.guest)
 	v1.Get("/events", s.searchEvents)
 	v1.Get("/shows/:showId", s.showDetail)
-	v1.Get("/shows/:showId/seats", s.seatMap)
+	v1.Get("/shows/:showId/seats", s.limit.handler, s.seatMap)
 	v1.Get("/shows/:showId/seats/stream", s.seatStream)
-	v1.Post("/bookings/hold", s.RequireUser, s.hold)
+	v1.Post("/bookings/hold", s.limit.handler, s.RequireUser, s.hold)
 	v1.Get("/bookings/:bookingId", s.RequireUser, s.getBooking)
 	v1.Delete("/bookings/:bookingId", s.RequireUser, s.cancel)
 
