@@ -865,3 +865,77 @@ func TestOutboxRelayed(t *testing.T) {
 		t.Fatalf("relayed %v, want %v", got, want)
 	}
 }
+
+// TestPayChaos: fans pay with every kind of card at once, replay their keys, cancel, while the gateway is slow
+// now and then and the show's Redis keys vanish once. When the dust settles the ledger and the gateway agree:
+// every invariant holds, every authorization ended captured (a sale) or voided, and nothing was captured twice.
+func TestPayChaos(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t, booking.Config{}, sim.Config{Latency: 5 * time.Millisecond, SlowDelay: 400 * time.Millisecond},
+		booking.PayConfig{GatewayTimeout: 150 * time.Millisecond, ReplayWait: 300 * time.Millisecond})
+	ctx := context.Background()
+	stop := make(chan struct{})
+	worker := make(chan struct{})
+	go func() { // the recovery worker runs throughout, as in production
+		defer close(worker)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				e.pay.Recover(ctx)
+			}
+		}
+	}()
+	methods := []string{sim.CardOK, sim.CardOK, sim.CardOK, sim.CardDeclined, sim.CardSlow, sim.CardError}
+	var wg sync.WaitGroup
+	for i := range 60 {
+		b := e.hold(t, fmt.Sprintf("u%d", i), booking.SeatID(string(rune('A'+i/20)), i%20+1))
+		wg.Go(func() {
+			r := i * 7919
+			method := methods[r%len(methods)]
+			for try := range 3 {
+				// The second try replays the first (same key, same card); the third is a new key with a good card.
+				key := fmt.Sprintf("k%d-%d", i, try/2)
+				if try == 2 {
+					method = sim.CardOK
+				}
+				_, err := e.payWith(b, method, key)
+				switch {
+				case err == nil, errors.Is(err, booking.ErrPaymentDeclined), errors.Is(err, booking.ErrPaymentFailed),
+					errors.Is(err, booking.ErrNotHeld), errors.Is(err, booking.ErrHoldExpired),
+					errors.Is(err, booking.ErrInProgress), errors.Is(err, booking.ErrSeatsUnavailable):
+				default:
+					t.Errorf("fan %d pay %s: %v", i, method, err)
+				}
+			}
+			if r%5 == 0 {
+				_, _, _ = e.pay.Cancel(ctx, b.ID, b.UserID)
+			}
+		})
+		if i == 30 {
+			bookingtest.DeleteShowKeys(e.RDB, e.Show.ID) // Redis loses the show mid-sale
+		}
+	}
+	wg.Wait()
+	time.Sleep(500 * time.Millisecond) // let the slow authorizations land
+	close(stop)
+	<-worker
+	e.settle(t, e.pay)
+
+	var confirmed int
+	if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM bookings WHERE status = 'CONFIRMED'`).Scan(&confirmed); err != nil {
+		t.Fatal(err)
+	}
+	st := e.sim.Stats()
+	t.Logf("%d confirmed; gateway %+v", confirmed, st)
+	if st.Captures != confirmed || st.Authorizations != st.Captures+st.Voids {
+		t.Fatalf("gateway: %d authorizations, %d captures, %d voids for %d confirmed bookings", st.Authorizations,
+			st.Captures, st.Voids, confirmed)
+	}
+	for _, in := range e.sim.Intents() {
+		if in.Authorized() {
+			t.Errorf("intent %s still holds money (%s)", in.ID, in.Status)
+		}
+	}
+}
