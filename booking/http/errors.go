@@ -44,7 +44,7 @@ func (s *Server) toProblem(c *fiber.Ctx, err error) *problem.Problem {
 		return p
 	}
 	if p, ok := problem.FromFiber(err); ok {
-		if p.Status >= 500 {
+		if p.Status >= 500 && p.Status != fiber.StatusServiceUnavailable {
 			s.log.ErrorContext(c.UserContext(), "internal error", "request_id", RequestID(c.UserContext()), "err", err)
 			p.Detail = "internal error"
 		}
