@@ -13,6 +13,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/waitroom"
 )
 
@@ -33,29 +34,22 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// TestPageInBrowser drives the waiting-room page in headless Chromium: it gets a guest identity, joins behind
-// five fans, shows a position that falls, and ends on the seat map with its admission token.
-func TestPageInBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser")
-	}
-	exe := chromium(t)
-	s := newServer(t, waitroom.Options{Tick: 50 * time.Millisecond}, func(app *fiber.App) {
-		app.Post("/api/v1/auth/guest", func(c *fiber.Ctx) error {
-			id := "guest-" + uuid.NewString()
-			tok, _ := guestIssuer.Issue(id, time.Now(), time.Hour)
-			return c.Status(201).JSON(fiber.Map{"userId": id, "token": tok})
-		})
-		app.Get("/shows/:id", func(c *fiber.Ctx) error {
-			c.Set("Content-Type", "text/html")
-			return c.SendString("<!doctype html><title>seats</title><h1 id=seats>seat map</h1>")
-		})
+// pageRoutes stands in for booking: guest identities and the seat-map page the waiting room redirects to.
+func pageRoutes(app *fiber.App) {
+	app.Post("/api/v1/auth/guest", func(c *fiber.Ctx) error {
+		id := "guest-" + uuid.NewString()
+		tok, _ := guestIssuer.Issue(id, time.Now(), time.Hour)
+		return c.Status(201).JSON(fiber.Map{"userId": id, "token": tok})
 	})
-	show := s.show(t, 0.001, 100) // paused until the page shows its place
-	for i := range 5 {
-		s.join(t, show, "ahead"+strconv.Itoa(i))
-	}
+	app.Get("/shows/:id", func(c *fiber.Ctx) error {
+		c.Set("Content-Type", "text/html")
+		return c.SendString("<!doctype html><title>seats</title><h1 id=seats>seat map</h1>")
+	})
+}
 
+// browser starts headless Chromium with the flags the test suite uses everywhere.
+func browser(t *testing.T) (context.Context, context.CancelFunc) {
+	exe := chromium(t)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
@@ -63,40 +57,66 @@ func TestPageInBrowser(t *testing.T) {
 		chromedp.UserDataDir(t.TempDir()),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
 	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
 	ctx, cancelT := context.WithTimeout(ctx, 40*time.Second)
-	defer cancelT()
+	return ctx, func() { cancelT(); cancel(); cancelAlloc() }
+}
 
-	if _, err := chromedp.Run(ctx, chromedp.Navigate(s.base+"/queue/"+show)); err != nil {
-		t.Fatalf("navigate: %v", err)
-	}
-	var seen []int
-	var href string
-	resumed := false
+// watchPage polls the page until it leaves for the seat map, calling see with the visible state each time.
+func watchPage(ctx context.Context, see func(view, position string)) (string, error) {
 	for ctx.Err() == nil {
-		if len(seen) > 0 && !resumed {
-			resumed = true
-			s.do(t, "PUT", "/admin/v1/shows/"+show+"/queue", "Bearer "+adminToken, `{"admitPerSecond":3}`)
-		}
-		out, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.getElementById("position") ?
-			document.getElementById("position").textContent : "") + "|" + location.href`))
+		out, err := chromedp.Run(ctx, chromedp.Evaluate[string](`["waiting","opens","admitted","soldout","closed"].filter(
+			function (id) { var e = document.getElementById(id); return e && !e.hidden; }).join(",") + "|" +
+			(document.getElementById("position") ? document.getElementById("position").textContent : "") + "|" +
+			(document.getElementById("countdown") ? document.getElementById("countdown").textContent : "") + "|" +
+			location.href`))
 		if err == nil {
-			pos, loc, _ := strings.Cut(out, "|")
-			if n, err := strconv.Atoi(strings.ReplaceAll(pos, ",", "")); err == nil &&
-				(len(seen) == 0 || seen[len(seen)-1] != n) {
-				seen = append(seen, n)
+			parts := strings.SplitN(out, "|", 4)
+			if strings.Contains(parts[3], "/shows/") {
+				return parts[3], nil
 			}
-			if strings.Contains(loc, "/shows/") {
-				href = loc
-				break
+			if parts[0] == "opens" {
+				see("opens", parts[2])
+			} else {
+				see(parts[0], parts[1])
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if href == "" {
-		t.Fatalf("never redirected; positions seen %v", seen)
+	return "", ctx.Err()
+}
+
+// TestPageInBrowser drives the waiting-room page in headless Chromium: it gets a guest identity, joins behind
+// five fans, shows a position that falls, and ends on the seat map with its admission token.
+func TestPageInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser")
+	}
+	ctx, stop := browser(t)
+	defer stop()
+	s := newServer(t, waitroom.Options{Tick: 50 * time.Millisecond}, pageRoutes)
+	show := s.show(t, 0.001, 100) // paused until the page shows its place
+	for i := range 5 {
+		s.join(t, show, "ahead"+strconv.Itoa(i))
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(s.base+"/queue/"+show)); err != nil {
+		t.Fatalf("navigate: %v", err)
+	}
+	var seen []int
+	resumed := false
+	href, err := watchPage(ctx, func(view, pos string) {
+		n, err := strconv.Atoi(strings.ReplaceAll(pos, ",", ""))
+		if view != "waiting" || err != nil || (len(seen) > 0 && seen[len(seen)-1] == n) {
+			return
+		}
+		seen = append(seen, n)
+		if !resumed {
+			resumed = true
+			s.do(t, "PUT", "/admin/v1/shows/"+show+"/queue", "Bearer "+adminToken, `{"admitPerSecond":1.5}`)
+		}
+	})
+	if err != nil {
+		t.Fatalf("never redirected (%v); positions seen %v", err, seen)
 	}
 	if !strings.Contains(href, "/shows/"+show+"?admission=ey") {
 		t.Fatalf("redirected to %s, want the seat map with the admission token", href)
@@ -110,4 +130,42 @@ func TestPageInBrowser(t *testing.T) {
 		}
 	}
 	t.Logf("positions shown: %v, then %s", seen, href[:strings.Index(href, "?")])
+}
+
+// TestPageBeforeOpening: a fan who opens the page before the sale sees a countdown, gets a drawn place at
+// opening, and is admitted.
+func TestPageBeforeOpening(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser")
+	}
+	ctx, stop := browser(t)
+	defer stop()
+	s := newServer(t, waitroom.Options{Tick: 50 * time.Millisecond}, pageRoutes)
+	show := s.show(t, 4, 100)
+	opens := time.Now().Add(4 * time.Second)
+	s.rdb.HSet(context.Background(), rediskey.ShowInfo(show), rediskey.InfoSaleStartsAt, opens.UnixMilli())
+	for i := range 3 {
+		s.join(t, show, "early"+strconv.Itoa(i))
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(s.base+"/queue/"+show)); err != nil {
+		t.Fatalf("navigate: %v", err)
+	}
+	var countdown, position bool
+	href, err := watchPage(ctx, func(view, text string) {
+		if view == "opens" && strings.HasPrefix(text, "Opens in") {
+			countdown = true
+		}
+		if view == "waiting" && text != "" && text != "…" {
+			position = true
+		}
+	})
+	if err != nil || !strings.Contains(href, "?admission=") {
+		t.Fatalf("never admitted: %v %s", err, href)
+	}
+	if !countdown || !position {
+		t.Fatalf("countdown shown %v, position shown %v", countdown, position)
+	}
+	if time.Now().Before(opens) {
+		t.Fatal("admitted before the sale opened")
+	}
 }
