@@ -157,14 +157,24 @@ func TestHubNeverBlocks(t *testing.T) {
 
 func TestValidID(t *testing.T) {
 	t.Parallel()
-	for _, id := range []string{"", "a b", "{x}", "a|b", string(make([]byte, 129)), "é"} {
+	for _, id := range []string{"", "a b", "{x}", "a|b", "a;b", "a=b", string(make([]byte, 129)), "é", "a\x00"} {
 		if waitroom.ValidID(id) {
-			t.Errorf("%q accepted", id)
+			t.Errorf("show id %q accepted", id)
 		}
 	}
-	for _, id := range []string{"show-1", "7f3c9a2e-uuid", "guest_42"} {
+	for _, id := range []string{"show-1", "7f3c9a2e-uuid", "sh_30353b7caac87c7ad30b8f311029337d", "a.b:c"} {
 		if !waitroom.ValidID(id) {
-			t.Errorf("%q refused", id)
+			t.Errorf("show id %q refused", id)
+		}
+	}
+	for _, id := range []string{"", "a\nb", "a\x7f", string(make([]byte, 257))} {
+		if waitroom.ValidUser(id) {
+			t.Errorf("user id %q accepted", id)
+		}
+	}
+	for _, id := range []string{"guest-42", "auth0|5f3c", "user@example.com", "ü"} {
+		if !waitroom.ValidUser(id) {
+			t.Errorf("user id %q refused", id)
 		}
 	}
 }

@@ -50,7 +50,7 @@ func TestJoinIdempotentFIFO(t *testing.T) {
 	if _, err := svc.Join(ctx, "no-such-show-"+show, "u1"); !errors.Is(err, waitroom.ErrUnknownShow) {
 		t.Fatalf("unknown show: got %v", err)
 	}
-	if _, err := svc.Join(ctx, show, "bad user"); !errors.Is(err, waitroom.ErrInvalid) {
+	if _, err := svc.Join(ctx, show, "bad\nuser"); !errors.Is(err, waitroom.ErrInvalid) {
 		t.Fatalf("bad user id: got %v", err)
 	}
 
