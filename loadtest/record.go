@@ -109,7 +109,11 @@ type Fan struct {
 	Joined     time.Duration `json:"joined"` // 0 until the join answered
 	JoinStatus string        `json:"joinStatus,omitempty"`
 
-	Positions  []PositionObs `json:"positions,omitempty"`
+	Positions []PositionObs `json:"positions,omitempty"`
+	// Ticket is the fan's place in line (its seq) when the stream's event ids reveal it; 0 when unknown.
+	Ticket int64 `json:"ticket,omitempty"`
+	// IssuedAt is the admission token's iat claim (Unix seconds, the contract's precision); 0 when unknown.
+	IssuedAt   int64         `json:"issuedAt,omitempty"`
 	Admitted   bool          `json:"admitted"`
 	AdmittedAt time.Duration `json:"admittedAt,omitempty"`
 	Token      string        `json:"-"`

@@ -87,9 +87,46 @@ type Fairness struct {
 	Checked int `json:"checked"`
 	// Overtaken lists fans admitted after more fans than were ahead of them: the queue-order invariant.
 	Overtaken []Overtake `json:"overtaken,omitempty"`
-	// Spearman is the rank correlation between each fan's estimated place in line and its admission order
-	// (1: admitted exactly in order).
+	// Spearman is the rank correlation between each fan's place in line (its ticket when known, else an estimate
+	// from its position) and its admission order (1: admitted exactly in order).
 	Spearman float64 `json:"spearman"`
+	// Tickets is how many admitted fans had both their ticket (seq) and their token's iat known: the exact check.
+	Tickets int `json:"tickets"`
+	// Inversions are fans admitted (by their token's iat) in a later second than a fan behind them in line.
+	Inversions []Inversion `json:"inversions,omitempty"`
+}
+
+// Inversion is a fan admitted after a fan that stood behind it.
+type Inversion struct {
+	Fan, Ticket                        int64 // the fan passed over
+	IssuedAt                           int64
+	Overtaker, OvertakerTicket, OverAt int64
+}
+
+// checkTickets is the exact queue-order check: in ticket order, admission seconds (iat) never go backwards. Fans
+// of one admission tick share a second, so equal seconds are in order; a fan admitted a second or more after one
+// behind it in line was passed over.
+func checkTickets(fans []*Fan, fr *Fairness) {
+	var xs []*Fan
+	for _, f := range fans {
+		if f.Admitted && f.Ticket > 0 && f.IssuedAt > 0 {
+			xs = append(xs, f)
+		}
+	}
+	fr.Tickets = len(xs)
+	sort.Slice(xs, func(i, j int) bool { return xs[i].Ticket < xs[j].Ticket })
+	// Walk from the back of the line: the earliest admission seen so far behind each fan.
+	var earliest *Fan
+	for i := len(xs) - 1; i >= 0; i-- {
+		f := xs[i]
+		if earliest != nil && earliest.IssuedAt < f.IssuedAt {
+			fr.Inversions = append(fr.Inversions, Inversion{Fan: int64(f.ID), Ticket: f.Ticket, IssuedAt: f.IssuedAt,
+				Overtaker: int64(earliest.ID), OvertakerTicket: earliest.Ticket, OverAt: earliest.IssuedAt})
+		}
+		if earliest == nil || f.IssuedAt <= earliest.IssuedAt {
+			earliest = f
+		}
+	}
 }
 
 // Overtake is a fan who saw position Position at At, and yet saw Admitted fans let in before itself after that.
@@ -138,8 +175,11 @@ func CheckFairness(fans []*Fan, saleOpens, slack time.Duration) Fairness {
 			if first {
 				first = false
 				fr.Checked++
-				// Estimated place in the whole line: the position plus everyone the crowd saw admitted by then.
+				// Place in the whole line: the ticket, or the position plus everyone the crowd saw admitted by then.
 				est := float64(o.Position + countIn(-1, o.At))
+				if f.Ticket > 0 {
+					est = float64(f.Ticket)
+				}
 				order := float64(countIn(-1, f.AdmittedAt) + 1)
 				pairs = append(pairs, pair{est, order})
 			}
@@ -152,6 +192,7 @@ func CheckFairness(fans []*Fan, saleOpens, slack time.Duration) Fairness {
 			fr.Overtaken = append(fr.Overtaken, *worst)
 		}
 	}
+	checkTickets(fans, &fr)
 	if len(pairs) > 1 {
 		est := make([]float64, len(pairs))
 		ord := make([]float64, len(pairs))

@@ -90,3 +90,28 @@ func TestPresetsAreValid(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckTickets(t *testing.T) {
+	adm := func(id int, ticket, iat int64) *Fan {
+		return &Fan{ID: id, Admitted: true, Ticket: ticket, IssuedAt: iat}
+	}
+	tests := []struct {
+		name string
+		fans []*Fan
+		want int
+	}{
+		{"in order, ticks share a second", []*Fan{adm(0, 1, 100), adm(1, 2, 100), adm(2, 3, 101), adm(3, 4, 102)}, 0},
+		{"unknown tickets are skipped", []*Fan{adm(0, 1, 105), adm(1, 0, 100), adm(2, 3, 106)}, 0},
+		{"first in line admitted last", []*Fan{adm(0, 1, 103), adm(1, 2, 100), adm(2, 3, 101)}, 1},
+		{"two passed over by one", []*Fan{adm(0, 1, 102), adm(1, 2, 102), adm(2, 3, 100)}, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var fr Fairness
+			checkTickets(tc.fans, &fr)
+			if len(fr.Inversions) != tc.want {
+				t.Errorf("got %d inversions (%+v), want %d", len(fr.Inversions), fr.Inversions, tc.want)
+			}
+		})
+	}
+}

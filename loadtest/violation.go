@@ -30,11 +30,26 @@ func CrowdViolations(s *Summary) []Violation {
 	if s.Scenario.Mode != ModeQueue {
 		return nil
 	}
+	if s.Fairness.Tickets > 0 {
+		// Tickets and token times are known: the exact check decides, and the timing heuristic only informs.
+		for _, v := range s.Fairness.Inversions {
+			out = append(out, Violation{InvQueueOrder, fmt.Sprintf(
+				"fan %d (ticket %d) was admitted at %s, after fan %d (ticket %d, behind it) at %s", v.Fan, v.Ticket,
+				time.Unix(v.IssuedAt, 0).UTC().Format(time.TimeOnly), v.Overtaker, v.OvertakerTicket,
+				time.Unix(v.OverAt, 0).UTC().Format(time.TimeOnly))})
+		}
+		return append(out, tokenViolations(s)...)
+	}
 	for _, o := range s.Fairness.Overtaken {
 		out = append(out, Violation{InvQueueOrder, fmt.Sprintf(
 			"fan %d was at position %d at +%s, yet %d other fans were admitted before it after that",
 			o.Fan, o.Position, o.At.Round(time.Millisecond), o.Admitted)})
 	}
+	return append(out, tokenViolations(s)...)
+}
+
+func tokenViolations(s *Summary) []Violation {
+	var out []Violation
 	for _, id := range s.Tokens.Refused {
 		out = append(out, Violation{InvTokenAccepted, fmt.Sprintf("fan %d: its admission token was refused", id)})
 	}

@@ -16,6 +16,7 @@ import (
 // QueueEvent is one event of GET /queue/{showId}/events.
 type QueueEvent struct {
 	Kind           string    // position, admitted, sold_out, closed (or whatever else the server sends)
+	ID             string    // the event's id, as Last-Event-ID would resend it
 	Position       int       `json:"position"`
 	EtaSeconds     float64   `json:"etaSeconds"`
 	AdmissionToken string    `json:"admissionToken"`
@@ -60,7 +61,7 @@ func (c *Client) Follow(ctx context.Context, user, showID string, handle func(Qu
 		if stopped || (len(msg.Event) == 0 && len(msg.Data) == 0) {
 			return
 		}
-		ev := QueueEvent{Kind: string(msg.Event)}
+		ev := QueueEvent{Kind: string(msg.Event), ID: string(msg.ID)}
 		if len(msg.Data) > 0 && msg.Data[0] == '{' {
 			_ = json.Unmarshal(msg.Data, &ev) // a malformed event is passed on with its kind only
 		}

@@ -63,3 +63,22 @@ func TestChooseTakesWhatIsLeft(t *testing.T) {
 		t.Fatalf("got %v, want the 2 seats left", got)
 	}
 }
+
+func TestTicketAndIssuedAt(t *testing.T) {
+	if got := ticket("p-42-17"); got != 42 {
+		t.Errorf("ticket(p-42-17) = %d, want 42", got)
+	}
+	for _, id := range []string{"", "a-jti", "p-x-1", "p--1"} {
+		if got := ticket(id); got != 0 {
+			t.Errorf("ticket(%q) = %d, want 0", id, got)
+		}
+	}
+	// header.{"sub":"u","iat":1700000000}.sig
+	tok := "e30.eyJzdWIiOiJ1IiwiaWF0IjoxNzAwMDAwMDAwfQ.c2ln"
+	if got := issuedAt(tok); got != 1700000000 {
+		t.Errorf("issuedAt = %d, want 1700000000", got)
+	}
+	if got := issuedAt("garbage"); got != 0 {
+		t.Errorf("issuedAt(garbage) = %d, want 0", got)
+	}
+}

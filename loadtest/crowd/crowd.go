@@ -186,25 +186,35 @@ func (cr *Crowd) sample(ctx context.Context, every time.Duration) []loadtest.Que
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		s := loadtest.QueueSample{At: cr.rec.Since(time.Now()), Waiting: -1, Active: -1, AdmittedTotal: -1}
-		ok := false
-		if cr.sc.Mode == loadtest.ModeQueue {
-			if q, err := cr.c.Queue(ctx, cr.showID); err == nil {
-				s.Waiting, s.Active, s.AdmittedTotal, ok = q.Waiting, q.Active, q.AdmittedTotal, true
-			}
-		}
-		if st, err := cr.c.Stats(ctx, cr.showID); err == nil {
-			s.Available, s.Held, s.Booked, ok = st.Available, st.Held, st.Booked, true
-		} else {
-			s.Available, s.Held, s.Booked = -1, -1, -1
-		}
-		if ok {
+		if s, ok := cr.sampleOnce(ctx); ok {
 			out = append(out, s)
 		}
 		select {
 		case <-ctx.Done():
+			// One last reading once the crowd is done, so the charts and the sell-out times see the final state.
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if s, ok := cr.sampleOnce(fctx); ok {
+				out = append(out, s)
+			}
 			return out
 		case <-t.C:
 		}
 	}
+}
+
+func (cr *Crowd) sampleOnce(ctx context.Context) (loadtest.QueueSample, bool) {
+	s := loadtest.QueueSample{At: cr.rec.Since(time.Now()), Waiting: -1, Active: -1, AdmittedTotal: -1}
+	ok := false
+	if cr.sc.Mode == loadtest.ModeQueue {
+		if q, err := cr.c.Queue(ctx, cr.showID); err == nil {
+			s.Waiting, s.Active, s.AdmittedTotal, ok = q.Waiting, q.Active, q.AdmittedTotal, true
+		}
+	}
+	if st, err := cr.c.Stats(ctx, cr.showID); err == nil {
+		s.Available, s.Held, s.Booked, ok = st.Available, st.Held, st.Booked, true
+	} else {
+		s.Available, s.Held, s.Booked = -1, -1, -1
+	}
+	return s, ok
 }

@@ -2,9 +2,13 @@ package crowd
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -204,6 +208,9 @@ func (p *fan) await(ctx context.Context, q client.QueueState) string {
 			if ev.Position > 0 {
 				p.position(ev.Position)
 			}
+			if t := ticket(ev.ID); t > 0 {
+				p.f.Ticket = t
+			}
 			if p.probe {
 				p.runProbe(ctx)
 			}
@@ -258,6 +265,7 @@ func (p *fan) await(ctx context.Context, q client.QueueState) string {
 
 func (p *fan) admit(tok string) {
 	p.adm, p.f.Token = tok, tok
+	p.f.IssuedAt = issuedAt(tok)
 	p.f.Admitted, p.f.AdmittedAt = true, p.cr.rec.Since(time.Now())
 }
 
@@ -459,3 +467,39 @@ func (p *fan) poll(ctx context.Context, bookingID, method string) {
 }
 
 func itoa(n int) string { return client.Outcome(client.Result{Status: n}, nil) }
+
+// ticket reads a fan's seq from a position event's id. The waiting room names position events
+// "p-<seq>-<cursor>" so that Last-Event-ID can resume them; that is its own choice, not the contract's, so an id of
+// another shape just leaves the ticket unknown and the queue-order check falls back on positions and timing.
+func ticket(id string) int64 {
+	rest, ok := strings.CutPrefix(id, "p-")
+	if !ok {
+		return 0
+	}
+	seq, _, _ := strings.Cut(rest, "-")
+	n, err := strconv.ParseInt(seq, 10, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
+}
+
+// issuedAt reads the iat claim of an admission token without verifying it (the fan is not the verifier; the
+// gate is, and the token-accepted invariant checks that it did).
+func issuedAt(tok string) int64 {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return 0
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return 0
+	}
+	var c struct {
+		IAT float64 `json:"iat"`
+	}
+	if json.Unmarshal(b, &c) != nil {
+		return 0
+	}
+	return int64(c.IAT)
+}

@@ -158,6 +158,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"outcomes": outcomes,
 	"never":    orNever,
 	"p99words": p99Words,
+	"fairness": fairness,
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <title>flashseat load test: {{.S.Scenario.Name}}</title>
@@ -192,7 +193,7 @@ code{background:#f4f6f9;padding:1px 4px;border-radius:3px}
 {{with .Baseline}}<tr><td>row-lock baseline (SELECT … FOR UPDATE), in-process, no edge hop</td><td>{{.Decisions}}</td><td>{{printf "%.0f" .DecisionsPerSec}}</td><td>{{dur .P50}}</td><td>{{dur .P99}}</td><td>{{.Errors}}</td></tr>{{end}}
 </table>{{if .Baseline}}<p><b>{{printf "%.1f" .ThroughputRatio}}×</b> the baseline's decisions per second; {{p99words .P99Ratio}}.</p>{{end}}{{end}}{{end}}
 {{if eq (print .S.Scenario.Mode) "queue"}}<h2>Queue</h2>
-<p>Fairness: {{.S.Fairness.Checked}} admitted fans had a position after opening; Spearman rank correlation between place in line and admission order <b>{{printf "%.3f" .S.Fairness.Spearman}}</b>; {{len .S.Fairness.Overtaken}} overtaken.
+<p>Fairness: {{fairness .S.Fairness}}.
 Tokens: {{.S.Tokens.Admitted}} admitted, {{.S.Tokens.Accepted}} accepted, {{len .S.Tokens.Refused}} refused. Probes without admission: {{.S.Tokens.Probes}}, {{len .S.Tokens.Allowed}} let through, {{.S.Tokens.Unclear}} unclear.</p>{{end}}
 <h2>Charts</h2>
 {{.HoldChart}}

@@ -61,8 +61,8 @@ func Markdown(w io.Writer, d Document) error {
 			loadtest.FormatDuration(q.P95), loadtest.FormatDuration(q.P99), loadtest.FormatDuration(q.Max))
 	}
 	if s.Scenario.Mode == loadtest.ModeQueue {
-		fmt.Fprintf(w, "\nSold out (no seat available) %s after opening; %d bookings confirmed; fairness Spearman %.3f, %d overtaken.\n",
-			orNever(s.SoldOutAfter), s.Confirmed, s.Fairness.Spearman, len(s.Fairness.Overtaken))
+		fmt.Fprintf(w, "\nSold out (no seat available) %s after opening; %d bookings confirmed; fairness: %s.\n",
+			orNever(s.SoldOutAfter), s.Confirmed, fairness(s.Fairness))
 	}
 	if st := s.Storm; st != nil {
 		fmt.Fprintln(w, "\n| design | decisions/s | p50 | p99 |")

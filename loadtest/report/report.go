@@ -67,8 +67,7 @@ func Text(w io.Writer, d Document) error {
 		fmt.Fprintf(w, "admitted %d, confirmed %d bookings (%d seats)\n", s.Admitted, s.Confirmed, s.SeatsSold)
 		fmt.Fprintf(w, "sold out (no seat AVAILABLE) after %s from opening; all seats booked after %s\n",
 			orNever(s.SoldOutAfter), orNever(s.AllBookedAfter))
-		fmt.Fprintf(w, "fairness: %d fans checked, Spearman %.3f between place in line and admission order, %d overtaken\n",
-			s.Fairness.Checked, s.Fairness.Spearman, len(s.Fairness.Overtaken))
+		fmt.Fprintf(w, "fairness: %s\n", fairness(s.Fairness))
 		t := s.Tokens
 		fmt.Fprintf(w, "tokens: %d admitted, %d used, %d accepted, %d refused; probes without admission: %d, %d let through, %d unclear\n",
 			t.Admitted, t.Used, t.Accepted, len(t.Refused), t.Probes, len(t.Allowed), t.Unclear)
@@ -94,6 +93,16 @@ func Text(w io.Writer, d Document) error {
 		fmt.Fprintf(w, "invariants checked: %s\n", strings.Join(d.Checked, ", "))
 	}
 	return nil
+}
+
+// fairness describes the queue-order checks: the exact one when tickets were known, and the timing one.
+func fairness(f loadtest.Fairness) string {
+	timing := fmt.Sprintf("%d fans checked by position and timing, %d suspected overtaken", f.Checked, len(f.Overtaken))
+	if f.Tickets > 0 {
+		timing = fmt.Sprintf("%d fans checked by ticket and token time, %d admitted after someone behind them; %s (informative only)",
+			f.Tickets, len(f.Inversions), timing)
+	}
+	return fmt.Sprintf("Spearman %.3f between place in line and admission order; %s", f.Spearman, timing)
 }
 
 // p99Words says how the platform's p99 compares with the baseline's, given baseline/platform.
