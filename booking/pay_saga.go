@@ -113,6 +113,9 @@ func (p *Payments) Close() {
 	p.wg.Wait()
 }
 
+// Wait waits for the sagas in flight and their background captures to finish, without stopping them.
+func (p *Payments) Wait() { p.wg.Wait() }
+
 func (p *Payments) lease() time.Duration { return p.cfg.Lease }
 
 // PayRequest is POST /pay.
@@ -165,8 +168,8 @@ func validatePay(r PayRequest) error {
 //  2. the attempt is recorded under the fan's Idempotency-Key (one per user and key; one with money in flight per
 //     booking) and the card authorized under a key derived from the attempt;
 //  3. declined: the booking stays HELD; no answer in time: PAYMENT_PENDING, which the recovery worker resolves;
-//  4. authorized: one transaction writes the sale (seats, CONFIRMED, payment, tickets, outbox), then the money is
-//     captured (the worker retries a failed capture) and the Redis locks become sold seats;
+//  4. authorized: one transaction writes the sale (seats, CONFIRMED, payment, tickets, outbox), the Redis locks
+//     become sold seats, and the money is captured off the fan's path (the worker retries a failed capture);
 //  5. hold lost or superseded, or the seats sold by the ledger's backstop: the authorization is voided and the
 //     booking EXPIRED.
 //
@@ -472,8 +475,22 @@ func (p *Payments) complete(ctx context.Context, a Attempt, in payment.Intent, h
 		// Unknown whether it committed: the attempt stays AUTHORIZED and the worker decides after the lease.
 		return PayResult{}, err
 	}
-	p.capture(ctx, Payment{ID: sale.PaymentID, BookingID: b.ID, AttemptID: a.ID, IntentID: in.ID, Amount: a.Amount})
 	p.svc.Sold(ctx, cb)
+	pay := Payment{ID: sale.PaymentID, BookingID: b.ID, AttemptID: a.ID, IntentID: in.ID, Amount: a.Amount}
+	if held == nil {
+		p.capture(ctx, pay)
+		return PayResult{Booking: cb}, nil
+	}
+	// The sale is durable: the fan need not wait another gateway round trip for the capture, which changes
+	// nothing they see. Off their path it still runs now; if it fails, or this process stops first, the worker
+	// captures the AUTHORIZED payment after a lease.
+	p.wg.Add(1)
+	cctx, cancel := p.sagaContext(ctx)
+	go func() {
+		defer p.wg.Done()
+		defer cancel()
+		p.capture(cctx, pay)
+	}()
 	return PayResult{Booking: cb}, nil
 }
 

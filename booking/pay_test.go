@@ -165,6 +165,7 @@ func TestPayConfirms(t *testing.T) {
 	if _, err := e.payWith(b, sim.CardOK, "k2"); !errors.Is(err, booking.ErrNotHeld) {
 		t.Fatalf("pay a confirmed booking with a new key: %v, want ErrNotHeld", err)
 	}
+	e.pay.Wait() // the capture runs off the fan's path
 	st := e.sim.Stats()
 	if st.Authorizations != 1 || st.Captures != 1 {
 		t.Fatalf("gateway stats = %+v, want 1 authorization and 1 capture", st)
@@ -270,6 +271,7 @@ func TestPaySameKeyConcurrently(t *testing.T) {
 			t.Fatalf("request %d got %+v, want payment %s with 3 tickets", i, results[i].Booking, payID)
 		}
 	}
+	e.pay.Wait()
 	if st := e.sim.Stats(); st.Authorizations != 1 || st.Captures != 1 {
 		t.Fatalf("gateway stats = %+v, want one authorization for 20 requests", st)
 	}
