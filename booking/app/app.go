@@ -47,6 +47,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	log = bookinghttp.WithRequestIDs(log)
 	if cfg.AdminTokenGenerated {
 		log.Warn("ADMIN_TOKEN is not set: the operator API uses a random token nobody knows; set ADMIN_TOKEN")
 	}

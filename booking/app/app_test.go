@@ -7,13 +7,18 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	edgeapp "github.com/flashseat/flashseat/edge/app"
 
+	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/app"
 	"github.com/flashseat/flashseat/booking/internal/bookingtest"
+	"github.com/flashseat/flashseat/booking/postgres"
+	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -179,4 +184,46 @@ func startEdge(t testing.TB, bookingURL string, key token.Key) string {
 		t.Fatal("edge did not start")
 	}
 	return ""
+}
+
+// TestSeedDemoIdempotent: two replicas seeding at once, and again later, end with one demo venue and show.
+func TestSeedDemoIdempotent(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	rdb := bookingtest.Redis(t)
+	svc := booking.New(postgres.New(pool), redis.New(rdb), nil, booking.Config{})
+	ctx := context.Background()
+	ids := make([]string, 3)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id, err := app.SeedDemo(ctx, pool, svc)
+			if err != nil {
+				t.Error(err)
+			}
+			ids[i] = id
+		}()
+	}
+	wg.Wait()
+	id, err := app.SeedDemo(ctx, pool, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids[2] = id
+	t.Cleanup(func() { bookingtest.DeleteShowKeys(rdb, id) })
+	if ids[0] != ids[1] || ids[1] != ids[2] {
+		t.Fatalf("seeded shows %v", ids)
+	}
+	var venues, seats int
+	_ = pool.QueryRow(ctx, `SELECT count(*) FROM venues`).Scan(&venues)
+	_ = pool.QueryRow(ctx, `SELECT count(*) FROM seats`).Scan(&seats)
+	if venues != 1 || seats != 200 {
+		t.Fatalf("%d venues, %d seats", venues, seats)
+	}
+	layout, err := svc.Layout(ctx, id)
+	if err != nil || layout[0].Category != "SILVER" || layout[60].Category != "GOLD" || layout[199].Category != "PLATINUM" {
+		t.Fatalf("layout: %v", err)
+	}
 }

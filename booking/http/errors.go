@@ -45,7 +45,7 @@ func (s *Server) toProblem(c *fiber.Ctx, err error) *problem.Problem {
 	}
 	if p, ok := problem.FromFiber(err); ok {
 		if p.Status >= 500 && p.Status != fiber.StatusServiceUnavailable {
-			s.log.ErrorContext(c.UserContext(), "internal error", "request_id", RequestID(c.UserContext()), "err", err)
+			s.log.ErrorContext(c.UserContext(), "internal error", "err", err)
 			p.Detail = "internal error"
 		}
 		return p
@@ -67,8 +67,7 @@ func (s *Server) toProblem(c *fiber.Ctx, err error) *problem.Problem {
 		}
 		return p
 	}
-	s.log.ErrorContext(c.UserContext(), "internal error", "request_id", RequestID(c.UserContext()),
-		"method", c.Method(), "path", string([]byte(c.Path())), "err", err)
+	s.log.ErrorContext(c.UserContext(), "internal error", "method", c.Method(), "path", string([]byte(c.Path())), "err", err)
 	return problem.New(fiber.StatusInternalServerError, problem.Internal, "internal error")
 }
 

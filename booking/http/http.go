@@ -65,6 +65,7 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Logger = WithRequestIDs(cfg.Logger)
 	if cfg.BodyLimit <= 0 {
 		cfg.BodyLimit = 64 << 10
 	}
@@ -186,7 +187,7 @@ func (s *Server) requestContext(c *fiber.Ctx) error {
 	status := c.Response().StatusCode()
 	s.metrics.observe(route, c.Method(), status, time.Since(start))
 	if s.log.Enabled(c.UserContext(), slog.LevelDebug) {
-		s.log.DebugContext(c.UserContext(), "request", "request_id", id, "method", c.Method(), "route", route,
+		s.log.DebugContext(c.UserContext(), "request", "method", c.Method(), "route", route,
 			"status", status, "duration_ms", time.Since(start).Milliseconds())
 	}
 	return nil
