@@ -79,9 +79,10 @@ type Service struct {
 	log    *slog.Logger
 	Hub    *Hub
 
-	mu     sync.Mutex
-	polled map[string]map[string]struct{} // show -> users who polled since the last heartbeat flush
-	seeded map[string]bool
+	mu       sync.Mutex
+	polled   map[string]map[string]struct{} // show -> users who polled since the last heartbeat flush
+	seeded   map[string]bool
+	loggedAt map[string]time.Time // show -> when its last tick failure was logged
 }
 
 // New returns a service over store, signing admission tokens with issuer.
@@ -102,7 +103,7 @@ func New(store Store, issuer *token.Issuer, opt Options) *Service {
 		opt.Logger = slog.Default()
 	}
 	return &Service{store: store, issuer: issuer, opt: opt, log: opt.Logger, Hub: NewHub(),
-		polled: map[string]map[string]struct{}{}, seeded: map[string]bool{}}
+		polled: map[string]map[string]struct{}{}, seeded: map[string]bool{}, loggedAt: map[string]time.Time{}}
 }
 
 // Options returns the options in force.
@@ -392,7 +393,7 @@ func (s *Service) Tick(ctx context.Context, show string, pulse bool) (snap Snaps
 	}
 	if snap.Phase == PhasePending {
 		if err := s.Draw(ctx, show); err != nil && !errors.Is(err, ErrDrawPending) {
-			s.log.Error("waitroom: draw", "show", show, "err", err)
+			s.logFailure("draw", show, err)
 		}
 	}
 	grants := snap.Grants
@@ -508,7 +509,7 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 			if ValidID(show) && s.Hub.Knows(show) {
 				if _, err := s.Tick(ctx, show, true); err != nil && ctx.Err() == nil {
-					s.log.Error("waitroom: tick", "show", show, "err", err)
+					s.logFailure("tick", show, err)
 				}
 			}
 		case <-hb.C:
@@ -520,7 +521,7 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 			for _, show := range s.Hub.Shows() {
 				if _, err := s.Tick(ctx, show, pulse); err != nil && ctx.Err() == nil {
-					s.log.Error("waitroom: tick", "show", show, "err", err)
+					s.logFailure("tick", show, err)
 				}
 			}
 		}
@@ -548,7 +549,27 @@ func (s *Service) flushHeartbeats(ctx context.Context) {
 			continue
 		}
 		if err := s.store.Touch(ctx, show, dedupe(users)); err != nil && ctx.Err() == nil {
-			s.log.Error("waitroom: heartbeat", "show", show, "err", err)
+			s.logFailure("heartbeat", show, err)
 		}
 	}
+}
+
+// logFailure logs a background failure at most every 10 s per show and kind: with Redis down, every tick of every
+// show fails five times a second, and one line says it.
+func (s *Service) logFailure(kind, show string, err error) {
+	key := kind + " " + show
+	now := time.Now()
+	s.mu.Lock()
+	last, seen := s.loggedAt[key]
+	if !seen || now.Sub(last) >= 10*time.Second {
+		if len(s.loggedAt) > 10000 {
+			s.loggedAt = map[string]time.Time{}
+		}
+		s.loggedAt[key] = now
+	}
+	s.mu.Unlock()
+	if seen && now.Sub(last) < 10*time.Second {
+		return
+	}
+	s.log.Error("waitroom: "+kind, "show", show, "err", err)
 }

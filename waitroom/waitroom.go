@@ -34,6 +34,7 @@ var (
 	ErrNotInQueue  = errors.New("waitroom: not in the queue")       // status asked before joining
 	ErrDrawPending = errors.New("waitroom: opening draw under way") // the pre-opening shuffle is being written
 	ErrInvalid     = errors.New("waitroom: invalid input")          // a malformed id or setting
+	ErrUnavailable = errors.New("waitroom: store unavailable")      // Redis cannot be reached; retry later
 )
 
 // Place is a fan's standing, as join and status return it.

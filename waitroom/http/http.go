@@ -115,6 +115,7 @@ var codes = []struct {
 	{waitroom.ErrUnknownShow, http.StatusNotFound, problem.NotFound, "No such show."},
 	{waitroom.ErrNotInQueue, http.StatusNotFound, problem.NotFound, "You are not in this queue; join it first."},
 	{waitroom.ErrDrawPending, http.StatusServiceUnavailable, problem.ServiceUnavailable, "The queue is opening; retry in a second."},
+	{waitroom.ErrUnavailable, http.StatusServiceUnavailable, problem.ServiceUnavailable, "The waiting room is briefly unavailable; retry in a second."},
 }
 
 // wrap turns a handler's error into a problem the service's error handler sends as is.
@@ -139,6 +140,10 @@ func (h *Handler) wrap(fn fiber.Handler) fiber.Handler {
 				}
 				if code.status == http.StatusServiceUnavailable {
 					c.Set(fiber.HeaderRetryAfter, "1")
+				}
+				if errors.Is(err, waitroom.ErrUnavailable) {
+					h.log.Warn("waitroom: store unavailable", "err", err, "method", c.Method(), "path", c.Path(),
+						"requestId", string(c.Response().Header.Peek("X-Request-Id")))
 				}
 				return problem.New(code.status, code.slug, detail)
 			}

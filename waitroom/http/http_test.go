@@ -543,3 +543,40 @@ func TestPageAndFairness(t *testing.T) {
 		t.Fatalf("fairness: %d %s", res.StatusCode, b)
 	}
 }
+
+// TestRedisDown: with the store unreachable the waiting room answers 503 problems with Retry-After, never a 500.
+func TestRedisDown(t *testing.T) {
+	t.Parallel()
+	rdb := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer rdb.Close()
+	k, _ := token.GenerateKey()
+	svc := waitroom.New(wrredis.New(rdb), token.NewIssuer(k), waitroom.Options{})
+	h := wrhttp.New(wrhttp.Config{Service: svc, Users: token.NewUserVerifier(userSecret, nil, 0),
+		Issuer: token.NewIssuer(k), AdminToken: adminToken})
+	app := fiber.New(fiber.Config{ErrorHandler: func(c *fiber.Ctx, err error) error {
+		var p *problem.Problem
+		if errors.As(err, &p) {
+			return problem.Send(c, p)
+		}
+		return problem.Send(c, problem.New(500, problem.Internal, "internal"))
+	}})
+	h.Mount(app)
+	tok, _ := guestIssuer.Issue("u", time.Now(), time.Hour)
+	for _, r := range []struct{ method, path string }{
+		{"POST", "/queue/s1/join"}, {"GET", "/queue/s1/status"}, {"GET", "/queue/s1/events"},
+		{"GET", "/queue/s1/fairness"}, {"GET", "/admin/v1/shows/s1/queue"},
+	} {
+		req, _ := http.NewRequest(r.method, "http://x"+r.path, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		if strings.HasPrefix(r.path, "/admin") {
+			req.Header.Set("Authorization", "Bearer "+adminToken)
+		}
+		res, err := app.Test(req, 5000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" {
+			t.Errorf("%s %s: %d (Retry-After %q), want 503", r.method, r.path, res.StatusCode, res.Header.Get("Retry-After"))
+		}
+	}
+}

@@ -101,7 +101,7 @@ func (s *Store) join(ctx context.Context, show, user string, join bool) (waitroo
 	}
 	r, err := joinScript.Run(ctx, s.rdb, joinKeys(show), user, flag).Slice()
 	if err != nil {
-		return waitroom.Entry{}, fmt.Errorf("waitroom/redis: join: %w", err)
+		return waitroom.Entry{}, storeErr("join", err)
 	}
 	e := waitroom.Entry{Found: true}
 	kind, _ := r[0].(string)
@@ -137,6 +137,16 @@ func (s *Store) join(ctx context.Context, show, user string, join bool) (waitroo
 		return e, fmt.Errorf("waitroom/redis: join: unexpected reply %v", r)
 	}
 	return e, nil
+}
+
+// storeErr names the failed operation and translates the driver's failure: anything but an error reply from the
+// server (a connection refused, a timeout, an exhausted pool) means Redis is unavailable, which callers may retry.
+func storeErr(op string, err error) error {
+	var reply goredis.Error
+	if errors.As(err, &reply) && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("waitroom/redis: %s: %w", op, err)
+	}
+	return fmt.Errorf("waitroom/redis: %s: %w: %w", op, waitroom.ErrUnavailable, err)
 }
 
 func str(v any) string { s, _ := v.(string); return s }
@@ -176,7 +186,7 @@ func (s *Store) Admit(ctx context.Context, show, nonce string, grace time.Durati
 		Heartbeat(show), Grants(show), rediskey.QueueActive(show), GrantExp(show), JTI(show)}
 	r, err := admitScript.Run(ctx, s.rdb, keys, nonce, grace.Milliseconds(), maxScan).Slice()
 	if err != nil {
-		return waitroom.Snapshot{}, fmt.Errorf("waitroom/redis: admit: %w", err)
+		return waitroom.Snapshot{}, storeErr("admit", err)
 	}
 	if len(r) < 12 {
 		return waitroom.Snapshot{}, fmt.Errorf("waitroom/redis: admit: short reply %v", r)
@@ -211,7 +221,7 @@ func (s *Store) SaveTokens(ctx context.Context, show string, grants []waitroom.G
 		return nil
 	}
 	if err := tokensScript.Run(ctx, s.rdb, []string{Grants(show)}, args...).Err(); err != nil {
-		return fmt.Errorf("waitroom/redis: save tokens: %w", err)
+		return storeErr("save tokens", err)
 	}
 	return nil
 }
@@ -224,7 +234,7 @@ func (s *Store) Grants(ctx context.Context, show string, users []string) (map[st
 	}
 	vals, err := s.rdb.HMGet(ctx, Grants(show), users...).Result()
 	if err != nil {
-		return nil, fmt.Errorf("waitroom/redis: grants: %w", err)
+		return nil, storeErr("grants", err)
 	}
 	now := time.Now()
 	for i, v := range vals {
@@ -249,7 +259,7 @@ func (s *Store) Seqs(ctx context.Context, show string, users []string) (map[stri
 	}
 	vals, err := s.rdb.ZMScore(ctx, Wait(show), users...).Result()
 	if err != nil {
-		return nil, fmt.Errorf("waitroom/redis: seqs: %w", err)
+		return nil, storeErr("seqs", err)
 	}
 	for i, v := range vals {
 		if v > 0 {
@@ -268,7 +278,7 @@ func (s *Store) Touch(ctx context.Context, show string, users []string) error {
 			args[i] = u
 		}
 		if err := touchScript.Run(ctx, s.rdb, []string{Heartbeat(show)}, args...).Err(); err != nil {
-			return fmt.Errorf("waitroom/redis: touch: %w", err)
+			return storeErr("touch", err)
 		}
 		users = users[n:]
 	}
@@ -279,12 +289,12 @@ func (s *Store) Touch(ctx context.Context, show string, users []string) error {
 func (s *Store) Seed(ctx context.Context, show, fresh string) (string, error) {
 	if fresh != "" {
 		if err := s.rdb.SetNX(ctx, Seed(show), fresh, 0).Err(); err != nil {
-			return "", fmt.Errorf("waitroom/redis: seed: %w", err)
+			return "", storeErr("seed", err)
 		}
 	}
 	v, err := s.rdb.Get(ctx, Seed(show)).Result()
 	if err != nil {
-		return "", fmt.Errorf("waitroom/redis: seed: %w", err)
+		return "", storeErr("seed", err)
 	}
 	return v, nil
 }
@@ -293,7 +303,7 @@ func (s *Store) Seed(ctx context.Context, show, fresh string) (string, error) {
 func (s *Store) DrawLock(ctx context.Context, show string, ttl time.Duration) (bool, error) {
 	ok, err := s.rdb.SetNX(ctx, DrawLock(show), "1", ttl).Result()
 	if err != nil {
-		return false, fmt.Errorf("waitroom/redis: draw lock: %w", err)
+		return false, storeErr("draw lock", err)
 	}
 	return ok, nil
 }
@@ -306,7 +316,7 @@ func (s *Store) PreJoiners(ctx context.Context, show string) ([]string, error) {
 		out = append(out, it.Val())
 	}
 	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("waitroom/redis: pre-joiners: %w", err)
+		return nil, storeErr("pre-joiners", err)
 	}
 	return out, nil
 }
@@ -323,14 +333,14 @@ func (s *Store) Place(ctx context.Context, show string, ordered []string, digest
 		}
 		n, err := placeScript.Run(ctx, s.rdb, keys, args...).Int()
 		if err != nil {
-			return fmt.Errorf("waitroom/redis: place: %w", err)
+			return storeErr("place", err)
 		}
 		if n == 0 {
 			return nil // someone else finished the draw
 		}
 	}
 	if err := placeScript.Run(ctx, s.rdb, keys, "finish", len(ordered), digest).Err(); err != nil {
-		return fmt.Errorf("waitroom/redis: place: %w", err)
+		return storeErr("place", err)
 	}
 	return nil
 }
@@ -343,7 +353,7 @@ func (s *Store) Fairness(ctx context.Context, show string) (waitroom.Fairness, e
 	opens := p.HGet(ctx, rediskey.ShowInfo(show), rediskey.InfoSaleStartsAt)
 	pool := p.SCard(ctx, Pre(show))
 	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
-		return waitroom.Fairness{}, fmt.Errorf("waitroom/redis: fairness: %w", err)
+		return waitroom.Fairness{}, storeErr("fairness", err)
 	}
 	var f waitroom.Fairness
 	f.Seed = seed.Val()
@@ -368,12 +378,19 @@ func (s *Store) Fairness(ctx context.Context, show string) (waitroom.Fairness, e
 
 // Settings implements waitroom.Store.
 func (s *Store) Settings(ctx context.Context, show string) (admission.Settings, error) {
-	return admission.LoadSettings(ctx, s.rdb, show)
+	st, err := admission.LoadSettings(ctx, s.rdb, show)
+	if err != nil {
+		return st, storeErr("settings", err)
+	}
+	return st, nil
 }
 
 // SaveSettings implements waitroom.Store; admission.SaveSettings announces the change to every replica.
 func (s *Store) SaveSettings(ctx context.Context, show string, st admission.Settings) error {
-	return admission.SaveSettings(ctx, s.rdb, show, st)
+	if err := admission.SaveSettings(ctx, s.rdb, show, st); err != nil {
+		return storeErr("save settings", err)
+	}
+	return nil
 }
 
 // Counts implements waitroom.Store.
@@ -385,7 +402,7 @@ func (s *Store) Counts(ctx context.Context, show string) (waitroom.Counts, error
 	active := p.ZCount(ctx, rediskey.QueueActive(show), "("+now, "+inf")
 	st := p.HMGet(ctx, State(show), "drawn", "admittedTotal", "skippedTotal")
 	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
-		return waitroom.Counts{}, fmt.Errorf("waitroom/redis: counts: %w", err)
+		return waitroom.Counts{}, storeErr("counts", err)
 	}
 	vals := st.Val()
 	c := waitroom.Counts{Waiting: wait.Val(), Active: active.Val()}
@@ -402,7 +419,7 @@ func (s *Store) Counts(ctx context.Context, show string) (waitroom.Counts, error
 func (s *Store) Exists(ctx context.Context, show string) (bool, error) {
 	n, err := s.rdb.Exists(ctx, rediskey.QueueConfig(show), rediskey.ShowInfo(show)).Result()
 	if err != nil {
-		return false, fmt.Errorf("waitroom/redis: exists: %w", err)
+		return false, storeErr("exists", err)
 	}
 	return n > 0, nil
 }
