@@ -46,8 +46,8 @@ func TestQueueScenarioAgainstTheFake(t *testing.T) {
 			t.Errorf("got %d fans with outcome %s: %v", s.FanOutcomes[o], o, details(r, o))
 		}
 	}
-	if s.Tokens.Probes == 0 || s.Fairness.Checked == 0 {
-		t.Errorf("got %d probes and %d fairness checks, want some of each", s.Tokens.Probes, s.Fairness.Checked)
+	if s.Tokens.Probes == 0 || s.Fairness.Tickets == 0 {
+		t.Errorf("got %d probes and %d fans checked by ticket, want some of each", s.Tokens.Probes, s.Fairness.Tickets)
 	}
 	if s.SoldOutAfter <= 0 {
 		t.Errorf("got no sell-out time, want one")

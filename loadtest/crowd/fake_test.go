@@ -1,6 +1,7 @@
 package crowd
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -31,6 +32,7 @@ type fakeShow struct {
 	next     int
 	cursor   float64
 	admitted map[string]bool
+	tokens   map[string]string // user -> admission token
 }
 
 type fakeBooking struct {
@@ -121,7 +123,7 @@ func (f *fake) handler() http.Handler {
 			st[seat] = "AVAILABLE"
 		}
 		f.shows[id] = &fakeShow{seats: f.shows[s.HallID].seats, status: st, opens: s.SaleStartsAt,
-			seq: map[string]int{}, admitted: map[string]bool{}}
+			seq: map[string]int{}, admitted: map[string]bool{}, tokens: map[string]string{}}
 		writeJSON(w, 201, map[string]string{"showId": id})
 	})
 	mux.HandleFunc("PUT /admin/v1/shows/{id}/queue", func(w http.ResponseWriter, r *http.Request) {
@@ -173,17 +175,23 @@ func (f *fake) handler() http.Handler {
 			f.mu.Lock()
 			s := f.shows[r.PathValue("id")]
 			s.tick(time.Now())
-			pos := s.seq[u] - int(s.cursor)
-			if pos <= 0 {
+			seq, cursor := s.seq[u], int(s.cursor)
+			pos := seq - cursor
+			if pos <= 0 && s.tokens[u] == "" {
+				// A JWT-shaped token whose iat is the second the fan's turn came, as a real admission tick would.
+				iat := s.opens.Add(time.Duration(float64(seq) / s.rate * float64(time.Second))).Unix()
+				claims, _ := json.Marshal(map[string]any{"sub": u, "iat": iat})
+				s.tokens[u] = "e30." + base64.RawURLEncoding.EncodeToString(claims) + ".c2ln"
 				s.admitted[u] = true
 			}
+			tok := s.tokens[u]
 			f.mu.Unlock()
 			if pos <= 0 {
-				fmt.Fprintf(w, "event: admitted\ndata: {\"admissionToken\":\"adm-%s\"}\n\n", u)
+				fmt.Fprintf(w, "id: a-%s\nevent: admitted\ndata: {\"admissionToken\":%q}\n\n", u, tok)
 				fl.Flush()
 				return
 			}
-			fmt.Fprintf(w, "event: position\ndata: {\"position\":%d}\n\n: heartbeat\n\n", pos)
+			fmt.Fprintf(w, "id: p-%d-%d\nevent: position\ndata: {\"position\":%d}\n\n: heartbeat\n\n", seq, cursor, pos)
 			fl.Flush()
 			select {
 			case <-r.Context().Done():
@@ -195,7 +203,8 @@ func (f *fake) handler() http.Handler {
 	gate := func(w http.ResponseWriter, r *http.Request, show string) bool {
 		f.mu.Lock()
 		s := f.shows[show]
-		ok := !s.queue || (r.Header.Get("X-Admission-Token") == "adm-"+f.user(r) && s.admitted[f.user(r)])
+		tok := r.Header.Get("X-Admission-Token")
+		ok := !s.queue || (tok != "" && tok == s.tokens[f.user(r)])
 		f.mu.Unlock()
 		if !ok {
 			writeJSON(w, 403, problemOf(403, "queue-required"))
