@@ -127,7 +127,7 @@ var runMu sync.Mutex // run publishes lastOutcome; one run at a time
 // smaller so that `make test` stays quick on a 2-core machine shared with every other package's tests (under the
 // race detector the platform runs several times slower); the command-line preset is the full 1,000 fans.
 func TestSmokeAgainstTheRealPlatform(t *testing.T) {
-	fans, seats := "400", "100"
+	fans, seats := "300", "80"
 	if testing.Short() {
 		fans, seats = "200", "50"
 	}
@@ -138,7 +138,7 @@ func TestSmokeAgainstTheRealPlatform(t *testing.T) {
 	defer runMu.Unlock()
 	err := run(context.Background(), []string{
 		"-scenario", "smoke", "-base", base, "-admin-token", admin, "-database-url", dbURL,
-		"-fans", fans, "-seats", seats, "-sale-delay", "2s", "-ramp", "2s", "-duration", "80s", "-patience", "60s",
+		"-fans", fans, "-seats", seats, "-sale-delay", "2s", "-ramp", "2s", "-duration", "100s", "-patience", "90s",
 		"-reconcile-interval", "2s", "-out", out, "-seed", "42",
 	}, &stdout, &stderr)
 	t.Logf("loadtest output:\n%s\n%s", stdout.String(), stderr.String())
