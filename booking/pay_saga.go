@@ -106,9 +106,22 @@ func NewPayments(svc *Service, store PaymentStore, gw payment.Gateway, signer *t
 		life: life, close: cancel, kick: make(chan struct{}, 1)}
 }
 
-// Close stops every saga in flight where it stands (as a crash would) and waits for them; the recovery worker of
-// the next process finishes their work.
+// Close stops Payments gracefully: sagas and captures in flight get up to GatewayTimeout to finish, then are cut
+// where they stand, for the next process's recovery worker to finish.
 func (p *Payments) Close() {
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	t := time.NewTimer(p.cfg.GatewayTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	p.Kill()
+}
+
+// Kill stops every saga in flight where it stands, as a crash would, and waits for them to return.
+func (p *Payments) Kill() {
 	p.close()
 	p.wg.Wait()
 }

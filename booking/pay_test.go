@@ -449,7 +449,7 @@ func TestPayProcessKilledBetweenAuthorizeAndConfirm(t *testing.T) {
 	// Killed right after the gateway answered, before the intent was even recorded.
 	var first *booking.Payments
 	first = booking.NewPayments(e.Svc, e.Store, &hooked{Gateway: e.gw, afterAuthorize: func(ctx context.Context) {
-		go first.Close()
+		go first.Kill()
 		<-ctx.Done() // the process is gone before it could record the answer
 	}}, e.signer, e.verifier, e.cfg)
 	b1 := e.hold(t, "u1", "B1")
@@ -457,18 +457,18 @@ func TestPayProcessKilledBetweenAuthorizeAndConfirm(t *testing.T) {
 		IdempotencyKey: "k1"}); err == nil {
 		t.Fatal("the killed saga reported success")
 	}
-	first.Close()
+	first.Kill()
 
 	// Killed with the authorization recorded, just before the sale's transaction.
 	var second *booking.Payments
-	second = booking.NewPayments(e.Svc, &crashing{PaymentStore: e.Store, beforeSale: func() { go second.Close() }},
+	second = booking.NewPayments(e.Svc, &crashing{PaymentStore: e.Store, beforeSale: func() { go second.Kill() }},
 		e.gw, e.signer, e.verifier, e.cfg)
 	b2 := e.hold(t, "u2", "B2")
 	if _, err := second.Pay(ctx, booking.PayRequest{BookingID: b2.ID, UserID: "u2", PaymentMethod: sim.CardOK,
 		IdempotencyKey: "k2"}); err == nil {
 		t.Fatal("the killed saga reported success")
 	}
-	second.Close()
+	second.Kill()
 	var states []string
 	rows, _ := e.Pool.Query(ctx, `SELECT state FROM payment_attempts ORDER BY created_at`)
 	for rows.Next() {
