@@ -33,8 +33,9 @@ type Store interface {
 	Touch(ctx context.Context, show string, users []string) error
 	// Seed returns the show's shuffle seed, creating it if needed.
 	Seed(ctx context.Context, show, fresh string) (string, error)
-	// DrawLock takes the show's draw lock for ttl; false if another replica holds it.
+	// DrawLock takes the show's draw lock for ttl; false if another replica holds it. DrawUnlock drops it.
 	DrawLock(ctx context.Context, show string, ttl time.Duration) (bool, error)
+	DrawUnlock(ctx context.Context, show string) error
 	// PreJoiners lists the pre-opening pool.
 	PreJoiners(ctx context.Context, show string) ([]string, error)
 	// Place writes the drawn order as tickets 1..N and opens the queue to later joins.
@@ -289,7 +290,7 @@ func (s *Service) ensureSeed(ctx context.Context, show string) error {
 // Draw writes the pre-opening order if the sale has opened and nobody has yet. Exactly one replica draws (a
 // lock); a crash mid-way is harmless because the order is a pure function of seed and pool, so the next
 // drawer writes the same tickets again.
-func (s *Service) Draw(ctx context.Context, show string) error {
+func (s *Service) Draw(ctx context.Context, show string) (err error) {
 	ok, err := s.store.DrawLock(ctx, show, time.Minute)
 	if err != nil {
 		return err
@@ -297,6 +298,11 @@ func (s *Service) Draw(ctx context.Context, show string) error {
 	if !ok {
 		return ErrDrawPending
 	}
+	defer func() {
+		if err != nil { // let the next replica try at once rather than when the lock expires
+			_ = s.store.DrawUnlock(context.WithoutCancel(ctx), show)
+		}
+	}()
 	seed, err := s.store.Seed(ctx, show, "")
 	if err != nil {
 		return err

@@ -308,6 +308,14 @@ func (s *Store) DrawLock(ctx context.Context, show string, ttl time.Duration) (b
 	return ok, nil
 }
 
+// DrawUnlock implements waitroom.Store.
+func (s *Store) DrawUnlock(ctx context.Context, show string) error {
+	if err := s.rdb.Del(ctx, DrawLock(show)).Err(); err != nil {
+		return storeErr("draw unlock", err)
+	}
+	return nil
+}
+
 // PreJoiners implements waitroom.Store, scanning so a million members do not make one huge reply.
 func (s *Store) PreJoiners(ctx context.Context, show string) ([]string, error) {
 	var out []string
