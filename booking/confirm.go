@@ -88,6 +88,7 @@ func (s *Service) Unsold(ctx context.Context, b Booking) {
 	if err := s.locks.Unsell(ctx, b); err != nil {
 		s.log.ErrorContext(ctx, "mark refunded seats unsold", "booking", b.ID, "err", err)
 	}
+	s.noteFreed(b.ShowID, b.SeatIDs)
 	s.markDirty(b.ShowID)
 }
 

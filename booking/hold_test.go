@@ -335,3 +335,54 @@ func TestConflictAlternatives(t *testing.T) {
 		t.Fatalf("holding the alternatives: %v", err)
 	}
 }
+
+// TestCancelRacesExpiry: a cancel and the reconciler's sweep reaching a lapsed hold at once; each booking ends in
+// exactly one final state, and no seat stays locked.
+func TestCancelRacesExpiry(t *testing.T) {
+	t.Parallel()
+	e := bookingtest.New(t, booking.Config{HoldTTL: time.Second})
+	ctx := context.Background()
+	var bs []booking.Booking
+	for i := range 20 {
+		b, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: fmt.Sprint("u", i), ShowID: e.Show.ID,
+			SeatIDs: []string{booking.SeatID("H", i+1)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs = append(bs, b)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	var wg sync.WaitGroup
+	cancelled := make([]bool, len(bs))
+	for i, b := range bs {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, _, err := e.Svc.Cancel(ctx, b.ID, b.UserID)
+			switch {
+			case err == nil:
+				cancelled[i] = true
+			case !errors.Is(err, booking.ErrHoldExpired) && !errors.Is(err, booking.ErrNotHeld):
+				t.Errorf("cancel: %v", err)
+			}
+		}()
+		go func() { defer wg.Done(); e.Svc.Reconcile(ctx) }()
+	}
+	wg.Wait()
+	for i, b := range bs {
+		got, err := e.Svc.Booking(ctx, b.ID, b.UserID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := booking.StatusExpired
+		if cancelled[i] {
+			want = booking.StatusCancelled
+		}
+		if got.Status != want {
+			t.Fatalf("booking %d: %s, want %s", i, got.Status, want)
+		}
+	}
+	if keys, _ := e.RDB.Keys(ctx, "{show:"+e.Show.ID+"}:seat:*").Result(); len(keys) != 0 {
+		t.Fatalf("locks left: %v", keys)
+	}
+}

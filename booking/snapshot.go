@@ -196,7 +196,18 @@ func (s *Service) note(showID string, seatIDs []string, held bool) {
 			delete(m, id)
 		}
 	}
-	e.cur = &snapshot{at: e.cur.at, held: m, sold: e.cur.sold}
+	sold := e.cur.sold
+	if !held {
+		// A refund frees sold seats too.
+		sold = make(map[string]bool, len(e.cur.sold))
+		for id := range e.cur.sold {
+			sold[id] = true
+		}
+		for _, id := range seatIDs {
+			delete(sold, id)
+		}
+	}
+	e.cur = &snapshot{at: e.cur.at, held: m, sold: sold}
 }
 
 // countConflict counts a refused hold towards the show's conflictsTotal; counts are flushed to Redis with the
