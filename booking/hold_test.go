@@ -386,3 +386,34 @@ func TestCancelRacesExpiry(t *testing.T) {
 		t.Fatalf("locks left: %v", keys)
 	}
 }
+
+// TestSnapshotNeverGrants: the fast refusal works from this process's snapshot, which can be behind Redis; a seat
+// another replica took since must still be refused, by the hold script.
+func TestSnapshotNeverGrants(t *testing.T) {
+	t.Parallel()
+	e := bookingtest.New(t, booking.Config{})
+	ctx := context.Background()
+	hold := func(user string, seats ...string) error {
+		_, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: user, ShowID: e.Show.ID, SeatIDs: seats})
+		return err
+	}
+	if err := hold("u1", "A1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := hold("u2", "A1"); !errors.Is(err, booking.ErrSeatsUnavailable) { // loads the snapshot
+		t.Fatalf("got %v", err)
+	}
+	// "Another replica" claims A2 behind this process's back.
+	res, err := e.Locks.Claim(ctx, booking.Claim{ShowID: e.Show.ID, BookingID: "bk_other", UserID: "u9",
+		SeatIDs: []string{"A2"}, TTL: time.Minute, Now: time.Now(), UserCap: 10})
+	if err != nil || !res.OK {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	var ce *booking.ConflictError
+	if err := hold("u3", "A2", "A3"); !errors.As(err, &ce) || len(ce.Unavailable) != 1 || ce.Unavailable[0] != "A2" {
+		t.Fatalf("got %v, want A2 refused", err)
+	}
+	if err := hold("u3", "A3"); err != nil {
+		t.Fatalf("free seat: %v", err)
+	}
+}

@@ -98,20 +98,31 @@ func (s *Service) snapshot(ctx context.Context, showID string, layout []Seat, ma
 	return s.load(ctx, showID, layout)
 }
 
-// load reads the show's status and installs it as the current snapshot, unless a load is in flight already.
+// load reads the show's status and installs it as the current snapshot, unless a load is in flight already
+// (then it returns nil).
 func (s *Service) load(ctx context.Context, showID string, layout []Seat) (*snapshot, error) {
-	s.snaps.mu.Lock()
-	e := s.showSnap(showID)
-	if e.loading {
-		s.snaps.mu.Unlock()
+	e, ok := s.beginLoad(showID)
+	if !ok {
 		return nil, nil
 	}
-	e.loading, e.wait = true, make(chan struct{})
-	s.snaps.mu.Unlock()
+	return s.finishLoad(ctx, e, showID, layout)
+}
 
+// beginLoad marks a load of the show in flight; false if one is already.
+func (s *Service) beginLoad(showID string) (*showSnap, bool) {
+	s.snaps.mu.Lock()
+	defer s.snaps.mu.Unlock()
+	e := s.showSnap(showID)
+	if e.loading {
+		return nil, false
+	}
+	e.loading, e.wait = true, make(chan struct{})
+	return e, true
+}
+
+func (s *Service) finishLoad(ctx context.Context, e *showSnap, showID string, layout []Seat) (*snapshot, error) {
 	at := time.Now()
 	held, sold, err := s.status(ctx, showID, layout)
-
 	s.snaps.mu.Lock()
 	defer s.snaps.mu.Unlock()
 	e.loading, e.err = false, err
@@ -141,11 +152,17 @@ func (s *Service) peekSnapshot(showID string, layout []Seat, maxAge time.Duratio
 	return sn, age <= maxAge
 }
 
+// reloadAsync starts a background reload unless one is in flight; the check is made before the goroutine
+// starts, so a burst of requests starts one reload, not one each.
 func (s *Service) reloadAsync(showID string, layout []Seat) {
+	e, ok := s.beginLoad(showID)
+	if !ok {
+		return
+	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		if _, err := s.load(ctx, showID, layout); err != nil {
+		if _, err := s.finishLoad(ctx, e, showID, layout); err != nil {
 			s.log.Warn("reload seat snapshot", "show", showID, "err", err)
 		}
 	}()
