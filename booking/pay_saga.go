@@ -529,8 +529,16 @@ func (p *Payments) giveBack(ctx context.Context, a Attempt, in payment.Intent, b
 	if in.Captured() {
 		to = AttemptRefunding
 	}
-	p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptAuthorized}, To: to, Outcome: outcome,
-		Lease: p.cfg.Now().Add(p.lease())})
+	if !p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptAuthorized}, To: to, Outcome: outcome,
+		Lease: p.cfg.Now().Add(p.lease())}) {
+		// Someone else (the worker, after our lease passed) moved the attempt on, perhaps to a sale whose locks
+		// it has just converted — which is why we found them gone. Its outcome is the answer; the money is its.
+		cur, err := p.store.Attempt(ctx, a.ID)
+		if err != nil {
+			return PayResult{}, err
+		}
+		return p.replay(ctx, cur, cur.RequestHash)
+	}
 	a.State, a.IntentID = to, in.ID
 	p.settle(ctx, a)
 	if outcome != OutcomeNotHeld {

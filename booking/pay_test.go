@@ -941,3 +941,44 @@ func TestPayChaos(t *testing.T) {
 		}
 	}
 }
+
+// racing is a PaymentStore that runs a hook once, right after an attempt is recorded AUTHORIZED.
+type racing struct {
+	booking.PaymentStore
+	once            sync.Once
+	afterAuthorized func()
+}
+
+func (s *racing) UpdateAttempt(ctx context.Context, id string, u booking.AttemptUpdate) (bool, error) {
+	ok, err := s.PaymentStore.UpdateAttempt(ctx, id, u)
+	if ok && u.To == booking.AttemptAuthorized {
+		s.once.Do(s.afterAuthorized)
+	}
+	return ok, err
+}
+
+// TestPayWorkerOvertakesSaga: a saga so slow that its lease passes finds the worker has taken its attempt over and
+// sold the seats (so the locks it checks are gone); it must answer with the worker's sale, never void its money.
+func TestPayWorkerOvertakesSaga(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	ctx := context.Background()
+	worker := e.restart(t, e.gw)
+	store := &racing{PaymentStore: e.Store, afterAuthorized: func() {
+		if _, err := e.Pool.Exec(ctx, `UPDATE payment_attempts SET lease_until = now() - interval '1 second'`); err != nil {
+			t.Error(err)
+		}
+		worker.Recover(ctx)
+	}}
+	slow := booking.NewPayments(e.Svc, store, e.gw, e.signer, e.verifier, e.cfg)
+	defer slow.Close()
+	b := e.hold(t, "u1", "G9")
+	res, err := slow.Pay(ctx, booking.PayRequest{BookingID: b.ID, UserID: "u1", PaymentMethod: sim.CardOK, IdempotencyKey: "k1"})
+	if err != nil || res.Booking.Status != booking.StatusConfirmed {
+		t.Fatalf("overtaken saga answered %+v, %v; want the worker's confirmation", res, err)
+	}
+	e.settle(t, worker)
+	if st := e.sim.Stats(); st.Authorizations != 1 || st.Captures != 1 || st.Voids != 0 {
+		t.Fatalf("gateway stats = %+v, want one authorization captured and nothing voided", st)
+	}
+}
