@@ -2,9 +2,11 @@ package waitroom
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"slices"
@@ -57,7 +59,8 @@ func Order(seed string, users []string) ([]string, error) {
 		return nil, errors.New("waitroom: seed must be hex")
 	}
 	type keyed struct {
-		mac  []byte
+		head uint64 // the MAC's first 8 bytes, big-endian: compares like the bytes, cheaply
+		mac  [sha256.Size]byte
 		user string
 	}
 	ks := make([]keyed, 0, len(users))
@@ -65,10 +68,16 @@ func Order(seed string, users []string) ([]string, error) {
 	for _, u := range users {
 		h.Reset()
 		h.Write([]byte(u))
-		ks = append(ks, keyed{mac: h.Sum(nil), user: u})
+		var k keyed
+		h.Sum(k.mac[:0])
+		k.head, k.user = binary.BigEndian.Uint64(k.mac[:8]), u
+		ks = append(ks, k)
 	}
 	slices.SortFunc(ks, func(a, b keyed) int {
-		if c := bytes.Compare(a.mac, b.mac); c != 0 {
+		if a.head != b.head {
+			return cmp.Compare(a.head, b.head)
+		}
+		if c := bytes.Compare(a.mac[:], b.mac[:]); c != 0 {
 			return c
 		}
 		return strings.Compare(a.user, b.user)

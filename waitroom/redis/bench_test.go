@@ -175,3 +175,40 @@ func BenchmarkAdmitScript(b *testing.B) {
 	b.ReportMetric(float64(inScript.Microseconds())/float64(b.N), "µs/tick")
 	b.ReportMetric(float64(admitted)/float64(b.N), "admitted/tick")
 }
+
+// BenchmarkDraw measures the opening draw of a million pre-opening fans (read the pool, order by HMAC, write the
+// tickets): how long joins after opening wait. Run with -benchtime 1x.
+func BenchmarkDraw(b *testing.B) {
+	rdb := client(b)
+	ctx := context.Background()
+	for range b.N {
+		b.StopTimer()
+		show := newShow(b, rdb)
+		configure(b, rdb, show, 100, 1000, 600)
+		for start := 0; start < queued; start += 10000 {
+			members := make([]any, 0, 10000)
+			for i := start; i < start+10000; i++ {
+				members = append(members, "p"+strconv.Itoa(i))
+			}
+			if err := rdb.SAdd(ctx, wrredis.Pre(show), members...).Err(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		showInfo(b, rdb, show, map[string]any{"saleStartsAt": ms(time.Now().Add(-time.Second))})
+		svc := newService(b, rdb, issuer(b), waitroom.Options{})
+		if _, err := wrredis.New(rdb).Seed(ctx, show, "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		if err := svc.Draw(ctx, show); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "s/draw")
+		b.StopTimer()
+		if n, _ := rdb.ZCard(ctx, wrredis.Wait(show)).Result(); n != queued {
+			b.Fatalf("%d tickets, want %d", n, queued)
+		}
+		b.StartTimer()
+	}
+}

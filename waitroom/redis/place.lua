@@ -7,10 +7,16 @@ if redis.call('HGET', KEYS[1], 'drawn') == '1' then
   return 0
 end
 if ARGV[1] == 'chunk' then
+  -- One ZADD per chunk (score-member pairs, unpacked: chunks stay under Lua's unpack limit).
   local seq = tonumber(ARGV[2])
+  local args = {}
   for i = 3, #ARGV do
-    redis.call('ZADD', KEYS[2], seq, ARGV[i])
+    args[#args + 1] = seq
+    args[#args + 1] = ARGV[i]
     seq = seq + 1
+  end
+  if #args > 0 then
+    redis.call('ZADD', KEYS[2], unpack(args))
   end
   return 1
 end

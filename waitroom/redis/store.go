@@ -329,22 +329,35 @@ func (s *Store) PreJoiners(ctx context.Context, show string) ([]string, error) {
 	return out, nil
 }
 
-// Place implements waitroom.Store: chunks of 5,000 tickets, then the finishing mark.
+// placeChunk is the tickets written per place.lua call: small enough for one unpack() in Lua (at most ~8,000
+// values) and for a short script, large enough that a million tickets take few round trips.
+const placeChunk = 3000
+
+// Place implements waitroom.Store: chunks of placeChunk tickets, sent ten scripts per round trip (each script is
+// atomic and checks the drawn mark itself), then the finishing mark.
 func (s *Store) Place(ctx context.Context, show string, ordered []string, digest string) error {
 	keys := []string{State(show), Wait(show)}
-	for i := 0; i < len(ordered); i += 5000 {
-		end := min(i+5000, len(ordered))
-		args := make([]any, 0, end-i+2)
-		args = append(args, "chunk", i+1)
-		for _, u := range ordered[i:end] {
-			args = append(args, u)
+	for i := 0; i < len(ordered); {
+		p := s.rdb.Pipeline()
+		var cmds []*goredis.Cmd
+		for k := 0; k < 10 && i < len(ordered); k++ {
+			end := min(i+placeChunk, len(ordered))
+			args := make([]any, 0, end-i+2)
+			args = append(args, "chunk", i+1)
+			for _, u := range ordered[i:end] {
+				args = append(args, u)
+			}
+			cmds = append(cmds, placeScript.Eval(ctx, p, keys, args...))
+			i = end
 		}
-		n, err := placeScript.Run(ctx, s.rdb, keys, args...).Int()
-		if err != nil {
+		// EVAL, not EVALSHA, inside a pipeline: a NOSCRIPT reply could not be retried per command.
+		if _, err := p.Exec(ctx); err != nil {
 			return storeErr("place", err)
 		}
-		if n == 0 {
-			return nil // someone else finished the draw
+		for _, c := range cmds {
+			if n, _ := c.Int(); n == 0 {
+				return nil // someone else finished the draw
+			}
 		}
 	}
 	if err := placeScript.Run(ctx, s.rdb, keys, "finish", len(ordered), digest).Err(); err != nil {
