@@ -86,18 +86,19 @@ type Probe struct {
 
 // Fan outcomes.
 const (
-	OutcomeConfirmed = "confirmed"  // paid, booking CONFIRMED
-	OutcomeAbandoned = "abandoned"  // held and walked away on purpose
-	OutcomeCancelled = "cancelled"  // gateway error, then cancelled the hold
-	OutcomePending   = "pending"    // payment still pending when the fan stopped polling
-	OutcomeExpired   = "expired"    // the hold expired or was lost (410)
-	OutcomeSoldOut   = "sold-out"   // the queue said sold_out, or no seat was AVAILABLE
-	OutcomeClosed    = "closed"     // the queue said closed
-	OutcomePatience  = "patience"   // gave up waiting or retrying
-	OutcomeRefused   = "refused"    // the admission token was refused (an invariant violation)
-	OutcomeError     = "error"      // an answer the contract does not allow, or no answer
-	OutcomeCutOff    = "cut-off"    // the run's time bound ended the fan
-	OutcomeStormDone = "storm-done" // hold-storm client finished its time
+	OutcomeConfirmed = "confirmed"     // paid, booking CONFIRMED
+	OutcomeAbandoned = "abandoned"     // held and walked away on purpose
+	OutcomeCancelled = "cancelled"     // gateway error, then cancelled the hold
+	OutcomePending   = "pending"       // payment still pending when the fan stopped polling
+	OutcomeExpired   = "expired"       // the hold expired or was lost (410)
+	OutcomeSoldOut   = "sold-out"      // the queue said sold_out, or no seat was AVAILABLE
+	OutcomeClosed    = "closed"        // the queue said closed
+	OutcomePatience  = "patience"      // gave up waiting or retrying
+	OutcomeRefused   = "refused"       // the admission token was refused while valid
+	OutcomeTokenGone = "token-expired" // the admission token expired before the fan was done
+	OutcomeError     = "error"         // an answer the contract does not allow, or no answer
+	OutcomeCutOff    = "cut-off"       // the run's time bound ended the fan
+	OutcomeStormDone = "storm-done"    // hold-storm client finished its time
 )
 
 // Fan is everything one fan saw. A fan's goroutine owns it until the run ends; only then is it read.
@@ -119,8 +120,13 @@ type Fan struct {
 	Token      string        `json:"-"`
 
 	// TokenStatus is the status of the first booking-route request made with the admission token (0: none made).
-	TokenStatus int     `json:"tokenStatus,omitempty"`
-	Probes      []Probe `json:"probes,omitempty"`
+	TokenStatus int `json:"tokenStatus,omitempty"`
+	// TokenLate says that first answer came after the token's exp claim: a refusal then is the token expiring,
+	// not the gate failing an admitted fan.
+	TokenLate bool  `json:"tokenLate,omitempty"`
+	TokenExp  int64 `json:"tokenExp,omitempty"` // the token's exp claim, Unix seconds
+
+	Probes []Probe `json:"probes,omitempty"`
 
 	Pay       PayBehaviour `json:"pay,omitempty"`
 	BookingID string       `json:"bookingId,omitempty"`

@@ -252,9 +252,12 @@ type Tokens struct {
 	Used     int   `json:"used"`              // of those, fans that made a booking-route request with it
 	Accepted int   `json:"accepted"`          // answered with anything but 401/403
 	Refused  []int `json:"refused,omitempty"` // fans whose valid token was refused
-	Probes   int   `json:"probes"`            // requests made without admission
-	Allowed  []int `json:"allowed,omitempty"` // fans whose unadmitted probe was let through
-	Unclear  int   `json:"unclear"`           // probes with no answer or a 429/5xx
+	// ExpiredFirst counts fans whose token expired before their first request with it was answered (an overloaded
+	// platform); those refusals are the token's expiry, not the gate's failure.
+	ExpiredFirst int   `json:"expiredFirst"`
+	Probes       int   `json:"probes"`            // requests made without admission
+	Allowed      []int `json:"allowed,omitempty"` // fans whose unadmitted probe was let through
+	Unclear      int   `json:"unclear"`           // probes with no answer or a 429/5xx
 }
 
 // CheckTokens reads the fans' token observations.
@@ -265,10 +268,13 @@ func CheckTokens(fans []*Fan) Tokens {
 			t.Admitted++
 			if f.TokenStatus != 0 {
 				t.Used++
-				if f.TokenStatus == 401 || f.TokenStatus == 403 {
-					t.Refused = append(t.Refused, f.ID)
-				} else {
+				switch {
+				case f.TokenStatus != 401 && f.TokenStatus != 403:
 					t.Accepted++
+				case f.TokenLate:
+					t.ExpiredFirst++
+				default:
+					t.Refused = append(t.Refused, f.ID)
 				}
 			}
 		}

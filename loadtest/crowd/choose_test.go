@@ -73,12 +73,12 @@ func TestTicketAndIssuedAt(t *testing.T) {
 			t.Errorf("ticket(%q) = %d, want 0", id, got)
 		}
 	}
-	// header.{"sub":"u","iat":1700000000}.sig
-	tok := "e30.eyJzdWIiOiJ1IiwiaWF0IjoxNzAwMDAwMDAwfQ.c2ln"
-	if got := issuedAt(tok); got != 1700000000 {
-		t.Errorf("issuedAt = %d, want 1700000000", got)
+	// header.{"sub":"u","iat":1700000000,"exp":1700000060}.sig
+	tok := "e30.eyJzdWIiOiJ1IiwiaWF0IjoxNzAwMDAwMDAwLCJleHAiOjE3MDAwMDAwNjB9.c2ln"
+	if iat, exp := claimTimes(tok); iat != 1700000000 || exp != 1700000060 {
+		t.Errorf("claimTimes = %d, %d, want 1700000000, 1700000060", iat, exp)
 	}
-	if got := issuedAt("garbage"); got != 0 {
-		t.Errorf("issuedAt(garbage) = %d, want 0", got)
+	if iat, exp := claimTimes("garbage"); iat != 0 || exp != 0 {
+		t.Errorf("claimTimes(garbage) = %d, %d, want zeros", iat, exp)
 	}
 }

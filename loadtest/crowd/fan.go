@@ -265,7 +265,7 @@ func (p *fan) await(ctx context.Context, q client.QueueState) string {
 
 func (p *fan) admit(tok string) {
 	p.adm, p.f.Token = tok, tok
-	p.f.IssuedAt = issuedAt(tok)
+	p.f.IssuedAt, p.f.TokenExp = claimTimes(tok)
 	p.f.Admitted, p.f.AdmittedAt = true, p.cr.rec.Since(time.Now())
 }
 
@@ -292,7 +292,7 @@ func (p *fan) book(ctx context.Context) {
 				busyTries++
 				continue
 			case res.Status == http.StatusForbidden || res.Status == http.StatusUnauthorized:
-				p.end(loadtest.OutcomeRefused, "seat map: admission token refused")
+				p.refused("seat map")
 				return
 			default:
 				p.end(loadtest.OutcomeError, "seat map: "+client.Outcome(res, err))
@@ -339,7 +339,7 @@ func (p *fan) book(ctx context.Context) {
 				want = nil
 			}
 		case res.Status == http.StatusForbidden || res.Status == http.StatusUnauthorized:
-			p.end(loadtest.OutcomeRefused, "hold: admission token refused")
+			p.refused("hold")
 			return
 		case res.Status == 0:
 			want = nil
@@ -351,10 +351,21 @@ func (p *fan) book(ctx context.Context) {
 	p.end(loadtest.OutcomePatience, "no hold after max attempts")
 }
 
+// refused ends a fan whose admission token a booking route refused: its expiry, or the gate failing it.
+func (p *fan) refused(route string) {
+	if p.f.TokenExp > 0 && time.Now().Unix() >= p.f.TokenExp {
+		p.end(loadtest.OutcomeTokenGone, route+": admission token expired")
+		return
+	}
+	p.end(loadtest.OutcomeRefused, route+": admission token refused")
+}
+
 // tokenAnswer keeps the first answer to a request made with the admission token.
 func (p *fan) tokenAnswer(res client.Result) {
 	if p.f.TokenStatus == 0 && res.Status != 0 && !busy(res) {
 		p.f.TokenStatus = res.Status
+		// Whole seconds, as exp is: an answer in exp's own second may already see the token expired.
+		p.f.TokenLate = p.f.TokenExp > 0 && time.Now().Unix() >= p.f.TokenExp
 	}
 }
 
@@ -484,22 +495,23 @@ func ticket(id string) int64 {
 	return n
 }
 
-// issuedAt reads the iat claim of an admission token without verifying it (the fan is not the verifier; the
-// gate is, and the token-accepted invariant checks that it did).
-func issuedAt(tok string) int64 {
+// claimTimes reads the iat and exp claims of an admission token without verifying it (the fan is not the
+// verifier; the gate is, and the token-accepted invariant checks that it did). Zeros when unreadable.
+func claimTimes(tok string) (iat, exp int64) {
 	parts := strings.Split(tok, ".")
 	if len(parts) != 3 {
-		return 0
+		return 0, 0
 	}
 	b, err := base64.RawURLEncoding.DecodeString(parts[1])
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	var c struct {
 		IAT float64 `json:"iat"`
+		EXP float64 `json:"exp"`
 	}
 	if json.Unmarshal(b, &c) != nil {
-		return 0
+		return 0, 0
 	}
-	return int64(c.IAT)
+	return int64(c.IAT), int64(c.EXP)
 }

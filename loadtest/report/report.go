@@ -69,8 +69,8 @@ func Text(w io.Writer, d Document) error {
 			orNever(s.SoldOutAfter), orNever(s.AllBookedAfter))
 		fmt.Fprintf(w, "fairness: %s\n", fairness(s.Fairness))
 		t := s.Tokens
-		fmt.Fprintf(w, "tokens: %d admitted, %d used, %d accepted, %d refused; probes without admission: %d, %d let through, %d unclear\n",
-			t.Admitted, t.Used, t.Accepted, len(t.Refused), t.Probes, len(t.Allowed), t.Unclear)
+		fmt.Fprintf(w, "tokens: %d admitted, %d used, %d accepted, %d refused, %d expired before first use; probes without admission: %d, %d let through, %d unclear\n",
+			t.Admitted, t.Used, t.Accepted, len(t.Refused), t.ExpiredFirst, t.Probes, len(t.Allowed), t.Unclear)
 		if s.StreamFailures > 0 {
 			fmt.Fprintf(w, "event streams that failed and fell back to polling: %d\n", s.StreamFailures)
 		}
