@@ -403,8 +403,15 @@ func (p *Payments) authorized(ctx context.Context, a Attempt, in payment.Intent,
 // pending records that the gateway's answer is not known yet: the booking shows PAYMENT_PENDING, its seats stay
 // held, and the worker asks again after PendingRetry.
 func (p *Payments) pending(ctx context.Context, a Attempt) (PayResult, error) {
-	p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptStarted, AttemptPending}, To: AttemptPending,
-		Outcome: OutcomePending, Lease: p.cfg.Now().Add(p.cfg.PendingRetry)})
+	if !p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptStarted, AttemptPending}, To: AttemptPending,
+		Outcome: OutcomePending, Lease: p.cfg.Now().Add(p.cfg.PendingRetry)}) {
+		// Resolved meanwhile by someone else: marking the booking PAYMENT_PENDING now could strand it there.
+		cur, err := p.store.Attempt(ctx, a.ID)
+		if err != nil {
+			return PayResult{}, err
+		}
+		return p.replay(ctx, cur, cur.RequestHash)
+	}
 	b, err := p.store.SetStatus(ctx, a.BookingID, []Status{StatusHeld}, StatusPaymentPending)
 	if err != nil {
 		if b, err = p.svc.store.Booking(ctx, a.BookingID); err != nil {
