@@ -17,7 +17,7 @@ import (
 // Recipe tells an auditor how to recompute the pre-opening order; it is served with the fairness record.
 const Recipe = "seed = hex-decode(seed); check hex(SHA-256(seed)) == commitment; for each fan who joined before " +
 	"saleStartsAt compute HMAC-SHA256(key=seed, message=userId); sort ascending by that MAC (bytes), ties by " +
-	"userId; the i-th fan (from 1) gets ticket i. participantsSha256 = hex(SHA-256(the userIds in that order joined by \"\\n\")). " +
+	"userId; the i-th fan (from 1) gets ticket i (after any tickets handed out before the draw, normally none). participantsSha256 = hex(SHA-256(the userIds in that order joined by \"\\n\")). " +
 	"Fans joining after opening get tickets N+1, N+2, ... in arrival order."
 
 // Fairness is a show's published shuffle record: the commitment before opening, the seed after the draw.

@@ -61,7 +61,7 @@ elseif now < opens then
 elseif not drawn then
   if redis.call('SCARD', KEYS[5]) > 0 then
     phase = 'pending'
-  else
+  elseif opens > 0 then -- an empty draw (see join.lua)
     redis.call('HSET', KEYS[3], 'drawn', '1')
     drawn = true
   end

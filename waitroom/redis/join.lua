@@ -53,7 +53,9 @@ if st[2] ~= '1' then
     if member or join then return {'pending', opens} end
     return {'none'}
   end
-  redis.call('HSET', KEYS[3], 'drawn', '1')
+  -- Nobody joined before a known opening: the draw is done, empty. Without a known opening there is no draw
+  -- (and no seed to reveal) until a sale opening appears.
+  if opens > 0 then redis.call('HSET', KEYS[3], 'drawn', '1') end
 end
 if not join then
   return {'none'}

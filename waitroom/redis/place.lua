@@ -1,14 +1,16 @@
 -- Writes one chunk of the pre-opening draw, or finishes it.
 -- KEYS: 1 state, 2 wait
--- ARGV: 1 "chunk" first-seq user... | "finish" count digest
--- Invariant kept: once the draw is marked done, admissions pop from the queue, so no chunk may be written after
+-- ARGV: 1 "chunk" first-index user... | "finish" count digest
+-- Invariants kept: once the draw is marked done, admissions pop from the queue, so no chunk may be written after
 -- that (a late duplicate drawer would put popped fans back); both steps check the flag in the same script.
+-- Tickets follow any handed out before (lastSeq, normally 0; joins wait while the draw is pending, so it does
+-- not move between chunks): the i-th drawn fan gets lastSeq + i, and no two fans ever share a ticket.
 if redis.call('HGET', KEYS[1], 'drawn') == '1' then
   return 0
 end
 if ARGV[1] == 'chunk' then
   -- One ZADD per chunk (score-member pairs, unpacked: chunks stay under Lua's unpack limit).
-  local seq = tonumber(ARGV[2])
+  local seq = tonumber(redis.call('HGET', KEYS[1], 'lastSeq') or '0') + tonumber(ARGV[2])
   local args = {}
   for i = 3, #ARGV do
     args[#args + 1] = seq
@@ -21,7 +23,6 @@ if ARGV[1] == 'chunk' then
   return 1
 end
 local n = tonumber(ARGV[2])
-local last = tonumber(redis.call('HGET', KEYS[1], 'lastSeq') or '0')
-if n > last then last = n end
+local last = tonumber(redis.call('HGET', KEYS[1], 'lastSeq') or '0') + n
 redis.call('HSET', KEYS[1], 'drawn', '1', 'lastSeq', last, 'drawCount', n, 'drawDigest', ARGV[3])
 return 1

@@ -574,3 +574,42 @@ func TestChangesReachStreamsAtOnce(t *testing.T) {
 	}
 	await("switched off", waitroom.Closed)
 }
+
+// TestDrawAfterEarlierTickets: a queue that ran first come first served before booking announced a (later) sale
+// opening draws the pool behind the tickets already handed out; no two fans share a ticket.
+func TestDrawAfterEarlierTickets(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := client(t)
+	show := newShow(t, rdb)
+	configure(t, rdb, show, 0.001, 100, 600)
+	svc := newService(t, rdb, issuer(t), waitroom.Options{})
+	for i, u := range []string{"a", "b"} {
+		if p, err := svc.Join(ctx, show, u); err != nil || p.Seq != int64(i+1) {
+			t.Fatalf("join %s: %+v, %v", u, p, err)
+		}
+	}
+	if f, err := svc.Fairness(ctx, show); err != nil || f.Drawn || f.Seed != "" {
+		t.Fatalf("no opening known, no draw and no seed revealed: %+v, %v", f, err)
+	}
+	opens := time.Now().Add(500 * time.Millisecond)
+	showInfo(t, rdb, show, map[string]any{rediskey.InfoSaleStartsAt: ms(opens)})
+	for _, u := range []string{"c", "d"} {
+		if p, err := svc.Join(ctx, show, u); err != nil || p.Seq != 0 {
+			t.Fatalf("pre-opening join %s: %+v, %v", u, p, err)
+		}
+	}
+	time.Sleep(time.Until(opens) + 50*time.Millisecond)
+	e, err := svc.Join(ctx, show, "e")
+	if err != nil || e.Seq != 5 {
+		t.Fatalf("join after opening: %+v, %v; want ticket 5", e, err)
+	}
+	seqs, err := wrredis.New(rdb).Seqs(ctx, show, []string{"a", "b", "c", "d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []int64{seqs["a"], seqs["b"], min(seqs["c"], seqs["d"]), max(seqs["c"], seqs["d"])}
+	if !slices.Equal(got, []int64{1, 2, 3, 4}) {
+		t.Fatalf("tickets %v, want a=1 b=2 and the pool on 3, 4", seqs)
+	}
+}
