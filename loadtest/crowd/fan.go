@@ -70,64 +70,56 @@ func (p *fan) end(outcome, detail string) {
 }
 
 // cutOff classifies an end caused by the run's or the fan's own deadline.
-func (p *fan) cutOff(ctx context.Context) {
+func (p *fan) cutOff() {
 	if p.cr.runCtx.Err() != nil {
 		p.end(loadtest.OutcomeCutOff, "run time bound")
 		return
 	}
 	p.end(loadtest.OutcomePatience, "patience ran out")
-	_ = ctx
+}
+
+// until calls step's request until it is answered with want, backing off while the platform says "not now" or
+// does not answer. Any other answer, or the end of ctx, ends the fan and returns false.
+func (p *fan) until(ctx context.Context, step loadtest.Step, want int, do func() (client.Result, error)) bool {
+	for try := 0; ; try++ {
+		began := time.Now()
+		res, err := do()
+		p.obs(step, began, res, err)
+		switch {
+		case res.Status == want:
+			return true
+		case ctx.Err() != nil:
+			p.cutOff()
+			return false
+		case !busy(res) && err == nil:
+			p.end(loadtest.OutcomeError, string(step)+": status "+client.Outcome(res, err))
+			return false
+		case !p.backoff(ctx, try, res.RetryAfter):
+			p.cutOff()
+			return false
+		}
+	}
 }
 
 func (p *fan) play(ctx context.Context) {
 	c := p.cr.c
-	// A guest identity, retried while the platform says it is busy.
-	for try := 0; ; try++ {
-		began := time.Now()
-		g, res, err := c.NewGuest(ctx)
-		p.obs(loadtest.StepAuth, began, res, err)
-		if res.Status == http.StatusCreated && g.Token != "" {
-			p.user, p.f.UserID = g.Token, g.UserID
-			break
-		}
-		if ctx.Err() != nil {
-			p.cutOff(ctx)
-			return
-		}
-		if !busy(res) && err == nil {
-			p.end(loadtest.OutcomeError, "guest: status "+client.Outcome(res, err))
-			return
-		}
-		if !p.backoff(ctx, try, res.RetryAfter) {
-			p.cutOff(ctx)
-			return
-		}
+	var g client.Guest
+	if !p.until(ctx, loadtest.StepAuth, http.StatusCreated, func() (res client.Result, err error) {
+		g, res, err = c.NewGuest(ctx)
+		return res, err
+	}) {
+		return
 	}
+	p.user, p.f.UserID = g.Token, g.UserID
 
 	var q client.QueueState
-	for try := 0; ; try++ {
-		began := time.Now()
-		var res client.Result
-		var err error
+	if !p.until(ctx, loadtest.StepJoin, http.StatusOK, func() (res client.Result, err error) {
 		q, res, err = c.Join(ctx, p.user, p.cr.showID)
-		p.obs(loadtest.StepJoin, began, res, err)
-		if res.Status == http.StatusOK {
-			p.f.Joined, p.f.JoinStatus = p.cr.rec.Since(time.Now()), q.Status
-			break
-		}
-		if ctx.Err() != nil {
-			p.cutOff(ctx)
-			return
-		}
-		if !busy(res) && err == nil {
-			p.end(loadtest.OutcomeError, "join: status "+client.Outcome(res, err))
-			return
-		}
-		if !p.backoff(ctx, try, res.RetryAfter) {
-			p.cutOff(ctx)
-			return
-		}
+		return res, err
+	}) {
+		return
 	}
+	p.f.Joined, p.f.JoinStatus = p.cr.rec.Since(time.Now()), q.Status
 	joined := time.Now()
 	switch q.Status {
 	case "sold_out":
@@ -152,7 +144,7 @@ func (p *fan) play(ctx context.Context) {
 		p.end(loadtest.OutcomeClosed, "queue: closed")
 		return
 	default:
-		p.cutOff(ctx)
+		p.cutOff()
 		return
 	}
 	p.book(ctx)
@@ -281,7 +273,7 @@ func (p *fan) book(ctx context.Context) {
 	busyTries := 0 // "not now" answers: waited out with backoff, not counted against the fan's attempts
 	for attempts := 0; attempts < sc.MaxHoldAttempts; {
 		if ctx.Err() != nil {
-			p.cutOff(ctx)
+			p.cutOff()
 			return
 		}
 		if want == nil && seats != nil {
