@@ -12,6 +12,7 @@ type Step string
 const (
 	StepAuth     Step = "auth"
 	StepJoin     Step = "join"
+	StepStatus   Step = "status" // polling the queue when the event stream could not be held
 	StepAdmitted Step = "admitted"
 	StepSeatMap  Step = "seatmap"
 	StepHold     Step = "hold"
@@ -22,7 +23,7 @@ const (
 )
 
 // StepOrder is the order steps appear in reports.
-var StepOrder = []Step{StepAuth, StepJoin, StepAdmitted, StepSeatMap, StepHold, StepPay, StepPoll, StepCancel, StepProbe}
+var StepOrder = []Step{StepAuth, StepJoin, StepStatus, StepAdmitted, StepSeatMap, StepHold, StepPay, StepPoll, StepCancel, StepProbe}
 
 // Sample is one observation: when it ended (offset from the run's start), how long it took, and its outcome (an
 // HTTP status such as "201", or "err:<kind>" when no answer came).

@@ -229,7 +229,7 @@ func (p *fan) await(ctx context.Context, q client.QueueState) string {
 	for {
 		began := time.Now()
 		st, res, err := p.cr.c.QueueStatus(ctx, p.user, p.cr.showID)
-		p.obs(loadtest.StepJoin, began, res, err)
+		p.obs(loadtest.StepStatus, began, res, err)
 		if res.Status == http.StatusOK {
 			switch st.Status {
 			case "admitted":
