@@ -84,9 +84,10 @@ func (p *Payments) recoverAttempt(ctx context.Context, a Attempt) {
 			if p.cfg.Now().Sub(a.CreatedAt) > p.cfg.GiveUpAfter {
 				// A seat must not stay in limbo behind a gateway that never answers. Nothing is known to be
 				// reserved; if something was, the gateway's webhook will say so and reclaim gives it back.
-				p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptPending}, To: AttemptRejected,
-					Outcome: OutcomeFailed, Detail: "the payment gateway never answered"})
-				p.unpend(ctx, a)
+				if p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptPending}, To: AttemptRejected,
+					Outcome: OutcomeFailed, Detail: "the payment gateway never answered"}) {
+					p.unpend(ctx, a)
+				}
 				p.log.WarnContext(ctx, "recover: gave up on a payment", "attempt", a.ID, "age", p.cfg.Now().Sub(a.CreatedAt))
 				return
 			}
@@ -106,9 +107,10 @@ func (p *Payments) recoverAttempt(ctx context.Context, a Attempt) {
 			return
 		}
 		// Voided or failed at the gateway behind our back: no money to confirm with.
-		p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptAuthorized}, To: AttemptRejected,
-			Outcome: OutcomeFailed, Detail: "the authorization lapsed at the gateway"})
-		p.unpend(ctx, a)
+		if p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptAuthorized}, To: AttemptRejected,
+			Outcome: OutcomeFailed, Detail: "the authorization lapsed at the gateway"}) {
+			p.unpend(ctx, a)
+		}
 	case AttemptVoiding, AttemptRefunding:
 		p.settle(ctx, a)
 	}

@@ -375,10 +375,8 @@ func (p *Payments) authorized(ctx context.Context, a Attempt, in payment.Intent,
 		if in.LastError != "" {
 			detail = in.LastError
 		}
-		p.update(ctx, a, AttemptUpdate{From: open, To: AttemptDeclined, Outcome: OutcomeDeclined, Detail: detail,
-			IntentID: in.ID})
-		p.unpend(ctx, a)
-		return PayResult{}, fmt.Errorf("%w: %s", ErrPaymentDeclined, detail)
+		return p.conclude(ctx, a, AttemptUpdate{From: open, To: AttemptDeclined, Outcome: OutcomeDeclined,
+			Detail: detail, IntentID: in.ID}, fmt.Errorf("%w: %s", ErrPaymentDeclined, detail))
 	case errors.Is(err, payment.ErrUnavailable) && live:
 		// Nothing was reserved (refused connection, open circuit, a 5xx the gateway does not keep under the key):
 		// forget the attempt so the fan may retry with the same key. The hold stays.
@@ -387,17 +385,33 @@ func (p *Payments) authorized(ctx context.Context, a Attempt, in payment.Intent,
 	case errors.Is(err, payment.ErrUnavailable):
 		return p.pending(ctx, a)
 	case errors.Is(err, payment.ErrNotFound), errors.Is(err, payment.ErrInvalid):
-		p.update(ctx, a, AttemptUpdate{From: open, To: AttemptRejected, Outcome: OutcomeInvalidMethod,
-			Detail: "the payment method was refused: " + a.PaymentMethod})
-		p.unpend(ctx, a)
-		return PayResult{}, Unprocessable("the payment method %q was refused by the gateway", clip(a.PaymentMethod))
+		return p.conclude(ctx, a, AttemptUpdate{From: open, To: AttemptRejected, Outcome: OutcomeInvalidMethod,
+			Detail: "the payment method was refused: " + a.PaymentMethod},
+			Unprocessable("the payment method %q was refused by the gateway", clip(a.PaymentMethod)))
 	default:
 		p.log.ErrorContext(ctx, "authorize", "attempt", a.ID, "err", err)
-		p.update(ctx, a, AttemptUpdate{From: open, To: AttemptRejected, Outcome: OutcomeFailed,
-			Detail: "the payment gateway refused the request"})
-		p.unpend(ctx, a)
-		return PayResult{}, fmt.Errorf("%w: %w", ErrPaymentFailed, err)
+		return p.conclude(ctx, a, AttemptUpdate{From: open, To: AttemptRejected, Outcome: OutcomeFailed,
+			Detail: "the payment gateway refused the request"}, fmt.Errorf("%w: %w", ErrPaymentFailed, err))
 	}
+}
+
+// conclude ends an attempt that reserved no money with answer, putting a PAYMENT_PENDING booking back to HELD.
+func (p *Payments) conclude(ctx context.Context, a Attempt, u AttemptUpdate, answer error) (PayResult, error) {
+	if !p.update(ctx, a, u) {
+		return p.current(ctx, a)
+	}
+	p.unpend(ctx, a)
+	return PayResult{}, answer
+}
+
+// current answers for an attempt that someone else moved on (the worker after a lease passed, or the saga it
+// overtook): their outcome is the answer, and the attempt's money is theirs to handle.
+func (p *Payments) current(ctx context.Context, a Attempt) (PayResult, error) {
+	cur, err := p.store.Attempt(ctx, a.ID)
+	if err != nil {
+		return PayResult{}, err
+	}
+	return p.replay(ctx, cur, cur.RequestHash)
 }
 
 // pending records that the gateway's answer is not known yet: the booking shows PAYMENT_PENDING, its seats stay
@@ -406,11 +420,7 @@ func (p *Payments) pending(ctx context.Context, a Attempt) (PayResult, error) {
 	if !p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptStarted, AttemptPending}, To: AttemptPending,
 		Outcome: OutcomePending, Lease: p.cfg.Now().Add(p.cfg.PendingRetry)}) {
 		// Resolved meanwhile by someone else: marking the booking PAYMENT_PENDING now could strand it there.
-		cur, err := p.store.Attempt(ctx, a.ID)
-		if err != nil {
-			return PayResult{}, err
-		}
-		return p.replay(ctx, cur, cur.RequestHash)
+		return p.current(ctx, a)
 	}
 	b, err := p.store.SetStatus(ctx, a.BookingID, []Status{StatusHeld}, StatusPaymentPending)
 	if err != nil {
@@ -433,11 +443,7 @@ func (p *Payments) complete(ctx context.Context, a Attempt, in payment.Intent, h
 	if !p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptStarted, AttemptPending, AttemptAuthorized},
 		To: AttemptAuthorized, IntentID: in.ID}) {
 		// Moved on by someone else (the worker after a lease passed, or the other way round): their answer counts.
-		cur, err := p.store.Attempt(ctx, a.ID)
-		if err != nil {
-			return PayResult{}, err
-		}
-		return p.replay(ctx, cur, cur.RequestHash)
+		return p.current(ctx, a)
 	}
 	var b Booking
 	if held != nil {
@@ -540,11 +546,7 @@ func (p *Payments) giveBack(ctx context.Context, a Attempt, in payment.Intent, b
 		Lease: p.cfg.Now().Add(p.lease())}) {
 		// Someone else (the worker, after our lease passed) moved the attempt on, perhaps to a sale whose locks
 		// it has just converted — which is why we found them gone. Its outcome is the answer; the money is its.
-		cur, err := p.store.Attempt(ctx, a.ID)
-		if err != nil {
-			return PayResult{}, err
-		}
-		return p.replay(ctx, cur, cur.RequestHash)
+		return p.current(ctx, a)
 	}
 	a.State, a.IntentID = to, in.ID
 	p.settle(ctx, a)
