@@ -68,14 +68,23 @@ var HistogramBounds = []time.Duration{
 	time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, time.Duration(math.MaxInt64),
 }
 
-// Histogram buckets samples' latencies.
-func Histogram(samples []Sample) []Bucket {
-	out := make([]Bucket, len(HistogramBounds))
-	for i, b := range HistogramBounds {
+// WaitBounds are the queue-wait histogram's upper bounds.
+var WaitBounds = []time.Duration{
+	time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 20 * time.Second, 30 * time.Second,
+	time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, time.Duration(math.MaxInt64),
+}
+
+// Histogram buckets samples' latencies by HistogramBounds.
+func Histogram(samples []Sample) []Bucket { return HistogramOf(samples, HistogramBounds) }
+
+// HistogramOf buckets samples' latencies by bounds (ascending, the last taking everything above).
+func HistogramOf(samples []Sample, bounds []time.Duration) []Bucket {
+	out := make([]Bucket, len(bounds))
+	for i, b := range bounds {
 		out[i].Le = b
 	}
 	for _, s := range samples {
-		i := sort.Search(len(HistogramBounds), func(i int) bool { return s.Latency <= HistogramBounds[i] })
+		i := sort.Search(len(bounds), func(i int) bool { return s.Latency <= bounds[i] })
 		out[min(i, len(out)-1)].Count++
 	}
 	return out
@@ -322,6 +331,7 @@ type Summary struct {
 	AllBookedAfter time.Duration `json:"allBookedAfter"`
 
 	QueueWait      Stats    `json:"queueWait"` // from max(join, sale opening) to admitted
+	WaitHistogram  []Bucket `json:"waitHistogram,omitempty"`
 	Fairness       Fairness `json:"fairness"`
 	Tokens         Tokens   `json:"tokens"`
 	StreamFailures int      `json:"streamFailures"`
@@ -414,6 +424,9 @@ func Summarize(r *Run, fairnessSlack time.Duration) *Summary {
 		}
 	}
 	s.QueueWait = Summarise(waits)
+	if len(waits) > 0 {
+		s.WaitHistogram = HistogramOf(waits, WaitBounds)
+	}
 	if r.Scenario.Mode == ModeQueue {
 		s.Fairness = CheckFairness(r.Fans, r.SaleOpens, fairnessSlack)
 		s.Tokens = CheckTokens(r.Fans)

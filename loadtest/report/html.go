@@ -83,8 +83,8 @@ func lineChart(title, xLabel, yLabel string, xmax, mark float64, ss []series) te
 }
 
 // barChart draws a latency histogram, one bar per bucket, for each step side by side.
-func barChart(title string, hs map[loadtest.Step][]loadtest.Bucket, steps []loadtest.Step, colors []string) template.HTML {
-	n := len(loadtest.HistogramBounds)
+func barChart(title, xLabel string, bounds []time.Duration, hs map[loadtest.Step][]loadtest.Bucket, steps []loadtest.Step, colors []string) template.HTML {
+	n := len(bounds)
 	var ymax float64
 	for _, st := range steps {
 		for _, bk := range hs[st] {
@@ -99,7 +99,7 @@ func barChart(title string, hs map[loadtest.Step][]loadtest.Bucket, steps []load
 
 	var b strings.Builder
 	frame(&b, title, ymax, y)
-	for i, le := range loadtest.HistogramBounds {
+	for i, le := range bounds {
 		label := shortDur(le)
 		if i == n-1 {
 			label = "more"
@@ -119,7 +119,7 @@ func barChart(title string, hs map[loadtest.Step][]loadtest.Bucket, steps []load
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="12" height="8" fill="%s"/><text x="%d" y="%d" class="a">%s</text>`,
 			lx, padT+2, colors[si%len(colors)], lx+16, padT+10, st)
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" class="a" text-anchor="middle">latency, bucket upper bound</text>`, padL+int(pw/2), chartH-4)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" class="a" text-anchor="middle">%s, bucket upper bound</text>`, padL+int(pw/2), chartH-4, template.HTMLEscapeString(xLabel))
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String()) //nolint:gosec // built from numbers and constant labels only
 }
@@ -200,6 +200,7 @@ Tokens: {{.S.Tokens.Admitted}} admitted, {{.S.Tokens.Accepted}} accepted, {{len 
 {{.QueueChart}}
 {{.SeatChart}}
 {{.Hist}}
+{{if .WaitHist}}{{.WaitHist}}{{end}}
 {{if .BaseHist}}{{.BaseHist}}{{end}}
 <p class="muted">Scenario: {{printf "%+v" .S.Scenario}}</p>
 </body></html>
@@ -241,14 +242,19 @@ func HTML(w io.Writer, d Document) error {
 			{"waiting", "#9334e6", waiting}, {"active (admitted)", "#137333", active}}),
 		"SeatChart": lineChart("Seats", "seconds since start", "seats", xmax, mark, []series{
 			{"available", "#1a73e8", avail}, {"held", "#e8710a", held}, {"booked", "#137333", booked}}),
-		"Hist": barChart("Latency histogram", s.Histograms,
+		"Hist": barChart("Latency histogram", "latency", loadtest.HistogramBounds, s.Histograms,
 			[]loadtest.Step{loadtest.StepJoin, loadtest.StepSeatMap, loadtest.StepHold, loadtest.StepPay},
 			[]string{"#9334e6", "#1a73e8", "#e8710a", "#137333"}),
 	}
 	if s.Storm != nil && s.Storm.Baseline != nil {
-		data["BaseHist"] = barChart("Hold latency: flashseat vs row-lock baseline", map[loadtest.Step][]loadtest.Bucket{
+		data["BaseHist"] = barChart("Hold latency: flashseat vs row-lock baseline", "latency", loadtest.HistogramBounds, map[loadtest.Step][]loadtest.Bucket{
 			"flashseat": s.Storm.Histogram, "row-lock": s.Storm.Baseline.Histogram},
 			[]loadtest.Step{"flashseat", "row-lock"}, []string{"#1a73e8", "#b3261e"})
+	}
+	if len(s.WaitHistogram) > 0 {
+		data["WaitHist"] = barChart("Queue wait (from joining or the opening, whichever is later, to admission)", "wait",
+			loadtest.WaitBounds, map[loadtest.Step][]loadtest.Bucket{"fans": s.WaitHistogram}, []loadtest.Step{"fans"},
+			[]string{"#9334e6"})
 	}
 	return page.Execute(w, data)
 }

@@ -40,7 +40,7 @@ func TestWriteRendersEveryFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := string(page)
-	for _, want := range []string{"<svg", "Holds per second", "Queue depth", "Latency histogram", "violations: 1", "&lt;b1&gt;"} {
+	for _, want := range []string{"<svg", "Holds per second", "Queue depth", "Latency histogram", "Queue wait (", "violations: 1", "&lt;b1&gt;"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report.html lacks %q", want)
 		}
