@@ -2,6 +2,7 @@ package booking
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/flashseat/flashseat/booking/payment"
@@ -93,7 +94,11 @@ func (p *Payments) recoverAttempt(ctx context.Context, a Attempt) {
 			}
 			p.keepHeld(ctx, a)
 		}
-		p.log.InfoContext(ctx, "recover: payment attempt", "attempt", a.ID, "was", a.State, "pending", res.Pending,
+		level := slog.LevelInfo
+		if err == nil && res.Pending {
+			level = slog.LevelDebug // asked again, still no answer: once a second per such attempt
+		}
+		p.log.Log(ctx, level, "recover: payment attempt", "attempt", a.ID, "was", a.State, "pending", res.Pending,
 			"err", err)
 	case AttemptAuthorized:
 		in, err := p.gw.Retrieve(ctx, a.IntentID)
