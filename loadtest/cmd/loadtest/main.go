@@ -192,7 +192,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	if err := raiseFileLimit(uint64(sc.Fans)*2 + 1024); err != nil {
+	// A waiting fan holds one stream; fans past the queue share the keep-alive pool for their API calls.
+	if err := raiseFileLimit(uint64(sc.Fans)*5/4 + 1024); err != nil {
 		log.Warn("file limit", "err", err)
 	}
 	conns := *maxConns
