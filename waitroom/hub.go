@@ -21,6 +21,7 @@ type hubShow struct {
 	haveSnap bool
 	meter    *RateMeter
 	watchers map[*Watcher]struct{}
+	perUser  map[string]int // streams per fan, to bound what one fan's tabs (or a script) can hold open
 	lastSeen time.Time
 }
 
@@ -54,7 +55,7 @@ func (h *Hub) show(id string) *hubShow {
 	defer h.mu.Unlock()
 	hs, ok := h.shows[id]
 	if !ok {
-		hs = &hubShow{meter: NewRateMeter(30 * time.Second), watchers: map[*Watcher]struct{}{}}
+		hs = &hubShow{meter: NewRateMeter(30 * time.Second), watchers: map[*Watcher]struct{}{}, perUser: map[string]int{}}
 		h.shows[id] = hs
 	}
 	return hs
@@ -95,24 +96,35 @@ func (h *Hub) Shows() []string {
 	return out
 }
 
-// Add subscribes a fan with their current place.
-func (h *Hub) Add(show, user string, p Place) *Watcher {
+// Add subscribes a fan with their current place. max bounds the fan's streams of this show on this replica
+// (0: no bound); beyond it Add returns ErrTooManyStreams.
+func (h *Hub) Add(show, user string, p Place, max int) (*Watcher, error) {
 	hs := h.show(show)
 	w := &Watcher{Show: show, User: user, c: make(chan struct{}, 1), hs: hs}
 	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if max > 0 && hs.perUser[user] >= max {
+		return nil, ErrTooManyStreams
+	}
 	w.seq, w.grant = p.Seq, p.Grant
 	hs.watchers[w] = struct{}{}
+	hs.perUser[user]++
 	hs.lastSeen = time.Now()
-	hs.mu.Unlock()
-	return w
+	return w, nil
 }
 
 // Remove unsubscribes w.
 func (h *Hub) Remove(w *Watcher) {
 	w.hs.mu.Lock()
+	defer w.hs.mu.Unlock()
+	if _, ok := w.hs.watchers[w]; !ok {
+		return
+	}
 	delete(w.hs.watchers, w)
+	if w.hs.perUser[w.User]--; w.hs.perUser[w.User] <= 0 {
+		delete(w.hs.perUser, w.User)
+	}
 	w.hs.lastSeen = time.Now()
-	w.hs.mu.Unlock()
 }
 
 // C is signalled when the watcher's state may have changed, and at each pulse.

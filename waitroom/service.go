@@ -66,6 +66,7 @@ type Options struct {
 	Grace          time.Duration // heartbeat grace before a fan counts as gone, default 30 s
 	HeartbeatEvery time.Duration // batched heartbeat flush, default 2 s
 	MaxScan        int           // fans popped per tick at most (admitted + skipped), default 5000
+	MaxStreams     int           // streams one fan may hold open per show on one replica, default 8
 	Logger         *slog.Logger
 	// Observe, if set, is told of every tick this replica runs (for metrics): its snapshot (Grants are the
 	// fans this replica admitted), how long it took, and its error.
@@ -99,6 +100,9 @@ func New(store Store, issuer *token.Issuer, opt Options) *Service {
 	}
 	if opt.MaxScan <= 0 {
 		opt.MaxScan = 5000
+	}
+	if opt.MaxStreams <= 0 {
+		opt.MaxStreams = 8
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
@@ -217,7 +221,8 @@ func (s *Service) Watch(ctx context.Context, show, user string) (*Watcher, Place
 	if err != nil {
 		return nil, Place{}, err
 	}
-	return s.Hub.Add(show, user, p), p, nil
+	w, err := s.Hub.Add(show, user, p, s.opt.MaxStreams)
+	return w, p, err
 }
 
 // Unwatch ends a local stream's subscription. Its heartbeat stops with it: if the fan does not come back within

@@ -30,11 +30,12 @@ const (
 
 // Errors the waiting room returns; callers compare with errors.Is.
 var (
-	ErrUnknownShow = errors.New("waitroom: unknown show")           // neither a queue nor show info exists
-	ErrNotInQueue  = errors.New("waitroom: not in the queue")       // status asked before joining
-	ErrDrawPending = errors.New("waitroom: opening draw under way") // the pre-opening shuffle is being written
-	ErrInvalid     = errors.New("waitroom: invalid input")          // a malformed id or setting
-	ErrUnavailable = errors.New("waitroom: store unavailable")      // Redis cannot be reached; retry later
+	ErrUnknownShow    = errors.New("waitroom: unknown show")           // neither a queue nor show info exists
+	ErrNotInQueue     = errors.New("waitroom: not in the queue")       // status asked before joining
+	ErrDrawPending    = errors.New("waitroom: opening draw under way") // the pre-opening shuffle is being written
+	ErrInvalid        = errors.New("waitroom: invalid input")          // a malformed id or setting
+	ErrUnavailable    = errors.New("waitroom: store unavailable")      // Redis cannot be reached; retry later
+	ErrTooManyStreams = errors.New("waitroom: too many streams")       // one fan holds too many streams of a show
 )
 
 // Place is a fan's standing, as join and status return it.

@@ -1,6 +1,7 @@
 package waitroom_test
 
 import (
+	"errors"
 	"slices"
 	"strconv"
 	"testing"
@@ -115,8 +116,8 @@ func TestRateMeterAndETA(t *testing.T) {
 func TestHubNeverBlocks(t *testing.T) {
 	t.Parallel()
 	h := waitroom.NewHub()
-	stalled := h.Add("s", "slow", waitroom.Place{Seq: 50})
-	live := h.Add("s", "live", waitroom.Place{Seq: 20})
+	stalled, _ := h.Add("s", "slow", waitroom.Place{Seq: 50}, 0)
+	live, _ := h.Add("s", "live", waitroom.Place{Seq: 20}, 0)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -176,5 +177,29 @@ func TestValidID(t *testing.T) {
 		if !waitroom.ValidUser(id) {
 			t.Errorf("user id %q refused", id)
 		}
+	}
+}
+
+func TestHubStreamsPerFan(t *testing.T) {
+	t.Parallel()
+	h := waitroom.NewHub()
+	var ws []*waitroom.Watcher
+	for range 3 {
+		w, err := h.Add("s", "tabs", waitroom.Place{Seq: 1}, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+	}
+	if _, err := h.Add("s", "tabs", waitroom.Place{Seq: 1}, 3); !errors.Is(err, waitroom.ErrTooManyStreams) {
+		t.Fatalf("fourth stream: got %v, want ErrTooManyStreams", err)
+	}
+	if _, err := h.Add("s", "other", waitroom.Place{Seq: 2}, 3); err != nil {
+		t.Fatalf("another fan: %v", err)
+	}
+	h.Remove(ws[0])
+	h.Remove(ws[0]) // twice is harmless
+	if _, err := h.Add("s", "tabs", waitroom.Place{Seq: 1}, 3); err != nil {
+		t.Fatalf("after closing a tab: %v", err)
 	}
 }

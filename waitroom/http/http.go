@@ -115,6 +115,7 @@ var codes = []struct {
 	{waitroom.ErrUnknownShow, http.StatusNotFound, problem.NotFound, "No such show."},
 	{waitroom.ErrNotInQueue, http.StatusNotFound, problem.NotFound, "You are not in this queue; join it first."},
 	{waitroom.ErrDrawPending, http.StatusServiceUnavailable, problem.ServiceUnavailable, "The queue is opening; retry in a second."},
+	{waitroom.ErrTooManyStreams, http.StatusTooManyRequests, problem.RateLimited, "Too many open streams for this queue; close some tabs."},
 	{waitroom.ErrUnavailable, http.StatusServiceUnavailable, problem.ServiceUnavailable, "The waiting room is briefly unavailable; retry in a second."},
 }
 
@@ -138,7 +139,7 @@ func (h *Handler) wrap(fn fiber.Handler) fiber.Handler {
 				if detail == "" {
 					detail = strings.TrimPrefix(err.Error(), code.err.Error()+": ")
 				}
-				if code.status == http.StatusServiceUnavailable {
+				if code.status == http.StatusServiceUnavailable || code.status == http.StatusTooManyRequests {
 					c.Set(fiber.HeaderRetryAfter, "1")
 				}
 				if errors.Is(err, waitroom.ErrUnavailable) {
