@@ -982,3 +982,40 @@ func TestPayWorkerOvertakesSaga(t *testing.T) {
 		t.Fatalf("gateway stats = %+v, want one authorization captured and nothing voided", st)
 	}
 }
+
+// TestWebhookOrphanAuthorization: an authorization for one of our bookings that no attempt knows (its call failed
+// after taking effect, and the attempt was given up) is voided when its webhook arrives.
+func TestWebhookOrphanAuthorization(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	ctx := context.Background()
+	b := e.hold(t, "u1", "F3")
+	in, err := e.gw.Authorize(ctx, payment.AuthorizeParams{Amount: b.TotalAmount, Currency: "INR", PaymentMethod: sim.CardOK,
+		BookingID: b.ID, AttemptID: "pa_abandoned"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	event := func(id, bookingID string) []byte {
+		return fmt.Appendf(nil, `{"id":%q,"type":"payment_intent.amount_capturable_updated","created":1,"data":{"object":
+			{"id":%q,"object":"payment_intent","status":"requires_capture","metadata":{"booking_id":%q,"attempt_id":"pa_abandoned"}}}}`,
+			id, in.ID, bookingID)
+	}
+	// Not ours (unknown booking): acknowledged, left alone.
+	foreign := event("evt_foreign", "bk_someoneelse")
+	if err := e.pay.Webhook(ctx, foreign, payment.Sign(foreign, webhookSecret, time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.sim.Intent(in.ID); !got.Authorized() {
+		t.Fatalf("a foreign intent was touched: %s", got.Status)
+	}
+	ours := event("evt_ours", b.ID)
+	if err := e.pay.Webhook(ctx, ours, payment.Sign(ours, webhookSecret, time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.sim.Intent(in.ID); !got.Canceled() {
+		t.Fatalf("orphan authorization after its webhook: %s, want canceled", got.Status)
+	}
+	if s := e.status(t, b.ID); s != booking.StatusHeld {
+		t.Fatalf("booking = %s, want HELD: the fan may still pay", s)
+	}
+}

@@ -36,7 +36,7 @@ func (p *Payments) Webhook(ctx context.Context, body []byte, signature string) e
 		a, err = p.store.Attempt(ctx, ev.Metadata[payment.MetaAttempt])
 	}
 	if errors.Is(err, ErrNotFound) {
-		p.log.InfoContext(ctx, "webhook for an unknown payment", "event", ev.ID, "intent", ev.IntentID)
+		p.reclaimOrphan(ctx, ev)
 		return nil
 	}
 	if err != nil {
@@ -77,4 +77,36 @@ func (p *Payments) reclaim(ctx context.Context, a Attempt, intentID string) {
 			"intent", intentID, "state", to)
 		p.settle(sctx, a)
 	}
+}
+
+// reclaimOrphan gives back money held for one of our bookings by an intent no attempt knows: an authorization
+// that took effect although its gateway call failed (a 5xx after the fact), whose attempt was given up. No sale
+// can use it, since sales name their attempt; left alone it would hold the fan's money until it lapsed.
+func (p *Payments) reclaimOrphan(ctx context.Context, ev payment.Event) {
+	bookingID := ev.Metadata[payment.MetaBooking]
+	if !ValidID(bookingID) {
+		return
+	}
+	if _, err := p.svc.store.Booking(ctx, bookingID); err != nil {
+		p.log.InfoContext(ctx, "webhook for a payment not ours", "event", ev.ID, "intent", ev.IntentID)
+		return
+	}
+	sctx, cancel := p.sagaContext(ctx)
+	defer cancel()
+	in, err := p.gw.Retrieve(sctx, ev.IntentID)
+	if err != nil {
+		p.log.WarnContext(ctx, "webhook: retrieve orphan", "intent", ev.IntentID, "err", err)
+		return
+	}
+	key := func(op payment.Op) string { return payment.Key(bookingID, "orphan-"+in.ID, op) }
+	switch {
+	case in.Authorized():
+		_, err = p.gw.Void(sctx, in.ID, key(payment.OpVoid))
+	case in.Captured():
+		_, err = p.gw.Refund(sctx, payment.RefundParams{IntentID: in.ID, Reason: "duplicate", IdempotencyKey: key(payment.OpRefund)})
+	default:
+		return
+	}
+	p.log.WarnContext(ctx, "webhook: gave back money of an unknown attempt", "booking", bookingID, "intent", in.ID,
+		"status", in.Status, "err", err)
 }
