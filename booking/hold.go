@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/flashseat/flashseat/shared/admission"
@@ -134,21 +135,15 @@ func (s *Service) validateHold(ctx context.Context, r HoldRequest) (Show, []Seat
 	if err != nil {
 		return Show{}, nil, err
 	}
-	layout, err := s.Layout(ctx, r.ShowID)
+	layout, byID, err := s.layoutIndex(ctx, r.ShowID)
 	if err != nil {
 		return Show{}, nil, err
 	}
-	byID := make(map[string]int, len(layout))
-	for i, st := range layout {
-		byID[st.ID] = i
-	}
-	seen := make(map[string]bool, len(r.SeatIDs))
 	seats := make([]Seat, 0, len(r.SeatIDs))
-	for _, id := range r.SeatIDs {
-		if seen[id] {
+	for j, id := range r.SeatIDs {
+		if slices.Contains(r.SeatIDs[:j], id) { // at most MaxSeats: a scan beats a map
 			return Show{}, nil, Unprocessable("seat %q is listed twice", clip(id))
 		}
-		seen[id] = true
 		i, ok := byID[id]
 		if !ok {
 			return Show{}, nil, Unprocessable("seat %q does not exist in this show", clip(id))
@@ -212,7 +207,6 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 	// Postgres keeps microseconds and Redis milliseconds: round once, so a replay reads back what was returned.
 	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
 	b := Booking{
-		ID:        NewID("bk_"),
 		UserID:    r.UserID,
 		ShowID:    r.ShowID,
 		Status:    StatusHeld,
@@ -247,6 +241,7 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 			return Booking{}, &ConflictError{Unavailable: taken, Alternatives: sn.alternatives(layout, seats)}
 		}
 	}
+	b.ID = NewID("bk_")
 	claim := Claim{ShowID: b.ShowID, BookingID: b.ID, UserID: b.UserID, SeatIDs: b.SeatIDs, TTL: s.cfg.HoldTTL,
 		Now: now, UserCap: s.cfg.MaxSeats}
 	res, err := s.locks.Claim(ctx, claim)

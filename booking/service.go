@@ -2,6 +2,7 @@ package booking
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -133,7 +134,8 @@ type Service struct {
 	log   *slog.Logger
 
 	mu        sync.Mutex
-	layouts   map[string][]Seat // immutable once a show exists
+	layouts   map[string][]Seat         // immutable once a show exists
+	seatIndex map[string]map[string]int // show -> seat id -> index in its layout
 	shows     map[string]Show
 	dirty     map[string]bool // shows whose ShowInfo needs a rewrite
 	snaps     snapshots
@@ -162,7 +164,8 @@ func New(store Store, locks Locks, gate Admitter, cfg Config) *Service {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Service{store: store, locks: locks, gate: gate, cfg: cfg, log: cfg.Logger,
-		layouts: map[string][]Seat{}, shows: map[string]Show{}, dirty: map[string]bool{},
+		layouts: map[string][]Seat{}, seatIndex: map[string]map[string]int{}, shows: map[string]Show{},
+		dirty: map[string]bool{},
 		nudge: make(chan string, 1024)}
 }
 
@@ -208,13 +211,33 @@ func (s *Service) Layout(ctx context.Context, showID string) ([]Seat, error) {
 	if err != nil {
 		return nil, err
 	}
+	idx := make(map[string]int, len(l))
+	for i, st := range l {
+		idx[st.ID] = i
+	}
 	s.mu.Lock()
 	if len(s.layouts) > 10000 {
-		s.layouts = map[string][]Seat{}
+		s.layouts, s.seatIndex = map[string][]Seat{}, map[string]map[string]int{}
 	}
-	s.layouts[showID] = l
+	s.layouts[showID], s.seatIndex[showID] = l, idx
 	s.mu.Unlock()
 	return l, nil
+}
+
+// layoutIndex returns the show's layout and its seats' positions in it.
+func (s *Service) layoutIndex(ctx context.Context, showID string) ([]Seat, map[string]int, error) {
+	for range 2 {
+		s.mu.Lock()
+		l, idx := s.layouts[showID], s.seatIndex[showID]
+		s.mu.Unlock()
+		if l != nil && idx != nil {
+			return l, idx, nil
+		}
+		if _, err := s.Layout(ctx, showID); err != nil {
+			return nil, nil, err
+		}
+	}
+	return nil, nil, fmt.Errorf("booking: layout of show %s vanished from the cache", showID)
 }
 
 // markDirty schedules a ShowInfo rewrite for the show. Rewrites are coalesced: a burst of holds on a hot show

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,9 +37,15 @@ func startBooking(t testing.TB, env map[string]string, admissionKeys token.KeySo
 	for k, v := range env {
 		vars[k] = v
 	}
-	if n := vars["BENCH_POOL"]; n != "" {
-		vars["DATABASE_URL"] += "&pool_max_conns=" + n
+	n := vars["BENCH_POOL"]
+	if n == "" {
+		n = "8" // tests share the server's 100 connections with many others
 	}
+	sep := "?"
+	if strings.Contains(vars["DATABASE_URL"], "?") {
+		sep = "&"
+	}
+	vars["DATABASE_URL"] += sep + "pool_max_conns=" + n
 	cfg, err := app.LoadConfig(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)

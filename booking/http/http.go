@@ -170,7 +170,7 @@ const requestIDKey ctxKey = 0
 func (s *Server) requestContext(c *fiber.Ctx) error {
 	id := c.Get(fiber.HeaderXRequestID)
 	if !booking.ValidID(id) {
-		id = booking.NewID("")[:20]
+		id = nextRequestID()
 	} else {
 		id = string([]byte(id)) // fiber reuses the header's buffer
 	}
@@ -191,6 +191,17 @@ func (s *Server) requestContext(c *fiber.Ctx) error {
 			"status", status, "duration_ms", time.Since(start).Milliseconds())
 	}
 	return nil
+}
+
+// Request ids are a random per-process prefix and a counter: unique across replicas in practice, and cheaper
+// than reading the system's randomness on every request.
+var (
+	requestPrefix = booking.NewID("")[:10]
+	requestSeq    atomic.Uint64
+)
+
+func nextRequestID() string {
+	return requestPrefix + strconv.FormatUint(requestSeq.Add(1), 36)
 }
 
 // RequestID returns the request id of a request's context.

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,7 +45,7 @@ func NewWithURL(t testing.TB) (*pgxpool.Pool, string) {
 		t.Fatalf("pgtest: DATABASE_URL: %v", err)
 	}
 	adminCfg.Database = "postgres"
-	admin, err := pgx.ConnectConfig(ctx, adminCfg)
+	admin, err := connect(ctx, adminCfg)
 	if err != nil {
 		t.Fatalf("pgtest: connect: %v", err)
 	}
@@ -71,7 +72,8 @@ func NewWithURL(t testing.TB) (*pgxpool.Pool, string) {
 		t.Fatalf("pgtest: %v", err)
 	}
 	cfg.ConnConfig.Database = name
-	cfg.MaxConns = 16
+	// Small: many tests run at once against one server, whose default max_connections is 100.
+	cfg.MaxConns = 8
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatalf("pgtest: pool: %v", err)
@@ -80,7 +82,7 @@ func NewWithURL(t testing.TB) (*pgxpool.Pool, string) {
 		pool.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		c, err := pgx.ConnectConfig(ctx, adminCfg)
+		c, err := connect(ctx, adminCfg)
 		if err != nil {
 			t.Logf("pgtest: drop %s: %v", name, err)
 			return
@@ -94,6 +96,22 @@ func NewWithURL(t testing.TB) (*pgxpool.Pool, string) {
 		t.Fatalf("pgtest: migrate: %v", err)
 	}
 	return pool, withDatabase(base, name)
+}
+
+// connect retries for a while when the server has no connection slot free (SQLSTATE 53300), as happens when
+// many test binaries run at once.
+func connect(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
+	for i := 0; ; i++ {
+		c, err := pgx.ConnectConfig(ctx, cfg)
+		if err == nil || i == 50 || !strings.Contains(err.Error(), "53300") {
+			return c, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // withDatabase returns base (a URL or a key=value DSN) naming database name instead.
