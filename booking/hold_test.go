@@ -417,3 +417,47 @@ func TestSnapshotNeverGrants(t *testing.T) {
 		t.Fatalf("free seat: %v", err)
 	}
 }
+
+// TestTwoReplicas: two services on the same stores (two booking replicas) race for the same seats, each with
+// its own snapshot; exactly one hold per seat, and both reconcilers sweep at once without double work.
+func TestTwoReplicas(t *testing.T) {
+	t.Parallel()
+	e := bookingtest.New(t, booking.Config{HoldTTL: 500 * time.Millisecond})
+	other := booking.New(e.Store, e.Locks, nil, booking.Config{HoldTTL: 500 * time.Millisecond})
+	ctx := context.Background()
+	svcs := []*booking.Service{e.Svc, other}
+	var won atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 400 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seats := []string{"J1", "J2"}
+			if i%3 == 0 {
+				seats = []string{"J2", "J3"}
+			}
+			_, _, err := svcs[i%2].Hold(ctx, booking.HoldRequest{UserID: fmt.Sprint("u", i), ShowID: e.Show.ID, SeatIDs: seats})
+			switch {
+			case err == nil:
+				won.Add(1)
+			case !errors.Is(err, booking.ErrSeatsUnavailable):
+				t.Errorf("hold: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := won.Load(); n != 1 {
+		t.Fatalf("%d holds of overlapping pairs, want 1", n)
+	}
+	time.Sleep(600 * time.Millisecond)
+	wg.Add(2)
+	go func() { defer wg.Done(); e.Svc.Reconcile(ctx) }()
+	go func() { defer wg.Done(); other.Reconcile(ctx) }()
+	wg.Wait()
+	var held, expired int
+	_ = e.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'HELD'), count(*) FILTER (WHERE status = 'EXPIRED')
+		FROM bookings WHERE show_id = $1`, e.Show.ID).Scan(&held, &expired)
+	if held != 0 || expired != 1 {
+		t.Fatalf("after the sweeps: %d HELD, %d EXPIRED", held, expired)
+	}
+}
