@@ -274,9 +274,12 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 			s.log.ErrorContext(ctx, "release claim after failed insert", "booking", b.ID, "err", rerr)
 		}
 		if errors.Is(err, ErrStale) {
-			// Redis handed out a fence below one already recorded (its counter went back in a failover). The
-			// seats are contested; treat it as a conflict and let the next claim start a new epoch.
-			return Booking{}, &ConflictError{Unavailable: b.SeatIDs}
+			// Redis handed out a fence below one already recorded (its counter went back in a failover). Drop
+			// the epoch so the next claim starts a new one above every recorded fence, and answer a conflict.
+			if rerr := s.locks.DropEpoch(context.WithoutCancel(ctx), b.ShowID); rerr != nil {
+				s.log.ErrorContext(ctx, "drop stale epoch", "show", b.ShowID, "err", rerr)
+			}
+			return Booking{}, &ConflictError{Unavailable: b.SeatIDs, Alternatives: []string{}}
 		}
 		return Booking{}, err
 	}

@@ -461,3 +461,34 @@ func TestTwoReplicas(t *testing.T) {
 		t.Fatalf("after the sweeps: %d HELD, %d EXPIRED", held, expired)
 	}
 }
+
+// TestFenceRollback: a failover that loses the fence counter but keeps the epoch would hand out a token already
+// recorded; the ledger refuses it, and the next hold starts a new epoch above it.
+func TestFenceRollback(t *testing.T) {
+	t.Parallel()
+	e := bookingtest.New(t, booking.Config{})
+	ctx := context.Background()
+	first, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u1", ShowID: e.Show.ID, SeatIDs: []string{"A7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.Svc.Cancel(ctx, first.ID, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.RDB.Set(ctx, rediskey.Fence(e.Show.ID), 0, 0).Err(); err != nil { // the counter goes back
+		t.Fatal(err)
+	}
+	if _, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u2", ShowID: e.Show.ID, SeatIDs: []string{"A7"}}); !errors.Is(err, booking.ErrSeatsUnavailable) {
+		t.Fatalf("hold with a repeated fence: got %v, want a conflict", err)
+	}
+	if keys, _ := e.RDB.Keys(ctx, rediskey.Seat(e.Show.ID, "*")).Result(); len(keys) != 0 {
+		t.Fatalf("the refused claim left locks: %v", keys)
+	}
+	again, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u2", ShowID: e.Show.ID, SeatIDs: []string{"A7"}})
+	if err != nil {
+		t.Fatalf("hold after a new epoch: %v", err)
+	}
+	if again.Fence <= first.Fence {
+		t.Fatalf("fence %d not above %d", again.Fence, first.Fence)
+	}
+}

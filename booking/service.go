@@ -60,6 +60,8 @@ type Locks interface {
 	Claim(ctx context.Context, c Claim) (ClaimResult, error)
 	// SetEpoch installs a fencing epoch (and the show's sold seats) after Redis was found without one.
 	SetEpoch(ctx context.Context, showID string, epoch int64, sold []string) error
+	// DropEpoch forgets the show's fencing epoch in Redis, so the next claim starts a new one.
+	DropEpoch(ctx context.Context, showID string) error
 	// Release deletes the locks b still owns and publishes the seats as AVAILABLE. It returns the seats freed.
 	Release(ctx context.Context, b Booking) ([]string, error)
 	// Sell records b's seats as sold, drops b's locks and publishes the seats as BOOKED.

@@ -120,6 +120,14 @@ func (l *Locks) SetEpoch(ctx context.Context, showID string, epoch int64, sold [
 	return nil
 }
 
+// DropEpoch deletes the show's epoch key.
+func (l *Locks) DropEpoch(ctx context.Context, showID string) error {
+	if err := l.rdb.Del(ctx, rediskey.Epoch(showID)).Err(); err != nil {
+		return fmt.Errorf("redis: drop epoch: %w", err)
+	}
+	return nil
+}
+
 func (l *Locks) release(ctx context.Context, b booking.Booking, status booking.SeatStatus) ([]string, error) {
 	keys := append([]string{userHoldsKey(b.ShowID, b.UserID), SoldKey(b.ShowID)}, seatKeys(b.ShowID, b.SeatIDs)...)
 	args := make([]any, 0, 4+len(b.SeatIDs))
