@@ -422,8 +422,9 @@ func TestSnapshotNeverGrants(t *testing.T) {
 // its own snapshot; exactly one hold per seat, and both reconcilers sweep at once without double work.
 func TestTwoReplicas(t *testing.T) {
 	t.Parallel()
-	e := bookingtest.New(t, booking.Config{HoldTTL: 500 * time.Millisecond})
-	other := booking.New(e.Store, e.Locks, nil, booking.Config{HoldTTL: 500 * time.Millisecond})
+	// The TTL outlasts the race even on a loaded machine, so a second hold can only mean a double claim.
+	e := bookingtest.New(t, booking.Config{HoldTTL: 3 * time.Second})
+	other := booking.New(e.Store, e.Locks, nil, booking.Config{HoldTTL: 3 * time.Second})
 	ctx := context.Background()
 	svcs := []*booking.Service{e.Svc, other}
 	var won atomic.Int64
@@ -449,7 +450,7 @@ func TestTwoReplicas(t *testing.T) {
 	if n := won.Load(); n != 1 {
 		t.Fatalf("%d holds of overlapping pairs, want 1", n)
 	}
-	time.Sleep(600 * time.Millisecond)
+	time.Sleep(3100 * time.Millisecond)
 	wg.Add(2)
 	go func() { defer wg.Done(); e.Svc.Reconcile(ctx) }()
 	go func() { defer wg.Done(); other.Reconcile(ctx) }()
