@@ -118,7 +118,7 @@ func TestOverlappingHolds(t *testing.T) {
 
 func TestExpiry(t *testing.T) {
 	t.Parallel()
-	e := bookingtest.New(t, booking.Config{HoldTTL: 300 * time.Millisecond, ReconcileEvery: 200 * time.Millisecond})
+	e := bookingtest.New(t, booking.Config{HoldTTL: time.Second, ReconcileEvery: 200 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go e.Svc.Run(ctx)
