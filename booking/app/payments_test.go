@@ -67,7 +67,7 @@ func newStack(t *testing.T, extra ...string) *stack {
 	st.env = map[string]string{
 		"BOOKING_ADDR": st.bookAddr, "DATABASE_URL": dbURL, "ADMIN_TOKEN": adminToken, "STAFF_TOKEN": staffToken,
 		"AUTH_SECRET": strings.Repeat("s", 40), "PAYMENT_GATEWAY_URL": "http://" + <-simAddr,
-		"PAYMENT_WEBHOOK_SECRET": whSecret, "PAYMENT_TIMEOUT": "300ms", "PAYMENT_RECOVER_INTERVAL": "100ms",
+		"PAYMENT_WEBHOOK_SECRET": whSecret, "PAYMENT_TIMEOUT": "1s", "PAYMENT_RECOVER_INTERVAL": "100ms",
 		"PAYMENT_BREAKER_THRESHOLD": "2", "PAYMENT_BREAKER_COOLDOWN": "30s", "ADMISSION_JWKS_URL": "http://127.0.0.1:1/jwks",
 	}
 	for i := 0; i+1 < len(extra); i += 2 {
@@ -226,8 +226,9 @@ func (st *stack) waitStatus(tok, booking, status string) map[string]any {
 
 func (st *stack) checkInvariants() {
 	st.t.Helper()
-	// Captures run off the fan's path and the worker settles the rest: wait until no money is in motion.
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	// Captures run off the fan's path and the worker settles the rest (a capture that timed out is retried after
+	// the lease, 2×PAYMENT_TIMEOUT+5s): wait until no money is in motion.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		var moving int
 		if err := st.pool.QueryRow(context.Background(), `SELECT
 			(SELECT count(*) FROM payment_attempts WHERE state IN ('STARTED','PENDING','AUTHORIZED','VOIDING','REFUNDING'))

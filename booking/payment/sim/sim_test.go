@@ -123,7 +123,7 @@ func TestAuthorizeByPaymentMethod(t *testing.T) {
 // progress" while the slow authorization runs, then returns its result, and only one authorization exists.
 func TestSlowCardResolvesByKey(t *testing.T) {
 	rc := newReceiver(t)
-	s, c := newSim(t, sim.Config{SlowDelay: 400 * time.Millisecond, WebhookURL: rc.srv.URL, WebhookSecret: secret}, 100*time.Millisecond)
+	s, c := newSim(t, sim.Config{SlowDelay: time.Second, WebhookURL: rc.srv.URL, WebhookSecret: secret}, 100*time.Millisecond)
 	ctx := context.Background()
 	p := params(sim.CardSlow, "a1")
 	if _, err := c.Authorize(ctx, p); !errors.Is(err, payment.ErrTimeout) {
