@@ -183,10 +183,10 @@ func TestBreakerHalfOpenSingleProbe(t *testing.T) {
 			}
 		})
 	}
-	for gw.calls.Load() == 1 {
+	// The probe is held at the gateway until every other caller has been turned away.
+	for deadline := time.Now().Add(10 * time.Second); fast.Load() < 19 && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
-	time.Sleep(20 * time.Millisecond) // let every other caller reach the breaker
 	close(gw.release)
 	wg.Wait()
 	if got := gw.calls.Load(); got != 2 {
