@@ -126,13 +126,23 @@ func (e *payEnv) settle(t *testing.T, p *booking.Payments) {
 	e.checkInvariants(t)
 }
 
+// checkInvariants checks the ledger's invariants and that the gateway's books agree with it.
 func (e *payEnv) checkInvariants(t *testing.T) {
 	t.Helper()
 	vs, err := invariant.Check(context.Background(), e.Pool, invariant.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range vs {
+	var books []invariant.Money
+	for _, m := range e.sim.Ledger() {
+		books = append(books, invariant.Money{IntentID: m.IntentID, BookingID: m.BookingID, Capturable: m.Capturable,
+			Received: m.Received, Refunded: m.Refunded})
+	}
+	gvs, err := invariant.CheckGateway(context.Background(), e.Pool, books, invariant.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range append(vs, gvs...) {
 		t.Error(v)
 	}
 }

@@ -208,3 +208,56 @@ func TestPlantedViolations(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckGateway(t *testing.T) {
+	t.Parallel()
+	l := newLedger(t)
+	ctx := context.Background()
+	intentOf := func(bookingID string) string {
+		var id string
+		if err := l.pool.QueryRow(ctx, `SELECT intent_id FROM payment_attempts WHERE booking_id = $1 ORDER BY created_at LIMIT 1`,
+			bookingID).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	sold := l.sold("CAPTURED", 100, "A1")
+	voided := l.held("A2")
+	l.attempt(voided, "VOIDED")
+	l.exec(`UPDATE bookings SET status = 'EXPIRED' WHERE id = $1`, voided)
+	pending := l.sold("AUTHORIZED", 0, "A3") // confirmed, capture still to come
+	tests := []struct {
+		name  string
+		books []invariant.Money
+		want  string // booking expected in a violation; "" for none
+	}{
+		{"agree", []invariant.Money{
+			{IntentID: intentOf(sold), BookingID: sold, Received: 100},
+			{IntentID: intentOf(voided), BookingID: voided},
+			{IntentID: intentOf(pending), BookingID: pending, Capturable: 100},
+		}, ""},
+		{"voided in the ledger, held at the gateway", []invariant.Money{{IntentID: intentOf(voided), BookingID: voided, Capturable: 100}}, voided},
+		{"captured twice the price", []invariant.Money{{IntentID: intentOf(sold), BookingID: sold, Received: 200}}, sold},
+		{"captured for an expired booking", []invariant.Money{{IntentID: intentOf(voided), BookingID: voided, Received: 100, Refunded: 40}}, voided},
+		{"orphan capture for one of our bookings", []invariant.Money{{IntentID: "pi_orphan", BookingID: sold, Received: 100}}, sold},
+		{"orphan fully refunded", []invariant.Money{{IntentID: "pi_orphan", BookingID: sold, Received: 100, Refunded: 100}}, ""},
+		{"not our booking", []invariant.Money{{IntentID: "pi_foreign", BookingID: "bk_foreign", Capturable: 100}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vs, err := invariant.CheckGateway(ctx, l.pool, tt.books, invariant.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == "" {
+				if len(vs) != 0 {
+					t.Fatalf("violations %v, want none", vs)
+				}
+				return
+			}
+			if len(vs) != 1 || vs[0].BookingID != tt.want || vs[0].Invariant != invariant.GatewayAgrees {
+				t.Fatalf("violations %v, want one for %s", vs, tt.want)
+			}
+		})
+	}
+}

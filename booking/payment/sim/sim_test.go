@@ -412,3 +412,33 @@ func TestConfigFromEnv(t *testing.T) {
 		})
 	}
 }
+
+func TestFetchLedger(t *testing.T) {
+	s := sim.New(sim.Config{APIKey: "sk_test_sim"}, nil)
+	srv := httptest.NewServer(s)
+	defer func() { s.Close(); srv.Close() }()
+	c, _ := stripe.New(stripe.Config{BaseURL: srv.URL, SecretKey: "sk_test_sim"})
+	ctx := context.Background()
+	held, _ := c.Authorize(ctx, params(sim.CardOK, "held"))
+	taken, _ := c.Authorize(ctx, params(sim.CardOK, "taken"))
+	if _, err := c.Capture(ctx, taken.ID, "cap"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Refund(ctx, payment.RefundParams{IntentID: taken.ID, Amount: 5000, IdempotencyKey: "ref"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := sim.FetchLedger(ctx, srv.URL, "sk_test_sim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]sim.Entry{
+		held.ID:  {IntentID: held.ID, BookingID: "bk1", Status: "requires_capture", Capturable: 45000},
+		taken.ID: {IntentID: taken.ID, BookingID: "bk1", Status: "succeeded", Received: 45000, Refunded: 5000},
+	}
+	if len(got) != 2 || got[0] != want[got[0].IntentID] || got[1] != want[got[1].IntentID] {
+		t.Fatalf("ledger = %+v, want %+v", got, want)
+	}
+	if _, err := sim.FetchLedger(ctx, srv.URL, "sk_test_other"); err == nil {
+		t.Fatal("the ledger answered a wrong key")
+	}
+}
