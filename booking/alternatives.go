@@ -21,70 +21,93 @@ func (s *Service) alternatives(ctx context.Context, showID string, wanted []Seat
 	return sn.alternatives(layout, wanted)
 }
 
-// pickAlternatives is the pure part of alternatives.
+// pickAlternatives is the pure part of alternatives. It runs on every refused hold that misses the memo, so it
+// avoids maps: layouts are small and in row order.
 func pickAlternatives(layout []Seat, free func(id string) bool, wanted []Seat) []string {
 	n := len(wanted)
 	if n == 0 {
 		return []string{}
 	}
-	count := map[string]int{}
-	category := ""
+	// The category most of the wanted seats have (ties: the smallest name).
+	category, best := "", 0
 	for _, w := range wanted {
-		count[w.Category]++
-		if count[w.Category] > count[category] || (count[w.Category] == count[category] && w.Category < category) {
-			category = w.Category
+		c := 0
+		for _, v := range wanted {
+			if v.Category == w.Category {
+				c++
+			}
+		}
+		if c > best || (c == best && w.Category < category) {
+			category, best = w.Category, c
 		}
 	}
-	rowIndex := map[string]int{}
-	for _, st := range layout {
-		if _, ok := rowIndex[st.Row]; !ok {
-			rowIndex[st.Row] = len(rowIndex)
+	// Row positions, in map order.
+	var rows []string
+	for i, st := range layout {
+		if i == 0 || st.Row != layout[i-1].Row {
+			rows = append(rows, st.Row)
 		}
+	}
+	rowOf := func(label string) int {
+		for i, r := range rows {
+			if r == label {
+				return i
+			}
+		}
+		return 0
 	}
 	var wantRow, wantNum float64
 	for _, w := range wanted {
-		wantRow += float64(rowIndex[w.Row])
+		wantRow += float64(rowOf(w.Row))
 		wantNum += float64(w.Number)
 	}
 	wantRow /= float64(n)
 	wantNum /= float64(n)
-	dist := func(row string, num float64) float64 {
-		return math.Abs(float64(rowIndex[row])-wantRow)*100 + math.Abs(num-wantNum)
-	}
 
-	var cands []Seat
-	for _, st := range layout {
+	type cand struct {
+		seat Seat
+		row  int
+	}
+	cands := make([]cand, 0, len(layout))
+	r := -1
+	for i, st := range layout {
+		if i == 0 || st.Row != layout[i-1].Row {
+			r++
+		}
 		if st.Category == category && free(st.ID) {
-			cands = append(cands, st)
+			cands = append(cands, cand{st, r})
 		}
 	}
 	if len(cands) < n {
 		return []string{}
 	}
+	dist := func(row int, num float64) float64 {
+		return math.Abs(float64(row)-wantRow)*100 + math.Abs(num-wantNum)
+	}
 	// Adjacent runs: candidates are in map order (row by row, left to right), so a run is a stretch of one row
 	// with consecutive numbers.
-	best, bestD := -1, math.Inf(1)
+	bestAt, bestD := -1, math.Inf(1)
 	for i := 0; i+n <= len(cands); i++ {
 		first, last := cands[i], cands[i+n-1]
-		if first.Row != last.Row || last.Number-first.Number != n-1 {
+		if first.row != last.row || last.seat.Number-first.seat.Number != n-1 {
 			continue
 		}
-		if d := dist(first.Row, float64(first.Number+last.Number)/2); d < bestD {
-			best, bestD = i, d
+		if d := dist(first.row, float64(first.seat.Number+last.seat.Number)/2); d < bestD {
+			bestAt, bestD = i, d
 		}
 	}
 	out := make([]string, 0, n)
-	if best >= 0 {
-		for _, st := range cands[best : best+n] {
-			out = append(out, st.ID)
+	if bestAt >= 0 {
+		for _, c := range cands[bestAt : bestAt+n] {
+			out = append(out, c.seat.ID)
 		}
 		return out
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
-		return dist(cands[i].Row, float64(cands[i].Number)) < dist(cands[j].Row, float64(cands[j].Number))
+		return dist(cands[i].row, float64(cands[i].seat.Number)) < dist(cands[j].row, float64(cands[j].seat.Number))
 	})
-	for _, st := range cands[:n] {
-		out = append(out, st.ID)
+	for _, c := range cands[:n] {
+		out = append(out, c.seat.ID)
 	}
 	return out
 }

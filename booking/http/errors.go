@@ -72,6 +72,14 @@ func (s *Server) toProblem(c *fiber.Ctx, err error) *problem.Problem {
 }
 
 func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
+	var ce *booking.ConflictError
+	if errors.As(err, &ce) {
+		// The answer to nearly every request of a flash crowd: written without reflection.
+		c.Status(fiber.StatusConflict)
+		c.Set(fiber.HeaderContentType, problem.ContentType)
+		c.Set(fiber.HeaderCacheControl, "no-store")
+		return c.Send(conflictBody(ce))
+	}
 	p := s.toProblem(c, err)
 	if p.Status == fiber.StatusUnauthorized {
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="flashseat"`)
@@ -87,4 +95,43 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// conflictBody renders a seats-unavailable problem exactly as toProblem and problem.Send would.
+func conflictBody(ce *booking.ConflictError) []byte {
+	b := make([]byte, 0, 256)
+	b = append(b, `{"type":"`+problem.TypeBase+problem.SeatsUnavailable+`","title":"Conflict","status":409,`+
+		`"detail":"some of the seats are held or sold","unavailable":`...)
+	b = appendStrings(b, ce.Unavailable)
+	b = append(b, `,"alternatives":`...)
+	b = appendStrings(b, ce.Alternatives)
+	return append(b, '}')
+}
+
+func appendStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, s)
+	}
+	return append(b, ']')
+}
+
+// appendJSONString appends s as a JSON string: quotes, backslashes and control characters escaped.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
 }
