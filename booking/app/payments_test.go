@@ -243,7 +243,20 @@ func (st *stack) checkInvariants() {
 	if err != nil {
 		st.t.Fatal(err)
 	}
-	for _, v := range vs {
+	ledger, err := sim.FetchLedger(context.Background(), st.env["PAYMENT_GATEWAY_URL"], "sk_test_any")
+	if err != nil {
+		st.t.Fatal(err)
+	}
+	books := make([]invariant.Money, len(ledger))
+	for i, m := range ledger {
+		books[i] = invariant.Money{IntentID: m.IntentID, BookingID: m.BookingID, Capturable: m.Capturable,
+			Received: m.Received, Refunded: m.Refunded}
+	}
+	gvs, err := invariant.CheckGateway(context.Background(), st.pool, books, invariant.Options{})
+	if err != nil {
+		st.t.Fatal(err)
+	}
+	for _, v := range append(vs, gvs...) {
 		st.t.Error(v)
 	}
 }
