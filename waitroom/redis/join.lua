@@ -1,9 +1,10 @@
 -- Join (ARGV[2] = "1") or look up (ARGV[2] = "0") a fan's place in one show's queue, atomically.
 -- KEYS: 1 config, 2 info, 3 state, 4 wait, 5 pre, 6 hb, 7 grants, 8 active (rediskey.QueueActive)
 -- ARGV: 1 userId, 2 join flag
--- Invariants kept: a fan holds at most one of {grant, ticket in wait, membership of the pre-opening pool}; a
--- ticket (seq) is handed out once, in increasing order, and only after the pre-opening draw has been written, so
--- every pre-opening fan's ticket is smaller than every later fan's.
+-- Invariants kept: a fan holds at most one live grant or one ticket, never both (a fan with a live grant is
+-- answered "admitted" and gets no ticket); a ticket (seq) is handed out once, in increasing order, and after
+-- opening only once the pre-opening draw has been written, so every pre-opening fan's ticket is smaller than
+-- every later fan's.
 -- Reply: {kind, ...}: closed | sold_out | admitted grantValue | pre opensAt | pending | waiting seq cursor rate | none
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
