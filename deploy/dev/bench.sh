@@ -102,7 +102,7 @@ end='<!-- bench:end -->'
   for s in premiere smoke; do
     f=$out/$s.txt
     [ -f "$f" ] || continue
-    echo "| $s: sold out after opening, run, violations | $(sed -nE 's/^sold out \(no seat AVAILABLE\) after ([^ ]+) from opening.*/\1/p' "$f") | run $(sed -nE 's/.*elapsed ([^,]+),.*/\1/p' "$f"), $(sed -nE 's/^violations: //p' "$f") violations | \`$(cmdline "$out/$s")\` |"
+    echo "| $s: after opening, no seat free / every seat sold | $(sed -nE 's/^sold out \(no seat AVAILABLE\) after ([^ ]+) from opening; all seats booked after ([^ ]+)$/\1 \/ \2/p' "$f") | run $(sed -nE 's/.*elapsed ([^,]+),.*/\1/p' "$f"), $(sed -nE 's/^violations: //p' "$f") violations | \`$(cmdline "$out/$s")\` |"
   done
   echo
   echo "### Holds: flashseat vs the row-lock baseline (hold-storm, same run)"
