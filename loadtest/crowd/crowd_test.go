@@ -93,3 +93,23 @@ func (b fakeBaseline) NewShow(ctx context.Context, _ []client.Seat) (string, err
 }
 
 func (b fakeBaseline) URL() string { return b.c.Base() }
+
+func TestPlayAgainstAnExistingShow(t *testing.T) {
+	c := fakeClient(t)
+	sc := loadtest.Presets["smoke"]
+	sc.Fans, sc.Seats, sc.Ramp, sc.SaleDelay, sc.Duration = 30, 20, 100*time.Millisecond, 200*time.Millisecond, 10*time.Second
+	show, _, err := Setup(context.Background(), c, sc, "existing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Play(context.Background(), Config{Client: c, Scenario: sc, ShowID: show, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ShowID != show || r.SaleOpens <= 0 {
+		t.Fatalf("got show %s opening at +%s, want %s opening after the start", r.ShowID, r.SaleOpens, show)
+	}
+	if s := loadtest.Summarize(r, time.Second); s.Admitted != sc.Fans {
+		t.Errorf("got %d admitted, want all %d", s.Admitted, sc.Fans)
+	}
+}

@@ -211,6 +211,16 @@ func (f *fake) handler() http.Handler {
 		}
 		return ok
 	}
+	mux.HandleFunc("GET /api/v1/shows/{id}", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		s, ok := f.shows[r.PathValue("id")]
+		if !ok {
+			writeJSON(w, 404, problemOf(404, "not-found"))
+			return
+		}
+		writeJSON(w, 200, map[string]any{"showId": r.PathValue("id"), "saleStartsAt": s.opens, "totalSeats": len(s.seats)})
+	})
 	mux.HandleFunc("GET /api/v1/shows/{id}/seats", func(w http.ResponseWriter, r *http.Request) {
 		if !gate(w, r, r.PathValue("id")) {
 			return
