@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -167,5 +169,44 @@ func TestPageBeforeOpening(t *testing.T) {
 	}
 	if time.Now().Before(opens) {
 		t.Fatal("admitted before the sale opened")
+	}
+}
+
+// TestPagePollingFallback: in a browser without EventSource the page polls status (Retry-After) and still
+// ends on the seat map.
+func TestPagePollingFallback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser")
+	}
+	ctx, stop := browser(t)
+	defer stop()
+	s := newServer(t, waitroom.Options{Tick: 50 * time.Millisecond}, pageRoutes)
+	show := s.show(t, 2, 100)
+	for i := range 3 {
+		s.join(t, show, "poll-ahead"+strconv.Itoa(i))
+	}
+	noEventSource := chromedp.Action[chromedp.Void](func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument,
+			page.AddScriptToEvaluateOnNewDocumentParams{Source: "delete window.EventSource;"})
+		return chromedp.Void{}, err
+	})
+	if _, err := chromedp.Run(ctx, noEventSource); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(s.base+"/queue/"+show)); err != nil {
+		t.Fatalf("navigate: %v", err)
+	}
+	streams, positions := 0, 0
+	href, err := watchPage(ctx, func(view, pos string) {
+		streams = max(streams, s.svc.Hub.Conns())
+		if view == "waiting" && pos != "…" {
+			positions++
+		}
+	})
+	if err != nil || !strings.Contains(href, "/shows/"+show+"?admission=ey") {
+		t.Fatalf("polling page never admitted: %v %s", err, href)
+	}
+	if streams != 0 || positions == 0 {
+		t.Fatalf("streams seen %d, positions shown %d: want positions from polling alone", streams, positions)
 	}
 }
