@@ -115,6 +115,10 @@ func (s *Service) CreateShow(ctx context.Context, sh Show) (Show, error) {
 	if err := s.store.CreateShow(ctx, &sh); err != nil {
 		return Show{}, err
 	}
+	// Install the fencing epoch now rather than when the sale's first crowd arrives.
+	if err := s.restoreShow(ctx, sh.ID); err != nil {
+		s.log.WarnContext(ctx, "install fencing epoch", "show", sh.ID, "err", err)
+	}
 	if err := s.PublishInfo(ctx, sh.ID); err != nil {
 		s.log.WarnContext(ctx, "publish new show info", "show", sh.ID, "err", err)
 	}

@@ -246,11 +246,16 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 		Now: now, UserCap: s.cfg.MaxSeats}
 	res, err := s.locks.Claim(ctx, claim)
 	if err == nil && res.NoEpoch {
-		// Redis has no epoch for this show: it is new, or Redis lost its data. Start a new epoch from Postgres
-		// so fences stay above every fence issued before, and restore the sold seats with it.
-		if err = s.restoreShow(ctx, b.ShowID); err == nil {
-			res, err = s.locks.Claim(ctx, claim)
+		// Redis has no epoch for this show: Redis lost its data (or the show predates epochs at creation). Start
+		// a new epoch from Postgres so fences stay above every fence issued before, and restore the sold seats
+		// with it. One request per process does it; the crowd behind it waits and then finds the epoch.
+		s.restoreMu.Lock()
+		if res, err = s.locks.Claim(ctx, claim); err == nil && res.NoEpoch {
+			if err = s.restoreShow(ctx, b.ShowID); err == nil {
+				res, err = s.locks.Claim(ctx, claim)
+			}
 		}
+		s.restoreMu.Unlock()
 	}
 	switch {
 	case err != nil:
@@ -267,7 +272,6 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 		return Booking{}, &ConflictError{Unavailable: res.Taken, Alternatives: s.alternatives(ctx, b.ShowID, seats)}
 	}
 	b.Fence = res.Fence
-	s.noteHeld(b.ShowID, b.SeatIDs)
 	if err := s.store.CreateHold(ctx, &b); err != nil {
 		// Without its row the claim would block the seats for a whole TTL with nobody able to pay for them.
 		if _, rerr := s.locks.Release(context.WithoutCancel(ctx), b); rerr != nil {
@@ -283,6 +287,7 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 		}
 		return Booking{}, err
 	}
+	s.noteHeld(b.ShowID, b.SeatIDs)
 	if s.cfg.OnHold != nil {
 		s.cfg.OnHold()
 	}

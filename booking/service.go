@@ -143,6 +143,7 @@ type Service struct {
 	snaps     snapshots
 	conflicts map[string]int64 // refused holds not yet added to the show's counters in Redis
 	nudge     chan string      // shows with a seat lock that just expired
+	restoreMu sync.Mutex       // one fencing-epoch restore at a time
 }
 
 // New returns a Service. gate may be nil when no show ever has a queue (tests).
