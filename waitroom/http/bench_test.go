@@ -64,7 +64,9 @@ func BenchmarkStreams(b *testing.B) {
 		}
 	}
 	took := time.Since(start)
+	cpu0 := cpuTime()
 	time.Sleep(5 * time.Second) // a few refresh rounds with everyone connected
+	cpuHeld := (cpuTime() - cpu0).Seconds() / 5
 	held := s.svc.Hub.Conns()
 	after := memory()
 	stdin.Close()
@@ -84,6 +86,14 @@ func BenchmarkStreams(b *testing.B) {
 	b.ReportMetric(float64(after.heap+after.stack-before.heap-before.stack)/float64(held), "heap+stack-B/stream")
 	b.ReportMetric(float64(after.goroutines-before.goroutines)/float64(held), "goroutines/stream")
 	b.ReportMetric(float64(held)/took.Seconds(), "connects/s")
+	b.ReportMetric(cpuHeld*100, "cpu%-holding") // refreshes every 2 s for every stream, heartbeats, ticks
+}
+
+// cpuTime is this process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 type mem struct {
