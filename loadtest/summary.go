@@ -346,16 +346,17 @@ type Summary struct {
 // Storm is the hold-storm's headline: decisions (holds granted or refused with 409) per second and their latency,
 // for the platform and, when measured, the row-lock baseline, with the ratios.
 type Storm struct {
-	Target          string        `json:"target"`
-	Decisions       int           `json:"decisions"`
-	DecisionsPerSec float64       `json:"decisionsPerSecond"`
-	P50             time.Duration `json:"p50"`
-	P99             time.Duration `json:"p99"`
-	Errors          int           `json:"errors"` // answers that were neither 201 nor 409
-	Histogram       []Bucket      `json:"histogram"`
-	Baseline        *Storm        `json:"baseline,omitempty"`
-	ThroughputRatio float64       `json:"throughputRatio,omitempty"` // platform / baseline
-	P99Ratio        float64       `json:"p99Ratio,omitempty"`        // baseline / platform
+	Target          string         `json:"target"`
+	Decisions       int            `json:"decisions"`
+	DecisionsPerSec float64        `json:"decisionsPerSecond"`
+	P50             time.Duration  `json:"p50"`
+	P99             time.Duration  `json:"p99"`
+	Errors          int            `json:"errors"` // answers that were neither 201 nor 409
+	Histogram       []Bucket       `json:"histogram"`
+	Outcomes        map[string]int `json:"outcomes"`
+	Baseline        *Storm         `json:"baseline,omitempty"`
+	ThroughputRatio float64        `json:"throughputRatio,omitempty"` // platform / baseline
+	P99Ratio        float64        `json:"p99Ratio,omitempty"`        // baseline / platform
 }
 
 // StormOf computes the storm headline from a run's hold samples inside its storm window.
@@ -363,7 +364,7 @@ func StormOf(r *Run) *Storm {
 	if r == nil {
 		return nil
 	}
-	s := &Storm{Target: r.Target, Histogram: Histogram(r.Steps[StepHold])}
+	s := &Storm{Target: r.Target, Histogram: Histogram(r.Steps[StepHold]), Outcomes: Summarise(r.Steps[StepHold]).Outcomes}
 	var lat []time.Duration
 	for _, x := range r.Steps[StepHold] {
 		if x.Outcome == "201" || x.Outcome == "409" {

@@ -79,8 +79,9 @@ func Text(w io.Writer, d Document) error {
 		fmt.Fprintf(w, "\nhold-storm at %s: %d decisions, %.0f/s, p50 %s, p99 %s, %d other answers\n", st.Target, st.Decisions,
 			st.DecisionsPerSec, loadtest.FormatDuration(st.P50), loadtest.FormatDuration(st.P99), st.Errors)
 		if b := st.Baseline; b != nil {
-			fmt.Fprintf(w, "row-lock baseline at %s: %d decisions, %.0f/s, p50 %s, p99 %s, %d other answers\n", b.Target, b.Decisions,
-				b.DecisionsPerSec, loadtest.FormatDuration(b.P50), loadtest.FormatDuration(b.P99), b.Errors)
+			fmt.Fprintf(w, "row-lock baseline at %s: %d decisions, %.0f/s, p50 %s, p99 %s, %d other answers (%s)\n", b.Target,
+				b.Decisions, b.DecisionsPerSec, loadtest.FormatDuration(b.P50), loadtest.FormatDuration(b.P99), b.Errors,
+				outcomes(b.Outcomes))
 			fmt.Fprintf(w, "ratio: %.1fx the decisions per second; %s\n", st.ThroughputRatio, p99Words(st.P99Ratio))
 		}
 	}
