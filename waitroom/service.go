@@ -111,9 +111,6 @@ func New(store Store, issuer *token.Issuer, opt Options) *Service {
 		polled: map[string]map[string]struct{}{}, seeded: map[string]bool{}, loggedAt: map[string]time.Time{}}
 }
 
-// Options returns the options in force.
-func (s *Service) Options() Options { return s.opt }
-
 // ValidID accepts a show id: 1 to 128 letters, digits, '_', '-', '.' or ':'. Show ids go into Redis keys (inside
 // a hash tag, so no braces), cookie names and URLs; booking's ids are a subset.
 func ValidID(id string) bool {
