@@ -13,6 +13,7 @@ import (
 
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/internal/bookingtest"
+	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/shared/rediskey"
 )
 
@@ -493,5 +494,67 @@ func TestFenceRollback(t *testing.T) {
 	}
 	if again.Fence <= first.Fence {
 		t.Fatalf("fence %d not above %d", again.Fence, first.Fence)
+	}
+}
+
+// failingStore is the real store whose hold insert fails, as when Postgres is unreachable mid-request.
+type failingStore struct {
+	*postgres.Store
+}
+
+var errInsert = errors.New("insert failed")
+
+func (failingStore) CreateHold(context.Context, *booking.Booking) error { return errInsert }
+
+// TestInsertFailureReleasesClaim: when the booking row cannot be written, the seats claimed in Redis are freed at
+// once (not left blocked for a whole TTL) and the idempotency key is given back for a retry.
+func TestInsertFailureReleasesClaim(t *testing.T) {
+	t.Parallel()
+	e := bookingtest.New(t, booking.Config{})
+	ctx := context.Background()
+	broken := booking.New(failingStore{e.Store}, e.Locks, nil, booking.Config{})
+	req := booking.HoldRequest{UserID: "u1", ShowID: e.Show.ID, SeatIDs: []string{"C1", "C2"}, IdempotencyKey: "k"}
+	if _, _, err := broken.Hold(ctx, req); !errors.Is(err, errInsert) {
+		t.Fatalf("got %v, want the insert error", err)
+	}
+	if keys, _ := e.RDB.Keys(ctx, rediskey.Seat(e.Show.ID, "*")).Result(); len(keys) != 0 {
+		t.Fatalf("locks left after a failed insert: %v", keys)
+	}
+	b, replayed, err := e.Svc.Hold(ctx, req)
+	if err != nil || replayed {
+		t.Fatalf("retry with the same key: %v replayed=%v", err, replayed)
+	}
+	if len(b.SeatIDs) != 2 {
+		t.Fatalf("retry = %+v", b)
+	}
+}
+
+// TestReconcileRestoresRedis: after Redis lost a show's ShowInfo and sold mirror, a reconcile brings both back
+// from the ledger.
+func TestReconcileRestoresRedis(t *testing.T) {
+	t.Parallel()
+	e := bookingtest.New(t, booking.Config{})
+	ctx := context.Background()
+	b, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u1", ShowID: e.Show.ID, SeatIDs: []string{"D1", "D2", "D3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Svc.Confirm(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	bookingtest.DeleteShowKeys(e.RDB, e.Show.ID)
+	e.Svc.Reconcile(ctx)
+	info, err := e.RDB.HGetAll(ctx, rediskey.ShowInfo(e.Show.ID)).Result()
+	if err != nil || info[rediskey.InfoBooked] != "3" || info[rediskey.InfoAvailable] != "197" || info[rediskey.InfoTotalSeats] != "200" {
+		t.Fatalf("show info after reconcile = %v (%v)", info, err)
+	}
+	seats, err := e.Svc.SeatMap(ctx, e.Show.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range seats {
+		if (st.ID == "D1" || st.ID == "D2" || st.ID == "D3") != (st.Status == booking.SeatBooked) {
+			t.Fatalf("seat %s is %s", st.ID, st.Status)
+		}
 	}
 }
