@@ -3,7 +3,6 @@ package booking
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 )
 
@@ -273,20 +272,3 @@ func (s *Service) Stats(ctx context.Context, showID string) (Stats, error) {
 	}
 	return st, nil
 }
-
-// Categories lists a layout's categories in first-seen order.
-func Categories(layout []Seat) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, st := range layout {
-		if !seen[st.Category] {
-			seen[st.Category] = true
-			out = append(out, st.Category)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// upcoming is how long after its start a show still counts for reconciling.
-const upcoming = 6 * time.Hour
