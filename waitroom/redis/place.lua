@@ -1,5 +1,5 @@
 -- Writes one chunk of the pre-opening draw, or finishes it.
--- KEYS: 1 state, 2 wait
+-- KEYS: 1 state, 2 wait, 3 pre
 -- ARGV: 1 "chunk" first-index user... | "finish" count digest
 -- Invariants kept: once the draw is marked done, admissions pop from the queue, so no chunk may be written after
 -- that (a late duplicate drawer would put popped fans back); both steps check the flag in the same script.
@@ -25,4 +25,6 @@ end
 local n = tonumber(ARGV[2])
 local last = tonumber(redis.call('HGET', KEYS[1], 'lastSeq') or '0') + n
 redis.call('HSET', KEYS[1], 'drawn', '1', 'lastSeq', last, 'drawCount', n, 'drawDigest', ARGV[3])
+-- The pool is kept a week for audits (it can hold a million ids), then it goes.
+redis.call('PEXPIRE', KEYS[3], 7 * 24 * 3600 * 1000)
 return 1

@@ -5,7 +5,7 @@
 // Keys of show S (T = rediskey.Tag(S)):
 //
 //	T:wr:wait    sorted set  user -> ticket (seq); the queue
-//	T:wr:pre     set         users who joined before the sale opened (the draw's pool; kept for audit)
+//	T:wr:pre     set         users who joined before the sale opened (the draw's pool; kept a week for audit)
 //	T:wr:hb      sorted set  user -> last heartbeat (Redis ms); only queued fans
 //	T:wr:state   hash        lastSeq cursor lastTick carry admittedTotal skippedTotal drawn drawCount drawDigest
 //	T:wr:grants  hash        user -> "jti|expMs|iatMs[|token]"
@@ -336,7 +336,7 @@ const placeChunk = 3000
 // Place implements waitroom.Store: chunks of placeChunk tickets, sent ten scripts per round trip (each script is
 // atomic and checks the drawn mark itself), then the finishing mark.
 func (s *Store) Place(ctx context.Context, show string, ordered []string, digest string) error {
-	keys := []string{State(show), Wait(show)}
+	keys := []string{State(show), Wait(show), Pre(show)}
 	for i := 0; i < len(ordered); {
 		p := s.rdb.Pipeline()
 		var cmds []*goredis.Cmd
