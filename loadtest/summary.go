@@ -292,10 +292,10 @@ func CheckTokens(fans []*Fan) Tokens {
 			t.Probes++
 			switch {
 			case p.Status == 401 || p.Status == 403:
-			case p.Status >= 200 && p.Status < 300:
-				allowed = true
+			case p.Status == 0 || p.Status == 429 || p.Status >= 500:
+				t.Unclear++ // no verdict from the gate either way
 			default:
-				t.Unclear++
+				allowed = true // answered past the gate: 2xx, or booking's own 4xx
 			}
 		}
 		if allowed {

@@ -55,7 +55,7 @@ func tokenViolations(s *Summary) []Violation {
 	}
 	for _, id := range s.Tokens.Allowed {
 		out = append(out, Violation{InvUnadmittedRefused, fmt.Sprintf(
-			"fan %d: a booking route answered 2xx to a request without a valid admission token", id)})
+			"fan %d: a booking route answered a request without a valid admission token with neither 401 nor 403", id)})
 	}
 	return out
 }

@@ -170,17 +170,36 @@ func (p *fan) position(pos int) {
 
 const maxPositions = 128
 
-// runProbe tries the seat map without an admission token and then with the fan's user token posing as one; the
-// gate must refuse both. It runs while the fan is provably not admitted (before the admitted event).
+// runProbe tries the booking routes without admission: the seat map with no admission token and with the fan's
+// user token posing as one, and a hold with no admission token for a seat no hall has, so that a gate that failed
+// would cost nothing but an answer other than 401/403 (the violation). It runs while the fan is provably not
+// admitted (before the admitted event).
 func (p *fan) runProbe(ctx context.Context) {
 	p.probe = false
-	for _, adm := range []string{"", p.user} {
+	probes := []func() (client.Result, error){
+		func() (client.Result, error) {
+			_, res, err := p.cr.c.Seats(ctx, p.user, "", p.cr.showID)
+			return res, err
+		},
+		func() (client.Result, error) {
+			_, res, err := p.cr.c.Seats(ctx, p.user, p.user, p.cr.showID)
+			return res, err
+		},
+		func() (client.Result, error) {
+			_, res, err := p.cr.c.Hold(ctx, p.user, "", p.cr.showID, []string{probeSeat}, "")
+			return res, err
+		},
+	}
+	for _, probe := range probes {
 		began := time.Now()
-		_, res, err := p.cr.c.Seats(ctx, p.user, adm, p.cr.showID)
+		res, err := probe()
 		p.obs(loadtest.StepProbe, began, res, err)
 		p.f.Probes = append(p.f.Probes, loadtest.Probe{At: p.cr.rec.Since(time.Now()), Status: res.Status})
 	}
 }
+
+// probeSeat is a seat id no hall has (row names are letters only), for the hold probe.
+const probeSeat = "PROBE0"
 
 // await follows the fan's place over SSE until admitted, sold out or closed, and falls back to polling status if
 // the stream cannot be held. It returns the final status ("" when ctx ended first).
