@@ -125,47 +125,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	intf := func(name string, dst *int, v int) {
-		if set[name] {
-			*dst = v
-		}
-	}
-	durf := func(name string, dst *time.Duration, v time.Duration) {
-		if set[name] {
-			*dst = v
-		}
-	}
-	intf("fans", &sc.Fans, *fans)
-	intf("seats", &sc.Seats, *seats)
-	intf("max-active", &sc.MaxActive, *maxActive)
-	intf("hot-seats", &sc.HotSeats, *hotSeats)
-	intf("group-min", &sc.GroupMin, *groupMin)
-	intf("group-max", &sc.GroupMax, *groupMax)
-	intf("max-attempts", &sc.MaxHoldAttempts, *maxAttempts)
-	durf("token-ttl", &sc.TokenTTL, *tokenTTL)
-	durf("sale-delay", &sc.SaleDelay, *saleDelay)
-	durf("ramp", &sc.Ramp, *ramp)
-	durf("duration", &sc.Duration, *duration)
-	durf("patience", &sc.Patience, *patience)
-	durf("storm-duration", &sc.StormDuration, *stormDuration)
-	if set["admit-rate"] {
-		sc.AdmitPerSecond = *admitRate
-	}
-	if set["hot-share"] {
-		sc.HotShare = *hotShare
-	}
-	if set["probe-share"] {
-		sc.ProbeShare = *probeShare
-	}
-	if set["release"] {
-		sc.Release = *release
-	}
-	if set["storm-idempotency"] {
-		sc.StormIdempotency = *stormIdem
-	}
-	if set["baseline"] {
-		sc.Baseline = *withBaseline
-	}
+	override(set, "fans", &sc.Fans, *fans)
+	override(set, "seats", &sc.Seats, *seats)
+	override(set, "max-active", &sc.MaxActive, *maxActive)
+	override(set, "hot-seats", &sc.HotSeats, *hotSeats)
+	override(set, "group-min", &sc.GroupMin, *groupMin)
+	override(set, "group-max", &sc.GroupMax, *groupMax)
+	override(set, "max-attempts", &sc.MaxHoldAttempts, *maxAttempts)
+	override(set, "token-ttl", &sc.TokenTTL, *tokenTTL)
+	override(set, "sale-delay", &sc.SaleDelay, *saleDelay)
+	override(set, "ramp", &sc.Ramp, *ramp)
+	override(set, "duration", &sc.Duration, *duration)
+	override(set, "patience", &sc.Patience, *patience)
+	override(set, "storm-duration", &sc.StormDuration, *stormDuration)
+	override(set, "admit-rate", &sc.AdmitPerSecond, *admitRate)
+	override(set, "hot-share", &sc.HotShare, *hotShare)
+	override(set, "probe-share", &sc.ProbeShare, *probeShare)
+	override(set, "release", &sc.Release, *release)
+	override(set, "storm-idempotency", &sc.StormIdempotency, *stormIdem)
+	override(set, "baseline", &sc.Baseline, *withBaseline)
 	if *payMix != "" {
 		m, err := loadtest.ParsePayMix(*payMix)
 		if err != nil {
@@ -274,6 +252,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return &ViolationsError{N: len(doc.Violations)}
 	}
 	return nil
+}
+
+// override sets a scenario field from its flag, only when the flag was given: a preset's value is not a default
+// a flag should silently replace.
+func override[T any](set map[string]bool, name string, dst *T, v T) {
+	if set[name] {
+		*dst = v
+	}
 }
 
 // checkTarget refuses a non-loopback target unless allowed: a load test pointed at someone else's server by a
