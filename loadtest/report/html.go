@@ -197,7 +197,7 @@ code{background:#f4f6f9;padding:1px 4px;border-radius:3px}
 Tokens: {{.S.Tokens.Admitted}} admitted, {{.S.Tokens.Accepted}} accepted, {{len .S.Tokens.Refused}} refused. Probes without admission: {{.S.Tokens.Probes}}, {{len .S.Tokens.Allowed}} let through, {{.S.Tokens.Unclear}} unclear.</p>{{end}}
 <h2>Charts</h2>
 {{.HoldChart}}
-{{.QueueChart}}
+{{if .QueueChart}}{{.QueueChart}}{{end}}
 {{.SeatChart}}
 {{.Hist}}
 {{if .WaitHist}}{{.WaitHist}}{{end}}
@@ -238,8 +238,7 @@ func HTML(w io.Writer, d Document) error {
 		"S": s, "D": d, "V": d.Violations, "Steps": rows, "Storm": s.Storm,
 		"HoldChart": lineChart("Holds per second", "seconds since start", "per second", xmax, mark, []series{
 			{"held (201)", "#1a73e8", s.HoldsPerSecond}, {"conflict (409)", "#e8710a", s.ConflictsPerSecond}}),
-		"QueueChart": lineChart("Queue depth", "seconds since start", "fans", xmax, mark, []series{
-			{"waiting", "#9334e6", waiting}, {"active (admitted)", "#137333", active}}),
+
 		"SeatChart": lineChart("Seats", "seconds since start", "seats", xmax, mark, []series{
 			{"available", "#1a73e8", avail}, {"held", "#e8710a", held}, {"booked", "#137333", booked}}),
 		"Hist": barChart("Latency histogram", "latency", loadtest.HistogramBounds, s.Histograms,
@@ -250,6 +249,10 @@ func HTML(w io.Writer, d Document) error {
 		data["BaseHist"] = barChart("Hold latency: flashseat vs row-lock baseline", "latency", loadtest.HistogramBounds, map[loadtest.Step][]loadtest.Bucket{
 			"flashseat": s.Storm.Histogram, "row-lock": s.Storm.Baseline.Histogram},
 			[]loadtest.Step{"flashseat", "row-lock"}, []string{"#1a73e8", "#b3261e"})
+	}
+	if len(waiting) > 0 { // a hold-storm has no queue to draw
+		data["QueueChart"] = lineChart("Queue depth", "seconds since start", "fans", xmax, mark, []series{
+			{"waiting", "#9334e6", waiting}, {"active (admitted)", "#137333", active}})
 	}
 	if len(s.WaitHistogram) > 0 {
 		data["WaitHist"] = barChart("Queue wait (from joining or the opening, whichever is later, to admission)", "wait",
