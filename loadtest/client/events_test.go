@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -106,5 +108,29 @@ func TestOutcome(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestTransportSpreadsSourceAddresses(t *testing.T) {
+	seen := map[string]bool{}
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		mu.Lock()
+		seen[host] = true
+		mu.Unlock()
+		w.Header().Set("Connection", "close") // a new connection, and so a new source, per request
+	}))
+	t.Cleanup(srv.Close)
+	c := &http.Client{Transport: NewTransport(4, 3)}
+	for i := 0; i < 6; i++ {
+		resp, err := c.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if len(seen) != 3 {
+		t.Errorf("got connections from %v, want 3 loopback sources", seen)
 	}
 }
