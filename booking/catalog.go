@@ -227,26 +227,24 @@ func (s *Service) counts(ctx context.Context, showID string, maxAge time.Duratio
 	if err != nil {
 		return Counts{}, err
 	}
-	var held, sold map[string]bool
+	var sn *snapshot
 	if maxAge > 0 {
-		var sn *snapshot
-		if sn, err = s.snapshot(ctx, showID, layout, maxAge); err == nil && sn != nil {
-			held, sold = sn.held, sn.sold
-		} else if err == nil {
-			held, sold, err = s.status(ctx, showID, layout)
-		}
-	} else {
+		sn, err = s.snapshot(ctx, showID, layout, maxAge)
+	}
+	if err == nil && sn == nil {
+		var held, sold map[string]bool
 		held, sold, err = s.status(ctx, showID, layout)
+		sn = &snapshot{held: held, sold: sold}
 	}
 	if err != nil {
 		return Counts{}, err
 	}
 	c := Counts{Total: len(layout)}
 	for _, st := range layout {
-		switch {
-		case sold[st.ID]:
+		switch sn.status(st.ID) {
+		case SeatBooked:
 			c.Booked++
-		case held[st.ID]:
+		case SeatHeld:
 			c.Held++
 		}
 	}

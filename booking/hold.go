@@ -229,7 +229,7 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 	if sn, ok := s.peekSnapshot(b.ShowID, layout, alternativesMaxAge); ok {
 		var taken []string
 		for _, id := range b.SeatIDs {
-			if sn.held[id] || sn.sold[id] {
+			if sn.taken(id) {
 				taken = append(taken, id)
 			}
 		}

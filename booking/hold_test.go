@@ -558,3 +558,26 @@ func TestReconcileRestoresRedis(t *testing.T) {
 		}
 	}
 }
+
+// TestSeatChangedFreesAtOnce: a replica told of another replica's release (the seat events) offers the seat
+// again at once instead of refusing it from its snapshot until the next reload.
+func TestSeatChangedFreesAtOnce(t *testing.T) {
+	t.Parallel()
+	e := bookingtest.New(t, booking.Config{})
+	other := booking.New(e.Store, e.Locks, nil, booking.Config{})
+	ctx := context.Background()
+	b, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u1", ShowID: e.Show.ID, SeatIDs: []string{"F4"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := other.Hold(ctx, booking.HoldRequest{UserID: "u2", ShowID: e.Show.ID, SeatIDs: []string{"F4"}}); !errors.Is(err, booking.ErrSeatsUnavailable) {
+		t.Fatalf("got %v", err) // and the other replica now has a snapshot with F4 held
+	}
+	if _, _, err := e.Svc.Cancel(ctx, b.ID, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	other.SeatChanged(e.Show.ID, booking.SeatEvent{SeatID: "F4", Status: booking.SeatAvailable})
+	if _, _, err := other.Hold(ctx, booking.HoldRequest{UserID: "u2", ShowID: e.Show.ID, SeatIDs: []string{"F4"}}); err != nil {
+		t.Fatalf("hold after the release event: %v", err)
+	}
+}

@@ -67,6 +67,18 @@ func (s *Service) SeatExpired(ctx context.Context, showID, seatID string) {
 	}
 }
 
+// SeatChanged is told of a seat event published by any replica (booking/redis.WatchSeatEvents), so this
+// process's snapshot of the show follows the others' claims and releases within milliseconds instead of at its
+// next reload. An event that arrives out of order can only make the snapshot wrong until the next reload, which
+// costs a needless trip to the hold script or an early refusal, never a wrong grant.
+func (s *Service) SeatChanged(showID string, ev SeatEvent) {
+	if ev.Status == SeatAvailable {
+		s.noteFreed(showID, []string{ev.SeatID})
+		return
+	}
+	s.noteHeld(showID, []string{ev.SeatID})
+}
+
 // Reconcile expires every lapsed hold and republishes every upcoming show's availability.
 func (s *Service) Reconcile(ctx context.Context) {
 	s.expireDue(ctx, "")

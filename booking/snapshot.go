@@ -14,8 +14,32 @@ import (
 // grants seats.
 type snapshot struct {
 	at         time.Time
-	held, sold map[string]bool
-	alts       sync.Map // request key -> []string: alternatives computed on this snapshot
+	held, sold map[string]bool // as read from Redis; never changed
+	// over records what this process learnt since the read (true: taken, false: free); it is small and copied
+	// on every change, so readers never need a lock.
+	over map[string]bool
+	alts sync.Map // request key -> []string: alternatives computed on this snapshot
+}
+
+// taken reports whether the snapshot has the seat held or sold.
+func (sn *snapshot) taken(id string) bool {
+	if v, ok := sn.over[id]; ok {
+		return v
+	}
+	return sn.held[id] || sn.sold[id]
+}
+
+// status is the seat's status in the snapshot.
+func (sn *snapshot) status(id string) SeatStatus {
+	switch v, ok := sn.over[id]; {
+	case ok && !v:
+		return SeatAvailable
+	case sn.sold[id]:
+		return SeatBooked
+	case (ok && v) || sn.held[id]:
+		return SeatHeld
+	}
+	return SeatAvailable
 }
 
 type showSnap struct {
@@ -43,7 +67,7 @@ const (
 
 func (sn *snapshot) age() time.Duration { return time.Since(sn.at) }
 
-func (sn *snapshot) free(id string) bool { return !sn.held[id] && !sn.sold[id] }
+func (sn *snapshot) free(id string) bool { return !sn.taken(id) }
 
 func (s *Service) showSnap(showID string) *showSnap {
 	if s.snaps.shows == nil {
@@ -192,7 +216,7 @@ func (s *Service) noteHeld(showID string, seatIDs []string) { s.note(showID, sea
 // noteFreed records seats this process has just released (cancel, expiry), so they are offered again at once.
 func (s *Service) noteFreed(showID string, seatIDs []string) { s.note(showID, seatIDs, false) }
 
-func (s *Service) note(showID string, seatIDs []string, held bool) {
+func (s *Service) note(showID string, seatIDs []string, taken bool) {
 	if len(seatIDs) == 0 {
 		return
 	}
@@ -202,29 +226,14 @@ func (s *Service) note(showID string, seatIDs []string, held bool) {
 	if !ok || e.cur == nil {
 		return
 	}
-	m := make(map[string]bool, len(e.cur.held)+len(seatIDs))
-	for id := range e.cur.held {
-		m[id] = true
+	over := make(map[string]bool, len(e.cur.over)+len(seatIDs))
+	for id, v := range e.cur.over {
+		over[id] = v
 	}
 	for _, id := range seatIDs {
-		if held {
-			m[id] = true
-		} else {
-			delete(m, id)
-		}
+		over[id] = taken
 	}
-	sold := e.cur.sold
-	if !held {
-		// A refund frees sold seats too.
-		sold = make(map[string]bool, len(e.cur.sold))
-		for id := range e.cur.sold {
-			sold[id] = true
-		}
-		for _, id := range seatIDs {
-			delete(sold, id)
-		}
-	}
-	e.cur = &snapshot{at: e.cur.at, held: m, sold: sold}
+	e.cur = &snapshot{at: e.cur.at, held: e.cur.held, sold: e.cur.sold, over: over}
 }
 
 // countConflict counts a refused hold towards the show's conflictsTotal; counts are flushed to Redis with the

@@ -2,10 +2,13 @@ package redis
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/shared/rediskey"
 )
 
@@ -120,4 +123,42 @@ func WatchExpiries(ctx context.Context, rdb redis.UniversalClient, fn func(showI
 			}
 		}
 	}
+}
+
+// WatchSeatEvents calls fn for every seat event of every show, from one pattern subscription, until ctx ends.
+// Booking replicas use it to keep their seat snapshots current with each other's claims and releases.
+func WatchSeatEvents(ctx context.Context, rdb redis.UniversalClient, fn func(showID string, ev booking.SeatEvent)) {
+	ps := rdb.PSubscribe(ctx, rediskey.SeatEvents("*"))
+	defer ps.Close()
+	ch := ps.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case msg, ok := <-ch:
+			if !ok {
+				return
+			}
+			show, ok := parseSeatEventsChannel(msg.Channel)
+			if !ok {
+				continue
+			}
+			var ev booking.SeatEvent
+			if err := json.Unmarshal([]byte(msg.Payload), &ev); err != nil || ev.SeatID == "" {
+				continue
+			}
+			fn(show, ev)
+		}
+	}
+}
+
+// parseSeatEventsChannel extracts the show id from a rediskey.SeatEvents channel name.
+func parseSeatEventsChannel(ch string) (string, bool) {
+	prefix, suffix := rediskey.SeatEvents("\x00")[:len("{show:")], rediskey.SeatEvents("\x00")[len("{show:")+1:]
+	rest, ok := strings.CutPrefix(ch, prefix)
+	if !ok {
+		return "", false
+	}
+	show, ok := strings.CutSuffix(rest, suffix)
+	return show, ok && show != ""
 }

@@ -106,3 +106,27 @@ func TestWatchExpiries(t *testing.T) {
 		t.Fatal("no expiry reported")
 	}
 }
+
+func TestWatchSeatEvents(t *testing.T) {
+	t.Parallel()
+	rdb := bookingtest.Redis(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	show := booking.NewID("sh_")
+	got := make(chan booking.SeatEvent, 1)
+	go redis.WatchSeatEvents(ctx, rdb, func(s string, ev booking.SeatEvent) {
+		if s == show {
+			got <- ev
+		}
+	})
+	time.Sleep(100 * time.Millisecond)
+	rdb.Publish(ctx, rediskey.SeatEvents(show), `{"seatId":"B7","status":"HELD"}`)
+	select {
+	case ev := <-got:
+		if ev.SeatID != "B7" || ev.Status != booking.SeatHeld {
+			t.Fatalf("event %+v", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event")
+	}
+}
