@@ -480,6 +480,8 @@ func (p *fan) settle(ctx context.Context, bookingID string, status int, method s
 		p.end(loadtest.OutcomeError, method+": declined")
 	case http.StatusAccepted:
 		p.poll(ctx, bookingID, method)
+	case http.StatusForbidden, http.StatusUnauthorized:
+		p.refused(method)
 	default:
 		p.end(loadtest.OutcomeError, method+": status "+itoa(status))
 	}
