@@ -3,6 +3,7 @@
 package report
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,6 +24,9 @@ type Document struct {
 	Checked    []string             `json:"checked"` // invariants the checker evaluated
 	Command    string               `json:"command,omitempty"`
 	Machine    Machine              `json:"machine"`
+	// Fans, when set, are written one JSON object a line to fans.jsonl: every fan's own record, to look into a
+	// violation or an odd outcome.
+	Fans []*loadtest.Fan `json:"-"`
 }
 
 // Text writes the report as tables.
@@ -165,6 +169,11 @@ func Write(dir string, d Document) (string, error) {
 	if err := os.WriteFile(filepath.Join(out, "report.txt"), []byte(txt.String()), 0o644); err != nil {
 		return "", err
 	}
+	if len(d.Fans) > 0 {
+		if err := writeFans(filepath.Join(out, "fans.jsonl"), d.Fans); err != nil {
+			return "", err
+		}
+	}
 	var md strings.Builder
 	if err := Markdown(&md, d); err != nil {
 		return "", err
@@ -181,4 +190,24 @@ func Write(dir string, d Document) (string, error) {
 		return "", err
 	}
 	return out, f.Close()
+}
+
+func writeFans(path string, fans []*loadtest.Fan) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	for _, fan := range fans {
+		if err := enc.Encode(fan); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -30,7 +30,8 @@ func sampleRun() *loadtest.Run {
 
 func TestWriteRendersEveryFormat(t *testing.T) {
 	s := loadtest.Summarize(sampleRun(), time.Second)
-	d := Document{Summary: s, Violations: []loadtest.Violation{{Invariant: "stale-hold", Detail: "booking <b1> & co"}}}
+	d := Document{Summary: s, Violations: []loadtest.Violation{{Invariant: "stale-hold", Detail: "booking <b1> & co"}},
+		Fans: sampleRun().Fans}
 	dir, err := Write(t.TempDir(), d)
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +56,9 @@ func TestWriteRendersEveryFormat(t *testing.T) {
 	}
 	if back.Summary.Steps[loadtest.StepHold].Count != 200 {
 		t.Errorf("got %d holds in JSON, want 200", back.Summary.Steps[loadtest.StepHold].Count)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "fans.jsonl")); err != nil || !strings.Contains(string(b), `"outcome":"confirmed"`) {
+		t.Errorf("fans.jsonl: %q, %v", b, err)
 	}
 	txt, _ := os.ReadFile(filepath.Join(dir, "report.txt"))
 	if !strings.Contains(string(txt), "violations: 1") || !strings.Contains(string(txt), "hold") {

@@ -90,6 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		timeout     = fs.Duration("timeout", 15*time.Second, "per-request timeout")
 		seed        = fs.Uint64("seed", 0, "random seed of the fans' choices (0: random)")
 		verbose     = fs.Bool("v", false, "log progress to stderr")
+		fansLog     = fs.Bool("fans-log", false, "also write every fan's record to fans.jsonl in the report directory")
 
 		fans          = fs.Int("fans", 0, "fans (queue) or clients (hold-storm)")
 		seats         = fs.Int("seats", 0, "seats of the hall to create")
@@ -212,6 +213,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sum := loadtest.Summarize(r, *slack)
 	doc := report.Document{Summary: sum, Violations: loadtest.CrowdViolations(sum), Machine: report.ThisMachine(),
 		Command: report.CommandLine(append([]string{"loadtest"}, args...))}
+	if *fansLog {
+		doc.Fans = r.Fans
+	}
 	if sc.Mode == loadtest.ModeQueue {
 		doc.Checked = append(doc.Checked, loadtest.InvQueueOrder, loadtest.InvTokenAccepted, loadtest.InvUnadmittedRefused)
 	}
