@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -19,16 +18,13 @@ func decode(c *fiber.Ctx, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return booking.Invalid("the request needs a JSON body")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(v); err != nil {
+	// Unmarshal (not a Decoder) also refuses data after the value, and costs less per request.
+	if err := json.Unmarshal(body, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			return booking.Invalid("field %q has the wrong type (want %s)", te.Field, te.Type)
 		}
-		return booking.Invalid("the body is not valid JSON")
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return booking.Invalid("the body has data after the JSON value")
+		return booking.Invalid("the body is not one valid JSON value")
 	}
 	return nil
 }
