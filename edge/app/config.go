@@ -52,6 +52,8 @@ type Config struct {
 	RateMaxKeys int           // RATE_MAX_KEYS, default 100000: buckets kept per limiter (~150 B each)
 	RateExempt  edge.Prefixes // RATE_EXEMPT, default loopback; "none" limits every address
 	TokenLeeway time.Duration // TOKEN_LEEWAY, default 5s: clock skew tolerated between replicas
+
+	Waitroom WaitroomConfig // ADMIN_TOKEN, QUEUE_*, COOKIE_SECURE: the mounted waiting room's settings
 }
 
 // LimitConfig are the limits of one route class, in requests per second.
@@ -90,6 +92,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	cfg.TrustedProxies = tp
 	l.admissionKeys(&cfg)
 	l.userAuth(&cfg)
+	l.waitroom(&cfg)
 	cfg.Limits = map[edge.Class]LimitConfig{
 		// The API: a fan browsing, holding and paying needs a few requests a second; a NATed office or campus
 		// shares one address, hence the generous per-address rate.

@@ -19,6 +19,9 @@ func TestLoadConfigDefaults(t *testing.T) {
 	if cfg.Addr != ":8080" || cfg.BookingURL.String() != "http://127.0.0.1:8081" || cfg.HeaderTimeout != 15*time.Second {
 		t.Fatalf("defaults: %+v", cfg)
 	}
+	if cfg.Waitroom.Tick != 200*time.Millisecond || cfg.Waitroom.AdminToken != "" {
+		t.Fatalf("waiting room defaults: %+v", cfg.Waitroom)
+	}
 	if !cfg.AdmissionKeyGenerated || !cfg.AuthSecretGenerated || len(cfg.AuthSecret) < token.MinSecretLen {
 		t.Fatal("development keys not generated")
 	}
@@ -64,17 +67,20 @@ func TestLoadConfigKeys(t *testing.T) {
 func TestLoadConfigErrors(t *testing.T) {
 	t.Parallel()
 	tests := map[string]map[string]string{
-		"bad seed":           {"ADMISSION_SIGNING_KEY": "c2hvcnQ"},
-		"bad previous":       {"ADMISSION_PREVIOUS_KEYS": "k1"},
-		"bad previous key":   {"ADMISSION_PREVIOUS_KEYS": "k1:AAAA"},
-		"short secret":       {"AUTH_SECRET": "short"},
-		"bad booking url":    {"BOOKING_URL": "ftp://x"},
-		"bad duration":       {"UPSTREAM_TIMEOUT": "soon"},
-		"bad cidr":           {"TRUSTED_PROXIES": "10.0.0.0/33"},
-		"bad rate":           {"RATE_PER_USER": "-1"},
-		"timeouts inverted":  {"UPSTREAM_TIMEOUT": "1s", "UPSTREAM_HEADER_TIMEOUT": "2s"},
-		"bad exempt":         {"RATE_EXEMPT": "x"},
-		"non-integer bursts": {"RATE_PER_IP_BURST": "1.5"},
+		"bad seed":             {"ADMISSION_SIGNING_KEY": "c2hvcnQ"},
+		"bad previous":         {"ADMISSION_PREVIOUS_KEYS": "k1"},
+		"bad previous key":     {"ADMISSION_PREVIOUS_KEYS": "k1:AAAA"},
+		"short secret":         {"AUTH_SECRET": "short"},
+		"bad booking url":      {"BOOKING_URL": "ftp://x"},
+		"bad duration":         {"UPSTREAM_TIMEOUT": "soon"},
+		"bad cidr":             {"TRUSTED_PROXIES": "10.0.0.0/33"},
+		"bad rate":             {"RATE_PER_USER": "-1"},
+		"timeouts inverted":    {"UPSTREAM_TIMEOUT": "1s", "UPSTREAM_HEADER_TIMEOUT": "2s"},
+		"bad exempt":           {"RATE_EXEMPT": "x"},
+		"non-integer bursts":   {"RATE_PER_IP_BURST": "1.5"},
+		"queue tick too short": {"QUEUE_TICK": "1ms"},
+		"grace under flushes":  {"QUEUE_HEARTBEAT_GRACE": "1s", "QUEUE_HEARTBEAT_FLUSH": "2s"},
+		"bad queue tick":       {"QUEUE_TICK": "soon"},
 	}
 	for name, env := range tests {
 		t.Run(name, func(t *testing.T) {

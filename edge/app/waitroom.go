@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"os"
 	"strings"
 	"time"
 
@@ -13,8 +12,8 @@ import (
 	wrredis "github.com/flashseat/flashseat/waitroom/redis"
 )
 
-// waitroomConfig is the waiting room's part of the edge's environment.
-type waitroomConfig struct {
+// WaitroomConfig is the waiting room's part of the edge's environment.
+type WaitroomConfig struct {
 	AdminToken     string        // ADMIN_TOKEN: operators' bearer token for /admin/v1/shows/{id}/queue
 	Tick           time.Duration // QUEUE_TICK, default 200ms: admission tick per show on each replica
 	Grace          time.Duration // QUEUE_HEARTBEAT_GRACE, default 30s: a fan silent this long is skipped
@@ -22,9 +21,10 @@ type waitroomConfig struct {
 	SecureCookies  bool          // COOKIE_SECURE=true behind TLS
 }
 
-func loadWaitroomConfig(getenv func(string) string) (waitroomConfig, error) {
-	l := loader{getenv: getenv}
-	wc := waitroomConfig{
+// waitroom reads the waiting room's variables into cfg.Waitroom, reporting problems like every other variable.
+func (l *loader) waitroom(cfg *Config) {
+	getenv := l.getenv
+	wc := WaitroomConfig{
 		AdminToken:     strings.TrimSpace(getenv("ADMIN_TOKEN")),
 		Tick:           l.duration("QUEUE_TICK", 200*time.Millisecond),
 		Grace:          l.duration("QUEUE_HEARTBEAT_GRACE", 30*time.Second),
@@ -34,26 +34,14 @@ func loadWaitroomConfig(getenv func(string) string) (waitroomConfig, error) {
 	if wc.Tick < 10*time.Millisecond || wc.Grace < wc.HeartbeatEvery*3 {
 		l.fail("QUEUE_TICK must be at least 10ms and QUEUE_HEARTBEAT_GRACE at least 3 x QUEUE_HEARTBEAT_FLUSH")
 	}
-	if len(l.errs) > 0 {
-		return waitroomConfig{}, l.errs[0]
-	}
-	return wc, nil
+	cfg.Waitroom = wc
 }
 
 // mountWaitroom mounts the waiting room's routes on the edge and starts its admission loop. Streams are ended
 // as soon as shutdown begins (ctx), so the drain is not held up by fans' open streams (their EventSource
 // reconnects to another replica and keeps its place); the admission loop runs until e.Work ends, after the drain.
 func mountWaitroom(ctx context.Context, e *Edge) {
-	wc, err := loadWaitroomConfig(os.Getenv)
-	if err != nil {
-		e.Log.Error("waiting room config: using defaults", "err", err)
-		wc, _ = loadWaitroomConfig(func(k string) string {
-			if k == "ADMIN_TOKEN" || k == "COOKIE_SECURE" {
-				return os.Getenv(k)
-			}
-			return ""
-		})
-	}
+	wc := e.Config.Waitroom
 	if wc.AdminToken == "" {
 		e.Log.Warn("ADMIN_TOKEN not set: the queue's operator routes refuse every request")
 	}

@@ -95,8 +95,6 @@ func platform(t *testing.T, holdTTL time.Duration) (base, admin, dbURL string) {
 		return bookingapp.Run(ctx, bcfg, log, ready)
 	})
 
-	// The edge's waiting room reads ADMIN_TOKEN from the process environment rather than from its Config.
-	t.Setenv("ADMIN_TOKEN", admin)
 	ecfg, err := edgeapp.LoadConfig(getenv(map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": "http://" + bookingAddr, "REDIS_URL": redisURL,
 		"AUTH_SECRET": secret, "ADMIN_TOKEN": admin, "ADMISSION_SIGNING_KEY": token.EncodeSeed(key),
