@@ -130,6 +130,7 @@ func (s *Service) afterExpiry(ctx context.Context, bs []Booking) {
 			s.log.WarnContext(ctx, "release expired locks", "booking", b.ID, "err", err)
 		}
 		s.noteFreed(b.ShowID, freed)
+		s.announceFree(ctx, b)
 		s.releaseAdmission(ctx, b)
 		s.markDirty(b.ShowID)
 	}
@@ -176,4 +177,30 @@ func (s *Service) PublishInfo(ctx context.Context, showID string) error {
 		return err
 	}
 	return s.locks.PublishInfo(ctx, show, c, s.cfg.Now())
+}
+
+// announceFree publishes as AVAILABLE the seats of an expired booking that nobody holds or bought now. Redis
+// reports a lock's expiry only when it notices it (on access, or when its expiry cycle samples the key), which
+// on a busy Redis can lag; without this the seat maps would show those seats held until that moment.
+func (s *Service) announceFree(ctx context.Context, b Booking) {
+	held, sold, err := s.locks.Status(ctx, b.ShowID, b.SeatIDs)
+	if err != nil {
+		s.log.WarnContext(ctx, "status of expired seats", "booking", b.ID, "err", err)
+		return
+	}
+	var evs []SeatEvent
+	var free []string
+	for _, id := range b.SeatIDs {
+		if !held[id] && !sold[id] {
+			evs = append(evs, SeatEvent{SeatID: id, Status: SeatAvailable})
+			free = append(free, id)
+		}
+	}
+	if len(evs) == 0 {
+		return
+	}
+	s.noteFreed(b.ShowID, free)
+	if err := s.locks.PublishSeats(ctx, b.ShowID, evs); err != nil {
+		s.log.WarnContext(ctx, "publish expired seats", "booking", b.ID, "err", err)
+	}
 }

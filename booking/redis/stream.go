@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -42,6 +43,11 @@ func (h *Hub) Subscribe(ctx context.Context, showID string) (<-chan []byte, func
 	if !ok {
 		f = &feed{ps: h.rdb.Subscribe(context.WithoutCancel(ctx), rediskey.SeatEvents(showID)),
 			subs: map[chan []byte]struct{}{}}
+		// Wait for Redis to confirm the subscription, so that a client who reads the seat map after its stream
+		// opened misses no change in between.
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, _ = f.ps.Receive(rctx)
+		cancel()
 		h.shows[showID] = f
 		go h.pump(showID, f)
 	}
