@@ -32,6 +32,20 @@ func TestLoadConfig(t *testing.T) {
 		cfg.RefundWindow != 48*time.Hour || !cfg.AuthGuest || !cfg.AdminTokenGenerated || len(cfg.AuthSecret) < 32 || cfg.SeedDemo {
 		t.Fatalf("defaults = %+v", cfg)
 	}
+	env := map[string]string{"REDIS_CLUSTER_ADDRS": " 10.0.0.1:7000, 10.0.0.2:7000 ,", "HOLD_TTL": "90s",
+		"MAX_SEATS_PER_BOOKING": "4", "AUTH_GUEST": "false", "ADMIN_TOKEN": "0123456789abcdef0123",
+		"AUTH_JWKS_URL": "https://id.example/jwks", "AUTH_ISSUER": "https://id.example/", "SEED_DEMO": "true",
+		"LOG_LEVEL": "debug"}
+	cfg, err = app.LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cfg.RedisClusterAddrs, []string{"10.0.0.1:7000", "10.0.0.2:7000"}) || cfg.HoldTTL != 90*time.Second ||
+		cfg.MaxSeats != 4 || cfg.AuthGuest || cfg.AdminToken != env["ADMIN_TOKEN"] || cfg.AdminTokenGenerated ||
+		cfg.AuthExternal == nil || cfg.AuthExternal.Issuer != "https://id.example/" || !cfg.SeedDemo ||
+		cfg.LogLevel != slog.LevelDebug {
+		t.Fatalf("config = %+v", cfg)
+	}
 	bad := []map[string]string{
 		{"HOLD_TTL": "soon"},
 		{"HOLD_TTL": "-1s"},
