@@ -140,10 +140,25 @@ func (s *Service) Search(ctx context.Context, q Search) ([]EventShows, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Availability from the shows' ShowInfo (rewritten within InfoCoalesce of every change), all in one round
+	// trip; a show whose ShowInfo Redis lost is counted live.
+	var ids []string
+	for _, e := range res {
+		for _, sh := range e.Shows {
+			ids = append(ids, sh.ID)
+		}
+	}
+	avail, err := s.locks.Available(ctx, ids)
+	if err != nil {
+		s.log.WarnContext(ctx, "catalog availability", "err", err)
+		avail = map[string]int{}
+	}
 	for i := range res {
 		for j := range res[i].Shows {
 			sh := &res[i].Shows[j]
-			if c, err := s.counts(ctx, sh.ID, time.Second); err == nil {
+			if n, ok := avail[sh.ID]; ok {
+				sh.AvailableSeats = n
+			} else if c, err := s.counts(ctx, sh.ID, time.Second); err == nil {
 				sh.AvailableSeats = c.Available
 			} else {
 				s.log.WarnContext(ctx, "catalog availability", "show", sh.ID, "err", err)

@@ -76,6 +76,9 @@ type Locks interface {
 	Status(ctx context.Context, showID string, seatIDs []string) (held, sold map[string]bool, err error)
 	// AddSold mirrors the ledger's sold seats into Redis (after Redis lost them).
 	AddSold(ctx context.Context, showID string, seatIDs []string) error
+	// Available reads the available count of each show's ShowInfo in one round trip; shows without one are
+	// missing from the result.
+	Available(ctx context.Context, showIDs []string) (map[string]int, error)
 	// PublishInfo writes the show's ShowInfo hash and announces it on the availability channel.
 	PublishInfo(ctx context.Context, s Show, c Counts, now time.Time) error
 	// PublishSeats announces seat changes on the show's seat channel.

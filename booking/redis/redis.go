@@ -246,6 +246,27 @@ func (l *Locks) AddSold(ctx context.Context, showID string, seatIDs []string) er
 	return nil
 }
 
+// Available pipelines an HGET of each show's available count.
+func (l *Locks) Available(ctx context.Context, showIDs []string) (map[string]int, error) {
+	cmds := make([]*redis.StringCmd, len(showIDs))
+	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range showIDs {
+			cmds[i] = p.HGet(ctx, rediskey.ShowInfo(id), rediskey.InfoAvailable)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("redis: available: %w", err)
+	}
+	out := make(map[string]int, len(showIDs))
+	for i, c := range cmds {
+		if n, err := strconv.Atoi(c.Val()); err == nil {
+			out[showIDs[i]] = n
+		}
+	}
+	return out, nil
+}
+
 // PublishInfo writes ShowInfo and announces the show on rediskey.AvailabilityEvents.
 func (l *Locks) PublishInfo(ctx context.Context, s booking.Show, c booking.Counts, now time.Time) error {
 	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
