@@ -176,7 +176,15 @@ func (s *Service) PublishInfo(ctx context.Context, showID string) error {
 	if err != nil {
 		return err
 	}
-	return s.locks.PublishInfo(ctx, show, c, s.cfg.Now())
+	// The hash is rewritten every time (it may have been lost); the waiting room is told only of a change.
+	s.mu.Lock()
+	if s.published == nil {
+		s.published = map[string]Counts{}
+	}
+	last, seen := s.published[showID]
+	s.published[showID] = c
+	s.mu.Unlock()
+	return s.locks.PublishInfo(ctx, show, c, s.cfg.Now(), !seen || last != c)
 }
 
 // announceFree publishes as AVAILABLE the seats of an expired booking that nobody holds or bought now. Redis

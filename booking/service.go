@@ -79,8 +79,9 @@ type Locks interface {
 	// Available reads the available count of each show's ShowInfo in one round trip; shows without one are
 	// missing from the result.
 	Available(ctx context.Context, showIDs []string) (map[string]int, error)
-	// PublishInfo writes the show's ShowInfo hash and announces it on the availability channel.
-	PublishInfo(ctx context.Context, s Show, c Counts, now time.Time) error
+	// PublishInfo writes the show's ShowInfo hash and, when announce is set, publishes the show's id on the
+	// availability channel.
+	PublishInfo(ctx context.Context, s Show, c Counts, now time.Time, announce bool) error
 	// PublishSeats announces seat changes on the show's seat channel.
 	PublishSeats(ctx context.Context, showID string, evs []SeatEvent) error
 	// AddConflicts adds n to the show's conflict counter.
@@ -144,9 +145,10 @@ type Service struct {
 	shows     map[string]Show
 	dirty     map[string]bool // shows whose ShowInfo needs a rewrite
 	snaps     snapshots
-	conflicts map[string]int64 // refused holds not yet added to the show's counters in Redis
-	nudge     chan string      // shows with a seat lock that just expired
-	restoreMu sync.Mutex       // one fencing-epoch restore at a time
+	conflicts map[string]int64  // refused holds not yet added to the show's counters in Redis
+	published map[string]Counts // the counts last written to each show's ShowInfo
+	nudge     chan string       // shows with a seat lock that just expired
+	restoreMu sync.Mutex        // one fencing-epoch restore at a time
 }
 
 // New returns a Service. gate may be nil when no show ever has a queue (tests).

@@ -267,8 +267,8 @@ func (l *Locks) Available(ctx context.Context, showIDs []string) (map[string]int
 	return out, nil
 }
 
-// PublishInfo writes ShowInfo and announces the show on rediskey.AvailabilityEvents.
-func (l *Locks) PublishInfo(ctx context.Context, s booking.Show, c booking.Counts, now time.Time) error {
+// PublishInfo writes ShowInfo and, if announce, publishes the show on rediskey.AvailabilityEvents.
+func (l *Locks) PublishInfo(ctx context.Context, s booking.Show, c booking.Counts, now time.Time, announce bool) error {
 	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, rediskey.ShowInfo(s.ID),
 			rediskey.InfoSaleStartsAt, s.SaleStartsAt.UnixMilli(),
@@ -278,7 +278,9 @@ func (l *Locks) PublishInfo(ctx context.Context, s booking.Show, c booking.Count
 			rediskey.InfoHeld, c.Held,
 			rediskey.InfoBooked, c.Booked,
 			rediskey.InfoUpdatedAt, now.UnixMilli())
-		p.Publish(ctx, rediskey.AvailabilityEvents, s.ID)
+		if announce {
+			p.Publish(ctx, rediskey.AvailabilityEvents, s.ID)
+		}
 		return nil
 	})
 	if err != nil {
