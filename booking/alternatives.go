@@ -64,24 +64,24 @@ func pickAlternatives(layout []Seat, free func(id string) bool, wanted []Seat) [
 	wantRow /= float64(n)
 	wantNum /= float64(n)
 
-	type cand struct {
-		seat Seat
-		row  int
-	}
-	cands := make([]cand, 0, len(layout))
-	r := -1
+	// Candidates as small index pairs: this runs for every refused request that misses the memo, and a slice
+	// of whole seats would be most of the garbage a flash crowd makes.
+	type cand struct{ i, row int32 }
+	cands := make([]cand, 0, 64)
+	r := int32(-1)
 	for i, st := range layout {
 		if i == 0 || st.Row != layout[i-1].Row {
 			r++
 		}
 		if st.Category == category && free(st.ID) {
-			cands = append(cands, cand{st, r})
+			cands = append(cands, cand{int32(i), r})
 		}
 	}
+	num := func(c cand) int { return layout[c.i].Number }
 	if len(cands) < n {
 		return []string{}
 	}
-	dist := func(row int, num float64) float64 {
+	dist := func(row int32, num float64) float64 {
 		return math.Abs(float64(row)-wantRow)*100 + math.Abs(num-wantNum)
 	}
 	// Adjacent runs: candidates are in map order (row by row, left to right), so a run is a stretch of one row
@@ -89,25 +89,25 @@ func pickAlternatives(layout []Seat, free func(id string) bool, wanted []Seat) [
 	bestAt, bestD := -1, math.Inf(1)
 	for i := 0; i+n <= len(cands); i++ {
 		first, last := cands[i], cands[i+n-1]
-		if first.row != last.row || last.seat.Number-first.seat.Number != n-1 {
+		if first.row != last.row || num(last)-num(first) != n-1 {
 			continue
 		}
-		if d := dist(first.row, float64(first.seat.Number+last.seat.Number)/2); d < bestD {
+		if d := dist(first.row, float64(num(first)+num(last))/2); d < bestD {
 			bestAt, bestD = i, d
 		}
 	}
 	out := make([]string, 0, n)
 	if bestAt >= 0 {
 		for _, c := range cands[bestAt : bestAt+n] {
-			out = append(out, c.seat.ID)
+			out = append(out, layout[c.i].ID)
 		}
 		return out
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
-		return dist(cands[i].row, float64(cands[i].seat.Number)) < dist(cands[j].row, float64(cands[j].seat.Number))
+		return dist(cands[i].row, float64(num(cands[i]))) < dist(cands[j].row, float64(num(cands[j])))
 	})
 	for _, c := range cands[:n] {
-		out = append(out, c.seat.ID)
+		out = append(out, layout[c.i].ID)
 	}
 	return out
 }

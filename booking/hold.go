@@ -204,6 +204,26 @@ func (s *Service) admit(ctx context.Context, showID, userID, raw string) (*admit
 }
 
 func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Seat, adm *admitted) (Booking, error) {
+	// The fast refusal: in a flash crowd nearly every request is for seats that are already taken. When a recent
+	// snapshot (at most alternativesMaxAge old, kept current by every replica's seat events) shows a requested seat
+	// held or sold, refuse at once without asking Redis. A success is always decided by the hold script on the
+	// live locks; the snapshot can only make a seat freed in the last instant look taken a little longer.
+	layout, _ := s.Layout(ctx, r.ShowID)
+	if sn, ok := s.peekSnapshot(r.ShowID, layout, alternativesMaxAge); ok {
+		var taken []string
+		for _, id := range r.SeatIDs {
+			if sn.taken(id) {
+				taken = append(taken, id)
+			}
+		}
+		if len(taken) > 0 {
+			s.countConflict(r.ShowID)
+			if s.cfg.OnConflict != nil {
+				s.cfg.OnConflict()
+			}
+			return Booking{}, &ConflictError{Unavailable: taken, Alternatives: sn.alternatives(layout, seats)}
+		}
+	}
 	// Postgres keeps microseconds and Redis milliseconds: round once, so a replay reads back what was returned.
 	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
 	b := Booking{
@@ -220,26 +240,6 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 	}
 	if adm != nil {
 		b.AdmissionJTI, b.AdmissionExp = adm.jti, adm.exp
-	}
-	// The fast refusal: in a flash crowd nearly every request is for seats that are already taken. When a recent
-	// snapshot (at most alternativesMaxAge old, kept fresh by the conflicts themselves) shows a requested seat
-	// held or sold, refuse at once without asking Redis. A success is always decided by the hold script on the
-	// live locks; the snapshot can only make a seat freed in the last instant look taken a little longer.
-	layout, _ := s.Layout(ctx, b.ShowID)
-	if sn, ok := s.peekSnapshot(b.ShowID, layout, alternativesMaxAge); ok {
-		var taken []string
-		for _, id := range b.SeatIDs {
-			if sn.taken(id) {
-				taken = append(taken, id)
-			}
-		}
-		if len(taken) > 0 {
-			s.countConflict(b.ShowID)
-			if s.cfg.OnConflict != nil {
-				s.cfg.OnConflict()
-			}
-			return Booking{}, &ConflictError{Unavailable: taken, Alternatives: sn.alternatives(layout, seats)}
-		}
 	}
 	b.ID = NewID("bk_")
 	claim := Claim{ShowID: b.ShowID, BookingID: b.ID, UserID: b.UserID, SeatIDs: b.SeatIDs, TTL: s.cfg.HoldTTL,

@@ -14,13 +14,13 @@ import (
 
 const userIDKey = "flashseat.user"
 
-// bearer returns the Authorization bearer token, copied out of fiber's buffer.
+// bearer returns the Authorization bearer token. It points into fiber's buffer: copy it to keep it.
 func bearer(c *fiber.Ctx) string {
 	h := c.Get(fiber.HeaderAuthorization)
 	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
 		return ""
 	}
-	return strings.Clone(strings.TrimSpace(h[7:]))
+	return strings.TrimSpace(h[7:])
 }
 
 // RequireUser lets through requests with a valid user token and records the user id (UserID).
@@ -39,7 +39,7 @@ func (s *Server) RequireUser(c *fiber.Ctx) error {
 		if err != nil || len(id) > 256 {
 			return booking.ErrUnauthorized
 		}
-		s.users.put(raw, id)
+		s.users.put(strings.Clone(raw), id) // the cache outlives the request's buffer
 	}
 	c.Locals(userIDKey, id)
 	return c.Next()
