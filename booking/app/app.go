@@ -112,6 +112,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	srv := bookinghttp.New(bookinghttp.Config{
 		Service:    svc,
 		Payments:   pays,
+		Waitlist:   booking.NewWaitlist(svc, store),
 		Users:      token.NewUserVerifier(cfg.AuthSecret, cfg.AuthExternal, cfg.TokenLeeway),
 		Guests:     guests,
 		AdminToken: cfg.AdminToken,

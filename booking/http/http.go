@@ -31,6 +31,7 @@ type SeatFeed interface {
 type Config struct {
 	Service    *booking.Service
 	Payments   *booking.Payments   // pay, refunds, tickets, check-in, webhooks (payment.go); nil leaves them out
+	Waitlist   *booking.Waitlist   // sold-out shows' waitlists (waitlist.go); nil leaves them out
 	Users      *token.UserVerifier // verifies fans' user tokens
 	Guests     *token.UserIssuer   // signs guest tokens; nil turns POST /api/v1/auth/guest off
 	GuestTTL   time.Duration       // default 24h
@@ -138,6 +139,7 @@ func (s *Server) routes() {
 	v1.Delete("/bookings/:bookingId", s.RequireUser, s.cancel)
 
 	s.paymentRoutes(a, v1)
+	s.waitlistRoutes(v1)
 
 	admin := a.Group("/admin/v1", s.RequireAdmin)
 	admin.Post("/venues", s.createVenue)
