@@ -45,14 +45,32 @@ func TestForwarding(t *testing.T) {
 	t.Parallel()
 	up := echoUpstream(t)
 	edge := startEdge(t, map[string]string{"BOOKING_URL": up.URL})
+	// Both of the proxy's paths keep the same header hygiene: ordinary requests go by fasthttp's client, those
+	// that may be answered with an event stream by net/http's Transport.
+	for _, path := range []struct{ name, accept string }{{"fast", "application/json"}, {"transport", "text/event-stream"}} {
+		t.Run(path.name, func(t *testing.T) { testForwardingHeaders(t, up, edge, path.accept) })
+	}
 
+	resp, body := do(t, "GET", edge+"/metrics", "", nil)
+	for _, series := range []string{`edge_requests_total{class="api",code="201",method="POST"}`,
+		"edge_request_duration_seconds_bucket", "go_goroutines", `edge_ratelimit_keys{class="api",key="ip"}`} {
+		if resp.StatusCode != 200 || !strings.Contains(string(body), series) {
+			t.Errorf("/metrics lacks %s (status %d)", series, resp.StatusCode)
+		}
+	}
+}
+
+func testForwardingHeaders(t *testing.T, up *httptest.Server, edge, accept string) {
 	resp, body := do(t, "POST", edge+"/api/v1/some/Path%2Fx?b=2&a=1", `{"k":"v"}`, map[string]string{
+		"Accept":           accept,
 		"Content-Type":     "application/json",
 		"Connection":       "X-Client-Private",
 		"X-Client-Private": "secret",
 		"X-Forwarded-For":  "6.6.6.6",
 		"X-Custom":         "kept",
 		"Idempotency-Key":  "k1",
+		"Keep-Alive":       "timeout=9",
+		"Te":               "trailers",
 	})
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("status %d, body %s", resp.StatusCode, body)
@@ -70,6 +88,10 @@ func TestForwarding(t *testing.T) {
 		{"Idempotency-Key", h.Get("Idempotency-Key"), "k1"},
 		{"X-Client-Private (named by Connection)", h.Get("X-Client-Private"), ""},
 		{"Connection", h.Get("Connection"), ""},
+		{"Keep-Alive", h.Get("Keep-Alive"), ""},
+		{"Te", h.Get("Te"), ""},
+		{"Accept", h.Get("Accept"), accept},
+		{"Content-Type", h.Get("Content-Type"), "application/json"},
 		// The peer is not a trusted proxy, so its X-Forwarded-For claim is replaced, not extended.
 		{"X-Forwarded-For", h.Get("X-Forwarded-For"), "127.0.0.1"},
 		{"X-Forwarded-Proto", h.Get("X-Forwarded-Proto"), "http"},
@@ -96,7 +118,7 @@ func TestForwarding(t *testing.T) {
 	}
 
 	// A client's own request id is kept; a malformed one is replaced.
-	resp, body = do(t, "GET", edge+"/x", "", map[string]string{"X-Request-Id": "abc-123"})
+	resp, body = do(t, "GET", edge+"/x", "", map[string]string{"X-Request-Id": "abc-123", "Accept": accept})
 	json.Unmarshal(body, &got)
 	if resp.Header.Get("X-Request-Id") != "abc-123" || got.Header.Get("X-Request-Id") != "abc-123" {
 		t.Errorf("request id not kept: %q / %q", resp.Header.Get("X-Request-Id"), got.Header.Get("X-Request-Id"))
@@ -104,14 +126,6 @@ func TestForwarding(t *testing.T) {
 	resp, _ = do(t, "GET", edge+"/x", "", map[string]string{"X-Request-Id": "bad id\twith junk"})
 	if id := resp.Header.Get("X-Request-Id"); id == "" || strings.Contains(id, " ") {
 		t.Errorf("malformed request id kept: %q", id)
-	}
-
-	resp, body = do(t, "GET", edge+"/metrics", "", nil)
-	for _, series := range []string{`edge_requests_total{class="api",code="201",method="POST"}`,
-		"edge_request_duration_seconds_bucket", "go_goroutines", `edge_ratelimit_keys{class="api",key="ip"}`} {
-		if resp.StatusCode != 200 || !strings.Contains(string(body), series) {
-			t.Errorf("/metrics lacks %s (status %d)", series, resp.StatusCode)
-		}
 	}
 }
 
@@ -138,12 +152,14 @@ func TestUpstreamDown(t *testing.T) {
 	dead := ln.Addr().String()
 	ln.Close()
 	edge := startEdge(t, map[string]string{"BOOKING_URL": "http://" + dead})
-	resp, body := do(t, "GET", edge+"/api/v1/events", "", nil)
-	wantProblem(t, resp, body, http.StatusBadGateway, "bad-gateway")
-	if resp.Header.Get("X-Request-Id") == "" {
-		t.Error("error answer without request id")
+	for _, path := range proxyPaths {
+		resp, body := do(t, "GET", edge+"/api/v1/events", "", map[string]string{"Accept": path.accept})
+		wantProblem(t, resp, body, http.StatusBadGateway, "bad-gateway")
+		if resp.Header.Get("X-Request-Id") == "" {
+			t.Errorf("%s: error answer without request id", path.name)
+		}
 	}
-	resp, body = do(t, "GET", edge+"/readyz", "", nil)
+	resp, body := do(t, "GET", edge+"/readyz", "", nil)
 	wantProblem(t, resp, body, http.StatusServiceUnavailable, "service-unavailable")
 }
 
@@ -160,11 +176,76 @@ func TestUpstreamTimeout(t *testing.T) {
 	defer close(release)
 	edge := startEdge(t, map[string]string{"BOOKING_URL": up.URL, "UPSTREAM_HEADER_TIMEOUT": "200ms",
 		"UPSTREAM_TIMEOUT": "300ms"})
-	start := time.Now()
-	resp, body := do(t, "GET", edge+"/slow", "", nil)
-	wantProblem(t, resp, body, http.StatusGatewayTimeout, "gateway-timeout")
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("504 after %v", d)
+	for _, path := range proxyPaths {
+		start := time.Now()
+		resp, body := do(t, "GET", edge+"/slow", "", map[string]string{"Accept": path.accept})
+		wantProblem(t, resp, body, http.StatusGatewayTimeout, "gateway-timeout")
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("%s: 504 after %v", path.name, d)
+		}
+	}
+}
+
+// proxyPaths are the proxy's two ways upstream, chosen by the request: ordinary requests go by fasthttp's client,
+// those that may be answered with an event stream by net/http's Transport.
+var proxyPaths = []struct{ name, accept string }{{"fast", "application/json"}, {"transport", "text/event-stream"}}
+
+// A replayable request that meets a broken connection is sent once more; a POST is not (TestNoRetryOfPost), unless
+// it carries an Idempotency-Key.
+func TestReplayOnBrokenConnection(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, method string
+		hdr          map[string]string
+		wantStatus   int
+		wantHits     int64
+	}{
+		{"GET", "GET", nil, http.StatusOK, 2},
+		{"POST with Idempotency-Key", "POST", map[string]string{"Idempotency-Key": "k1"}, http.StatusOK, 2},
+		{"POST", "POST", nil, http.StatusBadGateway, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var hits counter
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hits.inc()
+				if hits.get() == 1 {
+					conn, _, _ := w.(http.Hijacker).Hijack()
+					conn.Close()
+					return
+				}
+				w.Write([]byte("ok"))
+			}))
+			defer up.Close()
+			edge := startEdge(t, map[string]string{"BOOKING_URL": up.URL})
+			resp, body := do(t, tc.method, edge+"/api/v1/things", "x", tc.hdr)
+			if resp.StatusCode != tc.wantStatus || hits.get() != tc.wantHits {
+				t.Fatalf("status %d after %d upstream hits (%s), want %d after %d",
+					resp.StatusCode, hits.get(), body, tc.wantStatus, tc.wantHits)
+			}
+		})
+	}
+}
+
+// The fast path buffers a whole answer: a large one passes intact, with its length.
+func TestLargeAnswer(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Big", strings.Repeat("h", 8<<10))
+		w.Write([]byte(big))
+	}))
+	defer up.Close()
+	edge := startEdge(t, map[string]string{"BOOKING_URL": up.URL})
+	resp, body := do(t, "GET", edge+"/api/v1/big", "", nil)
+	if resp.StatusCode != http.StatusOK || string(body) != big || resp.ContentLength != int64(len(big)) ||
+		len(resp.Header.Get("X-Big")) != 8<<10 {
+		t.Fatalf("status %d, %d bytes (length %d), want 200 and %d", resp.StatusCode, len(body), resp.ContentLength,
+			len(big))
+	}
+	resp, body = do(t, "HEAD", edge+"/api/v1/big", "", nil)
+	if resp.StatusCode != http.StatusOK || len(body) != 0 {
+		t.Fatalf("HEAD: status %d, %d bytes", resp.StatusCode, len(body))
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/flashseat/flashseat/edge"
@@ -46,6 +47,7 @@ type ProxyConfig struct {
 type Proxy struct {
 	cfg       ProxyConfig
 	transport *http.Transport
+	fast      *fasthttp.HostClient // ordinary requests; see fastproxy.go
 	trusted   edge.TrustedProxies
 	metrics   *Metrics
 	log       *slog.Logger
@@ -70,11 +72,15 @@ func NewProxy(streams context.Context, cfg ProxyConfig, trusted edge.TrustedProx
 		DisableCompression: true,
 		ForceAttemptHTTP2:  false,
 	}
-	return &Proxy{cfg: cfg, transport: t, trusted: trusted, metrics: m, log: log, streams: streams}
+	return &Proxy{cfg: cfg, transport: t, fast: newHostClient(cfg), trusted: trusted, metrics: m, log: log,
+		streams: streams}
 }
 
 // Close drops the pooled upstream connections.
-func (p *Proxy) Close() { p.transport.CloseIdleConnections() }
+func (p *Proxy) Close() {
+	p.transport.CloseIdleConnections()
+	p.fast.CloseIdleConnections()
+}
 
 // Healthy asks the upstream's /healthz, for the edge's readiness.
 func (p *Proxy) Healthy(ctx context.Context) error {
@@ -98,6 +104,9 @@ func (p *Proxy) Healthy(ctx context.Context) error {
 
 // Handle forwards the request and writes the upstream's answer.
 func (p *Proxy) Handle(c *fiber.Ctx) error {
+	if !mayStream(c) {
+		return p.handleFast(c)
+	}
 	req, cancelCause, err := p.outgoing(c)
 	if err != nil {
 		return err
@@ -120,14 +129,13 @@ func (p *Proxy) Handle(c *fiber.Ctx) error {
 	return nil
 }
 
-// outgoing builds the upstream request: the same method, path, query, headers and body, minus hop-by-hop headers,
-// plus X-Forwarded-* and the request id. The returned cancel must be called once the exchange is over.
-func (p *Proxy) outgoing(c *fiber.Ctx) (*http.Request, context.CancelCauseFunc, error) {
+// target is the upstream URL of the request: the path as the client sent it, not fasthttp's normalised one (booking
+// must see what the fan asked for), under the target's path, with the query as sent.
+func (p *Proxy) target(c *fiber.Ctx) (url.URL, error) {
 	fr := c.Request()
-	// The path as the client sent it, not fasthttp's normalised one: booking must see what the fan asked for.
 	uri, err := url.ParseRequestURI(string(fr.URI().PathOriginal()))
 	if err != nil || uri.Host != "" || uri.Scheme != "" {
-		return nil, nil, fmt.Errorf("%w: request target", edge.ErrBadRequest)
+		return url.URL{}, fmt.Errorf("%w: request target", edge.ErrBadRequest)
 	}
 	out := *p.cfg.Target
 	out.Path = joinPath(p.cfg.Target.Path, uri.Path)
@@ -136,6 +144,17 @@ func (p *Proxy) outgoing(c *fiber.Ctx) (*http.Request, context.CancelCauseFunc, 
 		out.RawPath = joinPath(p.cfg.Target.EscapedPath(), uri.RawPath)
 	}
 	out.RawQuery = string(fr.URI().QueryString())
+	return out, nil
+}
+
+// outgoing builds the upstream request: the same method, path, query, headers and body, minus hop-by-hop headers,
+// plus X-Forwarded-* and the request id. The returned cancel must be called once the exchange is over.
+func (p *Proxy) outgoing(c *fiber.Ctx) (*http.Request, context.CancelCauseFunc, error) {
+	fr := c.Request()
+	out, err := p.target(c)
+	if err != nil {
+		return nil, nil, err
+	}
 
 	h := make(http.Header, 16)
 	var bad error
