@@ -28,7 +28,7 @@ type Edge struct {
 	// Router serves the waiting room's routes behind the edge's request ids, rate limits (class queue for
 	// /queue/... and the JWKS) and gate, and before the catch-all proxy to booking.
 	Router fiber.Router
-	Redis  *redis.Client
+	Redis  redis.UniversalClient
 	// Issuer signs admission tokens with the configured key; its JWKS is current plus previous keys.
 	Issuer *token.Issuer
 	// Gate is the admission gate the edge enforces; Forget a show on a settings change.
@@ -55,11 +55,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	if cfg.AuthSecretGenerated {
 		log.Warn("AUTH_SECRET not set: generated one for this process only; user tokens from booking will not verify")
 	}
-	opts, err := redis.ParseURL(cfg.RedisURL)
+	rdb, err := openRedis(cfg)
 	if err != nil {
-		return fmt.Errorf("edge: REDIS_URL: %w", err)
+		return err
 	}
-	rdb := redis.NewClient(opts)
 	defer rdb.Close()
 
 	issuer := token.NewIssuer(cfg.AdmissionKey, cfg.AdmissionPrevious...)
@@ -145,7 +144,20 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 
 // forgetOnChange drops a show's cached queue state as soon as an operator changes it, so this replica gates by
 // the new setting at once rather than within the cache's second.
-func forgetOnChange(ctx context.Context, rdb *redis.Client, gate *admission.Gate, log *slog.Logger) {
+// openRedis connects to REDIS_CLUSTER_ADDRS as a Redis Cluster when set (every key of a show shares one slot,
+// so the waiting room's scripts run there unchanged), else to the single Redis at REDIS_URL.
+func openRedis(cfg Config) (redis.UniversalClient, error) {
+	if len(cfg.RedisClusterAddrs) > 0 {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.RedisClusterAddrs}), nil
+	}
+	opts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("edge: REDIS_URL: %w", err)
+	}
+	return redis.NewClient(opts), nil
+}
+
+func forgetOnChange(ctx context.Context, rdb redis.UniversalClient, gate *admission.Gate, log *slog.Logger) {
 	sub := rdb.Subscribe(ctx, rediskey.QueueConfigEvents)
 	defer sub.Close()
 	ch := sub.Channel()

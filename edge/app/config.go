@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -18,20 +19,22 @@ import (
 // Config is everything the edge reads from its environment. LoadConfig fills the defaults, so `make run` works
 // with no variables set.
 type Config struct {
-	Addr            string              // EDGE_ADDR, default :8080
-	BookingURL      *url.URL            // BOOKING_URL, default http://127.0.0.1:8081
-	RedisURL        string              // REDIS_URL, default redis://127.0.0.1:6379/0
-	DialTimeout     time.Duration       // UPSTREAM_DIAL_TIMEOUT, default 2s
-	HeaderTimeout   time.Duration       // UPSTREAM_HEADER_TIMEOUT, default 15s: waiting for booking's response headers
-	UpstreamTimeout time.Duration       // UPSTREAM_TIMEOUT, default 30s: a whole non-streamed exchange
-	MaxIdleConns    int                 // UPSTREAM_MAX_IDLE_CONNS, default 512: keep-alive pool to booking
-	IdleConnTimeout time.Duration       // UPSTREAM_IDLE_CONN_TIMEOUT, default 30s
-	StreamHeartbeat time.Duration       // STREAM_HEARTBEAT, default 15s
-	BodyLimit       int                 // BODY_LIMIT bytes, default 1 MiB
-	ReadTimeout     time.Duration       // CLIENT_READ_TIMEOUT, default 15s
-	IdleTimeout     time.Duration       // CLIENT_IDLE_TIMEOUT, default 75s
-	ShutdownTimeout time.Duration       // SHUTDOWN_TIMEOUT, default 10s: drain deadline
-	TrustedProxies  edge.TrustedProxies // TRUSTED_PROXIES: CIDRs whose X-Forwarded-For is believed (a CDN)
+	Addr       string   // EDGE_ADDR, default :8080
+	BookingURL *url.URL // BOOKING_URL, default http://127.0.0.1:8081
+	RedisURL   string   // REDIS_URL, default redis://127.0.0.1:6379/0
+	// REDIS_CLUSTER_ADDRS, comma-separated host:port of a Redis Cluster's nodes; when set it replaces REDIS_URL.
+	RedisClusterAddrs []string
+	DialTimeout       time.Duration       // UPSTREAM_DIAL_TIMEOUT, default 2s
+	HeaderTimeout     time.Duration       // UPSTREAM_HEADER_TIMEOUT, default 15s: waiting for booking's response headers
+	UpstreamTimeout   time.Duration       // UPSTREAM_TIMEOUT, default 30s: a whole non-streamed exchange
+	MaxIdleConns      int                 // UPSTREAM_MAX_IDLE_CONNS, default 512: keep-alive pool to booking
+	IdleConnTimeout   time.Duration       // UPSTREAM_IDLE_CONN_TIMEOUT, default 30s
+	StreamHeartbeat   time.Duration       // STREAM_HEARTBEAT, default 15s
+	BodyLimit         int                 // BODY_LIMIT bytes, default 1 MiB
+	ReadTimeout       time.Duration       // CLIENT_READ_TIMEOUT, default 15s
+	IdleTimeout       time.Duration       // CLIENT_IDLE_TIMEOUT, default 75s
+	ShutdownTimeout   time.Duration       // SHUTDOWN_TIMEOUT, default 10s: drain deadline
+	TrustedProxies    edge.TrustedProxies // TRUSTED_PROXIES: CIDRs whose X-Forwarded-For is believed (a CDN)
 
 	// Admission keys. AdmissionKey signs (ADMISSION_SIGNING_KEY, a base64 32-byte Ed25519 seed, with
 	// ADMISSION_KEY_ID); AdmissionPrevious (ADMISSION_PREVIOUS_KEYS, "kid:base64url-public-key,...") are still
@@ -84,6 +87,14 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		l.fail("BOOKING_URL must be an http(s) URL")
 	} else {
 		cfg.BookingURL = u
+	}
+	for _, a := range strings.Split(l.str("REDIS_CLUSTER_ADDRS", ""), ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				l.fail("REDIS_CLUSTER_ADDRS: " + a + " is not host:port")
+			}
+			cfg.RedisClusterAddrs = append(cfg.RedisClusterAddrs, a)
+		}
 	}
 	tp, err := edge.ParseTrustedProxies(l.str("TRUSTED_PROXIES", ""))
 	if err != nil {

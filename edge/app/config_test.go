@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/flashseat/flashseat/edge"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -81,6 +83,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		"queue tick too short": {"QUEUE_TICK": "1ms"},
 		"grace under flushes":  {"QUEUE_HEARTBEAT_GRACE": "1s", "QUEUE_HEARTBEAT_FLUSH": "2s"},
 		"bad queue tick":       {"QUEUE_TICK": "soon"},
+		"bad cluster address":  {"REDIS_CLUSTER_ADDRS": "10.0.0.1:7000,nohostport"},
 	}
 	for name, env := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -99,5 +102,26 @@ func TestLoadConfigErrors(t *testing.T) {
 	})
 	if !errors.As(err, &joined) || len(joined.Unwrap()) < 2 {
 		t.Fatalf("want every problem reported at once, got %v", err)
+	}
+}
+
+func TestLoadConfigRedisCluster(t *testing.T) {
+	t.Parallel()
+	cfg, err := LoadConfig(func(k string) string {
+		return map[string]string{"REDIS_CLUSTER_ADDRS": "10.0.0.1:7000, 10.0.0.2:7000,"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.RedisClusterAddrs; len(got) != 2 || got[0] != "10.0.0.1:7000" || got[1] != "10.0.0.2:7000" {
+		t.Fatalf("cluster addresses = %q", got)
+	}
+	rdb, err := openRedis(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	if _, ok := rdb.(*redis.ClusterClient); !ok {
+		t.Fatalf("client is %T, want a cluster client", rdb)
 	}
 }
