@@ -29,16 +29,20 @@ func User(c *fiber.Ctx) string {
 	return u
 }
 
-// authenticate verifies a Bearer user token once per request, so the rate limits and the gate agree on who the
-// caller is. A missing or invalid token is not refused here: most routes are public, and booking answers 401 on
-// its own routes.
+// authenticate verifies a Bearer user token once per request (or finds it among the recently verified, see
+// userCache), so the rate limits and the gate agree on who the caller is. A missing or invalid token is not refused
+// here: most routes are public, and booking answers 401 on its own routes.
 func (s *Server) authenticate(c *fiber.Ctx) error {
 	if s.cfg.Users == nil {
 		return c.Next()
 	}
 	auth := c.Get(fiber.HeaderAuthorization)
 	if len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
-		if uid, err := s.cfg.Users.Verify(strings.TrimSpace(auth[7:])); err == nil {
+		raw := strings.TrimSpace(auth[7:])
+		if uid, ok := s.users.get(raw); ok {
+			c.Locals(localUser, uid)
+		} else if uid, err := s.cfg.Users.Verify(raw); err == nil {
+			s.users.put(raw, uid)
 			c.Locals(localUser, uid)
 		}
 	}

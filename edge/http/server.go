@@ -60,6 +60,7 @@ type Server struct {
 	log     *slog.Logger
 	metrics *Metrics
 	proxy   *Proxy
+	users   *userCache // verified user tokens
 
 	stopStreams context.CancelFunc
 }
@@ -67,7 +68,7 @@ type Server struct {
 // New builds the server with its middleware and operations routes. Routes added to App afterwards (the waiting
 // room) sit behind the middleware; call Forward last, to send everything else to the upstream.
 func New(cfg Config) *Server {
-	s := &Server{cfg: cfg, log: cfg.Log, metrics: NewMetrics(cfg.Registry)}
+	s := &Server{cfg: cfg, log: cfg.Log, metrics: NewMetrics(cfg.Registry), users: newUserCache(userCacheSize)}
 	streams, stop := context.WithCancel(context.Background())
 	s.stopStreams = stop
 	s.proxy = NewProxy(streams, cfg.Proxy, cfg.Trusted, s.metrics, cfg.Log)
