@@ -1,8 +1,13 @@
 package http
 
 import (
+	"strconv"
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/flashseat/flashseat/edge"
 )
 
 // Metrics are the edge's Prometheus series, registered on one registry that /metrics serves.
@@ -13,6 +18,42 @@ type Metrics struct {
 	streams        prometheus.Gauge
 	rateLimited    *prometheus.CounterVec
 	gateRefusals   *prometheus.CounterVec
+
+	// The series every request touches, looked up once: a label lookup hashes the values under a lock, and the
+	// status code would be formatted each time.
+	durationByClass [numClasses]prometheus.Observer
+	requestsMu      sync.RWMutex
+	requestsBy      map[requestKey]prometheus.Counter
+}
+
+const numClasses = int(edge.ClassOps) + 1
+
+type requestKey struct {
+	class  edge.Class
+	method string // one of methodLabel's constants
+	code   int
+}
+
+// request counts an answered request and its duration.
+func (m *Metrics) request(class edge.Class, method string, code int, seconds float64) {
+	k := requestKey{class, method, code}
+	m.requestsMu.RLock()
+	c, ok := m.requestsBy[k]
+	m.requestsMu.RUnlock()
+	if !ok {
+		c = m.requests.WithLabelValues(class.String(), method, strconv.Itoa(code))
+		m.requestsMu.Lock()
+		if len(m.requestsBy) < 1024 { // methods and classes are bounded, codes nearly so
+			m.requestsBy[k] = c
+		}
+		m.requestsMu.Unlock()
+	}
+	c.Inc()
+	if int(class) >= 0 && int(class) < numClasses {
+		m.durationByClass[class].Observe(seconds)
+	} else {
+		m.duration.WithLabelValues(class.String()).Observe(seconds)
+	}
 }
 
 // NewMetrics registers the edge's series, and the Go runtime and process collectors, on reg.
@@ -37,6 +78,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		gateRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_gate_refusals_total", Help: "Requests the admission gate refused, by reason.",
 		}, []string{"reason"}),
+	}
+	m.requestsBy = make(map[requestKey]prometheus.Counter)
+	for c := range m.durationByClass {
+		m.durationByClass[c] = m.duration.WithLabelValues(edge.Class(c).String())
 	}
 	reg.MustRegister(m.requests, m.duration, m.upstreamErrors, m.streams, m.rateLimited, m.gateRefusals,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

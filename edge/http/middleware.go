@@ -3,7 +3,6 @@ package http
 import (
 	"net"
 	"net/netip"
-	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -90,9 +89,8 @@ func (s *Server) observe(c *fiber.Ctx) error {
 			return herr
 		}
 	}
-	class := edge.Classify(c.Method(), c.Path()).String()
-	s.metrics.requests.WithLabelValues(class, methodLabel(c.Method()), strconv.Itoa(c.Response().StatusCode())).Inc()
-	s.metrics.duration.WithLabelValues(class).Observe(time.Since(start).Seconds())
+	s.metrics.request(edge.Classify(c.Method(), c.Path()), methodLabel(c.Method()), c.Response().StatusCode(),
+		time.Since(start).Seconds())
 	return nil
 }
 
