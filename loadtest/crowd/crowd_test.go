@@ -1,56 +1,243 @@
 package crowd
 
 import (
+	"bytes"
 	"context"
-	"net/http/httptest"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/flashseat/flashseat/loadtest"
+	"github.com/flashseat/flashseat/loadtest/baseline"
 	"github.com/flashseat/flashseat/loadtest/client"
+	"github.com/flashseat/flashseat/loadtest/platformtest"
 )
 
-func fakeClient(t *testing.T) *client.Client {
+// The crowd plays against the real platform (edge, waiting room, booking, payment simulator), started in this
+// process by platformtest, exactly as the command plays against one it reaches over the network. The platform is
+// tuned only so that every behaviour shows up within seconds: a slow card takes 3s against a 2s gateway timeout
+// (so it is a 202 the recovery worker settles), the recovery worker runs every 300ms, and the payment circuit
+// breaker does not open on the gateway errors the crowd provokes on purpose (it would make the other fans wait out
+// its 10s cooldown, a behaviour of booking's own tests).
+// edge, when given, is further edge variables.
+func start(t *testing.T, edge ...string) (*client.Client, *platformtest.Platform) {
 	t.Helper()
-	srv := httptest.NewServer(newFake().handler())
-	t.Cleanup(srv.Close)
+	opts := platformtest.Options{
+		HoldTTL: time.Minute, PaymentTimeout: 2 * time.Second, SlowDelay: 3 * time.Second,
+		Booking: map[string]string{"PAYMENT_RECOVER_INTERVAL": "300ms", "PAYMENT_BREAKER_THRESHOLD": "1000"},
+		Edge:    map[string]string{},
+	}
+	for i := 0; i+1 < len(edge); i += 2 {
+		opts.Edge[edge[i]] = edge[i+1]
+	}
+	opts.MaxConns = 8
+	p := platformtest.Start(t, opts)
 	tr := client.NewTransport(256, 1)
 	t.Cleanup(tr.CloseIdleConnections)
-	c, err := client.New(srv.URL, tr, client.Options{AdminToken: "adm"})
+	c, err := client.New(p.BaseURL, tr, client.Options{AdminToken: p.AdminToken, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return c, p
 }
 
-func TestQueueScenarioAgainstTheFake(t *testing.T) {
-	sc := loadtest.Presets["smoke"]
-	sc.Fans, sc.Seats = 150, 40
-	sc.SaleDelay, sc.Ramp, sc.Duration, sc.Patience = 300*time.Millisecond, 200*time.Millisecond, 20*time.Second, 15*time.Second
-	sc.AdmitPerSecond, sc.ProbeShare = 100, 0.2
-	sc.Pay = loadtest.PayMix{OK: 1, DeclinedThenOK: 1, Slow: 1, Error: 1, Abandon: 1}
+// TestSales plays queued sales, each on its own show, side by side on one platform.
+func TestSales(t *testing.T) {
+	t.Parallel()
+	c, p := start(t)
+	for name, test := range map[string]func(*testing.T, *client.Client, *platformtest.Platform){
+		"QueueScenario":                   testQueueScenario,
+		"EveryPaymentBehaviour":           testEveryPaymentBehaviour,
+		"ConflictRetriedWithAlternatives": testConflictRetriedWithAlternatives,
+		"PlayAgainstAnExistingShow":       testPlayAgainstAnExistingShow,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, c, p)
+		})
+	}
+}
 
-	r, err := Play(context.Background(), Config{Client: fakeClient(t), Scenario: sc, Seed: 7})
+// queueScenario is a small smoke: the sale opens a moment after the crowd has joined, and the queue admits fast.
+func queueScenario(fans, seats int) loadtest.Scenario {
+	sc := loadtest.Presets["smoke"]
+	sc.Fans, sc.Seats = fans, seats
+	sc.SaleDelay, sc.Ramp, sc.Duration, sc.Patience = 500*time.Millisecond, 300*time.Millisecond, 45*time.Second, 35*time.Second
+	sc.AdmitPerSecond = 50
+	sc.Pay = loadtest.PayMix{OK: 1, DeclinedThenOK: 1, Slow: 1, Error: 1, Abandon: 1}
+	return sc
+}
+
+// wantOutcome is where each payment behaviour must end against the contract; an abandoned hold stays HELD.
+var wantOutcome = map[loadtest.PayBehaviour]struct{ outcome, status string }{
+	loadtest.PayOK:             {loadtest.OutcomeConfirmed, "CONFIRMED"},
+	loadtest.PayDeclinedThenOK: {loadtest.OutcomeConfirmed, "CONFIRMED"},
+	loadtest.PaySlow:           {loadtest.OutcomeConfirmed, "CONFIRMED"},
+	loadtest.PayError:          {loadtest.OutcomeCancelled, "CANCELLED"},
+	loadtest.PayAbandon:        {loadtest.OutcomeAbandoned, "HELD"},
+}
+
+// testQueueScenario plays a contended sale: more fans than seats, half of them after the same best seats, every
+// payment behaviour in the mix, a share of fans probing the gate while they wait.
+func testQueueScenario(t *testing.T, c *client.Client, p *platformtest.Platform) {
+	sc := queueScenario(60, 30)
+	sc.HotShare, sc.GroupMin, sc.GroupMax, sc.ProbeShare = 0.5, 1, 4, 0.3
+
+	r, err := Play(context.Background(), Config{Client: c, Scenario: sc, Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := loadtest.Summarize(r, 200*time.Millisecond)
+	s := loadtest.Summarize(r, time.Second)
+	t.Logf("outcomes %v; holds %v; pay %v", s.FanOutcomes, s.Steps[loadtest.StepHold].Outcomes, s.Steps[loadtest.StepPay].Outcomes)
 	if v := loadtest.CrowdViolations(s); len(v) != 0 {
 		t.Errorf("got violations %v, want none", v)
 	}
-	if s.Confirmed == 0 || s.FanOutcomes[loadtest.OutcomeSoldOut] == 0 {
-		t.Errorf("got outcomes %v, want some confirmed and some sold out", s.FanOutcomes)
-	}
-	for _, o := range []string{loadtest.OutcomeError, loadtest.OutcomeRefused, loadtest.OutcomeCutOff} {
+	for _, o := range []string{loadtest.OutcomeError, loadtest.OutcomeRefused, loadtest.OutcomeCutOff,
+		loadtest.OutcomePending, loadtest.OutcomeExpired} {
 		if s.FanOutcomes[o] > 0 {
 			t.Errorf("got %d fans with outcome %s: %v", s.FanOutcomes[o], o, details(r, o))
 		}
 	}
-	if s.Tokens.Probes == 0 || s.Fairness.Tickets == 0 {
-		t.Errorf("got %d probes and %d fans checked by ticket, want some of each", s.Tokens.Probes, s.Fairness.Tickets)
+	if s.Confirmed == 0 || s.FanOutcomes[loadtest.OutcomeSoldOut] == 0 || s.SoldOutAfter <= 0 {
+		t.Errorf("got outcomes %v and sell-out after %s, want some confirmed, some sold out and a sell-out time",
+			s.FanOutcomes, s.SoldOutAfter)
 	}
-	if s.SoldOutAfter <= 0 {
-		t.Errorf("got no sell-out time, want one")
+
+	// The queue was followed over the event stream, to admission: no stream failed, nobody fell back to polling,
+	// and the event ids told each fan its place in line.
+	if s.StreamFailures != 0 || s.Steps[loadtest.StepStatus].Count != 0 {
+		t.Errorf("got %d stream failures and %d status polls, want the stream to carry every fan",
+			s.StreamFailures, s.Steps[loadtest.StepStatus].Count)
+	}
+	positioned := 0
+	for _, f := range r.Fans {
+		if len(f.Positions) > 0 {
+			positioned++
+		}
+	}
+	if s.Admitted < sc.Fans/2 || positioned == 0 || s.Fairness.Tickets == 0 {
+		t.Errorf("got %d admitted, %d fans told a position, %d checked by ticket; want most admitted after waiting in line",
+			s.Admitted, positioned, s.Fairness.Tickets)
+	}
+
+	// Probes: made while waiting, every one answered by the gate with a refusal.
+	if s.Tokens.Probes == 0 || len(s.Tokens.Allowed) != 0 || s.Tokens.Unclear != 0 {
+		t.Errorf("got %d probes, %d let through, %d unclear; want probes, all refused", s.Tokens.Probes,
+			len(s.Tokens.Allowed), s.Tokens.Unclear)
+	}
+
+	// Conflicts were retried, and a retry after a conflict won seats.
+	wonAfterConflict := 0
+	for _, f := range r.Fans {
+		if f.Conflicts > 0 && f.Holds > 0 {
+			wonAfterConflict++
+		}
+	}
+	if s.Steps[loadtest.StepHold].Outcomes["409"] == 0 || wonAfterConflict == 0 {
+		t.Errorf("got holds %v and %d fans holding after a conflict, want conflicts and a retry that won",
+			s.Steps[loadtest.StepHold].Outcomes, wonAfterConflict)
+	}
+	checkPayOutcomes(t, r)
+	checkStore(t, p, r)
+}
+
+// testEveryPaymentBehaviour gives every fan room to hold (no contention) so that each payment behaviour is played
+// to its end: ok; declined (402) then ok; slow (202, then polled to CONFIRMED); gateway error, then cancel;
+// abandon.
+func testEveryPaymentBehaviour(t *testing.T, c *client.Client, p *platformtest.Platform) {
+	sc := queueScenario(15, 100)
+	sc.HotShare, sc.GroupMin, sc.GroupMax, sc.ProbeShare = 0, 1, 2, 0
+
+	r, err := Play(context.Background(), Config{Client: c, Scenario: sc, Seed: 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := loadtest.Summarize(r, time.Second)
+	t.Logf("outcomes %v; pay %v; poll %v; cancel %v", s.FanOutcomes, s.Steps[loadtest.StepPay].Outcomes,
+		s.Steps[loadtest.StepPoll].Outcomes, s.Steps[loadtest.StepCancel].Outcomes)
+	by := map[loadtest.PayBehaviour]int{}
+	for _, f := range r.Fans {
+		by[f.Pay]++
+		if f.Holds != 1 {
+			t.Errorf("fan %d: got %d holds (%s: %s), want 1: the hall has room for everyone", f.ID, f.Holds,
+				f.Outcome, f.Detail)
+		}
+	}
+	for b := range wantOutcome {
+		if by[b] == 0 {
+			t.Errorf("no fan paid %s (fans by behaviour %v): pick another seed", b, by)
+		}
+	}
+	checkPayOutcomes(t, r)
+	checkStore(t, p, r)
+
+	// Each behaviour left its trace in the answers: a decline, a pending payment polled, a cancelled hold.
+	pay := s.Steps[loadtest.StepPay].Outcomes
+	if pay["200"] != by[loadtest.PayOK]+by[loadtest.PayDeclinedThenOK] || pay["402"] != by[loadtest.PayDeclinedThenOK] || pay["202"] != by[loadtest.PaySlow] {
+		t.Errorf("got pay answers %v for fans by behaviour %v, want a 200 per ok and declined fan, a 402 per declined "+
+			"fan, a 202 per slow fan", pay, by)
+	}
+	if s.Steps[loadtest.StepPoll].Count < by[loadtest.PaySlow] ||
+		s.Steps[loadtest.StepCancel].Outcomes["200"] != by[loadtest.PayError] {
+		t.Errorf("got %d polls and cancels %v, want the slow fans polling and every gateway-error fan cancelled",
+			s.Steps[loadtest.StepPoll].Count, s.Steps[loadtest.StepCancel].Outcomes)
+	}
+}
+
+// checkPayOutcomes checks that every fan who held seats ended where its payment behaviour must.
+func checkPayOutcomes(t *testing.T, r *loadtest.Run) {
+	t.Helper()
+	for _, f := range r.Fans {
+		if f.BookingID == "" {
+			continue
+		}
+		if want := wantOutcome[f.Pay].outcome; f.Outcome != want {
+			t.Errorf("fan %d paying %s: got outcome %s (%s), want %s", f.ID, f.Pay, f.Outcome, f.Detail, want)
+		}
+	}
+}
+
+// checkStore reads every booking the crowd made from the platform's database: the fan's record must be the truth,
+// its booking in the state its outcome claims, with the seats it claims.
+func checkStore(t *testing.T, p *platformtest.Platform, r *loadtest.Run) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, p.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	checked := 0
+	for _, f := range r.Fans {
+		if f.BookingID == "" {
+			continue
+		}
+		var status, show string
+		var seats []string
+		err := conn.QueryRow(ctx, `SELECT status, show_id, seat_ids FROM bookings WHERE id = $1`, f.BookingID).
+			Scan(&status, &show, &seats)
+		if err != nil {
+			t.Errorf("fan %d: booking %s: %v", f.ID, f.BookingID, err)
+			continue
+		}
+		checked++
+		slices.Sort(seats)
+		mine := slices.Sorted(slices.Values(f.SeatIDs))
+		if want := wantOutcome[f.Pay].status; status != want || show != r.ShowID || !slices.Equal(seats, mine) {
+			t.Errorf("fan %d (%s, %s): got booking %s %s of show %s seats %v, want %s of %s seats %v", f.ID, f.Pay,
+				f.Outcome, f.BookingID, status, show, seats, want, r.ShowID, mine)
+		}
+	}
+	if checked == 0 {
+		t.Errorf("no fan made a booking")
 	}
 }
 
@@ -58,47 +245,99 @@ func details(r *loadtest.Run, outcome string) []string {
 	var out []string
 	for _, f := range r.Fans {
 		if f.Outcome == outcome && len(out) < 5 {
-			out = append(out, f.Detail)
+			out = append(out, fmt.Sprintf("fan %d (%s): %s", f.ID, f.Pay, f.Detail))
 		}
 	}
 	return out
 }
 
-func TestHoldStormAgainstTheFake(t *testing.T) {
-	sc := loadtest.Presets["hold-storm"]
-	sc.Fans, sc.StormDuration, sc.Duration = 20, 500*time.Millisecond, 10*time.Second
-	c := fakeClient(t)
-	r, err := Play(context.Background(), Config{Client: c, Scenario: sc, Seed: 7, Baseline: fakeBaseline{c, sc}})
-	if err != nil {
-		t.Fatal(err)
+// TestHoldStorm storms the platform's hold API, once releasing every hold (the platform alone) and once against
+// booking's row-lock baseline served by loadtest/baseline on the same database, as the command does.
+//
+// The edge lets each user ask once a second here (burst 1), so that a storm client meets the limit with its
+// second request (the release of a hold follows it within milliseconds) and is seen waiting out its 429s, holds
+// and releases alike.
+func TestHoldStorm(t *testing.T) {
+	t.Parallel()
+	c, p := start(t, "RATE_PER_USER", "1", "RATE_PER_USER_BURST", "1")
+	storm := func() loadtest.Scenario {
+		sc := loadtest.Presets["hold-storm"]
+		sc.Fans, sc.Seats, sc.StormDuration, sc.Duration = 20, 60, time.Second, 30*time.Second
+		return sc
 	}
-	s := loadtest.Summarize(r, time.Second)
-	if s.Storm == nil || s.Storm.Decisions == 0 || s.Storm.Baseline == nil || s.Storm.Baseline.Decisions == 0 {
-		t.Fatalf("got storm %+v, want decisions on both sides", s.Storm)
-	}
-	if s.Storm.Errors != 0 {
-		t.Errorf("got %d answers other than 201/409, want none", s.Storm.Errors)
-	}
+
+	t.Run("release", func(t *testing.T) {
+		sc := storm()
+		sc.Baseline, sc.Release = false, true
+		r, err := Play(context.Background(), Config{Client: c, Scenario: sc, Seed: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := loadtest.Summarize(r, time.Second)
+		holds := s.Steps[loadtest.StepHold].Outcomes
+		if s.Storm == nil || !decided(holds) {
+			t.Fatalf("got storm %+v, holds %v; want 201s and 409s and nothing else but 429s", s.Storm, holds)
+		}
+		// Every hold released, the edge's "not now" waited out.
+		cancels := s.Steps[loadtest.StepCancel].Outcomes
+		if cancels["200"] != holds["201"] || cancels["200"]+cancels["429"] != s.Steps[loadtest.StepCancel].Count {
+			t.Errorf("got cancels %v after %d holds, want every hold released", cancels, holds["201"])
+		}
+		if holds["429"]+cancels["429"] == 0 {
+			t.Errorf("got holds %v and cancels %v, want the edge's rate limit met (and waited out)", holds, cancels)
+		}
+		if s.Storm.Baseline != nil {
+			t.Errorf("got a baseline storm without a baseline")
+		}
+	})
+
+	t.Run("baseline", func(t *testing.T) {
+		sc := storm()
+		ctx := context.Background()
+		b, err := baseline.Start(ctx, baseline.Config{DatabaseURL: p.DatabaseURL, AuthSecret: p.AuthSecret,
+			HoldTTL: p.Options.HoldTTL, MaxConns: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		tr := client.NewTransport(64, 1)
+		defer tr.CloseIdleConnections()
+		r, err := Play(ctx, Config{Client: c, Scenario: sc, Seed: 7, Baseline: b, Transport: tr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := loadtest.Summarize(r, time.Second)
+		if s.Storm == nil || s.Storm.Decisions == 0 || s.Storm.Baseline == nil || s.Storm.Baseline.Decisions == 0 {
+			t.Fatalf("got storm %+v, want decisions on both sides", s.Storm)
+		}
+		for name, st := range map[string]*loadtest.Storm{"platform": s.Storm, "baseline": s.Storm.Baseline} {
+			if !decided(st.Outcomes) {
+				t.Errorf("%s: got outcomes %v, want 201s and 409s and nothing else but 429s", name, st.Outcomes)
+			}
+		}
+		// Neither side releases in a comparison: what the platform held stays held.
+		if n := s.Steps[loadtest.StepCancel].Count; n != 0 {
+			t.Errorf("got %d cancels, want none against a baseline that cannot release", n)
+		}
+	})
 }
 
-// fakeBaseline plays the baseline's part with another show of the fake.
-type fakeBaseline struct {
-	c  *client.Client
-	sc loadtest.Scenario
+// decided reports a storm's hold answers as they must be: seats granted and seats refused, and nothing else but
+// the edge's per-user rate limit (429, which the clients wait out): a storm client asks far more often than the
+// edge lets one user ask, by design.
+func decided(outcomes map[string]int) bool {
+	for o := range outcomes {
+		if o != "201" && o != "409" && o != "429" {
+			return false
+		}
+	}
+	return outcomes["201"] > 0 && outcomes["409"] > 0
 }
 
-func (b fakeBaseline) NewShow(ctx context.Context, _ []client.Seat) (string, error) {
-	id, _, err := Setup(ctx, b.c, b.sc, "baseline")
-	return id, err
-}
-
-func (b fakeBaseline) URL() string { return b.c.Base() }
-
-func TestPlayAgainstAnExistingShow(t *testing.T) {
-	c := fakeClient(t)
-	sc := loadtest.Presets["smoke"]
-	sc.Fans, sc.Seats, sc.Ramp, sc.SaleDelay, sc.Duration = 30, 20, 100*time.Millisecond, 200*time.Millisecond, 10*time.Second
-	show, _, err := Setup(context.Background(), c, sc, "existing")
+func testPlayAgainstAnExistingShow(t *testing.T, c *client.Client, _ *platformtest.Platform) {
+	sc := queueScenario(10, 60) // at most 6 seats a fan: never sold out, so every fan is admitted
+	sc.SaleDelay, sc.Pay = time.Second, loadtest.PayMix{OK: 1}
+	show, _, err := Setup(context.Background(), c, sc, fmt.Sprint("existing-", time.Now().UnixNano()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +349,125 @@ func TestPlayAgainstAnExistingShow(t *testing.T) {
 		t.Fatalf("got show %s opening at +%s, want %s opening after the start", r.ShowID, r.SaleOpens, show)
 	}
 	if s := loadtest.Summarize(r, time.Second); s.Admitted != sc.Fans {
-		t.Errorf("got %d admitted, want all %d", s.Admitted, sc.Fans)
+		t.Errorf("got %d admitted, want all %d; outcomes %v", s.Admitted, sc.Fans, s.FanOutcomes)
 	}
+}
+
+// testConflictRetriedWithAlternatives makes two hot fans reach for the same best pair at the same moment: the
+// hold requests of both are held back on the fans' side until both are on their way (the platform is untouched;
+// only the moment the requests leave is chosen). One wins; the other must be refused with alternatives and hold
+// exactly those next.
+func testConflictRetriedWithAlternatives(t *testing.T, _ *client.Client, p *platformtest.Platform) {
+	tr := client.NewTransport(16, 1)
+	t.Cleanup(tr.CloseIdleConnections)
+	spy := &holdSpy{next: tr, gate: make(chan struct{}), first: map[string]bool{}}
+	c, err := client.New(p.BaseURL, spy, client.Options{AdminToken: p.AdminToken, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := queueScenario(2, 40)
+	sc.HotShare, sc.GroupMin, sc.GroupMax, sc.ProbeShare, sc.Pay = 1, 2, 2, 0, loadtest.PayMix{OK: 1}
+	r, err := Play(context.Background(), Config{Client: c, Scenario: sc, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spy.mu.Lock()
+	holds := spy.holds
+	spy.mu.Unlock()
+	for _, h := range holds {
+		t.Logf("%s: seats %v -> %d alternatives %v", h.user[len(h.user)-8:], h.seats, h.status, h.alternatives)
+	}
+	// Per fan, in order: the loser's first hold is a 409 offering alternatives, and its next hold asks for them.
+	byUser := map[string][]spiedHold{}
+	for _, h := range holds {
+		byUser[h.user] = append(byUser[h.user], h)
+	}
+	retried := 0
+	for _, hs := range byUser {
+		if len(hs) < 2 || hs[0].status != http.StatusConflict {
+			continue
+		}
+		if len(hs[0].alternatives) == 0 || !slices.Equal(hs[1].seats, hs[0].alternatives) || hs[1].status != http.StatusCreated {
+			t.Errorf("got a 409 offering %v, then a hold of %v answered %d; want the alternatives held",
+				hs[0].alternatives, hs[1].seats, hs[1].status)
+		}
+		retried++
+	}
+	if len(byUser) != 2 || retried != 1 {
+		t.Errorf("got %d fans holding, %d retrying after a conflict; want two fans colliding and one retrying", len(byUser), retried)
+	}
+	if s := loadtest.Summarize(r, time.Second); s.Confirmed != 2 {
+		t.Errorf("got outcomes %v, want both fans confirmed", s.FanOutcomes)
+	}
+	checkStore(t, p, r)
+}
+
+// holdSpy sits between the fans and the platform: it keeps each fan's first hold request until two are waiting
+// (or a few seconds passed), so that they reach the platform together, and records every hold and its answer.
+type holdSpy struct {
+	next http.RoundTripper
+
+	mu    sync.Mutex
+	first map[string]bool // users whose first hold went out
+	gate  chan struct{}   // closed once two first holds wait
+	holds []spiedHold
+}
+
+type spiedHold struct {
+	user         string
+	seats        []string
+	status       int
+	alternatives []string
+}
+
+func (s *holdSpy) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodPost || req.URL.Path != "/api/v1/bookings/hold" {
+		return s.next.RoundTrip(req)
+	}
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	var in struct {
+		SeatIDs []string `json:"seatIds"`
+	}
+	_ = json.Unmarshal(body, &in)
+	user := req.Header.Get("Authorization")
+
+	s.mu.Lock()
+	firstOfUser := !s.first[user]
+	s.first[user] = true
+	if firstOfUser && len(s.first) == 2 {
+		close(s.gate)
+	}
+	s.mu.Unlock()
+	if firstOfUser {
+		select {
+		case <-s.gate:
+		case <-time.After(5 * time.Second):
+		case <-req.Context().Done():
+		}
+	}
+
+	res, err := s.next.RoundTrip(req)
+	h := spiedHold{user: user, seats: in.SeatIDs}
+	if err == nil {
+		h.status = res.StatusCode
+		out, rerr := io.ReadAll(res.Body)
+		res.Body.Close()
+		res.Body = io.NopCloser(bytes.NewReader(out))
+		if rerr != nil {
+			return nil, rerr
+		}
+		var p struct {
+			Alternatives []string `json:"alternatives"`
+		}
+		_ = json.Unmarshal(out, &p)
+		h.alternatives = p.Alternatives
+	}
+	s.mu.Lock()
+	s.holds = append(s.holds, h)
+	s.mu.Unlock()
+	return res, err
 }

@@ -431,13 +431,15 @@ func (p *fan) pay(ctx context.Context, b client.Booking) {
 		var res client.Result
 		var err error
 		for try := 0; try < 4; try++ {
+			if try > 0 {
+				p.backoff(ctx, try-1, res.RetryAfter)
+			}
 			began := time.Now()
 			res, err = p.cr.c.Cancel(ctx, p.user, p.adm, b.BookingID)
 			p.obs(loadtest.StepCancel, began, res, err)
 			if (res.Status != 0 && !busy(res)) || ctx.Err() != nil {
 				break
 			}
-			p.backoff(ctx, try, res.RetryAfter)
 		}
 		if res.Status == http.StatusOK {
 			p.end(loadtest.OutcomeCancelled, "pm_card_error: "+itoa(st))
@@ -449,25 +451,30 @@ func (p *fan) pay(ctx context.Context, b client.Booking) {
 	}
 }
 
-// payWith makes one payment attempt and returns its status, 0 when none came. One idempotency key serves every
-// retry: after a lost answer the key returns the first outcome, and after a 503 (the circuit breaker, an
-// overloaded edge) booking has forgotten the attempt, so the same key starts it afresh.
+// payWith makes one payment attempt and returns its last answer's status, 0 when none came. One idempotency key
+// serves every retry: after a lost answer the key returns the first outcome, and after a 503 (a gateway failure,
+// the circuit breaker, an overloaded edge) booking has forgotten the attempt, so the same key starts it afresh.
+// After the last try the fan does not wait again: there is nothing left to wait for.
 func (p *fan) payWith(ctx context.Context, bookingID, method string) int {
 	key := uuid.NewString()
-	for try := 0; try < 8; try++ {
+	var res client.Result
+	for try := 0; try < payTries; try++ {
+		if try > 0 {
+			p.backoff(ctx, try-1, res.RetryAfter)
+		}
 		began := time.Now()
-		_, res, err := p.cr.c.Pay(ctx, p.user, p.adm, bookingID, method, key)
+		var err error
+		_, res, err = p.cr.c.Pay(ctx, p.user, p.adm, bookingID, method, key)
 		p.obs(loadtest.StepPay, began, res, err)
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || (res.Status != 0 && !busy(res)) {
 			return res.Status
 		}
-		if res.Status != 0 && !busy(res) {
-			return res.Status
-		}
-		p.backoff(ctx, try, res.RetryAfter)
 	}
-	return 0
+	return res.Status
 }
+
+// payTries bounds one payment's attempts while the platform answers "not now" (or nothing).
+const payTries = 8
 
 // settle turns a pay answer into the fan's outcome, polling the booking while the payment is pending.
 func (p *fan) settle(ctx context.Context, bookingID string, status int, method string) {

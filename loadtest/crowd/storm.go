@@ -131,12 +131,18 @@ func (cr *Crowd) hammer(ctx context.Context, h Holder, f *loadtest.Fan, user str
 		case res.Status == http.StatusCreated:
 			f.Holds++
 			if sc.Release && id != "" && !cr.noRelease {
-				// Released with a context of its own: a hold left behind by the storm's end would skew the
+				// Released with a context of its own, and asked again while the platform says "not now" (the
+				// edge's per-user limit, which a storm client keeps hitting): a hold left behind would skew the
 				// baseline that runs next.
 				rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-				began := time.Now()
-				res, err := h.Release(rctx, user, cr.showID, id)
-				cr.rec.Observe(loadtest.StepCancel, began, client.Outcome(res, err))
+				for {
+					began := time.Now()
+					res, err := h.Release(rctx, user, cr.showID, id)
+					cr.rec.Observe(loadtest.StepCancel, began, client.Outcome(res, err))
+					if !busy(res) || !wait(rctx, res.RetryAfter) {
+						break
+					}
+				}
 				rcancel()
 			}
 		case res.Status == http.StatusConflict:

@@ -1,0 +1,198 @@
+// Package platformtest starts the real platform inside a test: the payment simulator, booking and the edge (with
+// its waiting room), each through its own app's Run on a free loopback port, over a fresh Postgres database and
+// the shared Redis. The load test's tests play against it as clients would, through the edge; nothing of the
+// platform is imitated. Every key a test writes to Redis is under the shows it creates, so tests isolate by
+// creating their own shows.
+package platformtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	bookingapp "github.com/flashseat/flashseat/booking/app"
+	"github.com/flashseat/flashseat/booking/payment/sim"
+	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	edgeapp "github.com/flashseat/flashseat/edge/app"
+	"github.com/flashseat/flashseat/shared/token"
+)
+
+// Options tune the platform for a test. The zero value is the smoke test's platform.
+type Options struct {
+	HoldTTL           time.Duration // booking's HOLD_TTL; default 20s
+	ReconcileInterval time.Duration // booking's RECONCILE_INTERVAL; default 2s
+	// PaymentTimeout is booking's per-call gateway timeout (PAYMENT_TIMEOUT; default 5s) and SlowDelay how long
+	// the simulator takes to approve pm_card_slow (default 6s). SlowDelay must exceed PaymentTimeout: that is what
+	// makes a slow card a 202 and a payment the recovery worker settles.
+	PaymentTimeout time.Duration
+	SlowDelay      time.Duration
+	// MaxConns caps booking's Postgres pool (pool_max_conns); 0 keeps booking's own default (32). Tests that start
+	// several platforms at once keep it small: the server has 100 connections for every test of the machine.
+	MaxConns int
+	// Booking and Edge are further environment variables of each service, applied over the ones Start sets
+	// (PAYMENT_RECOVER_INTERVAL, PAYMENT_BREAKER_THRESHOLD, QUEUE_TICK, ...).
+	Booking, Edge map[string]string
+}
+
+// Platform is a running platform. Everything stops when the test that started it ends.
+type Platform struct {
+	BaseURL     string // the edge, the only address a fan uses
+	BookingURL  string // booking itself, behind the edge
+	PaymentURL  string // the payment simulator
+	AdminToken  string // the operator token of booking and the edge
+	AuthSecret  string // booking's and the edge's user-token secret (HS256)
+	DatabaseURL string // the test's own database
+	RedisURL    string // the shared Redis (REDIS_URL, default redis://127.0.0.1:6379/0)
+	Options     Options
+}
+
+// Start starts the platform on free loopback ports and stops it in t.Cleanup. It fails the test when a service
+// does not come up within a minute.
+func Start(t testing.TB, opts Options) *Platform {
+	t.Helper()
+	if opts.HoldTTL <= 0 {
+		opts.HoldTTL = 20 * time.Second
+	}
+	if opts.ReconcileInterval <= 0 {
+		opts.ReconcileInterval = 2 * time.Second
+	}
+	if opts.PaymentTimeout <= 0 {
+		opts.PaymentTimeout = 5 * time.Second
+	}
+	if opts.SlowDelay <= 0 {
+		opts.SlowDelay = opts.PaymentTimeout + time.Second
+	}
+	if opts.SlowDelay <= opts.PaymentTimeout {
+		t.Fatalf("platformtest: SlowDelay %s must exceed PaymentTimeout %s, or pm_card_slow is just a slow ok",
+			opts.SlowDelay, opts.PaymentTimeout)
+	}
+	_, dbURL := pgtest.NewWithURL(t)
+	redisURL := os.Getenv("REDIS_URL")
+	if redisURL == "" {
+		redisURL = "redis://127.0.0.1:6379/0"
+	}
+	p := &Platform{
+		AdminToken:  "adm_test_" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		AuthSecret:  "platformtest-user-token-secret-0123456789abcdef",
+		DatabaseURL: dbURL,
+		RedisURL:    redisURL,
+		Options:     opts,
+	}
+	key, err := token.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+
+	payAddr := service(t, "paysim", func(ctx context.Context, ready func(string)) error {
+		return sim.Run(ctx, sim.Config{Addr: "127.0.0.1:0", SlowDelay: opts.SlowDelay}, log, ready)
+	})
+	p.PaymentURL = "http://" + loopback(payAddr)
+
+	bookingDB := dbURL
+	if opts.MaxConns > 0 {
+		bookingDB = withParam(dbURL, "pool_max_conns", strconv.Itoa(opts.MaxConns))
+	}
+	env := map[string]string{
+		"BOOKING_ADDR": "127.0.0.1:0", "DATABASE_URL": bookingDB, "REDIS_URL": redisURL, "ADMIN_TOKEN": p.AdminToken,
+		"AUTH_SECRET": p.AuthSecret, "HOLD_TTL": opts.HoldTTL.String(),
+		"RECONCILE_INTERVAL": opts.ReconcileInterval.String(), "PAYMENT_TIMEOUT": opts.PaymentTimeout.String(),
+		"PAYMENT_GATEWAY_URL": p.PaymentURL, "PAYMENT_WEBHOOK_SECRET": "whsec_platformtest_0123456789",
+		"TICKET_SIGNING_KEY": base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)),
+		"LOG_LEVEL":          "warn",
+	}
+	maps.Copy(env, opts.Booking)
+	bcfg, err := bookingapp.LoadConfig(getenv(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Booking verifies admission tokens with the edge's key handed over directly: with :0 ports the edge's JWKS
+	// URL is not known before booking starts.
+	bcfg.AdmissionKeys = token.NewStaticKeys(key.Public())
+	bookingAddr := service(t, "booking", func(ctx context.Context, ready func(string)) error {
+		return bookingapp.Run(ctx, bcfg, log, ready)
+	})
+	p.BookingURL = "http://" + loopback(bookingAddr)
+
+	eenv := map[string]string{
+		"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": p.BookingURL, "REDIS_URL": redisURL,
+		"AUTH_SECRET": p.AuthSecret, "ADMIN_TOKEN": p.AdminToken, "ADMISSION_SIGNING_KEY": token.EncodeSeed(key),
+		"ADMISSION_KEY_ID": key.ID,
+	}
+	maps.Copy(eenv, opts.Edge)
+	ecfg, err := edgeapp.LoadConfig(getenv(eenv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edgeAddr := service(t, "edge", func(ctx context.Context, ready func(string)) error {
+		return edgeapp.Run(ctx, ecfg, log, ready)
+	})
+	p.BaseURL = "http://" + loopback(edgeAddr)
+	return p
+}
+
+// service runs one app's Run in the background and stops it when the test ends. Cleanups run last in, first
+// out, so the edge stops before booking and booking before the simulator: the order of a real shutdown.
+func service(t testing.TB, name string, run func(ctx context.Context, ready func(string)) error) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, func(a string) { addr <- a }) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Logf("%s: %v", name, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("%s did not stop within 30s", name)
+		}
+	})
+	select {
+	case a := <-addr:
+		return a
+	case err := <-done:
+		t.Fatalf("%s: %v", name, err)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s did not start within 60s", name)
+	}
+	return ""
+}
+
+// withParam adds a connection parameter to a Postgres URL (or key=value DSN).
+func withParam(dbURL, k, v string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return dbURL + " " + k + "=" + v
+	}
+	q := u.Query()
+	q.Set(k, v)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func getenv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// loopback turns a bound address such as [::]:port into one a client can dial.
+func loopback(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" || host == "::" || host == "0.0.0.0" {
+		return "127.0.0.1:" + port
+	}
+	return addr
+}
