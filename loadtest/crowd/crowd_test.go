@@ -25,20 +25,15 @@ import (
 // tuned only so that every behaviour shows up within seconds: a slow card takes 3s against a 2s gateway timeout
 // (so it is a 202 the recovery worker settles), the recovery worker runs every 300ms, and the payment circuit
 // breaker does not open on the gateway errors the crowd provokes on purpose (it would make the other fans wait out
-// its 10s cooldown, a behaviour of booking's own tests).
-// edge, when given, is further edge variables.
-func start(t *testing.T, edge ...string) (*client.Client, *platformtest.Platform) {
+// its 10s cooldown, a behaviour of booking's own tests). Booking's pool is small: two platforms run at once here,
+// beside the smoke test's, on a server shared with every test of the machine. edge is further edge variables.
+func start(t *testing.T, edge map[string]string) (*client.Client, *platformtest.Platform) {
 	t.Helper()
-	opts := platformtest.Options{
-		HoldTTL: time.Minute, PaymentTimeout: 2 * time.Second, SlowDelay: 3 * time.Second,
+	p := platformtest.Start(t, platformtest.Options{
+		HoldTTL: time.Minute, PaymentTimeout: 2 * time.Second, SlowDelay: 3 * time.Second, MaxConns: 8,
 		Booking: map[string]string{"PAYMENT_RECOVER_INTERVAL": "300ms", "PAYMENT_BREAKER_THRESHOLD": "1000"},
-		Edge:    map[string]string{},
-	}
-	for i := 0; i+1 < len(edge); i += 2 {
-		opts.Edge[edge[i]] = edge[i+1]
-	}
-	opts.MaxConns = 8
-	p := platformtest.Start(t, opts)
+		Edge:    edge,
+	})
 	tr := client.NewTransport(256, 1)
 	t.Cleanup(tr.CloseIdleConnections)
 	c, err := client.New(p.BaseURL, tr, client.Options{AdminToken: p.AdminToken, Timeout: 10 * time.Second})
@@ -51,7 +46,7 @@ func start(t *testing.T, edge ...string) (*client.Client, *platformtest.Platform
 // TestSales plays queued sales, each on its own show, side by side on one platform.
 func TestSales(t *testing.T) {
 	t.Parallel()
-	c, p := start(t)
+	c, p := start(t, nil)
 	for name, test := range map[string]func(*testing.T, *client.Client, *platformtest.Platform){
 		"QueueScenario":                   testQueueScenario,
 		"EveryPaymentBehaviour":           testEveryPaymentBehaviour,
@@ -259,7 +254,7 @@ func details(r *loadtest.Run, outcome string) []string {
 // and releases alike.
 func TestHoldStorm(t *testing.T) {
 	t.Parallel()
-	c, p := start(t, "RATE_PER_USER", "1", "RATE_PER_USER_BURST", "1")
+	c, p := start(t, map[string]string{"RATE_PER_USER": "1", "RATE_PER_USER_BURST": "1"})
 	storm := func() loadtest.Scenario {
 		sc := loadtest.Presets["hold-storm"]
 		sc.Fans, sc.Seats, sc.StormDuration, sc.Duration = 20, 60, time.Second, 30*time.Second
