@@ -387,3 +387,51 @@ func TestEventStreamHeartbeat(t *testing.T) {
 		t.Fatal("silent upstream stream still open after the client left")
 	}
 }
+
+// A POST sent after the upstream closed its idle pooled connection (an idle timeout, a restart) reaches the
+// upstream once and is answered, not refused with 502: the edge finds the connection closed before writing on it.
+func TestPostAfterUpstreamClosedIdleConnections(t *testing.T) {
+	t.Parallel()
+	var hits counter
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.inc()
+		w.Write([]byte("ok"))
+	}))
+	defer up.Close()
+	edge := startEdge(t, map[string]string{"BOOKING_URL": up.URL})
+	for i := 1; i <= 3; i++ {
+		resp, body := do(t, "POST", edge+"/api/v1/bookings/hold", `{"showId":"s1"}`, nil)
+		if resp.StatusCode != http.StatusOK || hits.get() != int64(i) {
+			t.Fatalf("POST %d: status %d (%s) after %d upstream hits", i, resp.StatusCode, body, hits.get())
+		}
+		up.CloseClientConnections()
+		time.Sleep(1100 * time.Millisecond) // idle long enough to be checked (staleCheckAfter)
+	}
+}
+
+// An idle connection that is still open is kept, even after its last read deadline passed.
+func TestIdleConnectionReused(t *testing.T) {
+	t.Parallel()
+	var conns counter
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("ok"))
+	}))
+	up.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.inc()
+		}
+	}
+	up.Start()
+	defer up.Close()
+	edge := startEdge(t, map[string]string{"BOOKING_URL": up.URL, "UPSTREAM_HEADER_TIMEOUT": "200ms",
+		"UPSTREAM_TIMEOUT": "300ms"})
+	for i := 0; i < 2; i++ {
+		if resp, body := do(t, "POST", edge+"/api/v1/x", "x", nil); resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d (%s)", resp.StatusCode, body)
+		}
+		time.Sleep(1100 * time.Millisecond)
+	}
+	if n := conns.get(); n != 1 {
+		t.Fatalf("%d upstream connections, want 1", n)
+	}
+}

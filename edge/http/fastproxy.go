@@ -32,6 +32,10 @@ import (
 // maxFastBody bounds an upstream body buffered by the fast path; a larger one is a 502.
 const maxFastBody = 64 << 20
 
+// maxStaleConns bounds the pooled connections one request may find closed (after an upstream restart) before it
+// is answered 502.
+const maxStaleConns = 64
+
 func newHostClient(cfg ProxyConfig) *fasthttp.HostClient {
 	t := cfg.Target
 	addr := t.Host
@@ -44,9 +48,15 @@ func newHostClient(cfg ProxyConfig) *fasthttp.HostClient {
 	}
 	d := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}
 	return &fasthttp.HostClient{
-		Addr:                      addr,
-		IsTLS:                     t.Scheme == "https",
-		Dial:                      func(addr string) (net.Conn, error) { return d.Dial("tcp", addr) },
+		Addr:  addr,
+		IsTLS: t.Scheme == "https",
+		Dial: func(addr string) (net.Conn, error) {
+			c, err := d.Dial("tcp", addr)
+			if err != nil {
+				return nil, err
+			}
+			return newCheckedConn(c), nil
+		},
 		MaxConns:                  1 << 16, // like the Transport: no bound on connections in use
 		MaxIdleConnDuration:       cfg.IdleConnTimeout,
 		ReadTimeout:               cfg.HeaderTimeout,
@@ -105,12 +115,17 @@ func (p *Proxy) handleFast(c *fiber.Ctx) error {
 		c.Method() == fiber.MethodOptions || c.Method() == fiber.MethodTrace ||
 		len(req.Header.Peek("Idempotency-Key")) > 0
 	deadline := time.Now().Add(p.cfg.Timeout)
-	for attempt := 0; ; attempt++ {
+	for attempt, stale := 0, 0; ; {
 		err = p.fast.DoDeadline(req, resp, deadline)
+		if errors.Is(err, errStaleConn) && stale < maxStaleConns {
+			stale++ // nothing was written: try the next pooled connection, or a new one
+			continue
+		}
 		if err == nil || !replayable || attempt > 0 || fastTimeout(err) {
 			break
 		}
 		// A replayable request met a broken pooled connection: send it once more, as the Transport would.
+		attempt++
 	}
 	if err != nil {
 		if fastTimeout(err) {
