@@ -21,6 +21,10 @@ log() { echo "bench: $*" >&2; }
 rnd() { head -c "$1" /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '='; }
 export ADMIN_TOKEN=adm_$(rnd 24) AUTH_SECRET=$(rnd 48) ADMISSION_SIGNING_KEY=$(rnd 32) TICKET_SIGNING_KEY=$(rnd 32)
 export PAYMENT_WEBHOOK_SECRET=whsec_$(rnd 24) LOG_LEVEL=warn
+# The hold-storm's 500 clients each send far more than a fan's 10 requests a second: with the edge's per-user limit
+# on, the storm would measure the limiter's 429s, not hold decisions. The bench platform turns it off; every other
+# policy (per-address limits exempt loopback anyway, the gate, the proxy) stays as deployed.
+export RATE_PER_USER=0
 export EDGE_ADDR=127.0.0.1:$port BOOKING_ADDR=127.0.0.1:$((port + 1)) PAYSIM_ADDR=127.0.0.1:$((port + 2))
 export BOOKING_URL=http://$BOOKING_ADDR PAYMENT_GATEWAY_URL=http://$PAYSIM_ADDR
 export PAYMENT_WEBHOOK_URL=http://$BOOKING_ADDR/webhooks/payments
