@@ -38,8 +38,8 @@ func AdmissionToken(c *fiber.Ctx, showID string) string {
 }
 
 func (s *Server) hold(c *fiber.Ctx) error {
-	var req holdRequest
-	if err := decode(c, &req); err != nil {
+	req, err := decodeHold(c)
+	if err != nil {
 		return err
 	}
 	if req.ShowID == "" {
