@@ -23,7 +23,7 @@ func (s *Service) alternatives(ctx context.Context, showID string, wanted []Seat
 
 // pickAlternatives is the pure part of alternatives. It runs on every refused hold that misses the memo, so it
 // avoids maps: layouts are small and in row order.
-func pickAlternatives(layout []Seat, free func(id string) bool, wanted []Seat) []string {
+func pickAlternatives(layout []Seat, free func(i int) bool, wanted []Seat) []string {
 	n := len(wanted)
 	if n == 0 {
 		return []string{}
@@ -73,7 +73,7 @@ func pickAlternatives(layout []Seat, free func(id string) bool, wanted []Seat) [
 		if i == 0 || st.Row != layout[i-1].Row {
 			r++
 		}
-		if st.Category == category && free(st.ID) {
+		if st.Category == category && free(i) {
 			cands = append(cands, cand{int32(i), r})
 		}
 	}

@@ -44,7 +44,8 @@ func TestPickAlternatives(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := pickAlternatives(layout, tc.free, tc.wanted); !slices.Equal(got, tc.want) {
+			free := func(i int) bool { return tc.free(layout[i].ID) }
+			if got := pickAlternatives(layout, free, tc.wanted); !slices.Equal(got, tc.want) {
 				t.Fatalf("got %v, want %v", got, tc.want)
 			}
 		})

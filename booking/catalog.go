@@ -238,7 +238,7 @@ func (s *Service) Counts(ctx context.Context, showID string) (Counts, error) {
 
 // counts is Counts from a snapshot no older than maxAge (0: read now).
 func (s *Service) counts(ctx context.Context, showID string, maxAge time.Duration) (Counts, error) {
-	layout, err := s.Layout(ctx, showID)
+	layout, index, err := s.layoutIndex(ctx, showID)
 	if err != nil {
 		return Counts{}, err
 	}
@@ -249,14 +249,14 @@ func (s *Service) counts(ctx context.Context, showID string, maxAge time.Duratio
 	if err == nil && sn == nil {
 		var held, sold map[string]bool
 		held, sold, err = s.status(ctx, showID, layout)
-		sn = &snapshot{held: held, sold: sold}
+		sn = newSnapshot(time.Now(), layout, index, held, sold)
 	}
 	if err != nil {
 		return Counts{}, err
 	}
 	c := Counts{Total: len(layout)}
-	for _, st := range layout {
-		switch sn.status(st.ID) {
+	for i := range layout {
+		switch sn.statusAt(i) {
 		case SeatBooked:
 			c.Booked++
 		case SeatHeld:

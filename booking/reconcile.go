@@ -141,18 +141,13 @@ func (s *Service) afterExpiry(ctx context.Context, bs []Booking) {
 }
 
 func (s *Service) flushInfo(ctx context.Context) {
+	conflicts := s.takeConflicts()
 	s.mu.Lock()
-	if len(s.dirty) == 0 && len(s.conflicts) == 0 {
-		s.mu.Unlock()
-		return
-	}
 	shows := make([]string, 0, len(s.dirty))
 	for id := range s.dirty {
 		shows = append(shows, id)
 	}
 	s.dirty = map[string]bool{}
-	conflicts := s.conflicts
-	s.conflicts = nil
 	s.mu.Unlock()
 	for id, n := range conflicts {
 		if err := s.locks.AddConflicts(ctx, id, n); err != nil {

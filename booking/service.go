@@ -2,9 +2,9 @@ package booking
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flashseat/flashseat/shared/token"
@@ -139,16 +139,14 @@ type Service struct {
 	cfg   Config
 	log   *slog.Logger
 
-	mu        sync.Mutex
-	layouts   map[string][]Seat         // immutable once a show exists
-	seatIndex map[string]map[string]int // show -> seat id -> index in its layout
-	shows     map[string]Show
-	dirty     map[string]bool // shows whose ShowInfo needs a rewrite
-	snaps     snapshots
-	conflicts map[string]int64  // refused holds not yet added to the show's counters in Redis
-	published map[string]Counts // the counts last written to each show's ShowInfo
-	nudge     chan string       // shows with a seat lock that just expired
-	restoreMu sync.Mutex        // one fencing-epoch restore at a time
+	cache      catalogCache
+	mu         sync.Mutex
+	dirty      map[string]bool // shows whose ShowInfo needs a rewrite
+	snaps      snapshots
+	conflicted map[string]bool   // shows with refusals counted since the last flush (countConflict)
+	published  map[string]Counts // the counts last written to each show's ShowInfo
+	nudge      chan string       // shows with a seat lock that just expired
+	restoreMu  sync.Mutex        // one fencing-epoch restore at a time
 }
 
 // New returns a Service. gate may be nil when no show ever has a queue (tests).
@@ -172,7 +170,6 @@ func New(store Store, locks Locks, gate Admitter, cfg Config) *Service {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Service{store: store, locks: locks, gate: gate, cfg: cfg, log: cfg.Logger,
-		layouts: map[string][]Seat{}, seatIndex: map[string]map[string]int{}, shows: map[string]Show{},
 		dirty: map[string]bool{},
 		nudge: make(chan string, 1024)}
 }
@@ -185,67 +182,66 @@ func (s *Service) MaxSeats() int { return s.cfg.MaxSeats }
 
 // Show returns a show, from a cache: a show's definition does not change once created.
 func (s *Service) Show(ctx context.Context, id string) (Show, error) {
-	s.mu.Lock()
-	sh, ok := s.shows[id]
-	s.mu.Unlock()
-	if ok {
-		return sh, nil
+	if sh, ok := s.cache.shows.Load(id); ok {
+		return sh.(Show), nil
 	}
 	sh, err := s.store.Show(ctx, id)
 	if err != nil {
 		return Show{}, err
 	}
-	s.mu.Lock()
-	if len(s.shows) > 10000 {
-		s.shows = map[string]Show{}
-	}
-	s.shows[id] = sh
-	s.mu.Unlock()
+	s.cache.store(&s.cache.shows, id, sh)
 	return sh, nil
 }
 
 // Layout returns the seats of a show with prices, in map order, from a cache.
 func (s *Service) Layout(ctx context.Context, showID string) ([]Seat, error) {
-	s.mu.Lock()
-	l, ok := s.layouts[showID]
-	s.mu.Unlock()
-	if ok {
-		return l, nil
-	}
-	if _, err := s.Show(ctx, showID); err != nil {
-		return nil, err
-	}
-	l, err := s.store.Layout(ctx, showID)
-	if err != nil {
-		return nil, err
-	}
-	idx := make(map[string]int, len(l))
-	for i, st := range l {
-		idx[st.ID] = i
-	}
-	s.mu.Lock()
-	if len(s.layouts) > 10000 {
-		s.layouts, s.seatIndex = map[string][]Seat{}, map[string]map[string]int{}
-	}
-	s.layouts[showID], s.seatIndex[showID] = l, idx
-	s.mu.Unlock()
-	return l, nil
+	l, _, err := s.layoutIndex(ctx, showID)
+	return l, err
 }
 
-// layoutIndex returns the show's layout and its seats' positions in it.
+// layoutIndex returns the show's layout and its seats' positions in it, from a cache.
 func (s *Service) layoutIndex(ctx context.Context, showID string) ([]Seat, map[string]int, error) {
-	for range 2 {
-		s.mu.Lock()
-		l, idx := s.layouts[showID], s.seatIndex[showID]
-		s.mu.Unlock()
-		if l != nil && idx != nil {
-			return l, idx, nil
-		}
-		if _, err := s.Layout(ctx, showID); err != nil {
-			return nil, nil, err
-		}
+	if e, ok := s.cache.layouts.Load(showID); ok {
+		l := e.(*layoutEntry)
+		return l.seats, l.index, nil
 	}
-	return nil, nil, fmt.Errorf("booking: layout of show %s vanished from the cache", showID)
+	if _, err := s.Show(ctx, showID); err != nil {
+		return nil, nil, err
+	}
+	seats, err := s.store.Layout(ctx, showID)
+	if err != nil {
+		return nil, nil, err
+	}
+	idx := make(map[string]int, len(seats))
+	for i, st := range seats {
+		idx[st.ID] = i
+	}
+	s.cache.store(&s.cache.layouts, showID, &layoutEntry{seats: seats, index: idx})
+	return seats, idx, nil
+}
+
+// catalogCache keeps shows and layouts, which never change once created. Every hold reads both, so they sit
+// in sync.Maps, read without a lock: a mutex here was one cache line bounced between all CPUs per request.
+type catalogCache struct {
+	shows   sync.Map // show id -> Show
+	layouts sync.Map // show id -> *layoutEntry
+	n       atomic.Int64
+}
+
+type layoutEntry struct {
+	seats []Seat
+	index map[string]int // seat id -> position in seats
+}
+
+// store caches v. Only what the store returned is cached (unknown ids never are), and the whole cache is
+// dropped after 20,000 stores, which bounds it without bookkeeping on the read path.
+func (c *catalogCache) store(m *sync.Map, key string, v any) {
+	if c.n.Add(1) > 20000 {
+		c.n.Store(0)
+		c.shows.Clear()
+		c.layouts.Clear()
+	}
+	m.Store(key, v)
 }
 
 // markDirty schedules a ShowInfo rewrite for the show. Rewrites are coalesced: a burst of holds on a hot show

@@ -2,7 +2,9 @@ package booking
 
 import (
 	"context"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,45 +15,67 @@ import (
 // the decisions themselves. A success is never decided on a snapshot: only the hold script, on the live locks,
 // grants seats.
 type snapshot struct {
-	at         time.Time
-	held, sold map[string]bool // as read from Redis; never changed
-	// over records what this process learnt since the read (true: taken, false: free); it is small and copied
-	// on every change, so readers never need a lock.
-	over map[string]bool
-	alts sync.Map // request key -> []string: alternatives computed on this snapshot
+	at    time.Time
+	index map[string]int // the show's seat positions in its layout; shared, never changed
+	// state is each seat's status by layout position: what was read from Redis plus what this process
+	// learnt since. It is never changed once published (a change copies it), so readers need no lock.
+	state []seatState
+	alts  sync.Map // request key -> []string: alternatives computed on this snapshot
+}
+
+type seatState uint8
+
+const (
+	seatFree seatState = iota
+	seatHeld
+	seatSold
+)
+
+func newSnapshot(at time.Time, layout []Seat, index map[string]int, held, sold map[string]bool) *snapshot {
+	st := make([]seatState, len(layout))
+	for i, seat := range layout {
+		switch {
+		case sold[seat.ID]:
+			st[i] = seatSold
+		case held[seat.ID]:
+			st[i] = seatHeld
+		}
+	}
+	return &snapshot{at: at, index: index, state: st}
 }
 
 // taken reports whether the snapshot has the seat held or sold.
 func (sn *snapshot) taken(id string) bool {
-	if v, ok := sn.over[id]; ok {
-		return v
-	}
-	return sn.held[id] || sn.sold[id]
+	i, ok := sn.index[id]
+	return ok && sn.state[i] != seatFree
 }
 
-// status is the seat's status in the snapshot.
-func (sn *snapshot) status(id string) SeatStatus {
-	switch v, ok := sn.over[id]; {
-	case ok && !v:
-		return SeatAvailable
-	case sn.sold[id]:
+// statusAt is the status of the seat at a layout position.
+func (sn *snapshot) statusAt(i int) SeatStatus {
+	switch sn.state[i] {
+	case seatSold:
 		return SeatBooked
-	case (ok && v) || sn.held[id]:
+	case seatHeld:
 		return SeatHeld
 	}
 	return SeatAvailable
 }
 
+// showSnap is a show's current snapshot and its reload. Readers (every hold) only load cur; loads and notes,
+// a few hundred a second at most, take mu.
 type showSnap struct {
-	cur     *snapshot // the last one loaded; nil before the first load
-	err     error     // of the last load
-	loading bool
+	cur     atomic.Pointer[snapshot] // nil before the first load
+	mu      sync.Mutex
+	err     error         // of the last load
+	loading atomic.Bool   // written under mu; read without it by peekSnapshot
 	wait    chan struct{} // closed when the load in progress ends
+	// conflicts counts refused holds not yet added to the show's counter in Redis (flushInfo).
+	conflicts atomic.Int64
 }
 
 type snapshots struct {
-	mu    sync.Mutex
-	shows map[string]*showSnap
+	shows sync.Map // show id -> *showSnap
+	n     atomic.Int64
 }
 
 const (
@@ -67,58 +91,51 @@ const (
 
 func (sn *snapshot) age() time.Duration { return time.Since(sn.at) }
 
-func (sn *snapshot) free(id string) bool { return !sn.taken(id) }
-
 func (s *Service) showSnap(showID string) *showSnap {
-	if s.snaps.shows == nil {
-		s.snaps.shows = map[string]*showSnap{}
+	if e, ok := s.snaps.shows.Load(showID); ok {
+		return e.(*showSnap)
 	}
-	e, ok := s.snaps.shows[showID]
-	if !ok {
-		if len(s.snaps.shows) > 10000 {
-			s.snaps.shows = map[string]*showSnap{}
-		}
-		e = &showSnap{}
-		s.snaps.shows[showID] = e
+	if s.snaps.n.Add(1) > 10000 {
+		s.snaps.n.Store(0)
+		s.snaps.shows.Clear()
 	}
-	return e
+	e, _ := s.snaps.shows.LoadOrStore(showID, &showSnap{})
+	return e.(*showSnap)
 }
 
 // snapshot returns the show's status no older than maxAge, or while a reload is in flight one no older than
 // staleOK. At most one load per show runs at a time.
 func (s *Service) snapshot(ctx context.Context, showID string, layout []Seat, maxAge time.Duration) (*snapshot, error) {
-	s.snaps.mu.Lock()
 	e := s.showSnap(showID)
-	if e.cur != nil && e.cur.age() <= maxAge {
-		sn := e.cur
-		s.snaps.mu.Unlock()
+	if sn := e.cur.Load(); sn != nil && sn.age() <= maxAge {
 		return sn, nil
 	}
-	if e.cur != nil && e.cur.age() <= staleOK {
+	e.mu.Lock()
+	if sn := e.cur.Load(); sn != nil && sn.age() <= staleOK {
 		// Good enough to advise with; refresh it behind the caller's back.
-		sn, loading := e.cur, e.loading
-		s.snaps.mu.Unlock()
+		loading := e.loading.Load()
+		e.mu.Unlock()
 		if !loading {
 			s.reloadAsync(showID, layout)
 		}
 		return sn, nil
 	}
-	if e.loading {
+	if e.loading.Load() {
 		w := e.wait
-		s.snaps.mu.Unlock()
+		e.mu.Unlock()
 		select {
 		case <-w:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		s.snaps.mu.Lock()
-		defer s.snaps.mu.Unlock()
-		if e.cur == nil {
-			return nil, e.err
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if sn := e.cur.Load(); sn != nil {
+			return sn, nil
 		}
-		return e.cur, nil
+		return nil, e.err
 	}
-	s.snaps.mu.Unlock()
+	e.mu.Unlock()
 	return s.load(ctx, showID, layout)
 }
 
@@ -134,43 +151,51 @@ func (s *Service) load(ctx context.Context, showID string, layout []Seat) (*snap
 
 // beginLoad marks a load of the show in flight; false if one is already.
 func (s *Service) beginLoad(showID string) (*showSnap, bool) {
-	s.snaps.mu.Lock()
-	defer s.snaps.mu.Unlock()
 	e := s.showSnap(showID)
-	if e.loading {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.loading.Load() {
 		return nil, false
 	}
-	e.loading, e.wait = true, make(chan struct{})
+	e.loading.Store(true)
+	e.wait = make(chan struct{})
 	return e, true
 }
 
 func (s *Service) finishLoad(ctx context.Context, e *showSnap, showID string, layout []Seat) (*snapshot, error) {
 	at := time.Now()
-	held, sold, err := s.status(ctx, showID, layout)
-	s.snaps.mu.Lock()
-	defer s.snaps.mu.Unlock()
-	e.loading, e.err = false, err
+	_, index, err := s.layoutIndex(ctx, showID)
+	var held, sold map[string]bool
+	if err == nil {
+		held, sold, err = s.status(ctx, showID, layout)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.loading.Store(false)
+	e.err = err
 	close(e.wait)
 	if err != nil {
 		return nil, err
 	}
-	e.cur = &snapshot{at: at, held: held, sold: sold}
-	return e.cur, nil
+	sn := newSnapshot(at, layout, index, held, sold)
+	e.cur.Store(sn)
+	return sn, nil
 }
 
 // peekSnapshot returns the show's snapshot if one no older than maxAge is loaded; it never waits for Redis. A
 // snapshot getting old is reloaded in the background.
 func (s *Service) peekSnapshot(showID string, layout []Seat, maxAge time.Duration) (*snapshot, bool) {
-	s.snaps.mu.Lock()
-	e, ok := s.snaps.shows[showID]
-	if !ok || e.cur == nil {
-		s.snaps.mu.Unlock()
+	v, ok := s.snaps.shows.Load(showID)
+	if !ok {
 		return nil, false
 	}
-	sn, loading := e.cur, e.loading
-	s.snaps.mu.Unlock()
+	e := v.(*showSnap)
+	sn := e.cur.Load()
+	if sn == nil {
+		return nil, false
+	}
 	age := sn.age()
-	if age > refreshAfter && !loading {
+	if age > refreshAfter && !e.loading.Load() {
 		s.reloadAsync(showID, layout)
 	}
 	return sn, age <= maxAge
@@ -203,14 +228,14 @@ func (sn *snapshot) alternatives(layout []Seat, wanted []Seat) []string {
 	if v, ok := sn.alts.Load(string(key)); ok {
 		return v.([]string)
 	}
-	alts := pickAlternatives(layout, sn.free, wanted)
+	alts := pickAlternatives(layout, func(i int) bool { return sn.state[i] == seatFree }, wanted)
 	sn.alts.Store(string(key), alts)
 	return alts
 }
 
 // noteHeld records in the show's snapshot seats this process has just seen taken (its own successful claims, and
 // the seats a refused claim found held), so the next requests for them are refused at once instead of after the
-// next reload. The maps are copied, never changed in place: readers may still hold the old ones.
+// next reload. A sold seat stays sold.
 func (s *Service) noteHeld(showID string, seatIDs []string) { s.note(showID, seatIDs, true) }
 
 // noteFreed records seats this process has just released (cancel, expiry), so they are offered again at once.
@@ -220,29 +245,58 @@ func (s *Service) note(showID string, seatIDs []string, taken bool) {
 	if len(seatIDs) == 0 {
 		return
 	}
-	s.snaps.mu.Lock()
-	defer s.snaps.mu.Unlock()
-	e, ok := s.snaps.shows[showID]
-	if !ok || e.cur == nil {
+	v, ok := s.snaps.shows.Load(showID)
+	if !ok {
 		return
 	}
-	over := make(map[string]bool, len(e.cur.over)+len(seatIDs))
-	for id, v := range e.cur.over {
-		over[id] = v
+	e := v.(*showSnap)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	cur := e.cur.Load()
+	if cur == nil {
+		return
 	}
+	// The state is copied, never changed in place: readers may still hold the old one.
+	st := slices.Clone(cur.state)
 	for _, id := range seatIDs {
-		over[id] = taken
+		i, ok := cur.index[id]
+		switch {
+		case !ok:
+		case !taken:
+			st[i] = seatFree
+		case st[i] == seatFree:
+			st[i] = seatHeld
+		}
 	}
-	e.cur = &snapshot{at: e.cur.at, held: e.cur.held, sold: e.cur.sold, over: over}
+	e.cur.Store(&snapshot{at: cur.at, index: cur.index, state: st})
 }
 
 // countConflict counts a refused hold towards the show's conflictsTotal; counts are flushed to Redis with the
-// ShowInfo rewrites, so the fast refusal costs no Redis call of its own.
+// ShowInfo rewrites, so the fast refusal costs no Redis call of its own, and no lock: only a show's first
+// refusal since the last flush registers the show for the next one.
 func (s *Service) countConflict(showID string) {
-	s.mu.Lock()
-	if s.conflicts == nil {
-		s.conflicts = map[string]int64{}
+	if s.showSnap(showID).conflicts.Add(1) != 1 {
+		return
 	}
-	s.conflicts[showID]++
+	s.mu.Lock()
+	if s.conflicted == nil {
+		s.conflicted = map[string]bool{}
+	}
+	s.conflicted[showID] = true
 	s.mu.Unlock()
+}
+
+// takeConflicts returns the refusals counted since the last call, by show.
+func (s *Service) takeConflicts() map[string]int64 {
+	s.mu.Lock()
+	shows := s.conflicted
+	s.conflicted = nil
+	s.mu.Unlock()
+	out := make(map[string]int64, len(shows))
+	for id := range shows {
+		if n := s.showSnap(id).conflicts.Swap(0); n > 0 {
+			out[id] = n
+		}
+	}
+	return out
 }
