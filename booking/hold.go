@@ -208,20 +208,22 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 	// snapshot (at most alternativesMaxAge old, kept current by every replica's seat events) shows a requested seat
 	// held or sold, refuse at once without asking Redis. A success is always decided by the hold script on the
 	// live locks; the snapshot can only make a seat freed in the last instant look taken a little longer.
+	//
+	// Seats the snapshot shows free are marked taken in it while this request claims them (reserve), so the
+	// crowd asking for the same seats meanwhile is refused at once too, instead of every one of them queueing on
+	// the hold script for seats a single claim is about to take. A claim that does not take a seat hands it back.
 	layout, _ := s.Layout(ctx, r.ShowID)
-	if sn, ok := s.peekSnapshot(r.ShowID, layout, alternativesMaxAge); ok {
-		var taken []string
-		for _, id := range r.SeatIDs {
-			if sn.taken(id) {
-				taken = append(taken, id)
-			}
+	sn, taken, marked := s.reserve(r.ShowID, r.SeatIDs, layout, alternativesMaxAge)
+	if len(taken) > 0 {
+		s.countConflict(r.ShowID)
+		if s.cfg.OnConflict != nil {
+			s.cfg.OnConflict()
 		}
-		if len(taken) > 0 {
-			s.countConflict(r.ShowID)
-			if s.cfg.OnConflict != nil {
-				s.cfg.OnConflict()
-			}
-			return Booking{}, &ConflictError{Unavailable: taken, Alternatives: sn.alternatives(layout, seats)}
+		return Booking{}, &ConflictError{Unavailable: taken, Alternatives: sn.alternatives(layout, seats)}
+	}
+	unmark := func(ids []string) {
+		if marked {
+			s.noteFreed(r.ShowID, ids)
 		}
 	}
 	// Postgres keeps microseconds and Redis milliseconds: round once, so a replay reads back what was returned.
@@ -257,6 +259,9 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 		}
 		s.restoreMu.Unlock()
 	}
+	if err != nil || res.NoEpoch || res.OverCap {
+		unmark(b.SeatIDs)
+	}
 	switch {
 	case err != nil:
 		return Booking{}, err
@@ -266,6 +271,7 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 		return Booking{}, fmt.Errorf("%w: a fan may hold at most %d seats of a show at once", ErrTooManySeats, s.cfg.MaxSeats)
 	case !res.OK:
 		s.noteHeld(b.ShowID, res.Taken)
+		unmark(slices.DeleteFunc(slices.Clone(b.SeatIDs), func(id string) bool { return slices.Contains(res.Taken, id) }))
 		if s.cfg.OnConflict != nil {
 			s.cfg.OnConflict()
 		}
@@ -277,6 +283,7 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 		if _, rerr := s.locks.Release(context.WithoutCancel(ctx), b); rerr != nil {
 			s.log.ErrorContext(ctx, "release claim after failed insert", "booking", b.ID, "err", rerr)
 		}
+		unmark(b.SeatIDs)
 		if errors.Is(err, ErrStale) {
 			// Redis handed out a fence below one already recorded (its counter went back in a failover). Drop
 			// the epoch so the next claim starts a new one above every recorded fence, and answer a conflict.

@@ -14,6 +14,7 @@ import (
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/internal/bookingtest"
 	"github.com/flashseat/flashseat/booking/postgres"
+	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/shared/rediskey"
 )
 
@@ -579,5 +580,76 @@ func TestSeatChangedFreesAtOnce(t *testing.T) {
 	other.SeatChanged(e.Show.ID, booking.SeatEvent{SeatID: "F4", Status: booking.SeatAvailable})
 	if _, _, err := other.Hold(ctx, booking.HoldRequest{UserID: "u2", ShowID: e.Show.ID, SeatIDs: []string{"F4"}}); err != nil {
 		t.Fatalf("hold after the release event: %v", err)
+	}
+}
+
+// countingLocks counts the claims that reach the hold script.
+type countingLocks struct {
+	*redis.Locks
+	claims atomic.Int64
+}
+
+func (l *countingLocks) Claim(ctx context.Context, c booking.Claim) (booking.ClaimResult, error) {
+	l.claims.Add(1)
+	return l.Locks.Claim(ctx, c)
+}
+
+// TestCrowdOnFreeSeatClaimsOnce: when a crowd of one process asks for the same free seats at once, the first
+// request marks them in the snapshot while it claims them and the rest are refused there, with alternatives;
+// a claim that fails (here: over the per-user cap) hands its seats back, so the next fan gets them.
+func TestCrowdOnFreeSeatClaimsOnce(t *testing.T) {
+	t.Parallel()
+	e := bookingtest.New(t, booking.Config{MaxSeats: 2})
+	locks := &countingLocks{Locks: e.Locks}
+	svc := booking.New(e.Store, locks, nil, booking.Config{MaxSeats: 2})
+	ctx := context.Background()
+	hold := func(user string, seats ...string) error {
+		_, _, err := svc.Hold(ctx, booking.HoldRequest{UserID: user, ShowID: e.Show.ID, SeatIDs: seats})
+		return err
+	}
+	if err := hold("warm", "J20"); err != nil { // loads nothing yet; the refusal below loads the snapshot
+		t.Fatal(err)
+	}
+	if err := hold("warm2", "J20"); !errors.Is(err, booking.ErrSeatsUnavailable) {
+		t.Fatalf("got %v", err)
+	}
+	locks.claims.Store(0)
+	var wg sync.WaitGroup
+	var held, refused atomic.Int64
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var ce *booking.ConflictError
+			switch err := hold(fmt.Sprintf("fan%d", i), "E10", "E11"); {
+			case err == nil:
+				held.Add(1)
+			case errors.As(err, &ce):
+				refused.Add(1)
+				if len(ce.Alternatives) != 2 {
+					t.Errorf("no alternatives: %v", ce)
+				}
+			default:
+				t.Errorf("hold: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if held.Load() != 1 || refused.Load() != 199 {
+		t.Fatalf("held %d, refused %d", held.Load(), refused.Load())
+	}
+	// One claim; a reload of the snapshot landing in the middle may let another through.
+	if n := locks.claims.Load(); n > 3 {
+		t.Fatalf("%d of 200 requests for one pair of seats reached the hold script", n)
+	}
+	// "fan-capped" holds two seats already: its claim of two more fails on the cap and must hand E12-E13 back.
+	if err := hold("fan-capped", "F1", "F2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := hold("fan-capped", "E12", "E13"); !errors.Is(err, booking.ErrTooManySeats) {
+		t.Fatalf("got %v, want the cap", err)
+	}
+	if err := hold("next", "E12", "E13"); err != nil {
+		t.Fatalf("seats of a failed claim: %v", err)
 	}
 }

@@ -201,6 +201,45 @@ func (s *Service) peekSnapshot(showID string, layout []Seat, maxAge time.Duratio
 	return sn, age <= maxAge
 }
 
+// reserve checks the seats against the show's snapshot, if one no older than maxAge is loaded, and when all
+// are free marks them taken in it, in one step, so two requests of this process never both see a seat free.
+// taken lists the seats the snapshot has taken (then nothing is marked); marked reports whether the seats were
+// marked, for the caller to hand back what its claim does not take. Without a fresh snapshot nothing is
+// decided here.
+func (s *Service) reserve(showID string, seatIDs []string, layout []Seat, maxAge time.Duration) (sn *snapshot, taken []string, marked bool) {
+	sn, ok := s.peekSnapshot(showID, layout, maxAge)
+	if !ok {
+		return nil, nil, false
+	}
+	if taken = sn.takenOf(seatIDs); len(taken) > 0 {
+		return sn, taken, false // the common case in a flash crowd, decided without a lock
+	}
+	v, _ := s.snaps.shows.Load(showID)
+	e := v.(*showSnap)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	cur := e.cur.Load()
+	if cur.age() > maxAge {
+		return nil, nil, false
+	}
+	if taken = cur.takenOf(seatIDs); len(taken) > 0 {
+		return cur, taken, false
+	}
+	e.cur.Store(cur.with(seatIDs, true))
+	return cur, nil, true
+}
+
+// takenOf returns the seats among ids that the snapshot has held or sold.
+func (sn *snapshot) takenOf(ids []string) []string {
+	var taken []string
+	for _, id := range ids {
+		if sn.taken(id) {
+			taken = append(taken, id)
+		}
+	}
+	return taken
+}
+
 // reloadAsync starts a background reload unless one is in flight; the check is made before the goroutine
 // starts, so a burst of requests starts one reload, not one each.
 func (s *Service) reloadAsync(showID string, layout []Seat) {
@@ -256,10 +295,15 @@ func (s *Service) note(showID string, seatIDs []string, taken bool) {
 	if cur == nil {
 		return
 	}
-	// The state is copied, never changed in place: readers may still hold the old one.
-	st := slices.Clone(cur.state)
+	e.cur.Store(cur.with(seatIDs, taken))
+}
+
+// with returns a copy of the snapshot with the seats marked taken (held, unless sold) or free. The state is
+// copied, never changed in place: readers may still hold the old one.
+func (sn *snapshot) with(seatIDs []string, taken bool) *snapshot {
+	st := slices.Clone(sn.state)
 	for _, id := range seatIDs {
-		i, ok := cur.index[id]
+		i, ok := sn.index[id]
 		switch {
 		case !ok:
 		case !taken:
@@ -268,7 +312,7 @@ func (s *Service) note(showID string, seatIDs []string, taken bool) {
 			st[i] = seatHeld
 		}
 	}
-	e.cur.Store(&snapshot{at: cur.at, index: cur.index, state: st})
+	return &snapshot{at: sn.at, index: sn.index, state: st}
 }
 
 // countConflict counts a refused hold towards the show's conflictsTotal; counts are flushed to Redis with the
