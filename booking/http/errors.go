@@ -3,6 +3,7 @@ package http
 import (
 	"errors"
 	"log/slog"
+	"sync"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -78,7 +79,11 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		c.Status(fiber.StatusConflict)
 		c.Set(fiber.HeaderContentType, problem.ContentType)
 		c.Set(fiber.HeaderCacheControl, "no-store")
-		return c.Send(conflictBody(ce))
+		buf := conflictBufs.Get().(*[]byte)
+		*buf = appendConflict((*buf)[:0], ce)
+		err := c.Send(*buf) // copies into the response's own buffer
+		conflictBufs.Put(buf)
+		return err
 	}
 	p := s.toProblem(c, err)
 	if p.Status == fiber.StatusUnauthorized {
@@ -97,9 +102,10 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// conflictBody renders a seats-unavailable problem exactly as toProblem and problem.Send would.
-func conflictBody(ce *booking.ConflictError) []byte {
-	b := make([]byte, 0, 256)
+var conflictBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// appendConflict renders a seats-unavailable problem exactly as toProblem and problem.Send would.
+func appendConflict(b []byte, ce *booking.ConflictError) []byte {
 	b = append(b, `{"type":"`+problem.TypeBase+problem.SeatsUnavailable+`","title":"Conflict","status":409,`+
 		`"detail":"some of the seats are held or sold","unavailable":`...)
 	b = appendStrings(b, ce.Unavailable)

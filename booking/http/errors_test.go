@@ -18,8 +18,8 @@ func TestConflictBody(t *testing.T) {
 		{Unavailable: []string{"ü"}, Alternatives: nil},
 	} {
 		var got, want map[string]any
-		if err := json.Unmarshal(conflictBody(ce), &got); err != nil {
-			t.Fatalf("%s: %v", conflictBody(ce), err)
+		if err := json.Unmarshal(appendConflict(nil, ce), &got); err != nil {
+			t.Fatalf("%s: %v", appendConflict(nil, ce), err)
 		}
 		p := problem.New(409, problem.SeatsUnavailable, "some of the seats are held or sold").
 			With("unavailable", nonNil(ce.Unavailable)).With("alternatives", nonNil(ce.Alternatives))

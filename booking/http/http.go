@@ -203,7 +203,8 @@ var (
 )
 
 func nextRequestID() string {
-	return requestPrefix + strconv.FormatUint(requestSeq.Add(1), 36)
+	var b [32]byte
+	return string(strconv.AppendUint(append(b[:0], requestPrefix...), requestSeq.Add(1), 36))
 }
 
 // RequestID returns the request id of a request's context.

@@ -1,7 +1,11 @@
 package http
 
 import (
+	"maps"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -18,6 +22,22 @@ type Metrics struct {
 	Conflicts prometheus.Counter
 	Expired   prometheus.Counter
 	Streams   prometheus.Gauge
+
+	// series caches each (route, method, status)'s counter and histogram: looking them up by label values
+	// hashes the labels on every request. The map is replaced, never changed, so reads take no lock; a new
+	// combination is rare (routes and statuses are few).
+	series   atomic.Pointer[map[seriesKey]series]
+	seriesMu sync.Mutex
+}
+
+type seriesKey struct {
+	route, method string
+	status        int
+}
+
+type series struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 // NewMetrics creates the metrics and registers them with reg when it is not nil.
@@ -47,8 +67,30 @@ func (m *Metrics) observe(route, method string, status int, d time.Duration) {
 	if route == "" || route == "/" {
 		route = "other" // unmatched paths must not mint label values
 	}
-	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
-	m.duration.WithLabelValues(route).Observe(d.Seconds())
+	k := seriesKey{route, method, status}
+	if p := m.series.Load(); p != nil {
+		if e, ok := (*p)[k]; ok {
+			e.requests.Inc()
+			e.duration.Observe(d.Seconds())
+			return
+		}
+	}
+	e := series{m.requests.WithLabelValues(route, method, strconv.Itoa(status)), m.duration.WithLabelValues(route)}
+	e.requests.Inc()
+	e.duration.Observe(d.Seconds())
+	m.seriesMu.Lock()
+	defer m.seriesMu.Unlock()
+	old := m.series.Load()
+	if old != nil && len(*old) >= 1000 {
+		return // more combinations than routes and statuses make: stop caching rather than grow
+	}
+	next := make(map[seriesKey]series, 1)
+	if old != nil {
+		next = maps.Clone(*old)
+	}
+	// Route and method may live in fiber's buffers; the cached key keeps copies.
+	next[seriesKey{strings.Clone(route), strings.Clone(method), status}] = e
+	m.series.Store(&next)
 }
 
 func (s *Server) metricsHandler() fiber.Handler {
