@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -48,6 +49,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = bookinghttp.WithRequestIDs(log)
+	if cfg.GCPercent != 0 {
+		debug.SetGCPercent(cfg.GCPercent)
+	}
 	if cfg.AdminTokenGenerated {
 		log.Warn("ADMIN_TOKEN is not set: the operator API uses a random token nobody knows; set ADMIN_TOKEN")
 	}

@@ -29,13 +29,14 @@ func TestLoadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Addr != ":8081" || cfg.HoldTTL != 10*time.Minute || cfg.MaxSeats != 10 || cfg.ReconcileInterval != 30*time.Second ||
-		cfg.RefundWindow != 48*time.Hour || !cfg.AuthGuest || !cfg.AdminTokenGenerated || len(cfg.AuthSecret) < 32 || cfg.SeedDemo {
+		cfg.RefundWindow != 48*time.Hour || !cfg.AuthGuest || !cfg.AdminTokenGenerated || len(cfg.AuthSecret) < 32 || cfg.SeedDemo ||
+		cfg.GCPercent != 400 {
 		t.Fatalf("defaults = %+v", cfg)
 	}
 	env := map[string]string{"REDIS_CLUSTER_ADDRS": " 10.0.0.1:7000, 10.0.0.2:7000 ,", "HOLD_TTL": "90s",
 		"MAX_SEATS_PER_BOOKING": "4", "AUTH_GUEST": "false", "ADMIN_TOKEN": "0123456789abcdef0123",
 		"AUTH_JWKS_URL": "https://id.example/jwks", "AUTH_ISSUER": "https://id.example/", "SEED_DEMO": "true",
-		"LOG_LEVEL": "debug"}
+		"LOG_LEVEL": "debug", "GOGC": "off"}
 	cfg, err = app.LoadConfig(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +44,7 @@ func TestLoadConfig(t *testing.T) {
 	if !slices.Equal(cfg.RedisClusterAddrs, []string{"10.0.0.1:7000", "10.0.0.2:7000"}) || cfg.HoldTTL != 90*time.Second ||
 		cfg.MaxSeats != 4 || cfg.AuthGuest || cfg.AdminToken != env["ADMIN_TOKEN"] || cfg.AdminTokenGenerated ||
 		cfg.AuthExternal == nil || cfg.AuthExternal.Issuer != "https://id.example/" || !cfg.SeedDemo ||
-		cfg.LogLevel != slog.LevelDebug {
+		cfg.LogLevel != slog.LevelDebug || cfg.GCPercent != -1 {
 		t.Fatalf("config = %+v", cfg)
 	}
 	bad := []map[string]string{
@@ -54,6 +55,8 @@ func TestLoadConfig(t *testing.T) {
 		{"ADMIN_TOKEN": "short"},
 		{"AUTH_GUEST": "maybe"},
 		{"LOG_LEVEL": "loud"},
+		{"GOGC": "lots"},
+		{"GOGC": "0"},
 	}
 	for _, env := range bad {
 		if _, err := app.LoadConfig(func(k string) string { return env[k] }); err == nil {
