@@ -77,8 +77,9 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	if errors.As(err, &ce) {
 		// The answer to nearly every request of a flash crowd: written without reflection.
 		c.Status(fiber.StatusConflict)
-		c.Set(fiber.HeaderContentType, problem.ContentType)
-		c.Set(fiber.HeaderCacheControl, "no-store")
+		h := &c.Response().Header
+		h.SetContentType(problem.ContentType)
+		h.SetCanonical(headerCacheControl, noStore) // Set would normalise the name on every refusal
 		buf := conflictBufs.Get().(*[]byte)
 		*buf = appendConflict((*buf)[:0], ce)
 		err := c.Send(*buf) // copies into the response's own buffer
@@ -101,6 +102,11 @@ func nonNil(s []string) []string {
 	}
 	return s
 }
+
+var (
+	headerCacheControl = []byte(fiber.HeaderCacheControl)
+	noStore            = []byte("no-store")
+)
 
 var conflictBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 

@@ -176,7 +176,7 @@ func (s *Server) requestContext(c *fiber.Ctx) error {
 	} else {
 		id = string([]byte(id)) // fiber reuses the header's buffer
 	}
-	c.Set(fiber.HeaderXRequestID, id)
+	c.Response().Header.SetCanonical(headerRequestID, []byte(id))
 	c.SetUserContext(context.WithValue(c.UserContext(), requestIDKey, id))
 	start := time.Now()
 	err := c.Next()
@@ -201,6 +201,8 @@ var (
 	requestPrefix = booking.NewID("")[:10]
 	requestSeq    atomic.Uint64
 )
+
+var headerRequestID = []byte(fiber.HeaderXRequestID)
 
 func nextRequestID() string {
 	var b [32]byte
