@@ -82,9 +82,9 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		h.SetCanonical(headerCacheControl, noStore) // Set would normalise the name on every refusal
 		buf := conflictBufs.Get().(*[]byte)
 		*buf = appendConflict((*buf)[:0], ce)
-		err := c.Send(*buf) // copies into the response's own buffer
+		c.Response().SetBody(*buf) // copies into the response's own buffer (fiber's Send would keep *buf)
 		conflictBufs.Put(buf)
-		return err
+		return nil
 	}
 	p := s.toProblem(c, err)
 	if p.Status == fiber.StatusUnauthorized {

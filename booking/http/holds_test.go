@@ -1,7 +1,10 @@
 package http_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -55,4 +58,38 @@ func BenchmarkHoldRefused(b *testing.B) {
 			b.Fatalf("got %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
 		}
 	}
+}
+
+// TestConcurrentRefusalsOwnBodies: refusals are written from pooled buffers; each response must carry its own
+// request's seats however many are written at once (under -race this also catches a buffer reused too early).
+func TestConcurrentRefusalsOwnBodies(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, newEnv(t))
+	show := h.env.Show.ID
+	for n := 1; n <= 20; n += 2 {
+		if r := h.do("POST", "/api/v1/bookings/hold", h.user(fmt.Sprintf("holder-%d", n)),
+			holdBody(show, booking.SeatID("E", n), booking.SeatID("E", n+1))); r.status != 201 {
+			t.Fatalf("hold: %d %s", r.status, r.body)
+		}
+	}
+	tok := h.user("fan")
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := h.with(t)
+			for i := range 25 {
+				n := 1 + (g+i)%19
+				want := []string{booking.SeatID("E", n), booking.SeatID("E", n+1)}
+				r := h.do("POST", "/api/v1/bookings/hold", tok, holdBody(show, want...))
+				var p struct{ Unavailable []string }
+				if err := json.Unmarshal(r.body, &p); err != nil || r.status != 409 || !slices.Equal(p.Unavailable, want) {
+					t.Errorf("asked %v: %d %s", want, r.status, r.body)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
