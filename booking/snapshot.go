@@ -91,9 +91,16 @@ const (
 
 func (sn *snapshot) age() time.Duration { return time.Since(sn.at) }
 
+// loadedSnap is the show's entry, or nil when it has none (never loaded, or the cache was dropped).
+func (s *Service) loadedSnap(showID string) *showSnap {
+	e, _ := s.snaps.shows.Load(showID)
+	sn, _ := e.(*showSnap)
+	return sn
+}
+
 func (s *Service) showSnap(showID string) *showSnap {
-	if e, ok := s.snaps.shows.Load(showID); ok {
-		return e.(*showSnap)
+	if e := s.loadedSnap(showID); e != nil {
+		return e
 	}
 	if s.snaps.n.Add(1) > 10000 {
 		s.snaps.n.Store(0)
@@ -185,11 +192,10 @@ func (s *Service) finishLoad(ctx context.Context, e *showSnap, showID string, la
 // peekSnapshot returns the show's snapshot if one no older than maxAge is loaded; it never waits for Redis. A
 // snapshot getting old is reloaded in the background.
 func (s *Service) peekSnapshot(showID string, layout []Seat, maxAge time.Duration) (*snapshot, bool) {
-	v, ok := s.snaps.shows.Load(showID)
-	if !ok {
+	e := s.loadedSnap(showID)
+	if e == nil {
 		return nil, false
 	}
-	e := v.(*showSnap)
 	sn := e.cur.Load()
 	if sn == nil {
 		return nil, false
@@ -214,12 +220,14 @@ func (s *Service) reserve(showID string, seatIDs []string, layout []Seat, maxAge
 	if taken = sn.takenOf(seatIDs); len(taken) > 0 {
 		return sn, taken, false // the common case in a flash crowd, decided without a lock
 	}
-	v, _ := s.snaps.shows.Load(showID)
-	e := v.(*showSnap)
+	e := s.loadedSnap(showID)
+	if e == nil {
+		return nil, nil, false // the cache was dropped in between
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	cur := e.cur.Load()
-	if cur.age() > maxAge {
+	if cur == nil || cur.age() > maxAge {
 		return nil, nil, false
 	}
 	if taken = cur.takenOf(seatIDs); len(taken) > 0 {
@@ -284,11 +292,10 @@ func (s *Service) note(showID string, seatIDs []string, taken bool) {
 	if len(seatIDs) == 0 {
 		return
 	}
-	v, ok := s.snaps.shows.Load(showID)
-	if !ok {
+	e := s.loadedSnap(showID)
+	if e == nil {
 		return
 	}
-	e := v.(*showSnap)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	cur := e.cur.Load()
