@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,14 +29,13 @@ import (
 // BenchmarkHotShow aims one hot show (200 seats, 500 concurrent clients, 80% of requests for two adjacent seats
 // among the same 20) at booking and at the classic row-locking design, through HTTP, in the same run, and reports
 // decisions per second (201 or 409) and p50/p99 latency of each, and the ratios. Holds last 1s in both so seats
-// keep coming back. BENCH_DURATION (default 5s) is the load time per design; run it once:
+// keep coming back. BENCH_DURATION (default 5s) is the measured load time per design, BENCH_ROUNDS (default 5)
+// the rounds it is cut into, BENCH_WARMUP (default 1s) the unmeasured round each design gets first; run it once:
 //
 //	go test -run '^$' -bench HotShow -benchtime 1x ./booking/app/
 func BenchmarkHotShow(b *testing.B) {
-	dur := 5 * time.Second
-	if v, err := time.ParseDuration(os.Getenv("BENCH_DURATION")); err == nil && v > 0 {
-		dur = v
-	}
+	dur := envDuration("BENCH_DURATION", 5*time.Second)
+	warmup := envDuration("BENCH_WARMUP", time.Second)
 	const clients = 500
 	ttl := time.Second
 
@@ -70,15 +70,11 @@ func BenchmarkHotShow(b *testing.B) {
 		rounds = v
 	}
 	b.ResetTimer()
-	var base, ours loadResult
 	// The clients run in a process of their own (this test binary again), so the servers' goroutines do not
 	// share a scheduler with 500 client goroutines; the operating system shares the CPUs between them.
-	load := func(url string) loadResult { return runLoadProcess(b, url, show, tokens, dur/time.Duration(rounds)) }
-	for range rounds {
-		base = base.add(load(rowlockURL))
-		ours = ours.add(load(bookingURL))
-	}
-	base, ours = base.done(), ours.done()
+	res := runLoadProcess(b, loadJob{URLs: []string{rowlockURL, bookingURL}, Show: show, Tokens: tokens,
+		Round: dur / time.Duration(rounds), Rounds: rounds, Warmup: warmup})
+	base, ours := res[0], res[1]
 	b.StopTimer()
 
 	b.ReportMetric(ours.rate, "booking-decisions/s")
@@ -89,8 +85,15 @@ func BenchmarkHotShow(b *testing.B) {
 	b.ReportMetric(base.p99.Seconds()*1000, "rowlock-p99-ms")
 	b.ReportMetric(ours.rate/base.rate, "x-throughput")
 	b.ReportMetric(float64(base.p99)/float64(ours.p99), "x-p99")
-	b.Logf("booking: %s (%d rounds)", ours, rounds)
+	b.Logf("booking: %s (%d rounds after a %v warm-up)", ours, rounds, warmup)
 	b.Logf("rowlock: %s", base)
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
 }
 
 // startRedis runs a private redis-server on a free port for the benchmark and stops it at the end.
@@ -205,20 +208,31 @@ func (r loadResult) String() string {
 		r.decisions, r.held, r.rate, q(.5), q(.9), q(.99), q(.999), r.errors)
 }
 
-// runLoad has every client send holds back to back for dur: 80% for two adjacent seats of row E (the hot 20),
-// the rest for two adjacent seats elsewhere. The client is fasthttp's, the cheapest at hand, so that the load
-// generator, sharing the machine with both servers, takes as little from them as it can.
-func runLoad(b testing.TB, base, show string, tokens []string, dur time.Duration) loadResult {
-	// No read or write timeouts: each would reset a deadline on every request, and a stuck server shows as a
-	// run that does not end rather than as errors.
-	hc := &fasthttp.Client{MaxConnsPerHost: 2 * len(tokens)}
-	defer hc.CloseIdleConnections()
-	url := base + "/api/v1/bookings/hold"
-	// Every request body is made before the clock starts.
+// fleet is the benchmark's clients of one server: each with a connection of its own, as fans' browsers have,
+// and a generator that draws its requests: 80% for two adjacent seats of row E (the hot 20), the rest for two
+// adjacent seats elsewhere. The client is fasthttp's, the cheapest at hand, so that the load generator, sharing
+// the machine with both servers, takes as little from them as it can.
+type fleet struct {
+	t       testing.TB
+	clients []*benchClient
+}
+
+type benchClient struct {
+	hc        *fasthttp.HostClient
+	req       *fasthttp.Request
+	resp      *fasthttp.Response
+	rng       *rand.Rand
+	pick      func() []byte
+	lat       []time.Duration
+	held, err int
+}
+
+func newFleet(t testing.TB, base, show string, tokens []string) *fleet {
 	rows := "ABCDFGHIJ"
 	body := func(row string, n int) []byte {
 		return []byte(fmt.Sprintf(`{"showId":%q,"seatIds":[%q,%q]}`, show, booking.SeatID(row, n), booking.SeatID(row, n+1)))
 	}
+	// Every request body is made before the clock starts.
 	hot := make([][]byte, 19)
 	for n := range hot {
 		hot[n] = body("E", n+1)
@@ -229,86 +243,130 @@ func runLoad(b testing.TB, base, show string, tokens []string, dur time.Duration
 			cold = append(cold, body(string(r), n+1))
 		}
 	}
-	var mu sync.Mutex
-	var all []time.Duration
-	var res loadResult
-	var start, deadline time.Time
-	// Every client first opens its connection (a health check, not measured), then all start together: the
-	// measurement is of decisions, not of 500 TCP handshakes.
-	var ready, wg sync.WaitGroup
-	go1 := make(chan struct{})
+	f := &fleet{t: t}
 	for i, tok := range tokens {
-		wg.Add(1)
-		ready.Add(1)
-		go func() {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(uint64(i), 42))
+		// No read or write timeouts: each would reset a deadline on every request, and a stuck server shows as
+		// a run that does not end rather than as errors.
+		c := &benchClient{hc: &fasthttp.HostClient{Addr: strings.TrimPrefix(base, "http://"), MaxConns: 1},
+			req: new(fasthttp.Request), resp: new(fasthttp.Response), rng: rand.New(rand.NewPCG(uint64(i), 42)),
+			// Written through once now, so the first round does not pay for fresh memory.
+			lat: slices.Repeat([]time.Duration{0}, 4096)[:0]}
+		c.req.Header.SetMethod("POST")
+		c.req.SetRequestURI(base + "/api/v1/bookings/hold")
+		c.req.Header.SetContentType("application/json")
+		c.req.Header.Set("Authorization", "Bearer "+tok)
+		c.pick = func() []byte {
+			if c.rng.IntN(10) < 8 {
+				return hot[c.rng.IntN(len(hot))]
+			}
+			return cold[c.rng.IntN(len(cold))]
+		}
+		f.clients = append(f.clients, c)
+	}
+	// Every client opens its connection now (a health check, not measured): the measurement is of decisions,
+	// not of 500 TCP handshakes.
+	var wg sync.WaitGroup
+	for _, c := range f.clients {
+		wg.Go(func() {
 			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 			defer fasthttp.ReleaseRequest(req)
 			defer fasthttp.ReleaseResponse(resp)
 			req.SetRequestURI(base + "/healthz")
-			_ = hc.Do(req, resp)
-			req.Reset()
-			req.SetRequestURI(url)
-			req.Header.SetMethod("POST")
-			req.Header.SetContentType("application/json")
-			req.Header.Set("Authorization", "Bearer "+tok)
+			if err := c.hc.Do(req, resp); err != nil {
+				t.Errorf("health check: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	return f
+}
+
+func (f *fleet) close() {
+	for _, c := range f.clients {
+		c.hc.CloseIdleConnections()
+	}
+}
+
+// run has every client send holds back to back for dur, all starting together.
+func (f *fleet) run(dur time.Duration) loadResult {
+	var deadline, start time.Time
+	var ready, wg sync.WaitGroup
+	go1 := make(chan struct{})
+	for _, c := range f.clients {
+		c.lat, c.held, c.err = c.lat[:0], 0, 0
+		ready.Add(1)
+		wg.Go(func() {
 			ready.Done()
 			<-go1
-			lat := make([]time.Duration, 0, 4096)
-			held, errs := 0, 0
 			for time.Now().Before(deadline) {
-				// 80% for two adjacent seats of row E (the hot 20), the rest for two adjacent seats elsewhere.
-				if r.IntN(10) < 8 {
-					req.SetBodyRaw(hot[r.IntN(len(hot))])
-				} else {
-					req.SetBodyRaw(cold[r.IntN(len(cold))])
-				}
+				c.req.SetBodyRaw(c.pick())
 				t0 := time.Now()
-				err := hc.Do(req, resp)
+				err := c.hc.Do(c.req, c.resp)
 				d := time.Since(t0)
 				if err != nil {
-					errs++
-					if errs == 1 {
-						b.Logf("request error: %v", err)
+					if c.err++; c.err == 1 {
+						f.t.Logf("request error: %v", err)
 					}
 					continue
 				}
-				switch resp.StatusCode() {
+				switch c.resp.StatusCode() {
 				case 201:
-					held++
-					lat = append(lat, d)
+					c.held++
+					c.lat = append(c.lat, d)
 				case 409, 422: // 422: this client is at its per-user cap; still a decision
-					lat = append(lat, d)
+					c.lat = append(c.lat, d)
 				default:
-					errs++
-					if errs == 1 {
-						b.Logf("unexpected status %d: %s", resp.StatusCode(), resp.Body())
+					if c.err++; c.err == 1 {
+						f.t.Logf("unexpected status %d: %s", c.resp.StatusCode(), c.resp.Body())
 					}
 				}
 			}
-			mu.Lock()
-			all = append(all, lat...)
-			res.held += held
-			res.errors += errs
-			mu.Unlock()
-		}()
+		})
 	}
 	ready.Wait()
 	start = time.Now()
 	deadline = start.Add(dur)
 	close(go1)
 	wg.Wait()
-	res.elapsed = time.Since(start)
-	res.lat = all
-	return res.done()
+	res := loadResult{elapsed: time.Since(start)}
+	for _, c := range f.clients {
+		res.lat = append(res.lat, c.lat...)
+		res.held += c.held
+		res.errors += c.err
+	}
+	return res
 }
 
-// loadJob is what runLoadProcess hands the helper process, and loadReport what it gets back.
+// runRounds opens a fleet for each server, gives each a warm-up round that is not measured (connection pools,
+// caches, the first claims of a show, and the load process's own fresh memory), then alternates measured rounds.
+func runRounds(t testing.TB, job loadJob) []loadResult {
+	fleets := make([]*fleet, len(job.URLs))
+	for i, url := range job.URLs {
+		fleets[i] = newFleet(t, url, job.Show, job.Tokens)
+		defer fleets[i].close()
+	}
+	for _, f := range fleets {
+		f.run(job.Warmup)
+	}
+	res := make([]loadResult, len(fleets))
+	for range job.Rounds {
+		for i, f := range fleets {
+			res[i] = res[i].add(f.run(job.Round))
+		}
+	}
+	for i := range res {
+		res[i] = res[i].done()
+	}
+	return res
+}
+
+// loadJob is what runLoadProcess hands the helper process, and loadReport what it gets back, per server.
 type loadJob struct {
-	URL, Show string
-	Tokens    []string
-	Duration  time.Duration
+	URLs          []string
+	Show          string
+	Tokens        []string
+	Round, Warmup time.Duration
+	Rounds        int
 }
 
 type loadReport struct {
@@ -317,12 +375,12 @@ type loadReport struct {
 	Elapsed      time.Duration
 }
 
-// runLoadProcess runs runLoad in a child process (TestLoadHelper of this test binary).
-func runLoadProcess(b testing.TB, url, show string, tokens []string, dur time.Duration) loadResult {
+// runLoadProcess runs runRounds in a child process (TestLoadHelper of this test binary).
+func runLoadProcess(b testing.TB, job loadJob) []loadResult {
 	dir := b.TempDir()
 	in, out := filepath.Join(dir, "job.json"), filepath.Join(dir, "report.json")
-	job, _ := json.Marshal(loadJob{URL: url, Show: show, Tokens: tokens, Duration: dur})
-	if err := os.WriteFile(in, job, 0o600); err != nil {
+	raw, _ := json.Marshal(job)
+	if err := os.WriteFile(in, raw, 0o600); err != nil {
 		b.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLoadHelper$", "-test.count=1")
@@ -334,11 +392,15 @@ func runLoadProcess(b testing.TB, url, show string, tokens []string, dur time.Du
 	if err != nil {
 		b.Fatal(err)
 	}
-	var rep loadReport
-	if err := json.Unmarshal(raw, &rep); err != nil {
+	var reps []loadReport
+	if err := json.Unmarshal(raw, &reps); err != nil {
 		b.Fatal(err)
 	}
-	return loadResult{held: rep.Held, errors: rep.Errors, lat: rep.Lat, elapsed: rep.Elapsed}.done()
+	res := make([]loadResult, len(reps))
+	for i, r := range reps {
+		res[i] = loadResult{held: r.Held, errors: r.Errors, lat: r.Lat, elapsed: r.Elapsed}.done()
+	}
+	return res
 }
 
 // TestLoadHelper is the load process of BenchmarkHotShow; it does nothing in a normal test run.
@@ -355,8 +417,11 @@ func TestLoadHelper(t *testing.T) {
 	if err := json.Unmarshal(raw, &job); err != nil {
 		t.Fatal(err)
 	}
-	r := runLoad(t, job.URL, job.Show, job.Tokens, job.Duration)
-	rep, _ := json.Marshal(loadReport{Lat: r.lat, Held: r.held, Errors: r.errors, Elapsed: r.elapsed})
+	var reps []loadReport
+	for _, r := range runRounds(t, job) {
+		reps = append(reps, loadReport{Lat: r.lat, Held: r.held, Errors: r.errors, Elapsed: r.elapsed})
+	}
+	rep, _ := json.Marshal(reps)
 	if err := os.WriteFile(os.Getenv("BOOKING_LOAD_REPORT"), rep, 0o600); err != nil {
 		t.Fatal(err)
 	}
