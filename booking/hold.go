@@ -205,15 +205,16 @@ func (s *Service) admit(ctx context.Context, showID, userID, raw string) (*admit
 
 func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Seat, adm *admitted) (Booking, error) {
 	// The fast refusal: in a flash crowd nearly every request is for seats that are already taken. When a recent
-	// snapshot (at most alternativesMaxAge old, kept current by every replica's seat events) shows a requested seat
-	// held or sold, refuse at once without asking Redis. A success is always decided by the hold script on the
-	// live locks; the snapshot can only make a seat freed in the last instant look taken a little longer.
+	// snapshot (at most alternativesMaxAge old, kept current by every replica's seat events; a crowd that finds it
+	// older waits for one reload) shows a requested seat held or sold, refuse at once without asking Redis. A
+	// success is always decided by the hold script on the live locks; the snapshot can only make a seat freed in
+	// the last instant look taken a little longer.
 	//
 	// Seats the snapshot shows free are marked taken in it while this request claims them (reserve), so the
 	// crowd asking for the same seats meanwhile is refused at once too, instead of every one of them queueing on
 	// the hold script for seats a single claim is about to take. A claim that does not take a seat hands it back.
 	layout, _ := s.Layout(ctx, r.ShowID)
-	sn, taken, marked := s.reserve(r.ShowID, r.SeatIDs, layout, alternativesMaxAge)
+	sn, taken, marked := s.reserve(ctx, r.ShowID, r.SeatIDs, layout, alternativesMaxAge)
 	if len(taken) > 0 {
 		s.countConflict(r.ShowID)
 		if s.cfg.OnConflict != nil {

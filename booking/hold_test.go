@@ -653,3 +653,43 @@ func TestCrowdOnFreeSeatClaimsOnce(t *testing.T) {
 		t.Fatalf("seats of a failed claim: %v", err)
 	}
 }
+
+// TestCrowdOnStaleSnapshot: a crowd arriving when the process has no recent snapshot of the show (a sale
+// opening, a show that was quiet a while) waits for one read of the show's status and is refused on it, instead
+// of every request taking its turn at the hold script for seats another replica holds.
+func TestCrowdOnStaleSnapshot(t *testing.T) {
+	t.Parallel()
+	e := bookingtest.New(t, booking.Config{MaxSeats: 4})
+	locks := &countingLocks{Locks: e.Locks}
+	svc := booking.New(e.Store, locks, nil, booking.Config{MaxSeats: 4})
+	other := booking.New(e.Store, e.Locks, nil, booking.Config{MaxSeats: 4})
+	ctx := context.Background()
+	crowd := func(seats ...string) {
+		t.Helper()
+		locks.claims.Store(0)
+		var wg sync.WaitGroup
+		for i := range 200 {
+			wg.Go(func() {
+				_, _, err := svc.Hold(ctx, booking.HoldRequest{UserID: fmt.Sprintf("fan%d", i), ShowID: e.Show.ID, SeatIDs: seats})
+				if !errors.Is(err, booking.ErrSeatsUnavailable) {
+					t.Errorf("hold of %v held by another replica: %v", seats, err)
+				}
+			})
+		}
+		wg.Wait()
+		if n := locks.claims.Load(); n > 0 {
+			t.Errorf("%d of 200 requests for seats held elsewhere reached the hold script", n)
+		}
+	}
+	// No snapshot yet.
+	if _, _, err := other.Hold(ctx, booking.HoldRequest{UserID: "early", ShowID: e.Show.ID, SeatIDs: []string{"E10", "E11"}}); err != nil {
+		t.Fatal(err)
+	}
+	crowd("E10", "E11")
+	// A snapshot older than a fast refusal may use, which does not know of the other replica's newer hold.
+	if _, _, err := other.Hold(ctx, booking.HoldRequest{UserID: "later", ShowID: e.Show.ID, SeatIDs: []string{"F4", "F5"}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	crowd("F4", "F5")
+}

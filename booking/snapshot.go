@@ -207,13 +207,48 @@ func (s *Service) peekSnapshot(showID string, layout []Seat, maxAge time.Duratio
 	return sn, age <= maxAge
 }
 
-// reserve checks the seats against the show's snapshot, if one no older than maxAge is loaded, and when all
-// are free marks them taken in it, in one step, so two requests of this process never both see a seat free.
-// taken lists the seats the snapshot has taken (then nothing is marked); marked reports whether the seats were
+// freshSnapshot returns the show's snapshot no older than maxAge. When the one at hand is older it loads one,
+// or waits for the load in flight: when a sale opens, or the crowd comes back to a show after a quiet spell,
+// hundreds of requests arrive together on a stale snapshot, and one read of the show's status decides them all
+// far sooner than each going to the hold script. false when no fresh snapshot could be had (Redis failing, the
+// request ended); the caller then decides without one.
+func (s *Service) freshSnapshot(ctx context.Context, showID string, layout []Seat, maxAge time.Duration) (*snapshot, bool) {
+	if sn, ok := s.peekSnapshot(showID, layout, maxAge); ok {
+		return sn, true
+	}
+	// Twice at most: a load already in flight may have begun too long ago to be fresh enough when it ends.
+	for range 2 {
+		e := s.showSnap(showID)
+		e.mu.Lock()
+		if sn := e.cur.Load(); sn != nil && sn.age() <= maxAge {
+			e.mu.Unlock()
+			return sn, true
+		}
+		if !e.loading.Load() {
+			e.loading.Store(true)
+			e.wait = make(chan struct{})
+			e.mu.Unlock()
+			sn, err := s.finishLoad(ctx, e, showID, layout)
+			return sn, err == nil
+		}
+		w := e.wait
+		e.mu.Unlock()
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+	return s.peekSnapshot(showID, layout, maxAge)
+}
+
+// reserve checks the seats against the show's snapshot no older than maxAge (freshSnapshot) and when all are
+// free marks them taken in it, in one step, so two requests of this process never both see a seat free. taken
+// lists the seats the snapshot has taken (then nothing is marked); marked reports whether the seats were
 // marked, for the caller to hand back what its claim does not take. Without a fresh snapshot nothing is
 // decided here.
-func (s *Service) reserve(showID string, seatIDs []string, layout []Seat, maxAge time.Duration) (sn *snapshot, taken []string, marked bool) {
-	sn, ok := s.peekSnapshot(showID, layout, maxAge)
+func (s *Service) reserve(ctx context.Context, showID string, seatIDs []string, layout []Seat, maxAge time.Duration) (sn *snapshot, taken []string, marked bool) {
+	sn, ok := s.freshSnapshot(ctx, showID, layout, maxAge)
 	if !ok {
 		return nil, nil, false
 	}
