@@ -28,9 +28,10 @@ import (
 
 // BenchmarkHotShow aims one hot show (200 seats, 500 concurrent clients, 80% of requests for two adjacent seats
 // among the same 20) at booking and at the classic row-locking design, through HTTP, in the same run, and reports
-// decisions per second (201 or 409) and p50/p99 latency of each, and the ratios. Holds last 1s in both so seats
-// keep coming back. BENCH_DURATION (default 5s) is the measured load time per design, BENCH_ROUNDS (default 5)
-// the rounds it is cut into, BENCH_WARMUP (default 1s) the unmeasured round each design gets first; run it once:
+// decisions per second (201 or 409) and p50/p99 latency of each, and the ratios; and, as the floor, the same
+// clients against a server that answers 409 without doing anything. Holds last 1s in both so seats keep coming
+// back. BENCH_DURATION (default 5s) is the measured load time per design, BENCH_ROUNDS (default 5) the rounds it
+// is cut into, BENCH_WARMUP (default 1s) the unmeasured round each design gets first; run it once:
 //
 //	go test -run '^$' -bench HotShow -benchtime 1x ./booking/app/
 func BenchmarkHotShow(b *testing.B) {
@@ -63,8 +64,8 @@ func BenchmarkHotShow(b *testing.B) {
 	for i := range tokens {
 		tokens[i], _ = iss.Issue(fmt.Sprintf("bench-%d", i), time.Now(), time.Hour)
 	}
-	// The machine is shared and its load drifts: alternate the two designs in short rounds so both see the
-	// same conditions, and add the rounds up.
+	// The machine is shared and its load drifts: alternate the designs (and the floor) in short rounds so all
+	// see the same conditions, and add the rounds up.
 	rounds := 5
 	if v, err := strconv.Atoi(os.Getenv("BENCH_ROUNDS")); err == nil && v > 0 {
 		rounds = v
@@ -72,9 +73,9 @@ func BenchmarkHotShow(b *testing.B) {
 	b.ResetTimer()
 	// The clients run in a process of their own (this test binary again), so the servers' goroutines do not
 	// share a scheduler with 500 client goroutines; the operating system shares the CPUs between them.
-	res := runLoadProcess(b, loadJob{URLs: []string{rowlockURL, bookingURL}, Show: show, Tokens: tokens,
-		Round: dur / time.Duration(rounds), Rounds: rounds, Warmup: warmup})
-	base, ours := res[0], res[1]
+	res := runLoadProcess(b, loadJob{URLs: []string{rowlockURL, bookingURL, startFloor(b)}, Show: show,
+		Tokens: tokens, Round: dur / time.Duration(rounds), Rounds: rounds, Warmup: warmup})
+	base, ours, floor := res[0], res[1], res[2]
 	b.StopTimer()
 
 	b.ReportMetric(ours.rate, "booking-decisions/s")
@@ -85,8 +86,31 @@ func BenchmarkHotShow(b *testing.B) {
 	b.ReportMetric(base.p99.Seconds()*1000, "rowlock-p99-ms")
 	b.ReportMetric(ours.rate/base.rate, "x-throughput")
 	b.ReportMetric(float64(base.p99)/float64(ours.p99), "x-p99")
+	b.ReportMetric(floor.rate, "floor-decisions/s")
+	b.ReportMetric(floor.p99.Seconds()*1000, "floor-p99-ms")
+	b.ReportMetric(float64(base.p99)/float64(floor.p99), "x-p99-floor")
 	b.Logf("booking: %s (%d rounds after a %v warm-up)", ours, rounds, warmup)
 	b.Logf("rowlock: %s", base)
+	b.Logf("floor:   %s", floor)
+}
+
+// startFloor serves a constant 409 to every request, doing no work at all: what the machine, the clients and
+// fasthttp allow, measured in the same run. x-p99-floor is the p99 ratio booking would show if it cost nothing.
+func startFloor(b *testing.B) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(`{"type":"about:blank","title":"Seats unavailable","status":409,"unavailable":["E10","E11"],` +
+		`"alternatives":["E14","E15"],"detail":"` + strings.Repeat("x", 200) + `"}`)
+	srv := &fasthttp.Server{Handler: func(c *fasthttp.RequestCtx) {
+		c.SetStatusCode(fasthttp.StatusConflict)
+		c.SetContentType("application/problem+json")
+		c.SetBody(body)
+	}}
+	go func() { _ = srv.Serve(ln) }()
+	b.Cleanup(func() { _ = srv.Shutdown() })
+	return "http://" + ln.Addr().String()
 }
 
 func envDuration(name string, def time.Duration) time.Duration {
