@@ -20,8 +20,19 @@ type snapshot struct {
 	// state is each seat's status by layout position: what was read from Redis plus what this process
 	// learnt since. It is never changed once published (a change copies it), so readers need no lock.
 	state []seatState
-	alts  sync.Map // request key -> []string: alternatives computed on this snapshot
+	// alts memoises the alternatives computed on this state. Snapshots with the same state share it: a reload
+	// that finds nothing changed (the common case between two reloads 50 ms apart) keeps what was computed.
+	alts *altMemo
 }
+
+// altMemo maps a request key to the alternatives offered for it, up to maxMemo keys: in a flash crowd the same
+// few seat requests are refused over and over, and a crowd of distinct requests must not grow it without end.
+type altMemo struct {
+	m sync.Map // request key -> []string
+	n atomic.Int32
+}
+
+const maxMemo = 4096
 
 type seatState uint8
 
@@ -41,7 +52,7 @@ func newSnapshot(at time.Time, layout []Seat, index map[string]int, held, sold m
 			st[i] = seatHeld
 		}
 	}
-	return &snapshot{at: at, index: index, state: st}
+	return &snapshot{at: at, index: index, state: st, alts: new(altMemo)}
 }
 
 // taken reports whether the snapshot has the seat held or sold.
@@ -185,6 +196,7 @@ func (s *Service) finishLoad(ctx context.Context, e *showSnap, showID string, la
 		return nil, err
 	}
 	sn := newSnapshot(at, layout, index, held, sold)
+	sn.inherit(e.cur.Load())
 	e.cur.Store(sn)
 	return sn, nil
 }
@@ -299,6 +311,13 @@ func (s *Service) reloadAsync(showID string, layout []Seat) {
 	}()
 }
 
+// inherit takes over prev's memo of alternatives when the two have the same state.
+func (sn *snapshot) inherit(prev *snapshot) {
+	if prev != nil && slices.Equal(prev.state, sn.state) {
+		sn.alts = prev.alts
+	}
+}
+
 // alternatives returns pickAlternatives on this snapshot, memoised: in a flash crowd the same few seat requests
 // are refused over and over against the same snapshot.
 func (sn *snapshot) alternatives(layout []Seat, wanted []Seat) []string {
@@ -307,11 +326,13 @@ func (sn *snapshot) alternatives(layout []Seat, wanted []Seat) []string {
 		key = append(key, w.ID...)
 		key = append(key, 0)
 	}
-	if v, ok := sn.alts.Load(string(key)); ok {
+	if v, ok := sn.alts.m.Load(string(key)); ok {
 		return v.([]string)
 	}
 	alts := pickAlternatives(layout, func(i int) bool { return sn.state[i] == seatFree }, wanted)
-	sn.alts.Store(string(key), alts)
+	if sn.alts.n.Add(1) <= maxMemo {
+		sn.alts.m.Store(string(key), alts)
+	}
 	return alts
 }
 
@@ -354,7 +375,10 @@ func (sn *snapshot) with(seatIDs []string, taken bool) *snapshot {
 			st[i] = seatHeld
 		}
 	}
-	return &snapshot{at: sn.at, index: sn.index, state: st}
+	if slices.Equal(st, sn.state) {
+		return sn // a seat noted as it already was: the memo stays good
+	}
+	return &snapshot{at: sn.at, index: sn.index, state: st, alts: new(altMemo)}
 }
 
 // countConflict counts a refused hold towards the show's conflictsTotal; counts are flushed to Redis with the
