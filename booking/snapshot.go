@@ -172,12 +172,17 @@ func (s *Service) beginLoad(showID string) (*showSnap, bool) {
 	e := s.showSnap(showID)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e, e.begin()
+}
+
+// begin marks a load in flight unless one is already; e.mu must be held.
+func (e *showSnap) begin() bool {
 	if e.loading.Load() {
-		return nil, false
+		return false
 	}
 	e.loading.Store(true)
 	e.wait = make(chan struct{})
-	return e, true
+	return true
 }
 
 func (s *Service) finishLoad(ctx context.Context, e *showSnap, showID string, layout []Seat) (*snapshot, error) {
@@ -236,9 +241,7 @@ func (s *Service) freshSnapshot(ctx context.Context, showID string, layout []Sea
 			e.mu.Unlock()
 			return sn, true
 		}
-		if !e.loading.Load() {
-			e.loading.Store(true)
-			e.wait = make(chan struct{})
+		if e.begin() {
 			e.mu.Unlock()
 			sn, err := s.finishLoad(ctx, e, showID, layout)
 			return sn, err == nil
@@ -330,7 +333,8 @@ func (sn *snapshot) alternatives(layout []Seat, wanted []Seat) []string {
 		return v.([]string)
 	}
 	alts := pickAlternatives(layout, func(i int) bool { return sn.state[i] == seatFree }, wanted)
-	if sn.alts.n.Add(1) <= maxMemo {
+	// Load first: past the cap the counter stops moving, so it cannot wrap around on a long-lived memo.
+	if sn.alts.n.Load() < maxMemo && sn.alts.n.Add(1) <= maxMemo {
 		sn.alts.m.Store(string(key), alts)
 	}
 	return alts

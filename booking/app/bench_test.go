@@ -235,7 +235,7 @@ func (r loadResult) String() string {
 // fleet is the benchmark's clients of one server: each with a connection of its own, as fans' browsers have,
 // and a generator that draws its requests: 80% for two adjacent seats of row E (the hot 20), the rest for two
 // adjacent seats elsewhere. The client is fasthttp's, the cheapest at hand, so that the load generator, sharing
-// the machine with both servers, takes as little from them as it can.
+// the machine with the servers, takes as little from them as it can.
 type fleet struct {
 	t       testing.TB
 	clients []*benchClient
