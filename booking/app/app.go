@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -18,6 +17,7 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -80,9 +80,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		keys = token.NewRemoteKeys(cfg.AdmissionJWKSURL, nil)
 	}
 	gate := admission.NewGate(rdb, keys, cfg.TokenLeeway)
-	store := postgres.New(pool)
+	pg := postgres.New(pool)
 	locks := redis.New(rdb)
-	svc := booking.New(store, locks, gate, booking.Config{
+	svc := booking.New(pg, locks, gate, booking.Config{
 		HoldTTL:        cfg.HoldTTL,
 		MaxSeats:       cfg.MaxSeats,
 		ReconcileEvery: cfg.ReconcileInterval,
@@ -99,7 +99,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		log.Info("demo show ready", "show", show)
 	}
 
-	pays, err := newPayments(cfg, svc, store, rdb, reg, log)
+	pays, err := newPayments(cfg, svc, pg, rdb, reg, log)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	srv := bookinghttp.New(bookinghttp.Config{
 		Service:    svc,
 		Payments:   pays,
-		Waitlist:   booking.NewWaitlist(svc, store),
+		Waitlist:   booking.NewWaitlist(svc, pg),
 		Users:      token.NewUserVerifier(cfg.AuthSecret, cfg.AuthExternal, cfg.TokenLeeway),
 		Guests:     guests,
 		AdminToken: cfg.AdminToken,
@@ -126,8 +126,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		Gatherer:   reg,
 		Metrics:    metrics,
 		BodyLimit:  cfg.BodyLimit,
-		Ready: func(ctx context.Context) error {
-			return errors.Join(pool.Ping(ctx), rdb.Ping(ctx).Err())
+		Ready: []store.Check{
+			{Name: "postgres", Ping: pool.Ping},
+			{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 		},
 	})
 

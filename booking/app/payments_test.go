@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -22,6 +21,7 @@ import (
 	"github.com/flashseat/flashseat/booking/payment/sim"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
 const (
@@ -42,15 +42,8 @@ type stack struct {
 	bookAddr string
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+// freeAddr is a loopback address free to bind: booking's, known before it starts (the simulator's webhooks).
+func freeAddr(t *testing.T) string { return storetest.DeadAddr(t) }
 
 func newStack(t *testing.T, extra ...string) *stack {
 	t.Helper()
