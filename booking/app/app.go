@@ -41,6 +41,10 @@ func OpenRedis(ctx context.Context, cfg Config) (goredis.UniversalClient, error)
 	return rdb, nil
 }
 
+// notifyCheckInterval is how often booking makes sure Redis still publishes key expiries (a restarted Redis
+// forgets a CONFIG SET): the longest a restart leaves expired holds to the reconciler's slower sweep.
+const notifyCheckInterval = 5 * time.Second
+
 // Run serves booking until ctx is cancelled, then shuts down gracefully: it stops accepting, drains in-flight
 // requests for up to ShutdownTimeout, stops the workers and closes the stores last. ready is called with the
 // bound address once the server listens.
@@ -134,8 +138,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Add(4)
+	wg.Add(5)
 	go func() { defer wg.Done(); svc.Run(workers) }()
+	// Expired holds are released as Redis reports them; a Redis that restarted has forgotten to report them.
+	go func() { defer wg.Done(); redis.KeepNotifications(workers, rdb, notifyCheckInterval, log) }()
 	go func() { defer wg.Done(); redis.WatchSeatEvents(workers, rdb, svc.SeatChanged) }()
 	go func() { defer wg.Done(); pays.Run(workers) }()
 	go func() {
