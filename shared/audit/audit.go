@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/flashseat/flashseat/shared/pgschema"
 )
 
 // OperatorHeader names the operator on an admin request; the console's edge sets it from the operator's session.
@@ -71,9 +73,7 @@ type Log struct {
 // New returns a log on pool. Call Migrate once at start-up.
 func New(pool *pgxpool.Pool) *Log { return &Log{pool: pool} }
 
-// migrateLock is the advisory lock key held while creating the table, so that edge and booking replicas starting
-// at once do not race CREATE TABLE IF NOT EXISTS (which is not safe concurrently: both may pass the check and one
-// then fails on the catalog's unique index).
+// migrateLock is the advisory lock key held while creating the table (see pgschema).
 const migrateLock int64 = 0x666c617564697431 // "flaudit1"
 
 const schema = `
@@ -91,25 +91,8 @@ CREATE INDEX IF NOT EXISTS audit_log_show_idx ON audit_log (show_id, id DESC);`
 // Migrate creates the log's table if it does not exist. It is idempotent and safe to run from several processes
 // at once.
 func (l *Log) Migrate(ctx context.Context) error {
-	tx, err := l.pool.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("audit: migrate: %w", err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	// A transaction lock: released by the commit, even if this process dies half way.
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrateLock); err != nil {
-		return fmt.Errorf("audit: migrate lock: %w", err)
-	}
-	for _, stmt := range strings.Split(schema, ";") {
-		if strings.TrimSpace(stmt) == "" {
-			continue
-		}
-		if _, err := tx.Exec(ctx, stmt); err != nil {
-			return fmt.Errorf("audit: migrate: %w", err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("audit: migrate: %w", err)
+	if err := pgschema.Apply(ctx, l.pool, migrateLock, schema); err != nil {
+		return fmt.Errorf("audit: %w", err)
 	}
 	return nil
 }
