@@ -31,13 +31,9 @@ type eventJSON struct {
 }
 
 func (s *Server) searchEvents(c *fiber.Ctx) error {
-	q := booking.Search{City: strings.Clone(c.Query("city")), Query: strings.Clone(c.Query("q"))}
-	if d := c.Query("date"); d != "" {
-		t, err := time.Parse(time.DateOnly, d)
-		if err != nil {
-			return booking.Invalid("date must be YYYY-MM-DD")
-		}
-		q.Date = t
+	q, err := searchQuery(c)
+	if err != nil {
+		return err
 	}
 	res, err := s.svc.Search(c.UserContext(), q)
 	if err != nil {
@@ -55,6 +51,20 @@ func (s *Server) searchEvents(c *fiber.Ctx) error {
 		out = append(out, ej)
 	}
 	return c.JSON(fiber.Map{"events": out})
+}
+
+// searchQuery reads the catalog filters of GET /api/v1/events and of the home page's form.
+func searchQuery(c *fiber.Ctx) (booking.Search, error) {
+	q := booking.Search{City: strings.Clone(c.Query("city")), Query: strings.Clone(c.Query("q")),
+		Genre: strings.Clone(c.Query("genre")), Language: strings.Clone(c.Query("language"))}
+	if d := c.Query("date"); d != "" {
+		t, err := time.Parse(time.DateOnly, d)
+		if err != nil {
+			return q, booking.Invalid("date must be YYYY-MM-DD")
+		}
+		q.Date = t
+	}
+	return q, nil
 }
 
 type showJSON struct {
