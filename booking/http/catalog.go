@@ -81,6 +81,8 @@ type showJSON struct {
 	AvailableSeats int              `json:"availableSeats"`
 	TotalSeats     int              `json:"totalSeats"`
 	QueueEnabled   bool             `json:"queueEnabled"`
+	// MaxSeatsPerBooking is MAX_SEATS_PER_BOOKING: the most seats one hold (or waitlist entry) may ask for.
+	MaxSeatsPerBooking int `json:"maxSeatsPerBooking"`
 }
 
 func (s *Server) showDetail(c *fiber.Ctx) error {
@@ -95,7 +97,7 @@ func (s *Server) showDetail(c *fiber.Ctx) error {
 	return c.JSON(showJSON{ShowID: sh.ID, EventID: sh.EventID, Title: sh.Title, StartsAt: sh.StartsAt,
 		SaleStartsAt: sh.SaleStartsAt, Venue: sh.Venue, City: sh.City, Hall: sh.Hall, Currency: sh.Currency,
 		Prices: sh.Prices, AvailableSeats: counts.Available, TotalSeats: counts.Total,
-		QueueEnabled: s.svc.QueueEnabled(c.UserContext(), id)})
+		QueueEnabled: s.svc.QueueEnabled(c.UserContext(), id), MaxSeatsPerBooking: s.svc.MaxSeats()})
 }
 
 type seatJSON struct {

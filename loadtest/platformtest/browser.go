@@ -248,6 +248,16 @@ func (f *Fan) Text(expr string) string {
 	return s
 }
 
+// Await evaluates an expression whose value is a promise of a string, and waits for it.
+func (f *Fan) Await(expr string) string {
+	f.t.Helper()
+	s, err := chromedp.Run(f.Ctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		f.t.Fatalf("%s: %s: %v", f.Name, expr, err)
+	}
+	return s
+}
+
 // WaitFor polls a JavaScript condition until it holds; on timeout it fails the test with what the page shows.
 func (f *Fan) WaitFor(what, cond string) {
 	f.t.Helper()
