@@ -55,9 +55,13 @@ func newShow(t *testing.T, c *fsclient.Client, spec showSpec) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	prices := map[string]int64{}
+	for _, r := range spec.rows {
+		prices[r.Category] = map[string]int64{"PLATINUM": 90000, "GOLD": 45000}[r.Category]
+	}
 	show, err := c.CreateShow(ctx, fsclient.Show{EventID: ev, HallID: v.Halls[0].HallID,
 		StartsAt: time.Now().Add(72 * time.Hour), SaleStartsAt: time.Now().Add(spec.saleIn), Currency: "INR",
-		Prices: map[string]int64{"PLATINUM": 90000, "GOLD": 45000}})
+		Prices: prices})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
@@ -108,14 +109,10 @@ func (b *Browser) Fan(name string, timeout time.Duration) *Fan {
 	f := &Fan{Name: name, Ctx: ctx, t: b.t}
 	console := chromedp.Console(ctx)
 	requests := chromedp.Events(ctx, network.RequestWillBeSent)
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(PhoneWidth, PhoneHeight, chromedp.EmulateMobile),
-		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument,
-				page.AddScriptToEvaluateOnNewDocumentParams{Source: streamRecorder})
-			return err
-		})); err != nil {
-		b.t.Fatalf("%s: set up the tab: %v", name, err)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(PhoneWidth, PhoneHeight, chromedp.EmulateMobile)); err != nil {
+		b.t.Fatalf("%s: viewport: %v", name, err)
 	}
+	f.OnNewDocument(streamRecorder)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
@@ -205,6 +202,29 @@ const streamRecorder = `(() => {
   window.EventSource = function (url, opts) { const s = new ES(url, opts); window.__streams.push(s); return s; };
   window.EventSource.prototype = ES.prototype;
 })();`
+
+// OnNewDocument runs script in every page the fan opens from now on, before the page's own scripts.
+func (f *Fan) OnNewDocument(script string) {
+	f.t.Helper()
+	if err := chromedp.Do(f.Ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument,
+			page.AddScriptToEvaluateOnNewDocumentParams{Source: script})
+		return err
+	})); err != nil {
+		f.t.Fatalf("%s: add a script: %v", f.Name, err)
+	}
+}
+
+// Grant gives the fan's pages a permission ("notifications"), as the fan clicking Allow would.
+func (f *Fan) Grant(permission string) {
+	f.t.Helper()
+	id := chromedp.FromContext(f.Ctx).BrowserContextID
+	if _, err := chromedp.CallBrowser(f.Ctx, browser.SetPermission, browser.SetPermissionParams{
+		Permission: &browser.PermissionDescriptor{Name: permission}, Setting: browser.PermissionSettingGranted,
+		BrowserContextID: id}); err != nil {
+		f.t.Fatalf("%s: grant %s: %v", f.Name, permission, err)
+	}
+}
 
 // CutStreams closes the event streams the current page has open: its live view goes stale until reloaded.
 func (f *Fan) CutStreams() {
