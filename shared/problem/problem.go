@@ -24,6 +24,7 @@ const (
 	Validation         = "validation"
 	Unauthorized       = "unauthorized"
 	Forbidden          = "forbidden"
+	CSRF               = "csrf"
 	QueueRequired      = "queue-required"
 	NotFound           = "not-found"
 	Conflict           = "conflict"
