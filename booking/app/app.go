@@ -120,6 +120,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	srv := bookinghttp.New(bookinghttp.Config{
 		Service:       svc,
 		Payments:      pays,
+		Gateway:       cfg.Payment.Public(),
 		Waitlist:      booking.NewWaitlist(svc, pg),
 		Users:         token.NewUserVerifier(cfg.AuthSecret, cfg.AuthExternal, cfg.TokenLeeway),
 		Guests:        guests,

@@ -32,7 +32,9 @@ type SeatFeed interface {
 // Config wires a Server.
 type Config struct {
 	Service  *booking.Service
-	Payments *booking.Payments   // pay, refunds, tickets, check-in, webhooks (payment.go); nil leaves them out
+	Payments *booking.Payments // pay, refunds, tickets, check-in, webhooks (payment.go); nil leaves them out
+	// Gateway is what browsers are told of the payment gateway (GET /api/v1/payments/config).
+	Gateway  PublicGateway
 	Waitlist *booking.Waitlist   // sold-out shows' waitlists (waitlist.go); nil leaves them out
 	Users    *token.UserVerifier // verifies fans' user tokens
 	Guests   *token.UserIssuer   // signs guest tokens; nil turns POST /api/v1/auth/guest off
@@ -144,6 +146,7 @@ func (s *Server) routes() {
 	v1.Post("/bookings/hold", s.limit.handler, s.RequireUser, s.hold)
 	v1.Get("/bookings/:bookingId", s.RequireUser, s.getBooking)
 	v1.Delete("/bookings/:bookingId", s.RequireUser, s.cancel)
+	v1.Get("/bookings", s.RequireUser, s.myBookings)
 
 	s.paymentRoutes(a, v1)
 	s.waitlistRoutes(v1)
