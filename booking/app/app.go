@@ -133,8 +133,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Add(4)
+	wg.Add(5)
 	go func() { defer wg.Done(); svc.Run(workers) }()
+	go func() { defer wg.Done(); redis.WatchShows(workers, rdb, svc.ShowChanged) }()
 	go func() { defer wg.Done(); redis.WatchSeatEvents(workers, rdb, svc.SeatChanged) }()
 	go func() { defer wg.Done(); pays.Run(workers) }()
 	go func() {

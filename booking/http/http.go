@@ -146,6 +146,7 @@ func (s *Server) routes() {
 	admin.Post("/events", s.createEvent)
 	admin.Post("/shows", s.createShow)
 	admin.Get("/shows/:showId/stats", s.showStats)
+	s.adminRoutes(admin)
 }
 
 func (s *Server) readyz(c *fiber.Ctx) error {
