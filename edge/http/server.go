@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
@@ -95,7 +96,14 @@ func New(cfg Config) *Server {
 			}
 		}
 	}
-	s.App.Use(identify(cfg.Trusted), s.observe, s.authenticate, s.limit, s.gate)
+	// recover sits inside observe: a panicking handler becomes an error that observe renders (a 500 problem) and
+	// counts, and the process goes on serving everyone else, as booking does.
+	s.App.Use(identify(cfg.Trusted), s.observe, recover.New(recover.Config{
+		EnableStackTrace: true,
+		StackTraceHandler: func(c *fiber.Ctx, e any) {
+			s.log.Error("panic serving request", "panic", e, "path", c.Path(), "requestId", RequestID(c))
+		},
+	}), s.authenticate, s.limit, s.gate)
 	s.App.Get("/healthz", s.healthz)
 	s.App.Get("/readyz", s.readyz)
 	metrics := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
