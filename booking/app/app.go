@@ -18,6 +18,7 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -71,6 +72,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	}
 	defer rdb.Close()
 
+	auditLog := audit.New(pool)
+	if err := auditLog.Migrate(startCtx); err != nil {
+		return err
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := bookinghttp.NewMetrics(reg)
@@ -117,6 +123,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		Service:    svc,
 		Payments:   pays,
 		Waitlist:   booking.NewWaitlist(svc, store),
+		Audit:      auditLog,
 		Users:      token.NewUserVerifier(cfg.AuthSecret, cfg.AuthExternal, cfg.TokenLeeway),
 		Guests:     guests,
 		AdminToken: cfg.AdminToken,

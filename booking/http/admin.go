@@ -20,6 +20,9 @@ func (s *Server) adminRoutes(admin fiber.Router) {
 	if s.cfg.Payments != nil {
 		admin.Post("/bookings/:bookingId/refund", s.adminRefund)
 	}
+	if s.cfg.Audit != nil {
+		admin.Get("/audit", s.auditList)
+	}
 }
 
 // ShowFiguresJSON is one show of GET /admin/v1/stats.

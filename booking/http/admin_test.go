@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	bookinghttp "github.com/flashseat/flashseat/booking/http"
 	"github.com/flashseat/flashseat/booking/internal/bookingtest"
 	"github.com/flashseat/flashseat/booking/redis"
+	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/rediskey"
 )
 
@@ -92,8 +94,42 @@ func TestAdminSaleOpeningAndClose(t *testing.T) {
 		t.Fatalf("ShowInfo closed %q, %v", v, err)
 	}
 	// Closing again changes nothing and answers the same.
-	if r := h.do("POST", "/admin/v1/shows/"+show+"/close", adminToken, ""); r.status != 200 {
+	if r := h.do("POST", "/admin/v1/shows/"+show+"/close", adminToken, "", "X-Operator", "console:Ravi"); r.status != 200 {
 		t.Fatalf("close again: %d %s", r.status, r.body)
+	}
+
+	// Every change is in the audit log, newest first, with who made it and the values before and after.
+	var log struct{ Entries []audit.Entry }
+	r = h.do("GET", "/admin/v1/audit?showId="+show, adminToken, "")
+	if r.status != 200 {
+		t.Fatalf("audit: %d %s", r.status, r.body)
+	}
+	r.json(t, &log)
+	var actions []string
+	for _, e := range log.Entries {
+		actions = append(actions, e.Actor+" "+e.Action)
+	}
+	if want := []string{"api show.close", "api show.saleStartsAt", "api show.saleStartsAt"}; !slices.Equal(actions, want) {
+		t.Fatalf("audit actions %q, want %q", actions, want)
+	}
+	if last := log.Entries[2]; !strings.Contains(string(last.New), opens.Format(time.RFC3339)) || last.Old == nil {
+		t.Fatalf("first change recorded as %s -> %s", last.Old, last.New)
+	}
+}
+
+// TestAdminAuditActor: the console's edge names the operator in X-Operator, and the log records it.
+func TestAdminAuditActor(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, newEnv(t))
+	show := h.env.Show.ID
+	if r := h.do("POST", "/admin/v1/shows/"+show+"/close", adminToken, "", "X-Operator", "console:Ravi"); r.status != 200 {
+		t.Fatalf("close: %d %s", r.status, r.body)
+	}
+	var log struct{ Entries []audit.Entry }
+	r := h.do("GET", "/admin/v1/audit?limit=1", adminToken, "")
+	r.json(t, &log)
+	if len(log.Entries) != 1 || log.Entries[0].Actor != "console:Ravi" || log.Entries[0].ShowID != show {
+		t.Fatalf("audit: %s", r.body)
 	}
 }
 
@@ -186,6 +222,12 @@ func TestAdminBadInput(t *testing.T) {
 		{"booking junk id", "GET", "/admin/v1/bookings/%E2%80%AE", adminToken, "", 404},
 		{"user bookings with user token", "GET", "/admin/v1/users/fan/bookings", user, "", 403},
 		{"user bookings junk id", "GET", "/admin/v1/users/%20x/bookings", adminToken, "", 404},
+		{"audit without token", "GET", "/admin/v1/audit", "", "", 401},
+		{"audit with user token", "GET", "/admin/v1/audit", user, "", 403},
+		{"audit limit zero", "GET", "/admin/v1/audit?limit=0", adminToken, "", 400},
+		{"audit limit huge", "GET", "/admin/v1/audit?limit=1000000", adminToken, "", 400},
+		{"audit limit words", "GET", "/admin/v1/audit?limit=ten", adminToken, "", 400},
+		{"audit junk show", "GET", "/admin/v1/audit?showId=%E2%80%AE", adminToken, "", 400},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

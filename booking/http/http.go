@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -32,6 +33,7 @@ type Config struct {
 	Service    *booking.Service
 	Payments   *booking.Payments   // pay, refunds, tickets, check-in, webhooks (payment.go); nil leaves them out
 	Waitlist   *booking.Waitlist   // sold-out shows' waitlists (waitlist.go); nil leaves them out
+	Audit      *audit.Log          // the operator audit log (admin.go, audit.go); nil: changes are not recorded
 	Users      *token.UserVerifier // verifies fans' user tokens
 	Guests     *token.UserIssuer   // signs guest tokens; nil turns POST /api/v1/auth/guest off
 	GuestTTL   time.Duration       // default 24h
