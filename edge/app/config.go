@@ -57,6 +57,7 @@ type Config struct {
 	TokenLeeway time.Duration // TOKEN_LEEWAY, default 5s: clock skew tolerated between replicas
 
 	Waitroom WaitroomConfig // ADMIN_TOKEN, QUEUE_*, COOKIE_SECURE: the mounted waiting room's settings
+	Console  ConsoleConfig  // CONSOLE_*: the operator console at /admin
 }
 
 // LimitConfig are the limits of one route class, in requests per second.
@@ -104,6 +105,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	l.admissionKeys(&cfg)
 	l.userAuth(&cfg)
 	l.waitroom(&cfg)
+	l.console(&cfg)
 	cfg.Limits = map[edge.Class]LimitConfig{
 		// The API: a fan browsing, holding and paying needs a few requests a second; a NATed office or campus
 		// shares one address, hence the generous per-address rate.

@@ -50,6 +50,8 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 		opt.Observe = waitroomMetrics(e.Registry)
 	}
 	svc := waitroom.New(wrredis.New(e.Redis), e.Issuer, opt)
+	// The console's session middleware goes ahead of the operator routes below.
+	mountConsole(ctx, e, svc)
 	h := wrhttp.New(wrhttp.Config{Service: svc, Users: e.Users, Issuer: e.Issuer, AdminToken: wc.AdminToken,
 		Log: e.Log, SecureCookies: wc.SecureCookies, Heartbeat: e.Config.StreamHeartbeat})
 	h.Mount(e.Router)
