@@ -99,11 +99,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		log.Info("demo show ready", "show", show)
 	}
 
-	pays, err := newPayments(cfg, svc, store, rdb, reg, log)
+	pays, err := newPayments(cfg, svc, store, reg, log)
 	if err != nil {
 		return err
 	}
 	defer pays.Close() // after the workers below: sagas still in flight stop where they are, for the next start
+
+	ev := newEventing(cfg, store, rdb, log)
 
 	var guests *token.UserIssuer
 	if cfg.AuthGuest {
@@ -133,6 +135,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
+	ev.start(workers, &wg)
 	wg.Add(4)
 	go func() { defer wg.Done(); svc.Run(workers) }()
 	go func() { defer wg.Done(); redis.WatchSeatEvents(workers, rdb, svc.SeatChanged) }()

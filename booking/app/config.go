@@ -51,6 +51,7 @@ type Config struct {
 	GCPercent int
 
 	Payment PaymentConfig // PAYMENT_*, TICKET_SIGNING_KEY (payments.go)
+	Events  EventsConfig  // EVENTS_* (events.go)
 }
 
 // DefaultDatabaseURL matches `make services`.
@@ -127,6 +128,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	var perrs []error
 	cfg.Payment, perrs = loadPaymentConfig(str, dur)
+	errs = append(errs, perrs...)
+	cfg.Events, perrs = loadEventsConfig(str, dur)
 	errs = append(errs, perrs...)
 	if cfg.HoldTTL < time.Second {
 		errs = append(errs, errors.New("HOLD_TTL must be at least 1s"))
