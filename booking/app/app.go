@@ -105,7 +105,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	}
 	defer pays.Close() // after the workers below: sagas still in flight stop where they are, for the next start
 
-	ev := newEventing(cfg, store, rdb, log)
+	ev := newEventing(cfg, svc, store, rdb, log)
 
 	var guests *token.UserIssuer
 	if cfg.AuthGuest {
@@ -116,18 +116,19 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	hub := redis.NewHub(rdb)
 	defer hub.Close()
 	srv := bookinghttp.New(bookinghttp.Config{
-		Service:    svc,
-		Payments:   pays,
-		Waitlist:   booking.NewWaitlist(svc, store),
-		Users:      token.NewUserVerifier(cfg.AuthSecret, cfg.AuthExternal, cfg.TokenLeeway),
-		Guests:     guests,
-		AdminToken: cfg.AdminToken,
-		StaffToken: cfg.StaffToken,
-		Feed:       hub,
-		Logger:     log,
-		Gatherer:   reg,
-		Metrics:    metrics,
-		BodyLimit:  cfg.BodyLimit,
+		Service:      svc,
+		Payments:     pays,
+		Waitlist:     ev.waitlist,
+		Users:        token.NewUserVerifier(cfg.AuthSecret, cfg.AuthExternal, cfg.TokenLeeway),
+		Guests:       guests,
+		AdminToken:   cfg.AdminToken,
+		StaffToken:   cfg.StaffToken,
+		Feed:         hub,
+		WaitlistFeed: ev.waitlistFeed,
+		Logger:       log,
+		Gatherer:     reg,
+		Metrics:      metrics,
+		BodyLimit:    cfg.BodyLimit,
 		Ready: func(ctx context.Context) error {
 			return errors.Join(pool.Ping(ctx), rdb.Ping(ctx).Err())
 		},

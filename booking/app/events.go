@@ -78,17 +78,37 @@ func newConsumer(cfg Config, rdb goredis.UniversalClient, group string, log *slo
 }
 
 // eventing is everything fed by the event stream: the outbox relay that fills it and the consumer groups that
-// read it.
+// read it (the waitlist's offers), with what the HTTP server needs of them.
 type eventing struct {
-	relay *booking.Relay
+	cfg          Config
+	rdb          goredis.UniversalClient
+	log          *slog.Logger
+	relay        *booking.Relay
+	waitlist     *booking.Waitlist
+	waitlistFeed *redis.Hub
 }
 
-func newEventing(cfg Config, store *postgres.Store, rdb goredis.UniversalClient, log *slog.Logger) *eventing {
-	return &eventing{relay: booking.NewRelay(store, newStream(cfg, rdb), cfg.Events.RelayInterval, log)}
+func newEventing(cfg Config, svc *booking.Service, store *postgres.Store, rdb goredis.UniversalClient, log *slog.Logger) *eventing {
+	return &eventing{cfg: cfg, rdb: rdb, log: log,
+		relay: booking.NewRelay(store, newStream(cfg, rdb), cfg.Events.RelayInterval, log),
+		waitlist: booking.NewWaitlist(svc, store, booking.WaitlistConfig{OfferTTL: cfg.Waitlist.OfferTTL,
+			PassLimit: cfg.Waitlist.PassLimit, SweepEvery: cfg.Waitlist.SweepEvery,
+			Signal: redis.NewWaitlistSignal(rdb), Logger: log}),
+		waitlistFeed: redis.NewWaitlistHub(rdb),
+	}
 }
+
+// Consumer groups of the event stream.
+const groupWaitlist = "waitlist"
 
 // start runs the workers until ctx ends; wg tells when they have.
 func (e *eventing) start(ctx context.Context, wg *sync.WaitGroup) {
-	wg.Add(1)
-	go func() { defer wg.Done(); e.relay.Run(ctx) }()
+	run := func(f func()) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f() }()
+	}
+	run(func() { e.relay.Run(ctx) })
+	run(func() { e.waitlist.Run(ctx) })
+	run(func() { newConsumer(e.cfg, e.rdb, groupWaitlist, e.log).Run(ctx, e.waitlist.HandleEvent) })
+	run(func() { <-ctx.Done(); e.waitlistFeed.Close() })
 }
