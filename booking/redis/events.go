@@ -2,35 +2,26 @@ package redis
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/shared/eventstream"
 )
 
-// DefaultEventStream is the one stream of lifecycle events. It is a single key, so it lives in one slot on Redis
-// Cluster whatever its name; the hash tag keeps any key named after it (none today) in the same slot.
-const DefaultEventStream = "{flashseat:events}:lifecycle"
+// DefaultEventStream is the one stream of lifecycle events (shared/eventstream's key).
+const DefaultEventStream = eventstream.DefaultKey
 
-// StreamConfig names the event stream and bounds it.
-type StreamConfig struct {
-	Key string // default DefaultEventStream
-	// MaxLen keeps about the newest MaxLen entries (XADD MAXLEN ~): trimming happens a whole radix-tree node at
-	// a time, so the stream may hold up to a node (100 entries by default) more. Default 100,000.
-	MaxLen int64
-	// MaxAge, when set, trims by age instead (XADD MINID ~ <now - MaxAge>): entries older than MaxAge go, give or
-	// take a node. A consumer group that falls further behind than the retention loses what was trimmed.
-	MaxAge time.Duration
-}
+// StreamConfig names the event stream and bounds it (see eventstream.Config).
+type StreamConfig = eventstream.Config
 
-// Stream appends lifecycle events to a Redis stream with bounded retention; it implements booking.EventPublisher.
+// Stream appends lifecycle events to the Redis stream with bounded retention; it implements
+// booking.EventPublisher.
 type Stream struct {
 	rdb redis.UniversalClient
 	cfg StreamConfig
@@ -42,63 +33,15 @@ func NewStream(rdb redis.UniversalClient, cfg StreamConfig) *Stream {
 	if cfg.Key == "" {
 		cfg.Key = DefaultEventStream
 	}
-	if cfg.MaxLen <= 0 {
-		cfg.MaxLen = 100_000
-	}
 	return &Stream{rdb: rdb, cfg: cfg, now: time.Now}
 }
 
 // Key is the stream's key.
 func (s *Stream) Key() string { return s.cfg.Key }
 
-// The fields of a stream entry; the entry's own id (ms-seq) orders them, Event.ID dedupes them.
-const (
-	fieldID      = "id"
-	fieldType    = "type"
-	fieldShow    = "show"
-	fieldSubject = "subject"
-	fieldAt      = "at"
-	fieldData    = "data"
-)
-
 // Publish appends e (XADD), trimming the stream as configured in the same command.
 func (s *Stream) Publish(ctx context.Context, e booking.LifecycleEvent) error {
-	if e.ID == "" || e.Type == "" {
-		return errors.New("redis: event needs an id and a type")
-	}
-	data := e.Data
-	if len(data) == 0 {
-		data = json.RawMessage("{}")
-	}
-	args := &redis.XAddArgs{Stream: s.cfg.Key, Approx: true, Values: []any{
-		fieldID, e.ID, fieldType, e.Type, fieldShow, e.ShowID, fieldSubject, e.Subject,
-		fieldAt, e.At.UTC().Format(time.RFC3339Nano), fieldData, []byte(data)}}
-	if s.cfg.MaxAge > 0 {
-		args.MinID = strconv.FormatInt(s.now().Add(-s.cfg.MaxAge).UnixMilli(), 10)
-	} else {
-		args.MaxLen = s.cfg.MaxLen
-	}
-	if err := s.rdb.XAdd(ctx, args).Err(); err != nil {
-		return fmt.Errorf("redis: xadd %s: %w", e.Type, err)
-	}
-	return nil
-}
-
-// decodeEvent reads an entry back; an entry that is not an event (written by hand) is reported, not guessed at.
-func decodeEvent(m redis.XMessage) (booking.LifecycleEvent, error) {
-	str := func(k string) string { v, _ := m.Values[k].(string); return v }
-	e := booking.LifecycleEvent{ID: str(fieldID), Type: str(fieldType), ShowID: str(fieldShow), Subject: str(fieldSubject),
-		Data: json.RawMessage(str(fieldData))}
-	if e.ID == "" || e.Type == "" {
-		return e, fmt.Errorf("redis: stream entry %s is not an event", m.ID)
-	}
-	if at, err := time.Parse(time.RFC3339Nano, str(fieldAt)); err == nil {
-		e.At = at
-	}
-	if !json.Valid(e.Data) {
-		e.Data = json.RawMessage("{}")
-	}
-	return e, nil
+	return eventstream.Append(ctx, s.rdb, s.cfg, eventstream.Event(e), s.now())
 }
 
 // ConsumerConfig is one consumer of a consumer group.
@@ -220,7 +163,8 @@ func (c *Consumer) handle(ctx context.Context, h Handler, msgs []redis.XMessage)
 		if ctx.Err() != nil {
 			break
 		}
-		e, err := decodeEvent(m)
+		ev, err := eventstream.Decode(m)
+		e := booking.LifecycleEvent(ev)
 		if err != nil {
 			c.log.WarnContext(ctx, "dropping stream entry", "err", err)
 			done = append(done, m.ID) // never handleable: do not redeliver it forever
