@@ -160,6 +160,7 @@ type Service struct {
 	published  map[string]Counts // the counts last written to each show's ShowInfo
 	nudge      chan string       // shows with a seat lock that just expired
 	restoreMu  sync.Mutex        // one fencing-epoch restore at a time
+	offers     OfferLookup       // which bookings are waitlist offers (set by NewWaitlist); nil: none are
 }
 
 // New returns a Service. gate may be nil when no show ever has a queue (tests).

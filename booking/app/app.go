@@ -109,11 +109,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		log.Info("demo show ready", "show", show)
 	}
 
-	pays, err := newPayments(cfg, svc, pg, rdb, reg, log)
+	pays, err := newPayments(cfg, svc, pg, reg, log)
 	if err != nil {
 		return err
 	}
 	defer pays.Close() // after the workers below: sagas still in flight stop where they are, for the next start
+
+	ev := newEventing(cfg, svc, pg, rdb, log)
 
 	var guests *token.UserIssuer
 	if cfg.AuthGuest {
@@ -128,13 +130,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		Payments:      pays,
 		Gateway:       cfg.Payment.Public(),
 		Audit:         auditLog,
-		Waitlist:      booking.NewWaitlist(svc, pg),
+		Waitlist:      ev.waitlist,
 		Users:         token.NewUserVerifier(cfg.AuthSecret, cfg.AuthExternal, cfg.TokenLeeway),
 		Guests:        guests,
 		SecureCookies: cfg.CookieSecure,
 		AdminToken:    cfg.AdminToken,
 		StaffToken:    cfg.StaffToken,
 		Feed:          hub,
+		WaitlistFeed:  ev.waitlistFeed,
 		Logger:        log,
 		Gatherer:      reg,
 		Metrics:       metrics,
@@ -147,6 +150,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
+	ev.start(workers, &wg)
 	wg.Add(6)
 	go func() { defer wg.Done(); svc.Run(workers) }()
 	// Expired holds are released as Redis reports them; a Redis that restarted has forgotten to report them.
