@@ -88,8 +88,6 @@ type Locks interface {
 	AddConflicts(ctx context.Context, showID string, n int64) error
 	// Counters returns the show's hold and conflict counters.
 	Counters(ctx context.Context, showID string) (holds, conflicts int64, err error)
-	// ReleaseAdmission frees a waiting-room slot and revokes its token.
-	ReleaseAdmission(ctx context.Context, showID, jti string, exp time.Time) error
 }
 
 // Claim asks for a set of seats for one booking.
@@ -113,9 +111,11 @@ type ClaimResult struct {
 	OverCap bool     // the user would hold more than UserCap seats
 }
 
-// Admitter checks the waiting room's admission for a request; shared/admission's Gate implements it.
+// Admitter checks the waiting room's admission for a request, and ends an admission once used (recorded
+// durably, so a rebuilt waiting room still refuses the token); shared/admission's Gate implements it.
 type Admitter interface {
 	Check(ctx context.Context, showID, userID, raw string) (*token.Admission, error)
+	Release(ctx context.Context, showID, userID, jti string, exp time.Time) error
 }
 
 // Config tunes a Service.

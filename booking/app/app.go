@@ -18,6 +18,9 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/shared/admission"
+	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
+	admredis "github.com/flashseat/flashseat/shared/admission/redis"
+	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -65,6 +68,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		return err
 	}
 	defer pool.Close()
+	// Tables booking shares with the edge (whichever starts first creates them).
+	if err := errors.Join(admpostgres.New(pool).Migrate(startCtx), audit.New(pool).Migrate(startCtx)); err != nil {
+		return err
+	}
 	rdb, err := OpenRedis(startCtx, cfg)
 	if err != nil {
 		return err
@@ -79,7 +86,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	if keys == nil {
 		keys = token.NewRemoteKeys(cfg.AdmissionJWKSURL, nil)
 	}
-	gate := admission.NewGate(rdb, keys, cfg.TokenLeeway)
+	// Queue settings and admissions: PostgreSQL the record, Redis the cache (rebuilt by queues.Run when lost).
+	queues := admission.NewKeeper(admpostgres.New(pool), admredis.New(rdb), log)
+	gate := admission.NewGate(queues, keys, cfg.TokenLeeway)
 	store := postgres.New(pool)
 	locks := redis.New(rdb)
 	svc := booking.New(store, locks, gate, booking.Config{
@@ -133,8 +142,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Add(4)
+	wg.Add(6)
 	go func() { defer wg.Done(); svc.Run(workers) }()
+	go func() { defer wg.Done(); queues.Run(workers, 2*time.Second, time.Minute) }()
+	go func() {
+		defer wg.Done()
+		for show := range admredis.New(rdb).Changes(workers) {
+			gate.Forget(show) // an operator's change applies here at once, not within the gate's second
+		}
+	}()
 	go func() { defer wg.Done(); redis.WatchSeatEvents(workers, rdb, svc.SeatChanged) }()
 	go func() { defer wg.Done(); pays.Run(workers) }()
 	go func() {

@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/problem"
 )
 
@@ -35,6 +36,8 @@ var codes = []code{
 	{booking.ErrHoldExpired, fiber.StatusGone, problem.Gone},
 	{booking.ErrUnauthorized, fiber.StatusUnauthorized, problem.Unauthorized},
 	{booking.ErrForbidden, fiber.StatusForbidden, problem.Forbidden},
+	// A show's queue state cannot be read (Redis down, or lost and not rebuilt yet): refuse, never guess "off".
+	{admission.ErrUnavailable, fiber.StatusServiceUnavailable, problem.StoreUnavailable},
 }
 
 // toProblem turns any error into the problem the client sees. Unknown errors are internal: the client gets a
@@ -87,6 +90,9 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		return nil
 	}
 	p := s.toProblem(c, err)
+	if p.Status == fiber.StatusServiceUnavailable && len(c.Response().Header.Peek(fiber.HeaderRetryAfter)) == 0 {
+		c.Set(fiber.HeaderRetryAfter, "1")
+	}
 	if p.Status == fiber.StatusUnauthorized {
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="flashseat"`)
 	}

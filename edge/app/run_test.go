@@ -10,6 +10,8 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 )
 
 func b64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
@@ -24,9 +26,10 @@ func TestGracefulShutdown(t *testing.T) {
 		io.WriteString(w, "done")
 	}))
 	defer up.Close()
+	_, dbURL := pgtest.NewWithURL(t)
 	cfg, err := LoadConfig(func(k string) string {
 		return map[string]string{"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": up.URL, "SHUTDOWN_TIMEOUT": "5s",
-			"ADMISSION_SIGNING_KEY": testSeed, "AUTH_SECRET": testSecret}[k]
+			"ADMISSION_SIGNING_KEY": testSeed, "AUTH_SECRET": testSecret, "DATABASE_URL": dbURL}[k]
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -79,9 +82,10 @@ func TestShutdownEndsStreams(t *testing.T) {
 	t.Parallel()
 	gone := make(chan struct{}, 1)
 	up := sseUpstream(t, time.Hour, gone)
+	_, dbURL := pgtest.NewWithURL(t)
 	cfg, err := LoadConfig(func(k string) string {
 		return map[string]string{"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": up.URL, "SHUTDOWN_TIMEOUT": "8s",
-			"ADMISSION_SIGNING_KEY": testSeed, "AUTH_SECRET": testSecret}[k]
+			"ADMISSION_SIGNING_KEY": testSeed, "AUTH_SECRET": testSecret, "DATABASE_URL": dbURL}[k]
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +135,7 @@ func TestRedisDown(t *testing.T) {
 	resp, body := do(t, "GET", edge+"/readyz", "", nil)
 	wantProblem(t, resp, body, http.StatusServiceUnavailable, "service-unavailable")
 	resp, body = do(t, "GET", edge+"/api/v1/shows/s1/seats", "", nil)
-	wantProblem(t, resp, body, http.StatusServiceUnavailable, "service-unavailable")
+	wantProblem(t, resp, body, http.StatusServiceUnavailable, "store-unavailable")
 	if resp, body := do(t, "GET", edge+"/api/v1/events", "", nil); resp.StatusCode != 201 {
 		t.Fatalf("unprotected route without Redis: %d %s", resp.StatusCode, body)
 	}

@@ -31,7 +31,8 @@ var codes = []struct {
 	{edge.ErrRateLimited, http.StatusTooManyRequests, problem.RateLimited, "Too many requests; retry later."},
 	{edge.ErrUpstreamTimeout, http.StatusGatewayTimeout, problem.GatewayTimeout, "The booking service did not answer in time."},
 	{edge.ErrUpstreamUnavailable, http.StatusBadGateway, problem.BadGateway, "The booking service is unavailable."},
-	{edge.ErrUnavailable, http.StatusServiceUnavailable, problem.ServiceUnavailable, "Try again shortly."},
+	{edge.ErrUnavailable, http.StatusServiceUnavailable, problem.StoreUnavailable,
+		"The show's queue state cannot be read just now; nothing passes the queue meanwhile. Try again shortly."},
 }
 
 // handleError is fiber's ErrorHandler and the only place the edge turns an error into a response.
@@ -71,6 +72,9 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 			}
 			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
 			p.With("retryAfterSeconds", secs)
+		}
+		if code.status == http.StatusServiceUnavailable {
+			c.Set(fiber.HeaderRetryAfter, "1")
 		}
 		if code.status >= 500 {
 			s.log.Warn("upstream failure", "err", err, "status", code.status, "method", c.Method(),

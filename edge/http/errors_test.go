@@ -38,7 +38,7 @@ func TestErrorTable(t *testing.T) {
 		{"rate limited", &edge.RateLimitError{RetryAfter: 1500 * time.Millisecond}, "", 429, problem.RateLimited},
 		{"upstream down", fmt.Errorf("%w: refused", edge.ErrUpstreamUnavailable), "", 502, problem.BadGateway},
 		{"upstream slow", fmt.Errorf("%w: slow", edge.ErrUpstreamTimeout), "", 504, problem.GatewayTimeout},
-		{"redis down", fmt.Errorf("%w: redis", edge.ErrUnavailable), "", 503, problem.ServiceUnavailable},
+		{"redis down", fmt.Errorf("%w: redis", edge.ErrUnavailable), "", 503, problem.StoreUnavailable},
 		{"admission, API client", refused, "application/json", 403, problem.QueueRequired},
 		{"admission, browser", refused, "text/html", 303, ""},
 		{"fiber's own", fiber.ErrRequestEntityTooLarge, "", 413, problem.PayloadTooLarge},

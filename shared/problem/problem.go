@@ -38,6 +38,9 @@ const (
 	BadGateway         = "bad-gateway"
 	GatewayTimeout     = "gateway-timeout"
 	ServiceUnavailable = "service-unavailable"
+	// StoreUnavailable: Redis or PostgreSQL cannot be reached, or a show's queue state cannot be read yet (503
+	// with Retry-After). Nothing is decided on a guess meanwhile: a queued show lets nobody through.
+	StoreUnavailable = "store-unavailable"
 )
 
 // Problem is an RFC 9457 problem details object. Extensions are serialised as top-level members beside the
