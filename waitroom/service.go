@@ -281,6 +281,25 @@ func (s *Service) closed(ctx context.Context, show string) (Entry, error) {
 
 // Status returns user's place without joining; ErrNotInQueue when they have none. The poll counts as a heartbeat.
 func (s *Service) Status(ctx context.Context, show, user string) (Place, error) {
+	p, err := s.Inspect(ctx, show, user)
+	if err != nil {
+		return Place{}, err
+	}
+	s.Hub.Touch(show)
+	s.mu.Lock()
+	m := s.polled[show]
+	if m == nil {
+		m = map[string]struct{}{}
+		s.polled[show] = m
+	}
+	m[user] = struct{}{}
+	s.mu.Unlock()
+	return p, nil
+}
+
+// Inspect returns user's place for an operator: as Status, but it is not the fan's heartbeat, so looking a fan
+// up does not keep an absent fan's turn alive. ErrNotInQueue when they have none.
+func (s *Service) Inspect(ctx context.Context, show, user string) (Place, error) {
 	if err := check(show, user); err != nil {
 		return Place{}, err
 	}
@@ -305,15 +324,6 @@ func (s *Service) Status(ctx context.Context, show, user string) (Place, error) 
 	if !e.Found {
 		return Place{}, ErrNotInQueue
 	}
-	s.Hub.Touch(show)
-	s.mu.Lock()
-	m := s.polled[show]
-	if m == nil {
-		m = map[string]struct{}{}
-		s.polled[show] = m
-	}
-	m[user] = struct{}{}
-	s.mu.Unlock()
 	return s.place(ctx, show, e)
 }
 

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -21,6 +20,7 @@ import (
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
 	admredis "github.com/flashseat/flashseat/shared/admission/redis"
 	"github.com/flashseat/flashseat/shared/audit"
+	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -43,6 +43,10 @@ func OpenRedis(ctx context.Context, cfg Config) (goredis.UniversalClient, error)
 	}
 	return rdb, nil
 }
+
+// notifyCheckInterval is how often booking makes sure Redis still publishes key expiries (a restarted Redis
+// forgets a CONFIG SET): the longest a restart leaves expired holds to the reconciler's slower sweep.
+const notifyCheckInterval = 5 * time.Second
 
 // Run serves booking until ctx is cancelled, then shuts down gracefully: it stops accepting, drains in-flight
 // requests for up to ShutdownTimeout, stops the workers and closes the stores last. ready is called with the
@@ -69,7 +73,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	}
 	defer pool.Close()
 	// Tables booking shares with the edge (whichever starts first creates them).
-	if err := errors.Join(admpostgres.New(pool).Migrate(startCtx), audit.New(pool).Migrate(startCtx)); err != nil {
+	if err := admpostgres.New(pool).Migrate(startCtx); err != nil {
 		return err
 	}
 	rdb, err := OpenRedis(startCtx, cfg)
@@ -77,6 +81,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		return err
 	}
 	defer rdb.Close()
+
+	auditLog := audit.New(pool)
+	if err := auditLog.Migrate(startCtx); err != nil {
+		return err
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -89,9 +98,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	// Queue settings and admissions: PostgreSQL the record, Redis the cache (rebuilt by queues.Run when lost).
 	queues := admission.NewKeeper(admpostgres.New(pool), admredis.New(rdb), log)
 	gate := admission.NewGate(queues, keys, cfg.TokenLeeway)
-	store := postgres.New(pool)
+	pg := postgres.New(pool)
 	locks := redis.New(rdb)
-	svc := booking.New(store, locks, gate, booking.Config{
+	svc := booking.New(pg, locks, gate, booking.Config{
 		HoldTTL:        cfg.HoldTTL,
 		MaxSeats:       cfg.MaxSeats,
 		ReconcileEvery: cfg.ReconcileInterval,
@@ -108,11 +117,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		log.Info("demo show ready", "show", show)
 	}
 
-	pays, err := newPayments(cfg, svc, store, rdb, reg, log)
+	pays, err := newPayments(cfg, svc, pg, reg, log)
 	if err != nil {
 		return err
 	}
 	defer pays.Close() // after the workers below: sagas still in flight stop where they are, for the next start
+
+	ev := newEventing(cfg, svc, pg, rdb, log)
 
 	var guests *token.UserIssuer
 	if cfg.AuthGuest {
@@ -123,26 +134,32 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	hub := redis.NewHub(rdb)
 	defer hub.Close()
 	srv := bookinghttp.New(bookinghttp.Config{
-		Service:    svc,
-		Payments:   pays,
-		Waitlist:   booking.NewWaitlist(svc, store),
-		Users:      token.NewUserVerifier(cfg.AuthSecret, cfg.AuthExternal, cfg.TokenLeeway),
-		Guests:     guests,
-		AdminToken: cfg.AdminToken,
-		StaffToken: cfg.StaffToken,
-		Feed:       hub,
-		Logger:     log,
-		Gatherer:   reg,
-		Metrics:    metrics,
-		BodyLimit:  cfg.BodyLimit,
-		Ready: func(ctx context.Context) error {
-			return errors.Join(pool.Ping(ctx), rdb.Ping(ctx).Err())
+		Service:       svc,
+		Payments:      pays,
+		Gateway:       cfg.Payment.Public(),
+		Audit:         auditLog,
+		Waitlist:      ev.waitlist,
+		Users:         token.NewUserVerifier(cfg.AuthSecret, cfg.AuthExternal, cfg.TokenLeeway),
+		Guests:        guests,
+		SecureCookies: cfg.CookieSecure,
+		AdminToken:    cfg.AdminToken,
+		StaffToken:    cfg.StaffToken,
+		Feed:          hub,
+		WaitlistFeed:  ev.waitlistFeed,
+		Logger:        log,
+		Gatherer:      reg,
+		Metrics:       metrics,
+		BodyLimit:     cfg.BodyLimit,
+		Ready: []store.Check{
+			{Name: "postgres", Ping: pool.Ping},
+			{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 		},
 	})
 
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Add(6)
+	ev.start(workers, &wg)
+	wg.Add(8)
 	go func() { defer wg.Done(); svc.Run(workers) }()
 	go func() { defer wg.Done(); queues.Run(workers, 2*time.Second, time.Minute) }()
 	go func() {
@@ -151,6 +168,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 			gate.Forget(show) // an operator's change applies here at once, not within the gate's second
 		}
 	}()
+	// Expired holds are released as Redis reports them; a Redis that restarted has forgotten to report them.
+	go func() { defer wg.Done(); redis.KeepNotifications(workers, rdb, notifyCheckInterval, log) }()
+	go func() { defer wg.Done(); redis.WatchShows(workers, rdb, svc.ShowChanged) }()
 	go func() { defer wg.Done(); redis.WatchSeatEvents(workers, rdb, svc.SeatChanged) }()
 	go func() { defer wg.Done(); pays.Run(workers) }()
 	go func() {

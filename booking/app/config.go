@@ -37,6 +37,7 @@ type Config struct {
 	AuthSecret          []byte          // AUTH_SECRET, HS256 user tokens, at least 32 bytes; generated when unset
 	AuthSecretGenerated bool            //
 	AuthGuest           bool            // AUTH_GUEST, default true
+	CookieSecure        bool            // COOKIE_SECURE: the fs_session cookie is Secure (behind TLS)
 	AuthExternal        *token.External // AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE
 
 	AdmissionJWKSURL string          // ADMISSION_JWKS_URL, default the edge's /.well-known/jwks.json
@@ -50,7 +51,9 @@ type Config struct {
 	// collection stretches the latency of the requests it overlaps. -1 ("off") leaves it to GOMEMLIMIT.
 	GCPercent int
 
-	Payment PaymentConfig // PAYMENT_*, TICKET_SIGNING_KEY (payments.go)
+	Payment  PaymentConfig    // PAYMENT_*, TICKET_SIGNING_KEY (payments.go)
+	Events   EventsConfig     // EVENTS_* (events.go)
+	Waitlist WaitlistSettings // WAITLIST_* (waitlist.go)
 }
 
 // DefaultDatabaseURL matches `make services`.
@@ -114,6 +117,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		AdminToken:        str("ADMIN_TOKEN", ""),
 		StaffToken:        str("STAFF_TOKEN", ""),
 		AuthGuest:         boolean("AUTH_GUEST", true),
+		CookieSecure:      boolean("COOKIE_SECURE", false),
 		AdmissionJWKSURL:  str("ADMISSION_JWKS_URL", "http://127.0.0.1:8080/.well-known/jwks.json"),
 		TokenLeeway:       dur("TOKEN_LEEWAY", 5*time.Second),
 		SeedDemo:          boolean("SEED_DEMO", false),
@@ -127,6 +131,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	var perrs []error
 	cfg.Payment, perrs = loadPaymentConfig(str, dur)
+	errs = append(errs, perrs...)
+	cfg.Events, perrs = loadEventsConfig(str, dur)
+	errs = append(errs, perrs...)
+	cfg.Waitlist, perrs = loadWaitlistSettings(str, dur)
 	errs = append(errs, perrs...)
 	if cfg.HoldTTL < time.Second {
 		errs = append(errs, errors.New("HOLD_TTL must be at least 1s"))

@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/booking/app"
 	"github.com/flashseat/flashseat/booking/internal/bookingtest"
@@ -22,6 +20,7 @@ import (
 	"github.com/flashseat/flashseat/booking/payment/sim"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
 const (
@@ -42,15 +41,8 @@ type stack struct {
 	bookAddr string
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+// freeAddr is a loopback address free to bind: booking's, known before it starts (the simulator's webhooks).
+func freeAddr(t *testing.T) string { return storetest.DeadAddr(t) }
 
 func newStack(t *testing.T, extra ...string) *stack {
 	t.Helper()
@@ -68,7 +60,8 @@ func newStack(t *testing.T, extra ...string) *stack {
 		"BOOKING_ADDR": st.bookAddr, "DATABASE_URL": dbURL, "ADMIN_TOKEN": adminToken, "STAFF_TOKEN": staffToken,
 		"AUTH_SECRET": strings.Repeat("s", 40), "PAYMENT_GATEWAY_URL": "http://" + <-simAddr,
 		"PAYMENT_WEBHOOK_SECRET": whSecret, "PAYMENT_TIMEOUT": "1s", "PAYMENT_RECOVER_INTERVAL": "100ms",
-		"PAYMENT_BREAKER_THRESHOLD": "2", "PAYMENT_BREAKER_COOLDOWN": "30s", "ADMISSION_JWKS_URL": "http://127.0.0.1:1/jwks",
+		"PAYMENT_BREAKER_MIN_CALLS": "2", "PAYMENT_BREAKER_COOLDOWN": "30s", "ADMISSION_JWKS_URL": "http://127.0.0.1:1/jwks",
+		"EVENTS_STREAM": testEventStream(t),
 	}
 	for i := 0; i+1 < len(extra); i += 2 {
 		st.env[extra[i]] = extra[i+1]
@@ -266,12 +259,8 @@ func TestPaymentsOverHTTP(t *testing.T) {
 	show := st.show()
 	fan := st.guest()
 
-	// Lifecycle events are relayed on a channel all bookings share; this test looks for its own booking's.
-	sub := bookingtest.Redis(t).Subscribe(context.Background(), app.BookingEvents)
-	defer sub.Close()
-	if _, err := sub.Receive(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	// Lifecycle events are relayed to the stack's own event stream, read here through a consumer group.
+	events := watchEvents(t, st.env["EVENTS_STREAM"])
 
 	// Pay, replay, tickets, QR, check-in.
 	b := st.hold(fan, show, "A1", "A2")
@@ -288,7 +277,7 @@ func TestPaymentsOverHTTP(t *testing.T) {
 		!bytes.Equal(again.body, paid.body) {
 		t.Fatalf("replay: %d %s", again.status, again.body)
 	}
-	waitEvent(t, sub, b, "booking.confirmed")
+	events.wait(t, b, "booking.confirmed")
 	view := st.waitStatus(fan, b, "CONFIRMED")
 	if len(view["tickets"].([]any)) != 2 {
 		t.Fatalf("booking view %v", view)
@@ -374,23 +363,6 @@ func TestPaymentsOverHTTP(t *testing.T) {
 	st.checkInvariants()
 }
 
-// waitEvent waits for the relayed lifecycle event of a booking.
-func waitEvent(t *testing.T, sub *goredis.PubSub, bookingID, typ string) {
-	t.Helper()
-	timeout := time.After(5 * time.Second)
-	for {
-		select {
-		case m := <-sub.Channel():
-			var ev struct{ Type, BookingID string }
-			if json.Unmarshal([]byte(m.Payload), &ev) == nil && ev.BookingID == bookingID && ev.Type == typ {
-				return
-			}
-		case <-timeout:
-			t.Fatalf("no %s event relayed for %s", typ, bookingID)
-		}
-	}
-}
-
 // TestPayLostHoldOverHTTP: a hold that lapsed is 410 and EXPIRED; a cancelled one is 409; both problem+json.
 func TestPayLostHoldOverHTTP(t *testing.T) {
 	st := newStack(t, "HOLD_TTL", "1s")
@@ -438,11 +410,14 @@ func TestPaymentConfig(t *testing.T) {
 	}{
 		{"defaults", nil, false},
 		{"all set", map[string]string{"PAYMENT_GATEWAY_URL": "https://api.stripe.com", "PAYMENT_API_KEY": "sk_live_x",
-			"PAYMENT_TIMEOUT": "3s", "PAYMENT_BREAKER_THRESHOLD": "7", "PAYMENT_BREAKER_COOLDOWN": "1m",
+			"PAYMENT_TIMEOUT": "3s", "PAYMENT_BREAKER_MIN_CALLS": "7", "PAYMENT_BREAKER_COOLDOWN": "1m",
+			"PAYMENT_BREAKER_WINDOW": "1m", "PAYMENT_BREAKER_FAILURE_RATIO": "0.8", "PAYMENT_BREAKER_PROBES": "2",
 			"TICKET_SIGNING_KEY": "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc"}, false},
 		{"gateway not a URL", map[string]string{"PAYMENT_GATEWAY_URL": "stripe"}, true},
 		{"timeout not a duration", map[string]string{"PAYMENT_TIMEOUT": "soon"}, true},
-		{"threshold zero", map[string]string{"PAYMENT_BREAKER_THRESHOLD": "0"}, true},
+		{"min calls zero", map[string]string{"PAYMENT_BREAKER_MIN_CALLS": "0"}, true},
+		{"ratio above one", map[string]string{"PAYMENT_BREAKER_FAILURE_RATIO": "1.5"}, true},
+		{"probes not a number", map[string]string{"PAYMENT_BREAKER_PROBES": "some"}, true},
 		{"ticket key too short", map[string]string{"TICKET_SIGNING_KEY": "abc"}, true},
 	}
 	for _, tt := range tests {
@@ -455,7 +430,7 @@ func TestPaymentConfig(t *testing.T) {
 				return
 			}
 			p := cfg.Payment
-			if p.Timeout <= 0 || p.BreakerThreshold < 1 || p.GatewayURL == "" || len(p.TicketKey.ID) != 8 {
+			if p.Timeout <= 0 || p.Breaker.MinCalls < 1 || p.Breaker.FailureRatio <= 0 || p.Breaker.Probes < 1 || p.GatewayURL == "" || len(p.TicketKey.ID) != 8 {
 				t.Fatalf("payment config %+v", p)
 			}
 			if tt.env == nil && (!p.TicketKeyGenerated || p.GatewayURL != "http://127.0.0.1:8082" || p.WebhookSecret != "") {

@@ -14,7 +14,9 @@ import (
 	bookinghttp "github.com/flashseat/flashseat/booking/http"
 	"github.com/flashseat/flashseat/booking/internal/bookingtest"
 	"github.com/flashseat/flashseat/booking/redis"
+	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -31,7 +33,7 @@ type harness struct {
 	base string
 }
 
-func newHarness(t testing.TB, env *bookingtest.Env) *harness {
+func newHarness(t testing.TB, env *bookingtest.Env, configure ...func(*bookinghttp.Config)) *harness {
 	t.Helper()
 	iss, err := token.NewUserIssuer([]byte(secret))
 	if err != nil {
@@ -39,14 +41,27 @@ func newHarness(t testing.TB, env *bookingtest.Env) *harness {
 	}
 	hub := redis.NewHub(env.RDB)
 	t.Cleanup(hub.Close)
-	srv := bookinghttp.New(bookinghttp.Config{
+	al := audit.New(env.Pool)
+	if err := al.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := bookinghttp.Config{
+		Audit:      al,
 		Service:    env.Svc,
 		Users:      token.NewUserVerifier([]byte(secret), nil, 0),
 		Guests:     iss,
 		AdminToken: adminToken,
 		Feed:       hub,
 		BodyLimit:  16 << 10,
-	})
+		Ready: []store.Check{
+			{Name: "postgres", Ping: env.Pool.Ping},
+			{Name: "redis", Ping: func(ctx context.Context) error { return env.RDB.Ping(ctx).Err() }},
+		},
+	}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	srv := bookinghttp.New(cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

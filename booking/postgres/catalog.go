@@ -96,7 +96,7 @@ func (s *Store) CreateShow(ctx context.Context, sh *booking.Show) error {
 }
 
 const showColumns = `s.id, s.event_id, s.hall_id, s.starts_at, s.sale_starts_at, s.currency, s.prices,
-	e.title, v.name, v.city, h.name, h.total_seats`
+	e.title, v.name, v.city, h.name, h.total_seats, s.sale_closed_at`
 
 const showFrom = ` FROM shows s JOIN events e ON e.id = s.event_id JOIN halls h ON h.id = s.hall_id
 	JOIN venues v ON v.id = h.venue_id`
@@ -104,10 +104,14 @@ const showFrom = ` FROM shows s JOIN events e ON e.id = s.event_id JOIN halls h 
 func scanShow(row pgx.Row) (booking.Show, error) {
 	var sh booking.Show
 	var prices []byte
+	var closed *time.Time
 	err := row.Scan(&sh.ID, &sh.EventID, &sh.HallID, &sh.StartsAt, &sh.SaleStartsAt, &sh.Currency, &prices,
-		&sh.Title, &sh.Venue, &sh.City, &sh.Hall, &sh.TotalSeats)
+		&sh.Title, &sh.Venue, &sh.City, &sh.Hall, &sh.TotalSeats, &closed)
 	if err != nil {
 		return booking.Show{}, err
+	}
+	if closed != nil {
+		sh.SaleClosedAt = closed.UTC()
 	}
 	if err := json.Unmarshal(prices, &sh.Prices); err != nil {
 		return booking.Show{}, fmt.Errorf("postgres: show %s prices: %w", sh.ID, err)
@@ -147,7 +151,7 @@ func (s *Store) Layout(ctx context.Context, showID string) ([]booking.Seat, erro
 	return seats, nil
 }
 
-// Search finds shows not yet started by city, UTC day and text (title, genre, language, venue), grouped by
+// Search finds shows not yet started by city, UTC day, genre, language and text (title, genre, language, venue), grouped by
 // event.
 func (s *Store) Search(ctx context.Context, q booking.Search) ([]booking.EventShows, error) {
 	where := []string{"s.starts_at > now()"}
@@ -159,6 +163,12 @@ func (s *Store) Search(ctx context.Context, q booking.Search) ([]booking.EventSh
 	if !q.Date.IsZero() {
 		day := time.Date(q.Date.Year(), q.Date.Month(), q.Date.Day(), 0, 0, 0, 0, time.UTC)
 		where = append(where, "s.starts_at >= "+arg(day)+" AND s.starts_at < "+arg(day.AddDate(0, 0, 1)))
+	}
+	if q.Genre != "" {
+		where = append(where, "lower(e.genre) = lower("+arg(q.Genre)+")")
+	}
+	if q.Language != "" {
+		where = append(where, "lower(e.language) = lower("+arg(q.Language)+")")
 	}
 	if q.Query != "" {
 		p := arg("%" + escapeLike(q.Query) + "%")

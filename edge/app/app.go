@@ -25,6 +25,7 @@ import (
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
 	admredis "github.com/flashseat/flashseat/shared/admission/redis"
 	"github.com/flashseat/flashseat/shared/audit"
+	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 	wrpostgres "github.com/flashseat/flashseat/waitroom/postgres"
 )
@@ -108,9 +109,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		BodyLimit:   cfg.BodyLimit,
 		ReadTimeout: cfg.ReadTimeout,
 		IdleTimeout: cfg.IdleTimeout,
-		Ready: []edgehttp.Check{
-			{Name: "redis", Fn: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
-			{Name: "postgres", Fn: func(ctx context.Context) error { return pool.Ping(ctx) }},
+		Ready: []store.Check{
+			{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
+			{Name: "postgres", Ping: func(ctx context.Context) error { return pool.Ping(ctx) }},
 		},
 		Users:      users,
 		Gate:       gate,

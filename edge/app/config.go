@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/edge"
+	"github.com/flashseat/flashseat/shared/eventstream"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -61,6 +62,10 @@ type Config struct {
 	TokenLeeway time.Duration // TOKEN_LEEWAY, default 5s: clock skew tolerated between replicas
 
 	Waitroom WaitroomConfig // ADMIN_TOKEN, QUEUE_*, COOKIE_SECURE: the mounted waiting room's settings
+	Console  ConsoleConfig  // CONSOLE_*: the operator console at /admin
+	// Events is the lifecycle event stream queue events are appended to (EVENTS_STREAM, EVENTS_MAXLEN,
+	// EVENTS_MAX_AGE; events.go), the one booking relays its events to.
+	Events eventstream.Config
 }
 
 // DefaultDatabaseURL is booking's default too: `make services` creates it.
@@ -117,6 +122,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	l.admissionKeys(&cfg)
 	l.userAuth(&cfg)
 	l.waitroom(&cfg)
+	l.console(&cfg)
+	l.events(&cfg)
 	cfg.Limits = map[edge.Class]LimitConfig{
 		// The API: a fan browsing, holding and paying needs a few requests a second; a NATed office or campus
 		// shares one address, hence the generous per-address rate.

@@ -75,6 +75,9 @@ func TestErrorTable(t *testing.T) {
 				p.Type != problem.TypeBase+tc.slug {
 				t.Fatalf("got %s %s, want problem %s", resp.Header.Get("Content-Type"), body, tc.slug)
 			}
+			if tc.status == 503 && resp.Header.Get("Retry-After") == "" {
+				t.Fatal("a 503 without Retry-After")
+			}
 			if tc.status == 429 && resp.Header.Get("Retry-After") != "2" {
 				t.Fatalf("Retry-After %q, want 2 (rounded up)", resp.Header.Get("Retry-After"))
 			}

@@ -11,7 +11,10 @@ package admission
 
 import (
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/flashseat/flashseat/shared/store"
 )
 
 // Header carries an admission token on API requests.
@@ -31,8 +34,9 @@ var (
 	// Check wrap it together with the reason (token.ErrExpired, token.ErrWrongShow, token.ErrRevoked, ...).
 	ErrRequired = errors.New("admission: admission token required")
 	// ErrUnavailable means a show's queue state can be read neither from the cache nor from the record (Redis or
-	// PostgreSQL unreachable): callers refuse the request (503) rather than guess.
-	ErrUnavailable = errors.New("admission: queue state unavailable")
+	// PostgreSQL unreachable, or Redis lost it and it is not rebuilt yet): callers refuse the request rather than
+	// guess. It wraps store.ErrUnavailable, so every service's error table answers 503 store-unavailable.
+	ErrUnavailable = fmt.Errorf("admission: queue state unavailable: %w", store.ErrUnavailable)
 	// ErrUnknownAdmission means no admission with that id (or no live admission of that fan) is on record.
 	ErrUnknownAdmission = errors.New("admission: no such admission")
 )

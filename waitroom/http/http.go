@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -21,13 +20,11 @@ import (
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/session"
+	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 	"github.com/flashseat/flashseat/waitroom"
 )
-
-// UserCookie carries the fan's user token for the queue's own routes, set on join, so that the page's
-// EventSource (which cannot send headers) is authenticated without putting the token in the URL.
-const UserCookie = "fs_queue_user"
 
 // Users verifies a fan's user token and returns their user id; token.UserVerifier is one.
 type Users interface {
@@ -99,6 +96,7 @@ func (h *Handler) Mount(r fiber.Router) {
 	r.Get("/admin/v1/shows/:showId/queue", h.wrap(h.getSettings))
 	r.Post("/admin/v1/shows/:showId/admissions/:jti/revoke", h.wrap(h.kickAdmission))
 	r.Post("/admin/v1/shows/:showId/fans/:userId/revoke", h.wrap(h.kickFan))
+	r.Get("/admin/v1/shows/:showId/fans/:userId", h.wrap(h.fan))
 }
 
 var (
@@ -116,6 +114,7 @@ var codes = []struct {
 	slug   string
 	detail string
 }{
+	{session.ErrCSRF, http.StatusForbidden, problem.CSRF, session.CSRFDetail},
 	{errUnauthenticated, http.StatusUnauthorized, problem.Unauthorized, "A valid user token is required."},
 	{token.ErrExpired, http.StatusUnauthorized, problem.Unauthorized, "The user token has expired."},
 	{token.ErrInvalid, http.StatusUnauthorized, problem.Unauthorized, "The user token is not valid."},
@@ -127,10 +126,9 @@ var codes = []struct {
 	{waitroom.ErrInvalid, http.StatusBadRequest, problem.BadRequest, ""},
 	{waitroom.ErrUnknownShow, http.StatusNotFound, problem.NotFound, "No such show."},
 	{waitroom.ErrNotInQueue, http.StatusNotFound, problem.NotFound, "You are not in this queue; join it first."},
+	{store.ErrUnavailable, http.StatusServiceUnavailable, problem.StoreUnavailable, "The waiting room is briefly unavailable; your place is kept. Retry in a second."},
 	{waitroom.ErrDrawPending, http.StatusServiceUnavailable, problem.ServiceUnavailable, "The queue is opening; retry in a second."},
 	{waitroom.ErrTooManyStreams, http.StatusTooManyRequests, problem.RateLimited, "Too many open streams for this queue; close some tabs."},
-	{waitroom.ErrUnavailable, http.StatusServiceUnavailable, problem.StoreUnavailable, "The waiting room is briefly unavailable; your place is kept. Retry in a second."},
-	{admission.ErrUnavailable, http.StatusServiceUnavailable, problem.StoreUnavailable, "The waiting room is briefly unavailable; your place is kept. Retry in a second."},
 }
 
 // wrap turns a handler's error into a problem the service's error handler sends as is.
@@ -147,20 +145,23 @@ func (h *Handler) wrap(fn fiber.Handler) fiber.Handler {
 		if _, ok := problem.FromFiber(err); ok {
 			return err
 		}
+		err = store.Classify(err)
 		for _, code := range codes {
 			if errors.Is(err, code.err) {
 				detail := code.detail
 				if detail == "" {
 					detail = strings.TrimPrefix(err.Error(), code.err.Error()+": ")
 				}
-				if code.status == http.StatusServiceUnavailable || code.status == http.StatusTooManyRequests {
-					c.Set(fiber.HeaderRetryAfter, "1")
-				}
-				if code.slug == problem.StoreUnavailable {
+				if code.err == store.ErrUnavailable {
 					h.log.Warn("waitroom: store unavailable", "err", err, "method", c.Method(), "path", c.Path(),
 						"requestId", string(c.Response().Header.Peek("X-Request-Id")))
 				}
-				return problem.New(code.status, code.slug, detail)
+				p := problem.New(code.status, code.slug, detail)
+				if code.status == http.StatusServiceUnavailable || code.status == http.StatusTooManyRequests {
+					// On the problem, not the response: the edge's error handler starts its answer afresh.
+					p.WithRetryAfter(1)
+				}
+				return p
 			}
 		}
 		h.log.Error("waitroom: internal error", "err", err, "method", c.Method(), "path", c.Path(),
@@ -178,29 +179,24 @@ func showID(c *fiber.Ctx) (string, error) {
 	return id, nil
 }
 
-// user authenticates a fan from the Authorization header, ?access_token= or the queue cookie.
-func (h *Handler) user(c *fiber.Ctx) (raw, id string, err error) {
-	raw = c.Get(fiber.HeaderAuthorization)
-	if len(raw) > 7 && strings.EqualFold(raw[:7], "bearer ") {
-		raw = strings.TrimSpace(raw[7:])
-	} else {
-		raw = ""
-	}
+// user authenticates a fan: the Authorization bearer, else ?access_token= (API clients' event streams), else the
+// fs_session cookie every page shares (shared/session), which also authenticates the page's EventSource. A join
+// authenticated by the cookie must pass the CSRF rule.
+func (h *Handler) user(c *fiber.Ctx) (id string, err error) {
+	raw, fromCookie := session.Bearer(c), false
 	if raw == "" {
 		raw = c.Query("access_token")
 	}
 	if raw == "" {
-		raw = c.Cookies(UserCookie)
+		raw, fromCookie = session.Token(c)
 	}
 	if raw == "" {
-		return "", "", errUnauthenticated
+		return "", errUnauthenticated
 	}
-	raw = strings.Clone(raw)
-	id, err = h.cfg.Users.Verify(raw)
-	if err != nil {
-		return "", "", err
+	if err := session.CheckCSRF(c, fromCookie); err != nil {
+		return "", err
 	}
-	return raw, id, nil
+	return h.cfg.Users.Verify(strings.Clone(raw))
 }
 
 // placeJSON is the contract's body of join and status.
@@ -265,7 +261,7 @@ func (h *Handler) join(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	raw, user, err := h.user(c)
+	user, err := h.user(c)
 	if err != nil {
 		return err
 	}
@@ -273,8 +269,6 @@ func (h *Handler) join(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	c.Cookie(&fiber.Cookie{Name: UserCookie, Value: raw, Path: "/queue/", MaxAge: 12 * 3600, HTTPOnly: true,
-		SameSite: fiber.CookieSameSiteLaxMode, Secure: h.cfg.SecureCookies})
 	return h.sendPlace(c, show, p)
 }
 
@@ -283,7 +277,7 @@ func (h *Handler) status(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	_, user, err := h.user(c)
+	user, err := h.user(c)
 	if err != nil {
 		return err
 	}
@@ -396,71 +390,6 @@ func (h *Handler) putSettings(c *fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.JSON(now)
-}
-
-// audit records an operator's change; the change is made, so a failure to record it is logged, not answered.
-func (h *Handler) audit(c *fiber.Ctx, action, show string, old, now any) {
-	if h.cfg.Audit == nil {
-		return
-	}
-	e := audit.Entry{Actor: audit.Actor(c.Get(audit.OperatorHeader)), Action: action, ShowID: show}
-	if old != nil {
-		e.Old, _ = json.Marshal(old)
-	}
-	if now != nil {
-		e.New, _ = json.Marshal(now)
-	}
-	if err := h.cfg.Audit.Record(c.UserContext(), e); err != nil {
-		h.log.Error("waitroom: audit", "action", action, "show", show, "err", err,
-			"requestId", string(c.Response().Header.Peek("X-Request-Id")))
-	}
-}
-
-// kickJSON answers a kick: the admissions revoked.
-type kickJSON struct {
-	ShowID  string            `json:"showId"`
-	Revoked []admission.Grant `json:"revoked"`
-}
-
-// adminShow authenticates an operator and reads the path's show id.
-func (h *Handler) adminShow(c *fiber.Ctx) (string, error) {
-	if err := h.admin(c); err != nil {
-		return "", err
-	}
-	return showID(c)
-}
-
-func (h *Handler) kickAdmission(c *fiber.Ctx) error {
-	show, err := h.adminShow(c)
-	if err != nil {
-		return err
-	}
-	g, err := h.svc.Kick(c.UserContext(), show, strings.Clone(c.Params("jti")))
-	if err != nil {
-		return err
-	}
-	h.audit(c, "admission.revoke", show, g, map[string]any{"jti": g.JTI, "userId": g.UserID, "revoked": true})
-	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(kickJSON{ShowID: show, Revoked: []admission.Grant{g}})
-}
-
-func (h *Handler) kickFan(c *fiber.Ctx) error {
-	show, err := h.adminShow(c)
-	if err != nil {
-		return err
-	}
-	user, err := url.PathUnescape(c.Params("userId"))
-	if err != nil {
-		return fmt.Errorf("%w: user id", waitroom.ErrInvalid)
-	}
-	gs, err := h.svc.KickUser(c.UserContext(), show, strings.Clone(user))
-	if err != nil {
-		return err
-	}
-	h.audit(c, "fan.revoke", show, map[string]any{"userId": user, "admissions": gs},
-		map[string]any{"userId": user, "revoked": true})
-	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(kickJSON{ShowID: show, Revoked: gs})
 }
 
 func (h *Handler) getSettings(c *fiber.Ctx) error {

@@ -19,7 +19,7 @@ local cfg = redis.call('HMGET', KEYS[1], 'enabled', 'admitPerSecond', 'paused')
 if not cfg[1] then
   return {'unknown'} -- no settings cached: never read as "closed" before the record has been asked
 end
-if cfg[1] ~= '1' then
+if cfg[1] ~= '1' or redis.call('HGET', KEYS[2], 'closed') == '1' then -- off, or the operator closed the sale
   return {'closed'}
 end
 local rate = cfg[2] or '10'
