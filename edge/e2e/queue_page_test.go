@@ -97,6 +97,24 @@ func TestQueuePageInBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("admission expired: back to the queue with a message", func(t *testing.T) {
+		show := newShow(t, c, showSpec{title: "Short admission", saleIn: -time.Minute})
+		if _, err := c.PutQueue(ctx, show, fsclient.QueueSettings{Enabled: true, AdmitPerSecond: 5, MaxActive: 10,
+			TokenTTLSeconds: 10}); err != nil {
+			t.Fatal(err)
+		}
+		fan := br.Fan("slow fan", time.Minute)
+		fan.Go(p.BaseURL + "/shows/" + show)
+		fan.WaitFor("the seat map", `location.pathname === "/shows/`+show+`" && `+seat("A1")+` !== null`)
+		fan.JS(seat("A1") + `.click()`)
+		time.Sleep(11 * time.Second) // the admission (and its cookie) expire while the fan hesitates
+		fan.JS(`document.getElementById("hold").click()`)
+		fan.WaitFor("back in the queue", `location.pathname === "/queue/`+show+`" && !document.getElementById("flash").hidden`)
+		if got := fan.Text(`document.getElementById("flash").textContent`); !strings.Contains(got, "back in the waiting room") {
+			t.Errorf("message in the queue: %q", got)
+		}
+	})
+
 	t.Run("without EventSource: polling", func(t *testing.T) {
 		show := newShow(t, c, showSpec{title: "Polling", saleIn: -time.Minute, queue: true, admitRate: 2})
 		fan := br.Fan("old browser", time.Minute)
