@@ -10,7 +10,12 @@ import (
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/session"
+	"github.com/flashseat/flashseat/shared/store"
 )
+
+// storeRetryAfter is the Retry-After, in seconds, of a store-unavailable answer: a Redis or PostgreSQL restart
+// takes seconds, and clients back off further on their own.
+const storeRetryAfter = 1
 
 // code maps a domain error to an HTTP status and problem type.
 type code struct {
@@ -22,6 +27,9 @@ type code struct {
 // codes is the one table from domain errors to problems; the first entry whose error matches (errors.Is) wins.
 // Payments add their entries from their own file with an init that appends here.
 var codes = []code{
+	// First: a store error can ride inside any other (a hold that could not be read back), and the client must
+	// learn it can retry, not that its request was wrong.
+	{store.ErrUnavailable, fiber.StatusServiceUnavailable, problem.StoreUnavailable},
 	{booking.ErrQueueRequired, fiber.StatusForbidden, problem.QueueRequired},
 	{booking.ErrSeatsUnavailable, fiber.StatusConflict, problem.SeatsUnavailable},
 	{booking.ErrStale, fiber.StatusConflict, problem.SeatsUnavailable},
@@ -53,9 +61,14 @@ func (s *Server) toProblem(c *fiber.Ctx, err error) *problem.Problem {
 		}
 		return p
 	}
+	err = store.Classify(err)
 	for _, m := range codes {
 		if !errors.Is(err, m.err) {
 			continue
+		}
+		if m.err == store.ErrUnavailable {
+			s.log.WarnContext(c.UserContext(), "store unavailable", "method", c.Method(), "path", string([]byte(c.Path())), "err", err)
+			return problem.StoreDown("a store is briefly unreachable; retry shortly", storeRetryAfter)
 		}
 		p := problem.New(m.status, m.slug, err.Error())
 		var ce *booking.ConflictError

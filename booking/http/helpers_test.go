@@ -15,6 +15,7 @@ import (
 	"github.com/flashseat/flashseat/booking/internal/bookingtest"
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -46,6 +47,10 @@ func newHarness(t testing.TB, env *bookingtest.Env, configure ...func(*bookinght
 		AdminToken: adminToken,
 		Feed:       hub,
 		BodyLimit:  16 << 10,
+		Ready: []store.Check{
+			{Name: "postgres", Ping: env.Pool.Ping},
+			{Name: "redis", Ping: func(ctx context.Context) error { return env.RDB.Ping(ctx).Err() }},
+		},
 	}
 	for _, f := range configure {
 		f(&cfg)

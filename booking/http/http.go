@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -44,10 +46,10 @@ type Config struct {
 	Registry      prometheus.Registerer // nil: metrics are not registered
 	Metrics       *Metrics              // made (and registered with Registry) when nil
 	Gatherer      prometheus.Gatherer   // serves /metrics; nil: /metrics is 404
-	Ready         func(ctx context.Context) error
-	BodyLimit     int           // default 64 KiB
-	InFlight      int           // hot requests (hold, seat map) run at once; default 32 per CPU
-	Heartbeat     time.Duration // seat stream comments, default 15s
+	Ready         []store.Check         // the stores /readyz pings; each is reported by name
+	BodyLimit     int                   // default 64 KiB
+	InFlight      int                   // hot requests (hold, seat map) run at once; default 32 per CPU
+	Heartbeat     time.Duration         // seat stream comments, default 15s
 }
 
 // Server is booking's HTTP API.
@@ -157,15 +159,15 @@ func (s *Server) readyz(c *fiber.Ctx) error {
 	if s.closing.Load() {
 		return fiber.NewError(fiber.StatusServiceUnavailable, "shutting down")
 	}
-	if s.cfg.Ready != nil {
-		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
-		defer cancel()
-		if err := s.cfg.Ready(ctx); err != nil {
-			s.log.WarnContext(c.UserContext(), "not ready", "err", err)
-			return fiber.NewError(fiber.StatusServiceUnavailable, "a store is unreachable")
-		}
+	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	defer cancel()
+	checks, err := store.Probe(ctx, s.cfg.Ready)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	if err != nil {
+		s.log.WarnContext(c.UserContext(), "not ready", "err", err)
+		return problem.StoreDown("a store is unreachable", storeRetryAfter).With("checks", checks)
 	}
-	return c.JSON(fiber.Map{"status": "ready"})
+	return c.JSON(fiber.Map{"status": "ready", "checks": checks})
 }
 
 type ctxKey int

@@ -19,6 +19,7 @@ import (
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/session"
+	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 	"github.com/flashseat/flashseat/waitroom"
 )
@@ -112,9 +113,9 @@ var codes = []struct {
 	{waitroom.ErrInvalid, http.StatusBadRequest, problem.BadRequest, ""},
 	{waitroom.ErrUnknownShow, http.StatusNotFound, problem.NotFound, "No such show."},
 	{waitroom.ErrNotInQueue, http.StatusNotFound, problem.NotFound, "You are not in this queue; join it first."},
+	{store.ErrUnavailable, http.StatusServiceUnavailable, problem.StoreUnavailable, "The waiting room is briefly unavailable; retry in a second."},
 	{waitroom.ErrDrawPending, http.StatusServiceUnavailable, problem.ServiceUnavailable, "The queue is opening; retry in a second."},
 	{waitroom.ErrTooManyStreams, http.StatusTooManyRequests, problem.RateLimited, "Too many open streams for this queue; close some tabs."},
-	{waitroom.ErrUnavailable, http.StatusServiceUnavailable, problem.ServiceUnavailable, "The waiting room is briefly unavailable; retry in a second."},
 }
 
 // wrap turns a handler's error into a problem the service's error handler sends as is.
@@ -131,20 +132,23 @@ func (h *Handler) wrap(fn fiber.Handler) fiber.Handler {
 		if _, ok := problem.FromFiber(err); ok {
 			return err
 		}
+		err = store.Classify(err)
 		for _, code := range codes {
 			if errors.Is(err, code.err) {
 				detail := code.detail
 				if detail == "" {
 					detail = strings.TrimPrefix(err.Error(), code.err.Error()+": ")
 				}
-				if code.status == http.StatusServiceUnavailable || code.status == http.StatusTooManyRequests {
-					c.Set(fiber.HeaderRetryAfter, "1")
-				}
-				if errors.Is(err, waitroom.ErrUnavailable) {
+				if code.err == store.ErrUnavailable {
 					h.log.Warn("waitroom: store unavailable", "err", err, "method", c.Method(), "path", c.Path(),
 						"requestId", string(c.Response().Header.Peek("X-Request-Id")))
 				}
-				return problem.New(code.status, code.slug, detail)
+				p := problem.New(code.status, code.slug, detail)
+				if code.status == http.StatusServiceUnavailable || code.status == http.StatusTooManyRequests {
+					// On the problem, not the response: the edge's error handler starts its answer afresh.
+					p.WithRetryAfter(1)
+				}
+				return p
 			}
 		}
 		h.log.Error("waitroom: internal error", "err", err, "method", c.Method(), "path", c.Path(),

@@ -594,7 +594,8 @@ func TestPageAndFairness(t *testing.T) {
 	}
 }
 
-// TestRedisDown: with the store unreachable the waiting room answers 503 problems with Retry-After, never a 500.
+// TestRedisDown: with the store unreachable the waiting room answers 503 store-unavailable problems with
+// Retry-After, never a 500, on every route that needs it.
 func TestRedisDown(t *testing.T) {
 	t.Parallel()
 	rdb := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
@@ -612,11 +613,13 @@ func TestRedisDown(t *testing.T) {
 	}})
 	h.Mount(app)
 	tok, _ := guestIssuer.Issue("u", time.Now(), time.Hour)
-	for _, r := range []struct{ method, path string }{
-		{"POST", "/queue/s1/join"}, {"GET", "/queue/s1/status"}, {"GET", "/queue/s1/events"},
-		{"GET", "/queue/s1/fairness"}, {"GET", "/admin/v1/shows/s1/queue"},
+	for _, r := range []struct{ method, path, body string }{
+		{"POST", "/queue/s1/join", ""}, {"GET", "/queue/s1/status", ""}, {"GET", "/queue/s1/events", ""},
+		{"GET", "/queue/s1/fairness", ""}, {"GET", "/admin/v1/shows/s1/queue", ""},
+		{"PUT", "/admin/v1/shows/s1/queue", `{"enabled":true,"admitPerSecond":10,"maxActive":100,"tokenTtlSeconds":600}`},
 	} {
-		req, _ := http.NewRequest(r.method, "http://x"+r.path, nil)
+		req, _ := http.NewRequest(r.method, "http://x"+r.path, strings.NewReader(r.body))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+tok)
 		if strings.HasPrefix(r.path, "/admin") {
 			req.Header.Set("Authorization", "Bearer "+adminToken)
@@ -625,8 +628,12 @@ func TestRedisDown(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" {
-			t.Errorf("%s %s: %d (Retry-After %q), want 503", r.method, r.path, res.StatusCode, res.Header.Get("Retry-After"))
+		body, _ := io.ReadAll(res.Body)
+		var p problem.Problem
+		if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" || json.Unmarshal(body, &p) != nil ||
+			p.Type != problem.TypeBase+problem.StoreUnavailable {
+			t.Errorf("%s %s: %d (Retry-After %q) %s, want 503 store-unavailable", r.method, r.path, res.StatusCode,
+				res.Header.Get("Retry-After"), body)
 		}
 	}
 }
