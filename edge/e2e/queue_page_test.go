@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	fsclient "github.com/flashseat/flashseat/loadtest/client"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
+	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
 // notificationRecorder wraps the browser's Notification so a test can see that the page notified, and what the
@@ -127,4 +129,44 @@ func TestQueuePageInBrowser(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestQueuePageKeepsThePlaceWhenRedisIsDown: while the queue's store is down (its own redis-server, killed), the
+// page says it is reconnecting and that the place is kept, and never that the queue is closed; when Redis is back
+// the page carries on by itself.
+func TestQueuePageKeepsThePlaceWhenRedisIsDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser")
+	}
+	r := storetest.StartRedis(t)
+	p := platformtest.Start(t, platformtest.Options{MaxConns: 8, Booking: map[string]string{"REDIS_URL": r.URL},
+		Edge: map[string]string{"REDIS_URL": r.URL, "QUEUE_TICK": "100ms"}})
+	c, err := fsclient.New(p.BaseURL, http.DefaultTransport, fsclient.Options{AdminToken: p.AdminToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	show := newShow(t, c, showSpec{title: "Outage", saleIn: -time.Minute, queue: true, admitRate: 0.01})
+	ctx := context.Background()
+	for range 3 { // fans ahead, so ours waits
+		g, _, err := c.NewGuest(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c.Join(ctx, g.Token, show); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fan := platformtest.NewBrowser(t).Fan("fan", 90*time.Second)
+	fan.Go(p.BaseURL + "/queue/" + show)
+	fan.WaitFor("waiting", `!document.getElementById("waiting").hidden && document.getElementById("position").textContent !== "…"`)
+	r.Kill()
+	fan.WaitFor("reconnecting", `document.getElementById("error").textContent === "Reconnecting… your place is kept."`)
+	for range 30 { // three seconds down: still reconnecting, never closed
+		if v := fan.Text(`document.getElementById("closed").hidden ? "" : "closed"`); v != "" {
+			t.Fatal("the page says closed while Redis is down")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.Start()
+	fan.WaitFor("carrying on", `document.getElementById("error").hidden || location.pathname.startsWith("/shows/")`)
 }
