@@ -82,8 +82,19 @@ func TestQueuePageInBrowser(t *testing.T) {
 		if err != nil || res.Status != 201 {
 			t.Fatalf("hold: %v %d", err, res.Status)
 		}
-		if _, res, err := c.Pay(ctx, g.Token, "", b.BookingID, "pm_card_ok", uuid.NewString()); err != nil || res.Status != 200 {
-			t.Fatalf("pay: %v %d", err, res.Status)
+		paid, res, err := c.Pay(ctx, g.Token, "", b.BookingID, "pm_card_ok", uuid.NewString())
+		if err != nil || res.Status != 200 || len(paid.Tickets) != 2 {
+			t.Fatalf("pay: %v %d %+v", err, res.Status, paid)
+		}
+		// The first buyer's tickets: each QR image holds the ticket's code, which the door accepts once.
+		for _, tk := range paid.Tickets {
+			code := decodeQR(t, qrPNG(t, p, g.Token, tk.TicketID))
+			if code != tk.Code {
+				t.Fatalf("ticket %s: QR holds %q, want %q", tk.TicketID, code, tk.Code)
+			}
+			if first, again := checkIn(t, p, code), checkIn(t, p, code); first != 200 || again != 409 {
+				t.Fatalf("check-in of %s: %d then %d, want 200 then 409", tk.TicketID, first, again)
+			}
 		}
 		if _, err := c.PutQueue(ctx, show, fsclient.QueueSettings{Enabled: true, AdmitPerSecond: 5, MaxActive: 10,
 			TokenTTLSeconds: 600}); err != nil {
