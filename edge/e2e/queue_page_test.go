@@ -88,11 +88,11 @@ func TestQueuePageInBrowser(t *testing.T) {
 		}
 		// The first buyer's tickets: each QR image holds the ticket's code, which the door accepts once.
 		for _, tk := range paid.Tickets {
-			code := decodeQR(t, qrPNG(t, p, g.Token, tk.TicketID))
+			code := qrText(t, qrPNG(t, p, g.Token, tk.TicketID))
 			if code != tk.Code {
 				t.Fatalf("ticket %s: QR holds %q, want %q", tk.TicketID, code, tk.Code)
 			}
-			if first, again := checkIn(t, p, code), checkIn(t, p, code); first != 200 || again != 409 {
+			if first, again := checkInAtDoor(t, p, code), checkInAtDoor(t, p, code); first != 200 || again != 409 {
 				t.Fatalf("check-in of %s: %d then %d, want 200 then 409", tk.TicketID, first, again)
 			}
 		}

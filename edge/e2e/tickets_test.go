@@ -14,9 +14,9 @@ import (
 	"github.com/flashseat/flashseat/loadtest/platformtest"
 )
 
-// decodeQR reads the text of a QR code image. gozxing is a pure-Go port of ZXing, the reference barcode decoder:
+// qrText reads the text of a QR code image. gozxing is a pure-Go port of ZXing, the reference barcode decoder:
 // it reads the PNG as a scanner would, independently of the library that drew it.
-func decodeQR(t *testing.T, png []byte) string {
+func qrText(t *testing.T, png []byte) string {
 	t.Helper()
 	img, _, err := image.Decode(bytes.NewReader(png))
 	if err != nil {
@@ -33,8 +33,8 @@ func decodeQR(t *testing.T, png []byte) string {
 	return res.GetText()
 }
 
-// checkIn presents a ticket's code at the door (the check-in API, with the operator's token) and returns the status.
-func checkIn(t *testing.T, p *platformtest.Platform, code string) int {
+// checkInAtDoor presents a ticket's code at the door (the check-in API, with the operator's token) and returns the status.
+func checkInAtDoor(t *testing.T, p *platformtest.Platform, code string) int {
 	t.Helper()
 	req, _ := http.NewRequest("POST", p.BaseURL+"/api/v1/checkin", strings.NewReader(`{"code":"`+code+`"}`))
 	req.Header.Set("Authorization", "Bearer "+p.AdminToken)
