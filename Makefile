@@ -31,8 +31,10 @@ bench: services build ## run the benchmarks and refresh BENCHMARKS.md
 loadtest: build ## run the smoke flash-crowd scenario against a running platform (BASE, default http://localhost:8080)
 	$(BIN)/loadtest -scenario smoke $(if $(BASE),-base $(BASE),)
 
-lint: ## go vet and gofmt check
+lint: ## go vet, gofmt, go.mod tidiness and openapi.yaml's validity
 	$(GO) vet ./...
+	$(GO) mod tidy -diff
+	$(GO) test -count=1 -run OpenAPI .
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 fmt: ## format the code

@@ -507,7 +507,7 @@ func TestPayProcessKilledBetweenAuthorizeAndConfirm(t *testing.T) {
 func TestPayCircuitBreaker(t *testing.T) {
 	t.Parallel()
 	e := newPayEnv(t, booking.Config{}, sim.Config{FailureRate: 1}, booking.PayConfig{})
-	br := payment.NewBreaker(e.gw, 3, 300*time.Millisecond)
+	br := payment.NewBreaker(e.gw, payment.BreakerConfig{MinCalls: 3, Cooldown: 300 * time.Millisecond})
 	p := e.restart(t, br)
 	b := e.hold(t, "u1", "C1")
 	pay := func(key string) error {

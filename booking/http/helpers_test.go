@@ -15,6 +15,7 @@ import (
 	"github.com/flashseat/flashseat/booking/internal/bookingtest"
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -31,7 +32,7 @@ type harness struct {
 	base string
 }
 
-func newHarness(t testing.TB, env *bookingtest.Env) *harness {
+func newHarness(t testing.TB, env *bookingtest.Env, configure ...func(*bookinghttp.Config)) *harness {
 	t.Helper()
 	iss, err := token.NewUserIssuer([]byte(secret))
 	if err != nil {
@@ -39,14 +40,22 @@ func newHarness(t testing.TB, env *bookingtest.Env) *harness {
 	}
 	hub := redis.NewHub(env.RDB)
 	t.Cleanup(hub.Close)
-	srv := bookinghttp.New(bookinghttp.Config{
+	cfg := bookinghttp.Config{
 		Service:    env.Svc,
 		Users:      token.NewUserVerifier([]byte(secret), nil, 0),
 		Guests:     iss,
 		AdminToken: adminToken,
 		Feed:       hub,
 		BodyLimit:  16 << 10,
-	})
+		Ready: []store.Check{
+			{Name: "postgres", Ping: env.Pool.Ping},
+			{Name: "redis", Ping: func(ctx context.Context) error { return env.RDB.Ping(ctx).Err() }},
+		},
+	}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	srv := bookinghttp.New(cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -20,10 +20,11 @@ EOS
   seed() { head -c 32 /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '='; }
   sed -i "s|^ADMISSION_SIGNING_KEY=.*|ADMISSION_SIGNING_KEY=$(seed)|; s|^TICKET_SIGNING_KEY=.*|TICKET_SIGNING_KEY=$(seed)|" .run/secrets.env
 fi
-set -a
-# shellcheck disable=SC1091
-. .run/secrets.env
-set +a
+# The generated secrets fill in only what the caller's environment does not set: an ADMIN_TOKEN (or any other
+# secret) exported before `make run` wins.
+while IFS='=' read -r key value; do
+  [ -n "$key" ] && [ -z "${!key:-}" ] && export "$key=$value"
+done < .run/secrets.env
 
 export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/flashseat?sslmode=disable}
 export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379/0}

@@ -20,6 +20,7 @@ import (
 	"github.com/flashseat/flashseat/edge/ratelimit"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/rediskey"
+	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -90,7 +91,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		BodyLimit:   cfg.BodyLimit,
 		ReadTimeout: cfg.ReadTimeout,
 		IdleTimeout: cfg.IdleTimeout,
-		Ready:       []edgehttp.Check{{Name: "redis", Fn: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}},
+		Ready:       []store.Check{{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}},
 		Users:       users,
 		Gate:        gate,
 		Admission:   token.NewVerifier(keys, cfg.TokenLeeway),

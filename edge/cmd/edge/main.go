@@ -1,9 +1,11 @@
 // Command edge is flashseat's public entry point: the waiting room, the admission gate, rate limits and the
-// reverse proxy to booking. Configuration comes from the environment (see edge/app.Config).
+// reverse proxy to booking. Configuration comes from the environment (see edge/app.Config). With -check-config it
+// only loads and validates that configuration and exits: 0 when the edge would start with it, 1 when not.
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -21,6 +23,15 @@ func main() {
 }
 
 func run() error {
+	check := flag.Bool("check-config", false, "validate the configuration from the environment and exit")
+	flag.Parse()
+	if *check {
+		if _, err := app.LoadConfig(os.Getenv); err != nil {
+			return err
+		}
+		fmt.Println("edge: configuration ok")
+		return nil
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: logLevel(os.Getenv("LOG_LEVEL"))}))

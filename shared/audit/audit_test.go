@@ -1,0 +1,161 @@
+package audit_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	"github.com/flashseat/flashseat/shared/audit"
+)
+
+func newLog(t *testing.T) *audit.Log {
+	t.Helper()
+	l := audit.New(pgtest.New(t))
+	if err := l.Migrate(context.Background()); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return l
+}
+
+func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t) // a database that has never seen the log: the racers create the table
+	var wg sync.WaitGroup
+	errs := make([]error, 6)
+	for i := range errs {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = audit.New(pool).Migrate(context.Background()) }()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("migrate %d: %v", i, err)
+		}
+	}
+	if err := audit.New(pool).Migrate(context.Background()); err != nil {
+		t.Fatalf("migrate again: %v", err)
+	}
+}
+
+func TestRecordList(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l := newLog(t)
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	entries := []audit.Entry{
+		{Actor: "alice", Action: "queue.settings", ShowID: "s1", Old: json.RawMessage(`{"enabled":false}`),
+			New: json.RawMessage(`{"enabled":true}`), At: at},
+		{Action: "queue.pause", ShowID: "s2", Old: json.RawMessage(`false`), New: json.RawMessage(`true`)},
+		{Actor: "bob", Action: "admission.revoke", ShowID: "s1", New: json.RawMessage(`{"jti":"j1"}`)},
+	}
+	for _, e := range entries {
+		if err := l.Record(ctx, e); err != nil {
+			t.Fatalf("record %s: %v", e.Action, err)
+		}
+	}
+
+	all, err := l.List(ctx, audit.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := actions(all); got != "admission.revoke,queue.pause,queue.settings" {
+		t.Fatalf("all newest first: got %s", got)
+	}
+	if all[1].Actor != audit.DefaultActor {
+		t.Errorf("no actor: got %q, want %q", all[1].Actor, audit.DefaultActor)
+	}
+	if all[1].At.IsZero() || time.Since(all[1].At) > time.Minute {
+		t.Errorf("default time: got %v", all[1].At)
+	}
+	if !all[2].At.Equal(at) {
+		t.Errorf("given time: got %v, want %v", all[2].At, at)
+	}
+	if all[0].Old != nil {
+		t.Errorf("no old value: got %s", all[0].Old)
+	}
+	var nw struct{ Enabled bool }
+	if err := json.Unmarshal(all[2].New, &nw); err != nil || !nw.Enabled {
+		t.Errorf("new value: got %s (%v)", all[2].New, err)
+	}
+
+	s1, err := l.List(ctx, audit.Filter{ShowID: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := actions(s1); got != "admission.revoke,queue.settings" {
+		t.Fatalf("show s1: got %s", got)
+	}
+	one, err := l.List(ctx, audit.Filter{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := actions(one); got != "admission.revoke" {
+		t.Fatalf("limit 1: got %s", got)
+	}
+	none, err := l.List(ctx, audit.Filter{ShowID: "nope"})
+	if err != nil || none == nil || len(none) != 0 {
+		t.Fatalf("unknown show: got %v, %v; want an empty list", none, err)
+	}
+}
+
+func TestRecordRefusesInvalid(t *testing.T) {
+	t.Parallel()
+	l := newLog(t)
+	for name, e := range map[string]audit.Entry{
+		"no action":    {Actor: "a", ShowID: "s"},
+		"blank action": {Action: "  "},
+		"bad old":      {Action: "x", Old: json.RawMessage(`{`)},
+		"bad new":      {Action: "x", New: json.RawMessage(`nope`)},
+	} {
+		if err := l.Record(context.Background(), e); !errors.Is(err, audit.ErrInvalid) {
+			t.Errorf("%s: got %v, want ErrInvalid", name, err)
+		}
+	}
+	all, err := l.List(context.Background(), audit.Filter{})
+	if err != nil || len(all) != 0 {
+		t.Fatalf("refused entries were written: %v, %v", all, err)
+	}
+}
+
+func TestListLimitCapped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l := newLog(t)
+	for i := range 3 {
+		if err := l.Record(ctx, audit.Entry{Action: fmt.Sprint("a", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := l.List(ctx, audit.Filter{Limit: audit.MaxLimit * 10})
+	if err != nil || len(got) != 3 {
+		t.Fatalf("huge limit: got %d entries, %v", len(got), err)
+	}
+}
+
+func TestActor(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, in, want string }{
+		{"absent", "", "api"},
+		{"blank", "   ", "api"},
+		{"named", " ops@example.com ", "ops@example.com"},
+		{"bounded", strings.Repeat("x", 500), strings.Repeat("x", 200)},
+	} {
+		if got := audit.Actor(c.in); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+func actions(es []audit.Entry) string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = e.Action
+	}
+	return strings.Join(s, ",")
+}
