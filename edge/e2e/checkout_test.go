@@ -27,13 +27,16 @@ const (
 	cardDecline = "4000000000000002"
 	cardOK      = "4242424242424242"
 	card3DS     = "4000000000003220"
+	cardSlow    = "4000000000000259"
 )
 
 // TestCheckoutInBrowser pays in a real browser through the real edge, booking and payment simulator, nothing
 // stubbed: a fan holds seats on the seat map, is declined at the checkout and told so, pays with another card
 // and lands on Confirmed with the tickets' QR codes, whose decoded codes check in once; a second booking paid with
-// the 3-D Secure card goes through the simulator's challenge page and ends Confirmed too. No card number reaches
-// booking, no page logs an error, no URL carries a token.
+// the 3-D Secure card goes through the simulator's challenge page and ends Confirmed too, a third with the slow
+// card shows its payment pending until it is confirmed; My bookings cancels a hold and refunds a paid booking (not one
+// whose tickets were used). No
+// card number reaches booking, no page logs an error, no URL carries a token.
 func TestCheckoutInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
@@ -41,7 +44,7 @@ func TestCheckoutInBrowser(t *testing.T) {
 	p, c := journeyPlatform(t)
 	show := newShow(t, c, showSpec{title: "Hayavadana " + uuid.NewString()[:6], saleIn: -time.Minute})
 	fan := platformtest.NewBrowser(t).Fan("fan", 3*time.Minute)
-	leaks := watchCards(fan, p.BaseURL, cardDecline, cardOK, card3DS)
+	leaks := watchCards(fan, p.BaseURL, cardDecline, cardOK, card3DS, cardSlow)
 
 	// First booking: seats B3 and B4 on the seat map, on to the checkout.
 	id := holdOnSeatMap(t, fan, p.BaseURL, show, "B3", "B4")
@@ -97,19 +100,42 @@ func TestCheckoutInBrowser(t *testing.T) {
 	fan.JS(`document.querySelector('button[value="complete"]').click()`)
 	confirmed(t, fan, id2, 1)
 
-	// My bookings lists both, newest first, paid.
+	// Third booking, the slow card: the gateway answers after booking's timeout, so the page shows the payment
+	// pending, live, until the webhook and the recovery worker confirm it.
+	id3 := holdOnSeatMap(t, fan, p.BaseURL, show, "C6")
+	fan.WaitFor("the card form", `!document.getElementById("pay-section").hidden`)
+	typeCard(fan, cardSlow)
+	fan.WaitFor("payment pending", `location.pathname === "/bookings/`+id3+`" || document.getElementById("status").textContent.startsWith("Payment pending")`)
+	confirmed(t, fan, id3, 1)
+
+	// A fourth hold, left unpaid. My bookings lists all four, newest first; the hold is cancelled and the first
+	// booking refunded from there, each saying what happened.
+	id4 := holdOnSeatMap(t, fan, p.BaseURL, show, "C7")
 	fan.Go(p.BaseURL + "/bookings")
-	fan.WaitFor("my bookings", `document.querySelectorAll("li.booking").length === 2`)
-	if got := fan.Text(`[...document.querySelectorAll("li.booking")].map((li) => li.id + ":" + li.dataset.status).join(" ")`); got != "b-"+id2+":CONFIRMED b-"+id+":CONFIRMED" {
-		t.Errorf("my bookings: %q", got)
+	fan.WaitFor("my bookings", `document.querySelectorAll("li.booking").length === 4`)
+	list := func() string {
+		return fan.Text(`[...document.querySelectorAll("li.booking")].map((li) => li.id + ":" + li.dataset.status).join(" ")`)
 	}
+	if got, want := list(), "b-"+id4+":HELD b-"+id3+":CONFIRMED b-"+id2+":CONFIRMED b-"+id+":CONFIRMED"; got != want {
+		t.Errorf("my bookings: %q, want %q", got, want)
+	}
+	button := func(id, text string) string {
+		return `[...document.querySelectorAll("#b-` + id + ` button")].find((b) => b.textContent === "` + text + `")`
+	}
+	fan.JS(button(id4, "Cancel hold") + `.click()`)
+	fan.WaitFor("the hold cancelled", `document.querySelector("#b-`+id4+`")?.dataset.status === "CANCELLED" && document.querySelector("#b-`+id4+` .result").textContent.includes("Hold cancelled")`)
+	// The first booking's tickets were used at the door: its refund is refused, and the page says why.
+	fan.JS(button(id, "Refund") + `.click()`)
+	fan.WaitFor("the refused refund", `document.getElementById("error").textContent.includes("`+id+`")`)
+	fan.JS(button(id2, "Refund") + `.click()`)
+	fan.WaitFor("the refund", `document.querySelector("#b-`+id2+`")?.dataset.status === "REFUNDED" && document.querySelector("#b-`+id2+` .result").textContent.startsWith("Refunded")`)
 
 	methods, err := pgxQuery(t, p, `SELECT payment_method FROM payment_attempts`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(methods) != 3 {
-		t.Errorf("payment attempts %v, want 3 (decline, ok, 3-D Secure)", methods)
+	if len(methods) != 4 {
+		t.Errorf("payment attempts %v, want 4 (decline, ok, 3-D Secure, slow)", methods)
 	}
 	for _, m := range methods {
 		if !strings.HasPrefix(m, "pm_") {
