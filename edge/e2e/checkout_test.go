@@ -34,7 +34,7 @@ const (
 // stubbed: a fan holds seats on the seat map, is declined at the checkout and told so, pays with another card
 // and lands on Confirmed with the tickets' QR codes, whose decoded codes check in once; a second booking paid with
 // the 3-D Secure card goes through the simulator's challenge page and ends Confirmed too, a third with the slow
-// card shows its payment pending until it is confirmed; My bookings cancels a hold and refunds a paid booking (not one
+// card shows its payment pending until it is confirmed, a failed challenge leaves a booking to pay again; My bookings cancels a hold and refunds a paid booking (not one
 // whose tickets were used). No
 // card number reaches booking, no page logs an error, no URL carries a token.
 func TestCheckoutInBrowser(t *testing.T) {
@@ -108,15 +108,31 @@ func TestCheckoutInBrowser(t *testing.T) {
 	fan.WaitFor("payment pending", `location.pathname === "/bookings/`+id3+`" || document.getElementById("status").textContent.startsWith("Payment pending")`)
 	confirmed(t, fan, id3, 1)
 
+	// A failed 3-D Secure challenge: the booking's page says the bank did not confirm and offers to pay again,
+	// which the fan does with another card.
+	id5 := holdOnSeatMap(t, fan, p.BaseURL, show, "C8")
+	fan.WaitFor("the card form", `!document.getElementById("pay-section").hidden`)
+	typeCard(fan, card3DS)
+	fan.WaitFor("the challenge page", `location.host === "`+payURL.Host+`" && document.querySelector('button[value="fail"]') !== null`)
+	fan.JS(`document.querySelector('button[value="fail"]').click()`)
+	fan.WaitFor("not paid", `location.pathname === "/bookings/`+id5+`" && document.getElementById("title").textContent === "Not paid yet"`)
+	if got := fan.Text(`document.getElementById("error").textContent`); !strings.Contains(got, "authentication failed") {
+		t.Errorf("after a failed challenge the page says %q", got)
+	}
+	fan.JS(`[...document.querySelectorAll("a")].find((a) => a.textContent === "Pay again").click()`)
+	fan.WaitFor("the checkout again", `location.pathname === "/checkout/`+id5+`" && !document.getElementById("pay-section").hidden`)
+	typeCard(fan, cardOK)
+	confirmed(t, fan, id5, 1)
+
 	// A fourth hold, left unpaid. My bookings lists all four, newest first; the hold is cancelled and the first
 	// booking refunded from there, each saying what happened.
 	id4 := holdOnSeatMap(t, fan, p.BaseURL, show, "C7")
 	fan.Go(p.BaseURL + "/bookings")
-	fan.WaitFor("my bookings", `document.querySelectorAll("li.booking").length === 4`)
+	fan.WaitFor("my bookings", `document.querySelectorAll("li.booking").length === 5`)
 	list := func() string {
 		return fan.Text(`[...document.querySelectorAll("li.booking")].map((li) => li.id + ":" + li.dataset.status).join(" ")`)
 	}
-	if got, want := list(), "b-"+id4+":HELD b-"+id3+":CONFIRMED b-"+id2+":CONFIRMED b-"+id+":CONFIRMED"; got != want {
+	if got, want := list(), "b-"+id4+":HELD b-"+id5+":CONFIRMED b-"+id3+":CONFIRMED b-"+id2+":CONFIRMED b-"+id+":CONFIRMED"; got != want {
 		t.Errorf("my bookings: %q, want %q", got, want)
 	}
 	button := func(id, text string) string {
@@ -134,8 +150,8 @@ func TestCheckoutInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(methods) != 4 {
-		t.Errorf("payment attempts %v, want 4 (decline, ok, 3-D Secure, slow)", methods)
+	if len(methods) != 6 {
+		t.Errorf("payment attempts %v, want 6 (decline, ok, 3-D Secure, slow, failed 3-D Secure, ok)", methods)
 	}
 	for _, m := range methods {
 		if !strings.HasPrefix(m, "pm_") {
