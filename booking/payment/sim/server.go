@@ -98,11 +98,11 @@ func New(cfg Config, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("POST /v1/payment_intents/{id}/cancel", s.api(s.cancel))
 	s.mux.HandleFunc("POST /v1/refunds", s.api(s.refund))
 	s.mux.HandleFunc("GET "+LedgerPath, s.ledger)
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	s.mux.HandleFunc("OPTIONS /v1/payment_methods", s.cors(s.preflight))
 	s.mux.HandleFunc("POST /v1/payment_methods", s.cors(s.createMethod))
 	s.mux.HandleFunc("GET "+ChallengePath+"{id}", s.challengePage)
 	s.mux.HandleFunc("POST "+ChallengePath+"{id}", s.answerChallenge)
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, payment.WireError{Type: "invalid_request_error",
 			Message: "Unrecognized request URL (" + r.Method + ": " + r.URL.Path + ")."})
