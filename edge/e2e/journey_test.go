@@ -92,9 +92,6 @@ func TestFanJourneyInBrowser(t *testing.T) {
 	show := newShow(t, c, showSpec{title: title, saleIn: -time.Minute, queue: true, admitRate: 1})
 	br := platformtest.NewBrowser(t)
 	a, b := br.Fan("fan A", 3*time.Minute), br.Fan("fan B", 3*time.Minute)
-	for _, f := range []*platformtest.Fan{a, b} {
-		f.AllowMissing("/checkout/") // TODO(pay3ds): the checkout page; remove once it is on main
-	}
 
 	// Fan A: home, the show's link, the queue (the edge sends a browser without admission there), the seats.
 	a.Go(p.BaseURL + "/")
