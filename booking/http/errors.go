@@ -59,7 +59,11 @@ func (s *Server) toProblem(c *fiber.Ctx, err error) *problem.Problem {
 		}
 		return p
 	}
-	err = store.Classify(err)
+	if !errors.Is(err, booking.ErrPaymentFailed) {
+		// A failed payment is the gateway's outage, answered with the breaker's own Retry-After; whatever network
+		// error it carries is not a store's.
+		err = store.Classify(err)
+	}
 	for _, m := range codes {
 		if !errors.Is(err, m.err) {
 			continue
