@@ -565,8 +565,10 @@ func (r *report) markdown() string {
 	if r.mode == "full" {
 		cmd = "make chaos"
 	}
-	fmt.Fprintf(&b, "`%s`: %d fans for %d seats, a queue admitting %g/s, pay mix %s; %d answers observed.\n\n",
-		cmd, r.sc.Fans, r.sc.Seats, r.sc.AdmitPerSecond, r.sc.Pay, r.answers)
+	fmt.Fprintf(&b, "`%s` (%s): %d fans for %d seats, a queue admitting %g/s, pay mix %s; %d answers observed. "+
+		"Recovered: both services ready and a catalog read through the edge answered 200; the answers counted "+
+		"are those between the fault and its recovery.\n\n", cmd, r.lastFault.UTC().Format("2006-01-02 15:04 UTC"),
+		r.sc.Fans, r.sc.Seats, r.sc.AdmitPerSecond, r.sc.Pay, r.answers)
 	b.WriteString("| fault | injected (after the sale opened) | recovered after | 502 | 503 | 504 | no answer |\n")
 	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, row := range r.rows {
