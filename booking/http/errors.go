@@ -9,6 +9,7 @@ import (
 
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/session"
 	"github.com/flashseat/flashseat/shared/store"
 )
 
@@ -43,6 +44,7 @@ var codes = []code{
 	{booking.ErrHoldExpired, fiber.StatusGone, problem.Gone},
 	{booking.ErrUnauthorized, fiber.StatusUnauthorized, problem.Unauthorized},
 	{booking.ErrForbidden, fiber.StatusForbidden, problem.Forbidden},
+	{session.ErrCSRF, fiber.StatusForbidden, problem.CSRF},
 }
 
 // toProblem turns any error into the problem the client sees. Unknown errors are internal: the client gets a
@@ -104,6 +106,24 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		return nil
 	}
 	p := s.toProblem(c, err)
+	if wantsPage(c) {
+		// A browser navigating to a page gets a page, not JSON.
+		detail := p.Detail
+		if p.Status == fiber.StatusNotFound {
+			detail = "We could not find that page. The show may have ended or the link may be mistyped."
+		}
+		switch {
+		case p.Type == problem.TypeBase+problem.StoreUnavailable:
+			detail = "We cannot reach our systems for a moment. Please try again in a few seconds."
+		case p.Status >= 500 || detail == "":
+			detail = "Something went wrong on our side. Please try again in a moment."
+		}
+		problem.SetRetryAfter(c, p)
+		if rerr := s.render(c, p.Status, "error", Page{Title: p.Title,
+			Data: struct{ Title, Detail string }{p.Title, detail}}); rerr == nil {
+			return nil
+		}
+	}
 	if p.Status == fiber.StatusUnauthorized {
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="flashseat"`)
 	}

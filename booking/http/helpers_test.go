@@ -32,7 +32,7 @@ type harness struct {
 	base string
 }
 
-func newHarness(t testing.TB, env *bookingtest.Env) *harness {
+func newHarness(t testing.TB, env *bookingtest.Env, configure ...func(*bookinghttp.Config)) *harness {
 	t.Helper()
 	iss, err := token.NewUserIssuer([]byte(secret))
 	if err != nil {
@@ -40,7 +40,7 @@ func newHarness(t testing.TB, env *bookingtest.Env) *harness {
 	}
 	hub := redis.NewHub(env.RDB)
 	t.Cleanup(hub.Close)
-	srv := bookinghttp.New(bookinghttp.Config{
+	cfg := bookinghttp.Config{
 		Service:    env.Svc,
 		Users:      token.NewUserVerifier([]byte(secret), nil, 0),
 		Guests:     iss,
@@ -51,7 +51,11 @@ func newHarness(t testing.TB, env *bookingtest.Env) *harness {
 			{Name: "postgres", Ping: env.Pool.Ping},
 			{Name: "redis", Ping: func(ctx context.Context) error { return env.RDB.Ping(ctx).Err() }},
 		},
-	})
+	}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	srv := bookinghttp.New(cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

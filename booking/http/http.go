@@ -31,23 +31,27 @@ type SeatFeed interface {
 
 // Config wires a Server.
 type Config struct {
-	Service    *booking.Service
-	Payments   *booking.Payments   // pay, refunds, tickets, check-in, webhooks (payment.go); nil leaves them out
-	Waitlist   *booking.Waitlist   // sold-out shows' waitlists (waitlist.go); nil leaves them out
-	Users      *token.UserVerifier // verifies fans' user tokens
-	Guests     *token.UserIssuer   // signs guest tokens; nil turns POST /api/v1/auth/guest off
-	GuestTTL   time.Duration       // default 24h
-	AdminToken string
-	StaffToken string
-	Feed       SeatFeed
-	Logger     *slog.Logger
-	Registry   prometheus.Registerer // nil: metrics are not registered
-	Metrics    *Metrics              // made (and registered with Registry) when nil
-	Gatherer   prometheus.Gatherer   // serves /metrics; nil: /metrics is 404
-	Ready      []store.Check         // the stores /readyz pings; each is reported by name
-	BodyLimit  int                   // default 64 KiB
-	InFlight   int                   // hot requests (hold, seat map) run at once; default 32 per CPU
-	Heartbeat  time.Duration         // seat stream comments, default 15s
+	Service  *booking.Service
+	Payments *booking.Payments // pay, refunds, tickets, check-in, webhooks (payment.go); nil leaves them out
+	// Gateway is what browsers are told of the payment gateway (GET /api/v1/payments/config).
+	Gateway  PublicGateway
+	Waitlist *booking.Waitlist   // sold-out shows' waitlists (waitlist.go); nil leaves them out
+	Users    *token.UserVerifier // verifies fans' user tokens
+	Guests   *token.UserIssuer   // signs guest tokens; nil turns POST /api/v1/auth/guest off
+	GuestTTL time.Duration       // default 24h
+	// SecureCookies marks the cookies booking sets (fs_session) Secure: COOKIE_SECURE, behind TLS.
+	SecureCookies bool
+	AdminToken    string
+	StaffToken    string
+	Feed          SeatFeed
+	Logger        *slog.Logger
+	Registry      prometheus.Registerer // nil: metrics are not registered
+	Metrics       *Metrics              // made (and registered with Registry) when nil
+	Gatherer      prometheus.Gatherer   // serves /metrics; nil: /metrics is 404
+	Ready         []store.Check         // the stores /readyz pings; each is reported by name
+	BodyLimit     int                   // default 64 KiB
+	InFlight      int                   // hot requests (hold, seat map) run at once; default 32 per CPU
+	Heartbeat     time.Duration         // seat stream comments, default 15s
 }
 
 // Server is booking's HTTP API.
@@ -128,10 +132,13 @@ func (s *Server) routes() {
 	a.Get("/readyz", s.readyz)
 	a.Get("/metrics", s.metricsHandler())
 
-	a.Get("/shows/:showId", s.seatMapPage)
+	a.Get("/", s.homePage)
+	a.Get("/shows/:showId", s.showPage)
+	a.Get("/assets/:version/:file", s.assetHandler)
 
 	v1 := a.Group("/api/v1")
 	v1.Post("/auth/guest", s.guest)
+	v1.Get("/me", s.RequireUser, s.me)
 	v1.Get("/events", s.searchEvents)
 	v1.Get("/shows/:showId", s.showDetail)
 	v1.Get("/shows/:showId/seats", s.limit.handler, s.seatMap)
@@ -139,6 +146,7 @@ func (s *Server) routes() {
 	v1.Post("/bookings/hold", s.limit.handler, s.RequireUser, s.hold)
 	v1.Get("/bookings/:bookingId", s.RequireUser, s.getBooking)
 	v1.Delete("/bookings/:bookingId", s.RequireUser, s.cancel)
+	v1.Get("/bookings", s.RequireUser, s.myBookings)
 
 	s.paymentRoutes(a, v1)
 	s.waitlistRoutes(v1)

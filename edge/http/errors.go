@@ -11,6 +11,7 @@ import (
 
 	"github.com/flashseat/flashseat/edge"
 	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/session"
 	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -25,6 +26,7 @@ var codes = []struct {
 }{
 	{edge.ErrBadRequest, http.StatusBadRequest, problem.BadRequest, "The request cannot be forwarded."},
 	{edge.ErrEncodedBody, http.StatusUnsupportedMediaType, problem.UnsupportedMedia, "Send the body uncompressed."},
+	{session.ErrCSRF, http.StatusForbidden, problem.CSRF, session.CSRFDetail},
 	{edge.ErrUnauthenticated, http.StatusUnauthorized, problem.Unauthorized, "A valid user token is required."},
 	{token.ErrInvalid, http.StatusUnauthorized, problem.Unauthorized, "The user token is not valid."},
 	{token.ErrExpired, http.StatusUnauthorized, problem.Unauthorized, "The user token has expired."},

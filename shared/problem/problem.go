@@ -24,6 +24,7 @@ const (
 	Validation         = "validation"
 	Unauthorized       = "unauthorized"
 	Forbidden          = "forbidden"
+	CSRF               = "csrf"
 	QueueRequired      = "queue-required"
 	NotFound           = "not-found"
 	Conflict           = "conflict"
@@ -81,6 +82,14 @@ func (p *Problem) With(key string, value any) *Problem {
 // Retry-After header.
 func (p *Problem) WithRetryAfter(secs int) *Problem {
 	return p.With(RetryAfterKey, max(secs, 1))
+}
+
+// SetRetryAfter puts p's retryAfterSeconds, if it has one, in the response's Retry-After header: for renderers
+// that answer a problem in another form (an HTML page) and must keep the header.
+func SetRetryAfter(c *fiber.Ctx, p *Problem) {
+	if secs, ok := p.Extensions[RetryAfterKey].(int); ok {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
+	}
 }
 
 // Error lets a Problem travel as an error up to the service's error handler.
@@ -143,9 +152,7 @@ func Send(c *fiber.Ctx, p *Problem) error {
 		return err
 	}
 	c.Status(p.Status)
-	if secs, ok := p.Extensions[RetryAfterKey].(int); ok {
-		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
-	}
+	SetRetryAfter(c, p)
 	c.Set(fiber.HeaderContentType, ContentType)
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Send(b)

@@ -18,14 +18,11 @@ import (
 
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/session"
 	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 	"github.com/flashseat/flashseat/waitroom"
 )
-
-// UserCookie carries the fan's user token for the queue's own routes, set on join, so that the page's
-// EventSource (which cannot send headers) is authenticated without putting the token in the URL.
-const UserCookie = "fs_queue_user"
 
 // Users verifies a fan's user token and returns their user id; token.UserVerifier is one.
 type Users interface {
@@ -105,6 +102,7 @@ var codes = []struct {
 	slug   string
 	detail string
 }{
+	{session.ErrCSRF, http.StatusForbidden, problem.CSRF, session.CSRFDetail},
 	{errUnauthenticated, http.StatusUnauthorized, problem.Unauthorized, "A valid user token is required."},
 	{token.ErrExpired, http.StatusUnauthorized, problem.Unauthorized, "The user token has expired."},
 	{token.ErrInvalid, http.StatusUnauthorized, problem.Unauthorized, "The user token is not valid."},
@@ -168,29 +166,24 @@ func showID(c *fiber.Ctx) (string, error) {
 	return id, nil
 }
 
-// user authenticates a fan from the Authorization header, ?access_token= or the queue cookie.
-func (h *Handler) user(c *fiber.Ctx) (raw, id string, err error) {
-	raw = c.Get(fiber.HeaderAuthorization)
-	if len(raw) > 7 && strings.EqualFold(raw[:7], "bearer ") {
-		raw = strings.TrimSpace(raw[7:])
-	} else {
-		raw = ""
-	}
+// user authenticates a fan: the Authorization bearer, else ?access_token= (API clients' event streams), else the
+// fs_session cookie every page shares (shared/session), which also authenticates the page's EventSource. A join
+// authenticated by the cookie must pass the CSRF rule.
+func (h *Handler) user(c *fiber.Ctx) (id string, err error) {
+	raw, fromCookie := session.Bearer(c), false
 	if raw == "" {
 		raw = c.Query("access_token")
 	}
 	if raw == "" {
-		raw = c.Cookies(UserCookie)
+		raw, fromCookie = session.Token(c)
 	}
 	if raw == "" {
-		return "", "", errUnauthenticated
+		return "", errUnauthenticated
 	}
-	raw = strings.Clone(raw)
-	id, err = h.cfg.Users.Verify(raw)
-	if err != nil {
-		return "", "", err
+	if err := session.CheckCSRF(c, fromCookie); err != nil {
+		return "", err
 	}
-	return raw, id, nil
+	return h.cfg.Users.Verify(strings.Clone(raw))
 }
 
 // placeJSON is the contract's body of join and status.
@@ -231,7 +224,7 @@ func (h *Handler) join(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	raw, user, err := h.user(c)
+	user, err := h.user(c)
 	if err != nil {
 		return err
 	}
@@ -239,8 +232,6 @@ func (h *Handler) join(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	c.Cookie(&fiber.Cookie{Name: UserCookie, Value: raw, Path: "/queue/", MaxAge: 12 * 3600, HTTPOnly: true,
-		SameSite: fiber.CookieSameSiteLaxMode, Secure: h.cfg.SecureCookies})
 	return h.sendPlace(c, show, p)
 }
 
@@ -249,7 +240,7 @@ func (h *Handler) status(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	_, user, err := h.user(c)
+	user, err := h.user(c)
 	if err != nil {
 		return err
 	}
