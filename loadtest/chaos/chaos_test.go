@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/booking/invariant"
 	"github.com/flashseat/flashseat/booking/payment/sim"
@@ -49,7 +50,29 @@ const (
 	holdTTL       = 20 * time.Second
 	reconcile     = time.Second
 	newFanWithin  = 10 * time.Second
+	notifyWithin  = 10 * time.Second // booking checks every 2 s
 )
+
+// watchNotifications reports how long after now the Redis at addr has keyevent expiry notifications on (E and x
+// in notify-keyspace-events), or -1 when it still has not after notifyWithin.
+func watchNotifications(ctx context.Context, addr string) <-chan time.Duration {
+	out := make(chan time.Duration, 1)
+	start := time.Now()
+	go func() {
+		rdb := goredis.NewClient(&goredis.Options{Addr: addr})
+		defer rdb.Close()
+		for time.Since(start) < notifyWithin && ctx.Err() == nil {
+			v, err := rdb.ConfigGet(ctx, "notify-keyspace-events").Result()
+			if f := v["notify-keyspace-events"]; err == nil && strings.Contains(f, "E") && strings.ContainsAny(f, "xA") {
+				out <- time.Since(start)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		out <- -1
+	}()
+	return out
+}
 
 // TestChaos plays a flash crowd for a queued show against the real binaries and, mid-sale, kills booking
 // (SIGKILL), restarts PostgreSQL, kills the edge (SIGKILL) and kills Redis, restarting it empty. Then it judges:
@@ -83,7 +106,7 @@ func TestChaos(t *testing.T) {
 		"ADMISSION_JWKS_URL": "http://" + edgeAddr + "/.well-known/jwks.json", "LOG_LEVEL": "warn",
 	})
 	edge := newProcess(t, "edge", edgeAddr, map[string]string{
-		"EDGE_ADDR": edgeAddr, "BOOKING_URL": "http://" + bookingAddr, "REDIS_URL": rds.URL,
+		"EDGE_ADDR": edgeAddr, "BOOKING_URL": "http://" + bookingAddr, "REDIS_URL": rds.URL, "DATABASE_URL": pg.URL,
 		"AUTH_SECRET": authSecret, "ADMIN_TOKEN": adminToken, "ADMISSION_SIGNING_KEY": token.EncodeSeed(key),
 		"ADMISSION_KEY_ID": key.ID, "SHUTDOWN_TIMEOUT": "3s",
 	})
@@ -136,11 +159,13 @@ func TestChaos(t *testing.T) {
 		{Name: "Redis killed and restarted empty", inject: func() { rds.Kill(); rds.Start() }},
 	}
 	var newFan newFanResult
+	var notified <-chan time.Duration
 	for i, f := range faults {
 		f.At = time.Now()
 		f.inject()
 		f.Restarted = time.Now()
 		if i == len(faults)-1 {
+			notified = watchNotifications(ctx, rds.Addr)
 			// The fan arrives as the last fault ends, before anything is known to have recovered.
 			newFan = bookEndToEnd(ctx, c, lateShow)
 		}
@@ -199,6 +224,12 @@ func TestChaos(t *testing.T) {
 	// Answers: never a 500.
 	if n := len(rep.internalErrors); n > 0 {
 		t.Errorf("%d answers the contract forbids, among them: %s", n, strings.Join(first(rep.internalErrors, 10), "; "))
+	}
+	// Booking turned keyspace notifications on again in the Redis that came back without them.
+	if d := <-notified; d < 0 {
+		t.Errorf("keyspace notifications were still off %s after Redis restarted", notifyWithin)
+	} else {
+		t.Logf("keyspace notifications back on %s after Redis restarted", d.Round(10*time.Millisecond))
 	}
 	// The fan after the last fault.
 	switch {
