@@ -70,7 +70,7 @@ func (s *Server) toProblem(c *fiber.Ctx, err error) *problem.Problem {
 		if !errors.Is(err, m.err) {
 			continue
 		}
-		if m.err == store.ErrUnavailable {
+		if m.slug == problem.StoreUnavailable {
 			s.log.WarnContext(c.UserContext(), "store unavailable", "method", c.Method(), "path", string([]byte(c.Path())), "err", err)
 			return problem.StoreDown("a store is briefly unreachable; retry shortly", storeRetryAfter)
 		}

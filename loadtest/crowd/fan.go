@@ -229,7 +229,7 @@ func (p *fan) await(ctx context.Context, q client.QueueState) string {
 		}
 	}
 	final := ""
-	err := p.cr.c.Follow(ctx, p.user, p.cr.showID, func(ev client.QueueEvent) bool {
+	err := p.cr.c.Follow(ctx, p.user, p.cr.showID, p.receipt, func(ev client.QueueEvent) bool {
 		switch ev.Kind {
 		case "position":
 			if ev.Position > 0 {
