@@ -18,7 +18,9 @@ import (
 
 	"github.com/flashseat/flashseat/booking"
 	bookinghttp "github.com/flashseat/flashseat/booking/http"
+	"github.com/flashseat/flashseat/edge/console"
 	edgehttp "github.com/flashseat/flashseat/edge/http"
+	"github.com/flashseat/flashseat/shared/audit"
 	waitroomhttp "github.com/flashseat/flashseat/waitroom/http"
 )
 
@@ -46,12 +48,14 @@ func TestOpenAPIValid(t *testing.T) {
 func served(t *testing.T) map[string]bool {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b := bookinghttp.New(bookinghttp.Config{Payments: &booking.Payments{}, Waitlist: &booking.Waitlist{}})
+	b := bookinghttp.New(bookinghttp.Config{Payments: &booking.Payments{}, Waitlist: &booking.Waitlist{},
+		Audit: &audit.Log{}})
 	e := edgehttp.New(edgehttp.Config{
 		Proxy:    edgehttp.ProxyConfig{Target: &url.URL{Scheme: "http", Host: "127.0.0.1:1"}},
 		Registry: prometheus.NewRegistry(),
 		Log:      log,
 	})
+	console.New(console.Config{Log: log}).Mount(e.App)
 	waitroomhttp.New(waitroomhttp.Config{Log: log}).Mount(e.App)
 	param := regexp.MustCompile(`:([A-Za-z]+)`)
 	out := map[string]bool{}

@@ -20,6 +20,7 @@ type HoldRequest struct {
 	SeatIDs        []string
 	AdmissionToken string // raw token from the header or cookie; needed when the show's queue is on
 	IdempotencyKey string
+	ttl            time.Duration // the hold's TTL when not the Service's HoldTTL (waitlist offers)
 }
 
 // hash identifies the request body for idempotency: same show and same seats in the same order.
@@ -151,6 +152,10 @@ func (s *Service) validateHold(ctx context.Context, r HoldRequest) (Show, []Seat
 		seats = append(seats, layout[i])
 	}
 	now := s.cfg.Now()
+	if !show.SaleClosedAt.IsZero() {
+		return Show{}, nil, fmt.Errorf("%w: the sale of this show was closed at %s", ErrSaleClosed,
+			show.SaleClosedAt.UTC().Format(time.RFC3339))
+	}
 	if now.Before(show.SaleStartsAt) {
 		return Show{}, nil, fmt.Errorf("%w: sale opens at %s", ErrSaleNotOpen, show.SaleStartsAt.UTC().Format(time.RFC3339))
 	}
@@ -227,6 +232,10 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 			s.noteFreed(r.ShowID, ids)
 		}
 	}
+	ttl := s.cfg.HoldTTL
+	if r.ttl > 0 {
+		ttl = r.ttl
+	}
 	// Postgres keeps microseconds and Redis milliseconds: round once, so a replay reads back what was returned.
 	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
 	b := Booking{
@@ -235,7 +244,7 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 		Status:    StatusHeld,
 		SeatIDs:   append([]string(nil), r.SeatIDs...),
 		Currency:  show.Currency,
-		ExpiresAt: now.Add(s.cfg.HoldTTL),
+		ExpiresAt: now.Add(ttl),
 		CreatedAt: now,
 	}
 	for _, st := range seats {
@@ -245,7 +254,7 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 		b.AdmissionJTI, b.AdmissionExp = adm.jti, adm.exp
 	}
 	b.ID = NewID("bk_")
-	claim := Claim{ShowID: b.ShowID, BookingID: b.ID, UserID: b.UserID, SeatIDs: b.SeatIDs, TTL: s.cfg.HoldTTL,
+	claim := Claim{ShowID: b.ShowID, BookingID: b.ID, UserID: b.UserID, SeatIDs: b.SeatIDs, TTL: ttl,
 		Now: now, UserCap: s.cfg.MaxSeats}
 	res, err := s.locks.Claim(ctx, claim)
 	if err == nil && res.NoEpoch {

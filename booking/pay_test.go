@@ -835,7 +835,8 @@ func TestPayLedgerBackstop(t *testing.T) {
 	}
 }
 
-// TestOutboxRelayed: the sale's and the refund's lifecycle events reach the publisher once each, in order.
+// TestOutboxRelayed: the hold's, the payment's, the sale's and the refund's lifecycle events reach the publisher
+// once each, in order.
 func TestOutboxRelayed(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -859,7 +860,8 @@ func TestOutboxRelayed(t *testing.T) {
 	e.pay.Recover(ctx) // nothing is relayed twice
 	mu.Lock()
 	defer mu.Unlock()
-	want := []string{"booking.confirmed " + b.ID, "booking.refunded " + b.ID}
+	want := []string{"booking.held " + b.ID, "payment.authorized " + b.ID, "booking.confirmed " + b.ID,
+		"booking.refunded " + b.ID}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("relayed %v, want %v", got, want)
 	}

@@ -21,6 +21,15 @@ type Store interface {
 	UpcomingShows(ctx context.Context, now time.Time) ([]string, error)
 	SoldSeats(ctx context.Context, showID string) ([]string, error)
 	Revenue(ctx context.Context, showID string) (int64, error)
+	// ShowFigures lists the shows not started before now minus six hours, soonest first, with revenue,
+	// confirmed bookings and payment failures (the console's overview); counts are left to the caller.
+	ShowFigures(ctx context.Context, now time.Time) ([]ShowOverview, error)
+	// SetSaleStart moves a show's sale opening and returns the show as now recorded.
+	SetSaleStart(ctx context.Context, showID string, at time.Time) (Show, error)
+	// CloseSale records the sale of a show closed at the given time and returns the show as now recorded.
+	CloseSale(ctx context.Context, showID string, at time.Time) (Show, error)
+	// UserBookings lists a user's most recent bookings, newest first.
+	UserBookings(ctx context.Context, userID string, limit int) ([]Booking, error)
 
 	// BumpEpoch starts a new fencing epoch for the show and returns it.
 	BumpEpoch(ctx context.Context, showID string) (int64, error)
@@ -90,6 +99,8 @@ type Locks interface {
 	AddConflicts(ctx context.Context, showID string, n int64) error
 	// Counters returns the show's hold and conflict counters.
 	Counters(ctx context.Context, showID string) (holds, conflicts int64, err error)
+	// AnnounceShow tells every replica that an operator changed the show's definition (sale opening, close).
+	AnnounceShow(ctx context.Context, showID string) error
 	// ReleaseAdmission frees a waiting-room slot and revokes its token.
 	ReleaseAdmission(ctx context.Context, showID, jti string, exp time.Time) error
 }
@@ -149,6 +160,7 @@ type Service struct {
 	published  map[string]Counts // the counts last written to each show's ShowInfo
 	nudge      chan string       // shows with a seat lock that just expired
 	restoreMu  sync.Mutex        // one fencing-epoch restore at a time
+	offers     OfferLookup       // which bookings are waitlist offers (set by NewWaitlist); nil: none are
 }
 
 // New returns a Service. gate may be nil when no show ever has a queue (tests).
@@ -182,7 +194,8 @@ func (s *Service) HoldTTL() time.Duration { return s.cfg.HoldTTL }
 // MaxSeats is the per-booking and per-user seat cap.
 func (s *Service) MaxSeats() int { return s.cfg.MaxSeats }
 
-// Show returns a show, from a cache: a show's definition does not change once created.
+// Show returns a show, from a cache: a show's definition changes only by an operator (sale opening, close),
+// and then every replica drops its copy at once (ShowChanged).
 func (s *Service) Show(ctx context.Context, id string) (Show, error) {
 	if sh, ok := s.cache.shows.Load(id); ok {
 		return sh.(Show), nil

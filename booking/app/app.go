@@ -17,22 +17,16 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
 // OpenRedis connects to the configured Redis: a cluster client when cluster addresses are given.
 func OpenRedis(ctx context.Context, cfg Config) (goredis.UniversalClient, error) {
-	var rdb goredis.UniversalClient
-	if len(cfg.RedisClusterAddrs) > 0 {
-		rdb = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cfg.RedisClusterAddrs, PoolSize: 512})
-	} else {
-		opt, err := goredis.ParseURL(cfg.RedisURL)
-		if err != nil {
-			return nil, fmt.Errorf("REDIS_URL: %w", err)
-		}
-		opt.PoolSize = 512
-		rdb = goredis.NewClient(opt)
+	rdb, err := store.OpenRedis(cfg.RedisURL, cfg.RedisClusterAddrs, 512)
+	if err != nil {
+		return nil, err
 	}
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		_ = rdb.Close()
@@ -75,6 +69,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	}
 	defer rdb.Close()
 
+	auditLog := audit.New(pool)
+	if err := auditLog.Migrate(startCtx); err != nil {
+		return err
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := bookinghttp.NewMetrics(reg)
@@ -103,11 +102,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		log.Info("demo show ready", "show", show)
 	}
 
-	pays, err := newPayments(cfg, svc, pg, rdb, reg, log)
+	pays, err := newPayments(cfg, svc, pg, reg, log)
 	if err != nil {
 		return err
 	}
 	defer pays.Close() // after the workers below: sagas still in flight stop where they are, for the next start
+
+	ev := newEventing(cfg, svc, pg, rdb, log)
 
 	var guests *token.UserIssuer
 	if cfg.AuthGuest {
@@ -121,13 +122,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		Service:       svc,
 		Payments:      pays,
 		Gateway:       cfg.Payment.Public(),
-		Waitlist:      booking.NewWaitlist(svc, pg),
+		Audit:         auditLog,
+		Waitlist:      ev.waitlist,
 		Users:         token.NewUserVerifier(cfg.AuthSecret, cfg.AuthExternal, cfg.TokenLeeway),
 		Guests:        guests,
 		SecureCookies: cfg.CookieSecure,
 		AdminToken:    cfg.AdminToken,
 		StaffToken:    cfg.StaffToken,
 		Feed:          hub,
+		WaitlistFeed:  ev.waitlistFeed,
 		Logger:        log,
 		Gatherer:      reg,
 		Metrics:       metrics,
@@ -140,10 +143,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Add(5)
+	ev.start(workers, &wg)
+	wg.Add(6)
 	go func() { defer wg.Done(); svc.Run(workers) }()
 	// Expired holds are released as Redis reports them; a Redis that restarted has forgotten to report them.
 	go func() { defer wg.Done(); redis.KeepNotifications(workers, rdb, notifyCheckInterval, log) }()
+	go func() { defer wg.Done(); redis.WatchShows(workers, rdb, svc.ShowChanged) }()
 	go func() { defer wg.Done(); redis.WatchSeatEvents(workers, rdb, svc.SeatChanged) }()
 	go func() { defer wg.Done(); pays.Run(workers) }()
 	go func() {

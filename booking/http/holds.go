@@ -89,7 +89,9 @@ type bookingJSON struct {
 }
 
 // BookingJSON renders a booking as GET /api/v1/bookings/{id} does.
-func BookingJSON(b booking.Booking) any {
+func BookingJSON(b booking.Booking) any { return toBookingJSON(b) }
+
+func toBookingJSON(b booking.Booking) bookingJSON {
 	out := bookingJSON{BookingID: b.ID, Status: b.Status, ShowID: b.ShowID, SeatIDs: b.SeatIDs,
 		ExpiresAt: b.ExpiresAt, TotalAmount: b.TotalAmount, Currency: b.Currency, Tickets: []ticketJSON{}}
 	if b.PaymentID != "" {

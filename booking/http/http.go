@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
@@ -36,6 +37,7 @@ type Config struct {
 	// Gateway is what browsers are told of the payment gateway (GET /api/v1/payments/config).
 	Gateway  PublicGateway
 	Waitlist *booking.Waitlist   // sold-out shows' waitlists (waitlist.go); nil leaves them out
+	Audit    *audit.Log          // the operator audit log (admin.go, audit.go); nil: changes are not recorded
 	Users    *token.UserVerifier // verifies fans' user tokens
 	Guests   *token.UserIssuer   // signs guest tokens; nil turns POST /api/v1/auth/guest off
 	GuestTTL time.Duration       // default 24h
@@ -44,14 +46,17 @@ type Config struct {
 	AdminToken    string
 	StaffToken    string
 	Feed          SeatFeed
-	Logger        *slog.Logger
-	Registry      prometheus.Registerer // nil: metrics are not registered
-	Metrics       *Metrics              // made (and registered with Registry) when nil
-	Gatherer      prometheus.Gatherer   // serves /metrics; nil: /metrics is 404
-	Ready         []store.Check         // the stores /readyz pings; each is reported by name
-	BodyLimit     int                   // default 64 KiB
-	InFlight      int                   // hot requests (hold, seat map) run at once; default 32 per CPU
-	Heartbeat     time.Duration         // seat stream comments, default 15s
+	// WaitlistFeed delivers the ids of fans whose waitlist entry changed, per show (booking/redis's
+	// NewWaitlistHub); nil turns the waitlist stream off (503).
+	WaitlistFeed SeatFeed
+	Logger       *slog.Logger
+	Registry     prometheus.Registerer // nil: metrics are not registered
+	Metrics      *Metrics              // made (and registered with Registry) when nil
+	Gatherer     prometheus.Gatherer   // serves /metrics; nil: /metrics is 404
+	Ready        []store.Check         // the stores /readyz pings; each is reported by name
+	BodyLimit    int                   // default 64 KiB
+	InFlight     int                   // hot requests (hold, seat map) run at once; default 32 per CPU
+	Heartbeat    time.Duration         // seat stream comments, default 15s
 }
 
 // Server is booking's HTTP API.
@@ -156,6 +161,7 @@ func (s *Server) routes() {
 	admin.Post("/events", s.createEvent)
 	admin.Post("/shows", s.createShow)
 	admin.Get("/shows/:showId/stats", s.showStats)
+	s.adminRoutes(admin)
 }
 
 func (s *Server) readyz(c *fiber.Ctx) error {

@@ -17,7 +17,8 @@ import (
 // many clients watch it, and a bounded buffer per client. A client that falls behind is cut off (its channel is
 // closed) rather than allowed to hold up the others; it reconnects and reloads the seat map.
 type Hub struct {
-	rdb redis.UniversalClient
+	rdb     redis.UniversalClient
+	channel func(showID string) string // the show's pub/sub channel
 
 	mu    sync.Mutex
 	shows map[string]*feed
@@ -28,20 +29,22 @@ type feed struct {
 	subs map[chan []byte]struct{}
 }
 
-// NewHub returns a hub reading from rdb.
-func NewHub(rdb redis.UniversalClient) *Hub { return &Hub{rdb: rdb, shows: map[string]*feed{}} }
+// NewHub returns a hub of the shows' seat events on rdb.
+func NewHub(rdb redis.UniversalClient) *Hub {
+	return &Hub{rdb: rdb, channel: rediskey.SeatEvents, shows: map[string]*feed{}}
+}
 
 // subBuffer is how many events a client may lag behind before it is cut off.
 const subBuffer = 256
 
-// Subscribe returns a channel of the show's seat events (JSON {"seatId","status"}) and a function to stop. The
+// Subscribe returns a channel of the show's events (seat events: JSON {"seatId","status"}) and a function to stop. The
 // channel is closed when the client fell behind or the hub's subscription failed.
 func (h *Hub) Subscribe(ctx context.Context, showID string) (<-chan []byte, func()) {
 	ch := make(chan []byte, subBuffer)
 	h.mu.Lock()
 	f, ok := h.shows[showID]
 	if !ok {
-		f = &feed{ps: h.rdb.Subscribe(context.WithoutCancel(ctx), rediskey.SeatEvents(showID)),
+		f = &feed{ps: h.rdb.Subscribe(context.WithoutCancel(ctx), h.channel(showID)),
 			subs: map[chan []byte]struct{}{}}
 		// Wait for Redis to confirm the subscription, so that a client who reads the seat map after its stream
 		// opened misses no change in between.
@@ -109,32 +112,24 @@ func (h *Hub) Close() {
 	}
 }
 
-// WatchExpiries calls fn for every seat lock that Redis expires, from keyspace notifications
-// (notify-keyspace-events with E and x), until ctx ends. With notifications off nothing arrives, and the
-// reconciler's periodic sweep does the work instead.
-func WatchExpiries(ctx context.Context, rdb redis.UniversalClient, fn func(showID, seatID string)) {
-	ps := rdb.PSubscribe(ctx, "__keyevent@*__:expired")
-	defer ps.Close()
-	ch := ps.Channel()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case msg, ok := <-ch:
-			if !ok {
-				return
-			}
-			if show, seat, ok := ParseSeatKey(msg.Payload); ok {
-				fn(show, seat)
-			}
-		}
-	}
-}
-
 // WatchSeatEvents calls fn for every seat event of every show, from one pattern subscription, until ctx ends.
 // Booking replicas use it to keep their seat snapshots current with each other's claims and releases.
 func WatchSeatEvents(ctx context.Context, rdb redis.UniversalClient, fn func(showID string, ev booking.SeatEvent)) {
-	ps := rdb.PSubscribe(ctx, rediskey.SeatEvents("*"))
+	watch(ctx, rdb.PSubscribe(ctx, rediskey.SeatEvents("*")), func(msg *redis.Message) {
+		show, ok := parseSeatEventsChannel(msg.Channel)
+		if !ok {
+			return
+		}
+		var ev booking.SeatEvent
+		if err := json.Unmarshal([]byte(msg.Payload), &ev); err != nil || ev.SeatID == "" {
+			return
+		}
+		fn(show, ev)
+	})
+}
+
+// watch hands every message of the subscription to fn until ctx ends or the subscription closes, then closes it.
+func watch(ctx context.Context, ps *redis.PubSub, fn func(*redis.Message)) {
 	defer ps.Close()
 	ch := ps.Channel()
 	for {
@@ -145,15 +140,7 @@ func WatchSeatEvents(ctx context.Context, rdb redis.UniversalClient, fn func(sho
 			if !ok {
 				return
 			}
-			show, ok := parseSeatEventsChannel(msg.Channel)
-			if !ok {
-				continue
-			}
-			var ev booking.SeatEvent
-			if err := json.Unmarshal([]byte(msg.Payload), &ev); err != nil || ev.SeatID == "" {
-				continue
-			}
-			fn(show, ev)
+			fn(msg)
 		}
 	}
 }

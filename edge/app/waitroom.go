@@ -46,10 +46,14 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 		e.Log.Warn("ADMIN_TOKEN not set: the queue's operator routes refuse every request")
 	}
 	opt := waitroom.Options{Tick: wc.Tick, Grace: wc.Grace, HeartbeatEvery: wc.HeartbeatEvery, Logger: e.Log}
+	var metrics func(waitroom.Snapshot, time.Duration, error)
 	if e.Registry != nil {
-		opt.Observe = waitroomMetrics(e.Registry)
+		metrics = waitroomMetrics(e.Registry)
 	}
+	opt.Observe = observeBoth(metrics, newQueueEvents(e.Redis, e.Config.Events, e.Log).observe)
 	svc := waitroom.New(wrredis.New(e.Redis), e.Issuer, opt)
+	// The console's session middleware goes ahead of the operator routes below.
+	mountConsole(ctx, e, svc)
 	h := wrhttp.New(wrhttp.Config{Service: svc, Users: e.Users, Issuer: e.Issuer, AdminToken: wc.AdminToken,
 		Log: e.Log, SecureCookies: wc.SecureCookies, Heartbeat: e.Config.StreamHeartbeat})
 	h.Mount(e.Router)
