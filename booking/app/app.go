@@ -19,6 +19,7 @@ import (
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/audit"
+	"github.com/flashseat/flashseat/shared/ops"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -80,6 +81,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := bookinghttp.NewMetrics(reg)
+	storesUp := func(ctx context.Context) error { return errors.Join(pool.Ping(ctx), rdb.Ping(ctx).Err()) }
 
 	var keys token.KeySource = cfg.AdmissionKeys
 	if keys == nil {
@@ -130,15 +132,21 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		StaffToken: cfg.StaffToken,
 		Feed:       hub,
 		Logger:     log,
-		Gatherer:   reg,
 		Metrics:    metrics,
 		BodyLimit:  cfg.BodyLimit,
-		Ready: func(ctx context.Context) error {
-			return errors.Join(pool.Ping(ctx), rdb.Ping(ctx).Err())
-		},
+		Ready:      storesUp,
 	})
+	reg.MustRegister(bookinghttp.NewShowCollector(svc))
 
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
+	// The operations server stops with the workers (the deferred stop below runs first).
+	waitOps, err := ops.Start(workers, ops.Config{Addr: cfg.OpsAddr, Gatherer: reg, Ready: storesUp, Log: log,
+		Bound: cfg.OpsBound})
+	if err != nil {
+		stopWorkers()
+		return fmt.Errorf("booking: OPS_ADDR: %w", err)
+	}
+	defer waitOps()
 	var wg sync.WaitGroup
 	wg.Add(5)
 	go func() { defer wg.Done(); svc.Run(workers) }()

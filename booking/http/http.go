@@ -43,7 +43,6 @@ type Config struct {
 	Logger     *slog.Logger
 	Registry   prometheus.Registerer // nil: metrics are not registered
 	Metrics    *Metrics              // made (and registered with Registry) when nil
-	Gatherer   prometheus.Gatherer   // serves /metrics; nil: /metrics is 404
 	Ready      func(ctx context.Context) error
 	BodyLimit  int           // default 64 KiB
 	InFlight   int           // hot requests (hold, seat map) run at once; default 32 per CPU
@@ -126,7 +125,6 @@ func (s *Server) routes() {
 	a := s.app
 	a.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	a.Get("/readyz", s.readyz)
-	a.Get("/metrics", s.metricsHandler())
 
 	a.Get("/shows/:showId", s.seatMapPage)
 

@@ -19,6 +19,7 @@ import (
 	edgehttp "github.com/flashseat/flashseat/edge/http"
 	"github.com/flashseat/flashseat/edge/ratelimit"
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/ops"
 	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -110,6 +111,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	mountWaitroom(ctx, e)
 
 	srv.Forward()
+
+	waitOps, err := ops.Start(work, ops.Config{Addr: cfg.OpsAddr, Gatherer: reg, Log: log, Bound: cfg.OpsBound,
+		Ready: func(ctx context.Context) error { return errors.Join(rdb.Ping(ctx).Err(), srv.Proxy().Healthy(ctx)) }})
+	if err != nil {
+		stopWork()
+		workers.Wait()
+		return fmt.Errorf("edge: OPS_ADDR: %w", err)
+	}
+	defer waitOps()
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

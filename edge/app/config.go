@@ -19,7 +19,12 @@ import (
 // Config is everything the edge reads from its environment. LoadConfig fills the defaults, so `make run` works
 // with no variables set.
 type Config struct {
-	Addr       string   // EDGE_ADDR, default :8080
+	Addr string // EDGE_ADDR, default :8080
+	// OpsAddr (OPS_ADDR) serves /metrics, /debug/pprof, /healthz and /readyz away from the public port; unset, they
+	// are not served there (make run, compose and the cluster set it). OpsBound, if set (tests), is told the
+	// address once it listens.
+	OpsAddr    string
+	OpsBound   func(addr string)
 	BookingURL *url.URL // BOOKING_URL, default http://127.0.0.1:8081
 	RedisURL   string   // REDIS_URL, default redis://127.0.0.1:6379/0
 	// REDIS_CLUSTER_ADDRS, comma-separated host:port of a Redis Cluster's nodes; when set it replaces REDIS_URL.
@@ -71,6 +76,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	l := loader{getenv: getenv}
 	cfg := Config{
 		Addr:            l.str("EDGE_ADDR", ":8080"),
+		OpsAddr:         l.str("OPS_ADDR", ""),
 		RedisURL:        l.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
 		DialTimeout:     l.duration("UPSTREAM_DIAL_TIMEOUT", 2*time.Second),
 		HeaderTimeout:   l.duration("UPSTREAM_HEADER_TIMEOUT", 15*time.Second),
@@ -88,6 +94,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		l.fail("BOOKING_URL must be an http(s) URL")
 	} else {
 		cfg.BookingURL = u
+	}
+	if cfg.OpsAddr != "" {
+		if _, _, err := net.SplitHostPort(cfg.OpsAddr); err != nil {
+			l.fail("OPS_ADDR must be host:port")
+		}
 	}
 	for _, a := range strings.Split(l.str("REDIS_CLUSTER_ADDRS", ""), ",") {
 		if a = strings.TrimSpace(a); a != "" {
