@@ -181,10 +181,12 @@ type ShowSummary struct {
 
 // Search filters the catalog. Empty fields match everything; Date matches shows starting on that UTC day.
 type Search struct {
-	City  string
-	Date  time.Time
-	Query string
-	Limit int
+	City     string
+	Date     time.Time
+	Genre    string // exact, case-insensitive
+	Language string // exact, case-insensitive
+	Query    string
+	Limit    int
 }
 
 // Counts is a show's seat availability. Available excludes held and booked seats.

@@ -136,6 +136,12 @@ func (s *Service) Search(ctx context.Context, q Search) ([]EventShows, error) {
 	if q.Query, err = text("q", q.Query, false, 100); err != nil {
 		return nil, Invalid("q is not acceptable text")
 	}
+	if q.Genre, err = text("genre", q.Genre, false, 60); err != nil {
+		return nil, Invalid("genre is not acceptable text")
+	}
+	if q.Language, err = text("language", q.Language, false, 60); err != nil {
+		return nil, Invalid("language is not acceptable text")
+	}
 	res, err := s.store.Search(ctx, q)
 	if err != nil {
 		return nil, err

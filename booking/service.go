@@ -36,6 +36,8 @@ type Store interface {
 	// CreateHold records a HELD booking and its seats' fences. ErrStale when a seat has a newer fence on record.
 	CreateHold(ctx context.Context, b *Booking) error
 	Booking(ctx context.Context, id string) (Booking, error)
+	// BookingsOf lists a user's bookings, newest first, at most limit.
+	BookingsOf(ctx context.Context, userID string, limit int) ([]Booking, error)
 	// Cancel moves the user's HELD booking to CANCELLED.
 	Cancel(ctx context.Context, id, userID string) (Booking, error)
 	// ExpireDue marks HELD bookings past their expiry EXPIRED (of one show, or all when showID is empty) and

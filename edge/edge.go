@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/flashseat/flashseat/shared/store"
 )
 
 // Errors the edge itself can answer with. edge/http maps each to one status and problem type in a single table.
@@ -26,8 +28,9 @@ var (
 	ErrUnauthenticated = errors.New("edge: user token required")
 	// ErrRateLimited: the client or user exceeded its rate for the route class.
 	ErrRateLimited = errors.New("edge: rate limited")
-	// ErrUnavailable: a dependency the edge needs for a decision (Redis) is unreachable.
-	ErrUnavailable = errors.New("edge: dependency unavailable")
+	// ErrUnavailable: a store the edge needs for a decision (Redis) is unreachable. It wraps store.ErrUnavailable,
+	// the outage every service answers alike (503 store-unavailable with Retry-After).
+	ErrUnavailable = fmt.Errorf("edge: %w", store.ErrUnavailable)
 )
 
 // RateLimitError is an ErrRateLimited with the time after which a retry can succeed.

@@ -14,7 +14,10 @@ package waitroom
 
 import (
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/flashseat/flashseat/shared/store"
 )
 
 // Status is where a fan stands in a show's queue. The JSON values are the contract's.
@@ -30,12 +33,12 @@ const (
 
 // Errors the waiting room returns; callers compare with errors.Is.
 var (
-	ErrUnknownShow    = errors.New("waitroom: unknown show")           // neither a queue nor show info exists
-	ErrNotInQueue     = errors.New("waitroom: not in the queue")       // status asked before joining
-	ErrDrawPending    = errors.New("waitroom: opening draw under way") // the pre-opening shuffle is being written
-	ErrInvalid        = errors.New("waitroom: invalid input")          // a malformed id or setting
-	ErrUnavailable    = errors.New("waitroom: store unavailable")      // Redis cannot be reached; retry later
-	ErrTooManyStreams = errors.New("waitroom: too many streams")       // one fan holds too many streams of a show
+	ErrUnknownShow    = errors.New("waitroom: unknown show")             // neither a queue nor show info exists
+	ErrNotInQueue     = errors.New("waitroom: not in the queue")         // status asked before joining
+	ErrDrawPending    = errors.New("waitroom: opening draw under way")   // the pre-opening shuffle is being written
+	ErrInvalid        = errors.New("waitroom: invalid input")            // a malformed id or setting
+	ErrUnavailable    = fmt.Errorf("waitroom: %w", store.ErrUnavailable) // Redis cannot be reached; retry later
+	ErrTooManyStreams = errors.New("waitroom: too many streams")         // one fan holds too many streams of a show
 )
 
 // Place is a fan's standing, as join and status return it.

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -20,6 +19,7 @@ import (
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/ops"
+	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -42,6 +42,10 @@ func OpenRedis(ctx context.Context, cfg Config) (goredis.UniversalClient, error)
 	}
 	return rdb, nil
 }
+
+// notifyCheckInterval is how often booking makes sure Redis still publishes key expiries (a restarted Redis
+// forgets a CONFIG SET): the longest a restart leaves expired holds to the reconciler's slower sweep.
+const notifyCheckInterval = 5 * time.Second
 
 // Run serves booking until ctx is cancelled, then shuts down gracefully: it stops accepting, drains in-flight
 // requests for up to ShutdownTimeout, stops the workers and closes the stores last. ready is called with the
@@ -81,16 +85,20 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := bookinghttp.NewMetrics(reg)
-	storesUp := func(ctx context.Context) error { return errors.Join(pool.Ping(ctx), rdb.Ping(ctx).Err()) }
+	checks := []store.Check{
+		{Name: "postgres", Ping: pool.Ping},
+		{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
+	}
+	storesUp := func(ctx context.Context) error { _, err := store.Probe(ctx, checks); return err }
 
 	var keys token.KeySource = cfg.AdmissionKeys
 	if keys == nil {
 		keys = token.NewRemoteKeys(cfg.AdmissionJWKSURL, nil)
 	}
 	gate := admission.NewGate(rdb, keys, cfg.TokenLeeway)
-	store := postgres.New(pool)
+	pg := postgres.New(pool)
 	locks := redis.New(rdb)
-	svc := booking.New(store, locks, gate, booking.Config{
+	svc := booking.New(pg, locks, gate, booking.Config{
 		HoldTTL:        cfg.HoldTTL,
 		MaxSeats:       cfg.MaxSeats,
 		ReconcileEvery: cfg.ReconcileInterval,
@@ -107,7 +115,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		log.Info("demo show ready", "show", show)
 	}
 
-	pays, err := newPayments(cfg, svc, store, rdb, reg, log)
+	pays, err := newPayments(cfg, svc, pg, rdb, reg, log)
 	if err != nil {
 		return err
 	}
@@ -122,21 +130,23 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	hub := redis.NewHub(rdb)
 	defer hub.Close()
 	srv := bookinghttp.New(bookinghttp.Config{
-		Service:    svc,
-		Payments:   pays,
-		Waitlist:   booking.NewWaitlist(svc, store),
-		Audit:      auditLog,
-		Users:      token.NewUserVerifier(cfg.AuthSecret, cfg.AuthExternal, cfg.TokenLeeway),
-		Guests:     guests,
-		AdminToken: cfg.AdminToken,
-		StaffToken: cfg.StaffToken,
-		Feed:       hub,
-		Logger:     log,
-		Metrics:    metrics,
-		BodyLimit:  cfg.BodyLimit,
-		Ready:      storesUp,
+		Service:       svc,
+		Payments:      pays,
+		Gateway:       cfg.Payment.Public(),
+		Waitlist:      booking.NewWaitlist(svc, pg),
+		Audit:         auditLog,
+		Users:         token.NewUserVerifier(cfg.AuthSecret, cfg.AuthExternal, cfg.TokenLeeway),
+		Guests:        guests,
+		SecureCookies: cfg.CookieSecure,
+		AdminToken:    cfg.AdminToken,
+		StaffToken:    cfg.StaffToken,
+		Feed:          hub,
+		Logger:        log,
+		Metrics:       metrics,
+		BodyLimit:     cfg.BodyLimit,
+		Ready:         checks,
 	})
-	reg.MustRegister(bookinghttp.NewShowCollector(svc))
+	reg.MustRegister(bookinghttp.NewShowCollector(svc), ops.StoreUp("booking_store_up", checks))
 
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	// The operations server stops with the workers (the deferred stop below runs first).
@@ -148,8 +158,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	}
 	defer waitOps()
 	var wg sync.WaitGroup
-	wg.Add(5)
+	wg.Add(6)
 	go func() { defer wg.Done(); svc.Run(workers) }()
+	// Expired holds are released as Redis reports them; a Redis that restarted has forgotten to report them.
+	go func() { defer wg.Done(); redis.KeepNotifications(workers, rdb, notifyCheckInterval, log) }()
 	go func() { defer wg.Done(); redis.WatchShows(workers, rdb, svc.ShowChanged) }()
 	go func() { defer wg.Done(); redis.WatchSeatEvents(workers, rdb, svc.SeatChanged) }()
 	go func() { defer wg.Done(); pays.Run(workers) }()

@@ -23,6 +23,7 @@ import (
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/booking/rowlock"
+	"github.com/flashseat/flashseat/shared/store/storetest"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -122,28 +123,7 @@ func envDuration(name string, def time.Duration) time.Duration {
 
 // startRedis runs a private redis-server on a free port for the benchmark and stops it at the end.
 func startRedis(b *testing.B) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	_ = ln.Close()
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--notify-keyspace-events", "Ex")
-	if err := cmd.Start(); err != nil {
-		b.Skipf("redis-server: %v", err)
-	}
-	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	url := fmt.Sprintf("redis://127.0.0.1:%d/0", port)
-	for range 100 {
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			_ = c.Close()
-			return url
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	b.Fatal("redis-server did not start")
-	return ""
+	return storetest.StartRedis(b, "--notify-keyspace-events", "Ex").URL
 }
 
 // startRowlock serves the baseline's hold route with the same user-token check as booking.

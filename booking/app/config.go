@@ -43,6 +43,7 @@ type Config struct {
 	AuthSecret          []byte          // AUTH_SECRET, HS256 user tokens, at least 32 bytes; generated when unset
 	AuthSecretGenerated bool            //
 	AuthGuest           bool            // AUTH_GUEST, default true
+	CookieSecure        bool            // COOKIE_SECURE: the fs_session cookie is Secure (behind TLS)
 	AuthExternal        *token.External // AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE
 
 	AdmissionJWKSURL string          // ADMISSION_JWKS_URL, default the edge's /.well-known/jwks.json
@@ -121,6 +122,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		AdminToken:        str("ADMIN_TOKEN", ""),
 		StaffToken:        str("STAFF_TOKEN", ""),
 		AuthGuest:         boolean("AUTH_GUEST", true),
+		CookieSecure:      boolean("COOKIE_SECURE", false),
 		AdmissionJWKSURL:  str("ADMISSION_JWKS_URL", "http://127.0.0.1:8080/.well-known/jwks.json"),
 		TokenLeeway:       dur("TOKEN_LEEWAY", 5*time.Second),
 		SeedDemo:          boolean("SEED_DEMO", false),

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -22,6 +21,7 @@ import (
 	"github.com/flashseat/flashseat/booking/payment/sim"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
 const (
@@ -42,15 +42,8 @@ type stack struct {
 	bookAddr string
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+// freeAddr is a loopback address free to bind: booking's, known before it starts (the simulator's webhooks).
+func freeAddr(t *testing.T) string { return storetest.DeadAddr(t) }
 
 func newStack(t *testing.T, extra ...string) *stack {
 	t.Helper()
@@ -68,7 +61,7 @@ func newStack(t *testing.T, extra ...string) *stack {
 		"BOOKING_ADDR": st.bookAddr, "DATABASE_URL": dbURL, "ADMIN_TOKEN": adminToken, "STAFF_TOKEN": staffToken,
 		"AUTH_SECRET": strings.Repeat("s", 40), "PAYMENT_GATEWAY_URL": "http://" + <-simAddr,
 		"PAYMENT_WEBHOOK_SECRET": whSecret, "PAYMENT_TIMEOUT": "1s", "PAYMENT_RECOVER_INTERVAL": "100ms",
-		"PAYMENT_BREAKER_THRESHOLD": "2", "PAYMENT_BREAKER_COOLDOWN": "30s", "ADMISSION_JWKS_URL": "http://127.0.0.1:1/jwks",
+		"PAYMENT_BREAKER_MIN_CALLS": "2", "PAYMENT_BREAKER_COOLDOWN": "30s", "ADMISSION_JWKS_URL": "http://127.0.0.1:1/jwks",
 	}
 	for i := 0; i+1 < len(extra); i += 2 {
 		st.env[extra[i]] = extra[i+1]
@@ -438,11 +431,14 @@ func TestPaymentConfig(t *testing.T) {
 	}{
 		{"defaults", nil, false},
 		{"all set", map[string]string{"PAYMENT_GATEWAY_URL": "https://api.stripe.com", "PAYMENT_API_KEY": "sk_live_x",
-			"PAYMENT_TIMEOUT": "3s", "PAYMENT_BREAKER_THRESHOLD": "7", "PAYMENT_BREAKER_COOLDOWN": "1m",
+			"PAYMENT_TIMEOUT": "3s", "PAYMENT_BREAKER_MIN_CALLS": "7", "PAYMENT_BREAKER_COOLDOWN": "1m",
+			"PAYMENT_BREAKER_WINDOW": "1m", "PAYMENT_BREAKER_FAILURE_RATIO": "0.8", "PAYMENT_BREAKER_PROBES": "2",
 			"TICKET_SIGNING_KEY": "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc"}, false},
 		{"gateway not a URL", map[string]string{"PAYMENT_GATEWAY_URL": "stripe"}, true},
 		{"timeout not a duration", map[string]string{"PAYMENT_TIMEOUT": "soon"}, true},
-		{"threshold zero", map[string]string{"PAYMENT_BREAKER_THRESHOLD": "0"}, true},
+		{"min calls zero", map[string]string{"PAYMENT_BREAKER_MIN_CALLS": "0"}, true},
+		{"ratio above one", map[string]string{"PAYMENT_BREAKER_FAILURE_RATIO": "1.5"}, true},
+		{"probes not a number", map[string]string{"PAYMENT_BREAKER_PROBES": "some"}, true},
 		{"ticket key too short", map[string]string{"TICKET_SIGNING_KEY": "abc"}, true},
 	}
 	for _, tt := range tests {
@@ -455,7 +451,7 @@ func TestPaymentConfig(t *testing.T) {
 				return
 			}
 			p := cfg.Payment
-			if p.Timeout <= 0 || p.BreakerThreshold < 1 || p.GatewayURL == "" || len(p.TicketKey.ID) != 8 {
+			if p.Timeout <= 0 || p.Breaker.MinCalls < 1 || p.Breaker.FailureRatio <= 0 || p.Breaker.Probes < 1 || p.GatewayURL == "" || len(p.TicketKey.ID) != 8 {
 				t.Fatalf("payment config %+v", p)
 			}
 			if tt.env == nil && (!p.TicketKeyGenerated || p.GatewayURL != "http://127.0.0.1:8082" || p.WebhookSecret != "") {

@@ -10,27 +10,21 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/shared/session"
 )
 
 const userIDKey = "flashseat.user"
 
-// bearer returns the Authorization bearer token. It points into fiber's buffer: copy it to keep it.
-func bearer(c *fiber.Ctx) string {
-	h := c.Get(fiber.HeaderAuthorization)
-	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
-		return ""
-	}
-	return strings.TrimSpace(h[7:])
-}
-
-// RequireUser lets through requests with a valid user token and records the user id (UserID).
+// RequireUser lets through requests with a valid user token and records the user id (UserID). The token is the
+// Authorization bearer, else the fs_session cookie; a cookie-authenticated write must pass the CSRF rule
+// (shared/session).
 func (s *Server) RequireUser(c *fiber.Ctx) error {
-	raw := bearer(c)
-	if raw == "" {
+	raw, fromCookie := session.Token(c)
+	if raw == "" || s.cfg.Users == nil {
 		return booking.ErrUnauthorized
 	}
-	if s.cfg.Users == nil {
-		return booking.ErrUnauthorized
+	if err := session.CheckCSRF(c, fromCookie); err != nil {
+		return err
 	}
 	id, ok := s.users.get(raw)
 	if !ok {
@@ -99,7 +93,7 @@ func tokenEqual(got, want string) bool {
 
 // RequireAdmin lets through requests carrying the admin token: none is 401, another token 403.
 func (s *Server) RequireAdmin(c *fiber.Ctx) error {
-	raw := bearer(c)
+	raw := session.Bearer(c)
 	switch {
 	case raw == "":
 		return booking.ErrUnauthorized
@@ -111,7 +105,7 @@ func (s *Server) RequireAdmin(c *fiber.Ctx) error {
 
 // RequireStaff lets through requests carrying the staff or the admin token (check-in).
 func (s *Server) RequireStaff(c *fiber.Ctx) error {
-	raw := bearer(c)
+	raw := session.Bearer(c)
 	switch {
 	case raw == "":
 		return booking.ErrUnauthorized
@@ -132,10 +126,19 @@ func (s *Server) guest(c *fiber.Ctx) error {
 		return fiber.NewError(fiber.StatusNotFound, "guest sign-up is off")
 	}
 	id := booking.NewID("g_")
-	tok, err := s.cfg.Guests.Issue(id, time.Now(), s.cfg.GuestTTL)
+	now := time.Now()
+	tok, err := s.cfg.Guests.Issue(id, now, s.cfg.GuestTTL)
 	if err != nil {
 		return err
 	}
+	// The cookie is the browser's identity on every page; the body serves API clients.
+	session.Set(c, tok, now.Add(s.cfg.GuestTTL), s.cfg.SecureCookies)
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Status(fiber.StatusCreated).JSON(guestResponse{UserID: id, Token: tok})
+}
+
+// me tells a page who it is signed in as (RequireUser answers 401 when nobody is).
+func (s *Server) me(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(fiber.Map{"userId": UserID(c)})
 }

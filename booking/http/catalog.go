@@ -31,13 +31,9 @@ type eventJSON struct {
 }
 
 func (s *Server) searchEvents(c *fiber.Ctx) error {
-	q := booking.Search{City: strings.Clone(c.Query("city")), Query: strings.Clone(c.Query("q"))}
-	if d := c.Query("date"); d != "" {
-		t, err := time.Parse(time.DateOnly, d)
-		if err != nil {
-			return booking.Invalid("date must be YYYY-MM-DD")
-		}
-		q.Date = t
+	q, err := searchQuery(c)
+	if err != nil {
+		return err
 	}
 	res, err := s.svc.Search(c.UserContext(), q)
 	if err != nil {
@@ -57,6 +53,20 @@ func (s *Server) searchEvents(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"events": out})
 }
 
+// searchQuery reads the catalog filters of GET /api/v1/events and of the home page's form.
+func searchQuery(c *fiber.Ctx) (booking.Search, error) {
+	q := booking.Search{City: strings.Clone(c.Query("city")), Query: strings.Clone(c.Query("q")),
+		Genre: strings.Clone(c.Query("genre")), Language: strings.Clone(c.Query("language"))}
+	if d := c.Query("date"); d != "" {
+		t, err := time.Parse(time.DateOnly, d)
+		if err != nil {
+			return q, booking.Invalid("date must be YYYY-MM-DD")
+		}
+		q.Date = t
+	}
+	return q, nil
+}
+
 type showJSON struct {
 	ShowID         string           `json:"showId"`
 	EventID        string           `json:"eventId"`
@@ -71,6 +81,8 @@ type showJSON struct {
 	AvailableSeats int              `json:"availableSeats"`
 	TotalSeats     int              `json:"totalSeats"`
 	QueueEnabled   bool             `json:"queueEnabled"`
+	// MaxSeatsPerBooking is MAX_SEATS_PER_BOOKING: the most seats one hold (or waitlist entry) may ask for.
+	MaxSeatsPerBooking int `json:"maxSeatsPerBooking"`
 }
 
 func (s *Server) showDetail(c *fiber.Ctx) error {
@@ -85,7 +97,7 @@ func (s *Server) showDetail(c *fiber.Ctx) error {
 	return c.JSON(showJSON{ShowID: sh.ID, EventID: sh.EventID, Title: sh.Title, StartsAt: sh.StartsAt,
 		SaleStartsAt: sh.SaleStartsAt, Venue: sh.Venue, City: sh.City, Hall: sh.Hall, Currency: sh.Currency,
 		Prices: sh.Prices, AvailableSeats: counts.Available, TotalSeats: counts.Total,
-		QueueEnabled: s.svc.QueueEnabled(c.UserContext(), id)})
+		QueueEnabled: s.svc.QueueEnabled(c.UserContext(), id), MaxSeatsPerBooking: s.svc.MaxSeats()})
 }
 
 type seatJSON struct {

@@ -9,7 +9,13 @@ import (
 
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/session"
+	"github.com/flashseat/flashseat/shared/store"
 )
+
+// storeRetryAfter is the Retry-After, in seconds, of a store-unavailable answer: a Redis or PostgreSQL restart
+// takes seconds, and clients back off further on their own.
+const storeRetryAfter = 1
 
 // code maps a domain error to an HTTP status and problem type.
 type code struct {
@@ -21,6 +27,9 @@ type code struct {
 // codes is the one table from domain errors to problems; the first entry whose error matches (errors.Is) wins.
 // Payments add their entries from their own file with an init that appends here.
 var codes = []code{
+	// First: a store error can ride inside any other (a hold that could not be read back), and the client must
+	// learn it can retry, not that its request was wrong.
+	{store.ErrUnavailable, fiber.StatusServiceUnavailable, problem.StoreUnavailable},
 	{booking.ErrQueueRequired, fiber.StatusForbidden, problem.QueueRequired},
 	{booking.ErrSeatsUnavailable, fiber.StatusConflict, problem.SeatsUnavailable},
 	{booking.ErrStale, fiber.StatusConflict, problem.SeatsUnavailable},
@@ -36,6 +45,7 @@ var codes = []code{
 	{booking.ErrHoldExpired, fiber.StatusGone, problem.Gone},
 	{booking.ErrUnauthorized, fiber.StatusUnauthorized, problem.Unauthorized},
 	{booking.ErrForbidden, fiber.StatusForbidden, problem.Forbidden},
+	{session.ErrCSRF, fiber.StatusForbidden, problem.CSRF},
 }
 
 // toProblem turns any error into the problem the client sees. Unknown errors are internal: the client gets a
@@ -52,9 +62,14 @@ func (s *Server) toProblem(c *fiber.Ctx, err error) *problem.Problem {
 		}
 		return p
 	}
+	err = store.Classify(err)
 	for _, m := range codes {
 		if !errors.Is(err, m.err) {
 			continue
+		}
+		if m.err == store.ErrUnavailable {
+			s.log.WarnContext(c.UserContext(), "store unavailable", "method", c.Method(), "path", string([]byte(c.Path())), "err", err)
+			return problem.StoreDown("a store is briefly unreachable; retry shortly", storeRetryAfter)
 		}
 		p := problem.New(m.status, m.slug, err.Error())
 		var ce *booking.ConflictError
@@ -88,6 +103,20 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		return nil
 	}
 	p := s.toProblem(c, err)
+	if wantsPage(c) {
+		// A browser navigating to a page gets a page, not JSON.
+		detail := p.Detail
+		if p.Status == fiber.StatusNotFound {
+			detail = "We could not find that page. The show may have ended or the link may be mistyped."
+		}
+		if p.Status >= 500 || detail == "" {
+			detail = "Something went wrong on our side. Please try again in a moment."
+		}
+		if rerr := s.render(c, p.Status, "error", Page{Title: p.Title,
+			Data: struct{ Title, Detail string }{p.Title, detail}}); rerr == nil {
+			return nil
+		}
+	}
 	if p.Status == fiber.StatusUnauthorized {
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="flashseat"`)
 	}

@@ -113,7 +113,7 @@ func (s *Server) getBooking(c *fiber.Ctx) error {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(BookingJSON(b))
+	return c.JSON(s.bookingDetail(c.UserContext(), b))
 }
 
 func (s *Server) cancel(c *fiber.Ctx) error {

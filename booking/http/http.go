@@ -20,6 +20,8 @@ import (
 
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/shared/audit"
+	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -30,23 +32,27 @@ type SeatFeed interface {
 
 // Config wires a Server.
 type Config struct {
-	Service    *booking.Service
-	Payments   *booking.Payments   // pay, refunds, tickets, check-in, webhooks (payment.go); nil leaves them out
-	Waitlist   *booking.Waitlist   // sold-out shows' waitlists (waitlist.go); nil leaves them out
-	Audit      *audit.Log          // the operator audit log (admin.go, audit.go); nil: changes are not recorded
-	Users      *token.UserVerifier // verifies fans' user tokens
-	Guests     *token.UserIssuer   // signs guest tokens; nil turns POST /api/v1/auth/guest off
-	GuestTTL   time.Duration       // default 24h
-	AdminToken string
-	StaffToken string
-	Feed       SeatFeed
-	Logger     *slog.Logger
-	Registry   prometheus.Registerer // nil: metrics are not registered
-	Metrics    *Metrics              // made (and registered with Registry) when nil
-	Ready      func(ctx context.Context) error
-	BodyLimit  int           // default 64 KiB
-	InFlight   int           // hot requests (hold, seat map) run at once; default 32 per CPU
-	Heartbeat  time.Duration // seat stream comments, default 15s
+	Service  *booking.Service
+	Payments *booking.Payments // pay, refunds, tickets, check-in, webhooks (payment.go); nil leaves them out
+	// Gateway is what browsers are told of the payment gateway (GET /api/v1/payments/config).
+	Gateway  PublicGateway
+	Waitlist *booking.Waitlist   // sold-out shows' waitlists (waitlist.go); nil leaves them out
+	Audit    *audit.Log          // the operator audit log (admin.go, audit.go); nil: changes are not recorded
+	Users    *token.UserVerifier // verifies fans' user tokens
+	Guests   *token.UserIssuer   // signs guest tokens; nil turns POST /api/v1/auth/guest off
+	GuestTTL time.Duration       // default 24h
+	// SecureCookies marks the cookies booking sets (fs_session) Secure: COOKIE_SECURE, behind TLS.
+	SecureCookies bool
+	AdminToken    string
+	StaffToken    string
+	Feed          SeatFeed
+	Logger        *slog.Logger
+	Registry      prometheus.Registerer // nil: metrics are not registered
+	Metrics       *Metrics              // made (and registered with Registry) when nil
+	Ready         []store.Check         // the stores /readyz pings; each is reported by name
+	BodyLimit     int                   // default 64 KiB
+	InFlight      int                   // hot requests (hold, seat map) run at once; default 32 per CPU
+	Heartbeat     time.Duration         // seat stream comments, default 15s
 }
 
 // Server is booking's HTTP API.
@@ -126,10 +132,13 @@ func (s *Server) routes() {
 	a.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	a.Get("/readyz", s.readyz)
 
-	a.Get("/shows/:showId", s.seatMapPage)
+	a.Get("/", s.homePage)
+	a.Get("/shows/:showId", s.showPage)
+	a.Get("/assets/:version/:file", s.assetHandler)
 
 	v1 := a.Group("/api/v1")
 	v1.Post("/auth/guest", s.guest)
+	v1.Get("/me", s.RequireUser, s.me)
 	v1.Get("/events", s.searchEvents)
 	v1.Get("/shows/:showId", s.showDetail)
 	v1.Get("/shows/:showId/seats", s.limit.handler, s.seatMap)
@@ -137,6 +146,7 @@ func (s *Server) routes() {
 	v1.Post("/bookings/hold", s.limit.handler, s.RequireUser, s.hold)
 	v1.Get("/bookings/:bookingId", s.RequireUser, s.getBooking)
 	v1.Delete("/bookings/:bookingId", s.RequireUser, s.cancel)
+	v1.Get("/bookings", s.RequireUser, s.myBookings)
 
 	s.paymentRoutes(a, v1)
 	s.waitlistRoutes(v1)
@@ -153,15 +163,15 @@ func (s *Server) readyz(c *fiber.Ctx) error {
 	if s.closing.Load() {
 		return fiber.NewError(fiber.StatusServiceUnavailable, "shutting down")
 	}
-	if s.cfg.Ready != nil {
-		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
-		defer cancel()
-		if err := s.cfg.Ready(ctx); err != nil {
-			s.log.WarnContext(c.UserContext(), "not ready", "err", err)
-			return fiber.NewError(fiber.StatusServiceUnavailable, "a store is unreachable")
-		}
+	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	defer cancel()
+	checks, err := store.Probe(ctx, s.cfg.Ready)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	if err != nil {
+		s.log.WarnContext(c.UserContext(), "not ready", "err", err)
+		return problem.StoreDown("a store is unreachable", storeRetryAfter).With("checks", checks)
 	}
-	return c.JSON(fiber.Map{"status": "ready"})
+	return c.JSON(fiber.Map{"status": "ready", "checks": checks})
 }
 
 type ctxKey int

@@ -27,10 +27,10 @@ func (e *OpenError) Is(target error) bool {
 	return target == ErrCircuitOpen || target == ErrUnavailable
 }
 
-// BreakerState is the breaker's position.
+// BreakerState is the breaker's position. Its number is the value of the booking_payment_breaker_state metric.
 type BreakerState int
 
-// Closed lets every call through; Open refuses all; HalfOpen lets a single probe through after the cool-down.
+// Closed lets every call through; Open refuses all; HalfOpen lets a few probes through after the cool-down.
 const (
 	Closed BreakerState = iota
 	Open
@@ -48,24 +48,68 @@ func (s BreakerState) String() string {
 	}
 }
 
-// Breaker is a Gateway that stops calling an unhealthy gateway: after Threshold consecutive failures (see Failure)
-// it opens for Cooldown, during which every call fails at once with an *OpenError, so that pay answers 503 in
-// microseconds instead of tying up a request (and a seat lock extension) per fan for the gateway's timeout. After
-// the cool-down one probe call is let through; its success closes the breaker, its failure opens it again.
-//
-// Declines, invalid requests and the caller's own cancellation are not failures: they say nothing about the
-// gateway's health.
-type Breaker struct {
-	next      Gateway
-	threshold int
-	cooldown  time.Duration
-	now       func() time.Time
-	onChange  func(BreakerState)
+// BreakerConfig tunes a Breaker. Zero fields take the defaults.
+type BreakerConfig struct {
+	Window       time.Duration // the rolling window calls are counted over; default 30s
+	MinCalls     int           // fewer calls than this in the window never trip it; default 20
+	FailureRatio float64       // it trips when failures/calls in the window reach this; default 0.5
+	Cooldown     time.Duration // how long it stays open before probing; default 10s
+	Probes       int           // half-open: calls let through, all of which must succeed to close; default 3
+}
 
-	mu       sync.Mutex
-	state    BreakerState
-	failures int
-	openedAt time.Time
+func (c BreakerConfig) withDefaults() BreakerConfig {
+	if c.Window <= 0 {
+		c.Window = 30 * time.Second
+	}
+	if c.MinCalls < 1 {
+		c.MinCalls = 20
+	}
+	if c.FailureRatio <= 0 || c.FailureRatio > 1 {
+		c.FailureRatio = 0.5
+	}
+	if c.Cooldown < time.Millisecond {
+		c.Cooldown = 10 * time.Second
+	}
+	if c.Probes < 1 {
+		c.Probes = 3
+	}
+	return c
+}
+
+// windowBuckets is how finely the rolling window is cut: a call leaves the count within Window/windowBuckets of
+// its age reaching Window.
+const windowBuckets = 10
+
+type bucket struct {
+	slot            int64 // which Window/windowBuckets interval since the epoch this bucket counts
+	calls, failures int
+}
+
+// Breaker is a Gateway that stops calling an unhealthy gateway. It measures the gateway, not the fans: over a
+// rolling Window it counts the calls that reached the gateway and those that found it unavailable (Failure:
+// timeouts, refused connections, 5xx); once at least MinCalls were made and the failures reach FailureRatio of
+// them, it opens for Cooldown, during which every call fails at once with an *OpenError, so that pay answers 503
+// in microseconds instead of tying up a request (and a seat lock extension) per fan for the gateway's timeout.
+// After the cool-down it lets Probes calls through; if all succeed it closes with a fresh window, and the first
+// that fails opens it again for a full cool-down.
+//
+// A decline, an invalid card or request, and the caller's own cancellation are not failures: they say the
+// gateway answered, or nothing about it. A decline counts as a call the gateway served, so a crowd of declined
+// cards dilutes, never feeds, the failure ratio.
+type Breaker struct {
+	next     Gateway
+	cfg      BreakerConfig
+	now      func() time.Time
+	onChange func(BreakerState)
+
+	mu         sync.Mutex
+	state      BreakerState
+	window     [windowBuckets]bucket
+	openedAt   time.Time
+	probesOut  int            // half-open: probes let through and not yet answered
+	probesOK   int            // half-open: probes answered without a failure
+	generation int            // bumped on every state change, so a late probe's verdict cannot act on a later state
+	pending    []BreakerState // changes made under the lock, told to onChange once it is released
 }
 
 // BreakerOption adjusts a Breaker.
@@ -77,15 +121,9 @@ func WithClock(now func() time.Time) BreakerOption { return func(b *Breaker) { b
 // OnStateChange is called (under no lock) whenever the state changes, e.g. to export a metric or log.
 func OnStateChange(f func(BreakerState)) BreakerOption { return func(b *Breaker) { b.onChange = f } }
 
-// NewBreaker wraps next. threshold below 1 is taken as 1; cooldown below one millisecond as one second.
-func NewBreaker(next Gateway, threshold int, cooldown time.Duration, opts ...BreakerOption) *Breaker {
-	if threshold < 1 {
-		threshold = 1
-	}
-	if cooldown < time.Millisecond {
-		cooldown = time.Second
-	}
-	b := &Breaker{next: next, threshold: threshold, cooldown: cooldown, now: time.Now}
+// NewBreaker wraps next.
+func NewBreaker(next Gateway, cfg BreakerConfig, opts ...BreakerOption) *Breaker {
+	b := &Breaker{next: next, cfg: cfg.withDefaults(), now: time.Now}
 	for _, o := range opts {
 		o(b)
 	}
@@ -96,69 +134,140 @@ func NewBreaker(next Gateway, threshold int, cooldown time.Duration, opts ...Bre
 func (b *Breaker) State() BreakerState {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.state == Open && b.now().Sub(b.openedAt) >= b.cooldown {
+	if b.state == Open && b.now().Sub(b.openedAt) >= b.cfg.Cooldown {
 		return HalfOpen
 	}
 	return b.state
 }
 
-// allow decides whether a call may go through; probe reports that this call is the half-open probe.
-func (b *Breaker) allow() (probe bool, err error) {
+// ticket is what allow hands a call it lets through: whether it is a half-open probe, and of which generation.
+type ticket struct {
+	probe      bool
+	generation int
+}
+
+// allow decides whether a call may go through.
+func (b *Breaker) allow() (ticket, error) {
 	b.mu.Lock()
-	switch b.state {
-	case Closed:
-		b.mu.Unlock()
-		return false, nil
-	case Open:
-		wait := b.cooldown - b.now().Sub(b.openedAt)
+	if b.state == Open {
+		wait := b.cfg.Cooldown - b.now().Sub(b.openedAt)
 		if wait > 0 {
 			b.mu.Unlock()
-			return false, &OpenError{RetryAfter: wait}
+			return ticket{}, &OpenError{RetryAfter: wait}
 		}
-		b.state = HalfOpen
-		b.mu.Unlock()
-		if b.onChange != nil {
-			b.onChange(HalfOpen)
+		b.setState(HalfOpen)
+		b.probesOut, b.probesOK = 0, 0
+	}
+	switch b.state {
+	case HalfOpen:
+		if b.probesOut+b.probesOK >= b.cfg.Probes {
+			// Enough probes are out; everyone else waits for their verdict.
+			b.mu.Unlock()
+			return ticket{}, &OpenError{RetryAfter: time.Second}
 		}
-		return true, nil
-	default: // HalfOpen: the probe is out; everyone else waits for its verdict
-		b.mu.Unlock()
-		return false, &OpenError{RetryAfter: time.Second}
+		b.probesOut++
+		t := ticket{probe: true, generation: b.generation}
+		b.unlockAndNotify()
+		return t, nil
+	default:
+		t := ticket{generation: b.generation}
+		b.unlockAndNotify()
+		return t, nil
 	}
 }
 
 // record feeds a call's outcome back.
-func (b *Breaker) record(probe bool, err error) {
-	failed := Failure(err) && !errors.Is(err, context.Canceled)
+func (b *Breaker) record(t ticket, err error) {
+	cancelled := errors.Is(err, context.Canceled)
+	failed := Failure(err) && !cancelled
 	b.mu.Lock()
-	before := b.state
+	if t.generation != b.generation {
+		// The breaker changed state while this call was out: its verdict belongs to the old state.
+		b.mu.Unlock()
+		return
+	}
+	now := b.now()
 	switch {
-	case !failed:
-		b.failures = 0
-		b.state = Closed
-	case probe:
-		b.state, b.openedAt = Open, b.now()
+	case t.probe:
+		b.probesOut--
+		switch {
+		case failed:
+			b.open(now)
+		case cancelled:
+			// No verdict: the slot is free for another probe.
+		default:
+			b.probesOK++
+			if b.probesOK >= b.cfg.Probes {
+				b.window = [windowBuckets]bucket{}
+				b.setState(Closed)
+			}
+		}
+	case cancelled:
 	default:
-		b.failures++
-		if b.failures >= b.threshold && b.state == Closed {
-			b.state, b.openedAt = Open, b.now()
+		calls, failures := b.count(now, failed)
+		if b.state == Closed && calls >= b.cfg.MinCalls && float64(failures) >= b.cfg.FailureRatio*float64(calls) {
+			b.open(now)
 		}
 	}
-	after := b.state
+	b.unlockAndNotify()
+}
+
+// count adds a call to the rolling window and returns the window's calls and failures.
+func (b *Breaker) count(now time.Time, failed bool) (calls, failures int) {
+	width := int64(b.cfg.Window) / windowBuckets
+	slot := now.UnixNano() / max(width, 1)
+	cur := &b.window[slot%windowBuckets]
+	if cur.slot != slot {
+		*cur = bucket{slot: slot}
+	}
+	cur.calls++
+	if failed {
+		cur.failures++
+	}
+	for _, bk := range b.window {
+		if bk.slot > slot-windowBuckets && bk.slot <= slot {
+			calls += bk.calls
+			failures += bk.failures
+		}
+	}
+	return calls, failures
+}
+
+func (b *Breaker) open(now time.Time) {
+	b.openedAt = now
+	b.probesOut, b.probesOK = 0, 0
+	b.setState(Open)
+}
+
+// setState changes the state under the lock; unlockAndNotify tells OnStateChange after releasing it.
+func (b *Breaker) setState(s BreakerState) {
+	if b.state == s {
+		return
+	}
+	b.state = s
+	b.generation++
+	b.pending = append(b.pending, s)
+}
+
+func (b *Breaker) unlockAndNotify() {
+	changes := b.pending
+	b.pending = nil
 	b.mu.Unlock()
-	if after != before && b.onChange != nil {
-		b.onChange(after)
+	if b.onChange != nil {
+		for _, s := range changes {
+			b.onChange(s)
+		}
 	}
 }
 
 func guard[T any](b *Breaker, call func() (T, error)) (T, error) {
-	probe, err := b.allow()
+	t, err := b.allow()
 	if err != nil {
 		var zero T
 		return zero, err
 	}
 	v, err := call()
-	b.record(probe, err)
+	b.record(t, err)
 	return v, err
 }
 

@@ -151,7 +151,7 @@ func (s *Store) Layout(ctx context.Context, showID string) ([]booking.Seat, erro
 	return seats, nil
 }
 
-// Search finds shows not yet started by city, UTC day and text (title, genre, language, venue), grouped by
+// Search finds shows not yet started by city, UTC day, genre, language and text (title, genre, language, venue), grouped by
 // event.
 func (s *Store) Search(ctx context.Context, q booking.Search) ([]booking.EventShows, error) {
 	where := []string{"s.starts_at > now()"}
@@ -163,6 +163,12 @@ func (s *Store) Search(ctx context.Context, q booking.Search) ([]booking.EventSh
 	if !q.Date.IsZero() {
 		day := time.Date(q.Date.Year(), q.Date.Month(), q.Date.Day(), 0, 0, 0, 0, time.UTC)
 		where = append(where, "s.starts_at >= "+arg(day)+" AND s.starts_at < "+arg(day.AddDate(0, 0, 1)))
+	}
+	if q.Genre != "" {
+		where = append(where, "lower(e.genre) = lower("+arg(q.Genre)+")")
+	}
+	if q.Language != "" {
+		where = append(where, "lower(e.language) = lower("+arg(q.Language)+")")
 	}
 	if q.Query != "" {
 		p := arg("%" + escapeLike(q.Query) + "%")

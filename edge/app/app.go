@@ -21,6 +21,7 @@ import (
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/ops"
 	"github.com/flashseat/flashseat/shared/rediskey"
+	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -75,6 +76,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	}
 
 	reg := prometheus.NewRegistry()
+	stores := []store.Check{{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}}
+	reg.MustRegister(ops.StoreUp("edge_store_up", stores))
 	srv := edgehttp.New(edgehttp.Config{
 		Proxy: edgehttp.ProxyConfig{
 			Target:          cfg.BookingURL,
@@ -91,7 +94,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		BodyLimit:   cfg.BodyLimit,
 		ReadTimeout: cfg.ReadTimeout,
 		IdleTimeout: cfg.IdleTimeout,
-		Ready:       []edgehttp.Check{{Name: "redis", Fn: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}},
+		Ready:       stores,
 		Users:       users,
 		Gate:        gate,
 		Admission:   token.NewVerifier(keys, cfg.TokenLeeway),
@@ -113,7 +116,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	srv.Forward()
 
 	waitOps, err := ops.Start(work, ops.Config{Addr: cfg.OpsAddr, Gatherer: reg, Log: log, Bound: cfg.OpsBound,
-		Ready: func(ctx context.Context) error { return errors.Join(rdb.Ping(ctx).Err(), srv.Proxy().Healthy(ctx)) }})
+		Ready: func(ctx context.Context) error {
+			_, err := store.Probe(ctx, append(stores, store.Check{Name: "booking", Ping: srv.Proxy().Healthy}))
+			return err
+		}})
 	if err != nil {
 		stopWork()
 		workers.Wait()

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/session"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -101,6 +102,22 @@ func TestGate(t *testing.T) {
 			map[string]string{"Authorization": "Bearer " + u1, admission.Header: issue("u1", show, now.Add(-time.Hour))}, 403},
 		{"pay garbage", "POST", edge + "/api/v1/bookings/b1/pay", `{}`,
 			map[string]string{"Authorization": "Bearer " + u1, admission.Header: "junk"}, 403},
+		// A browser: the fs_session cookie is the user, the fs_adm_{show} cookie the admission.
+		{"hold by cookies", "POST", edge + "/api/v1/bookings/hold", hold, map[string]string{
+			"Cookie":           session.Cookie + "=" + u1 + "; " + admission.CookieName(show) + "=" + valid,
+			session.CSRFHeader: session.CSRFValue}, 201},
+		{"hold by cookies without the CSRF header", "POST", edge + "/api/v1/bookings/hold", hold, map[string]string{
+			"Cookie": session.Cookie + "=" + u1 + "; " + admission.CookieName(show) + "=" + valid}, 403},
+		{"queue join by cookie without the CSRF header", "POST", edge + "/queue/" + show + "/join", "", map[string]string{
+			"Cookie": session.Cookie + "=" + u1}, 403},
+		{"hold by cookies, another user's admission", "POST", edge + "/api/v1/bookings/hold", hold, map[string]string{
+			"Cookie":           session.Cookie + "=" + u2 + "; " + admission.CookieName(show) + "=" + valid,
+			session.CSRFHeader: session.CSRFValue}, 403},
+		{"bearer wins over the session cookie", "POST", edge + "/api/v1/bookings/hold", hold, map[string]string{
+			"Authorization": "Bearer " + u1, "Cookie": session.Cookie + "=" + u2 + "; " + admission.CookieName(show) + "=" + valid},
+			201},
+		{"seat map by cookies", "GET", seats, "", map[string]string{
+			"Cookie": session.Cookie + "=" + u1 + "; " + admission.CookieName(show) + "=" + valid}, 201},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -169,8 +186,10 @@ func TestGate(t *testing.T) {
 // resp403Slug accepts either 403 slug the edge uses: queue-required (a show's waiting room) or forbidden (a token
 // naming no show).
 func resp403Slug(body []byte) string {
-	if strings.Contains(string(body), "queue-required") {
-		return "queue-required"
+	for _, slug := range []string{"queue-required", "csrf"} {
+		if strings.Contains(string(body), "/"+slug+`"`) {
+			return slug
+		}
 	}
 	return "forbidden"
 }

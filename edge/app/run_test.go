@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/base64"
+	"github.com/flashseat/flashseat/shared/problem"
 	"io"
 	"log/slog"
 	"net"
@@ -120,7 +121,9 @@ func TestShutdownEndsStreams(t *testing.T) {
 	}
 }
 
-// Without Redis the edge is not ready and the gate refuses to guess (503), while unprotected routes still work.
+// Without Redis the edge is not ready and the gate refuses to guess: every route that needs Redis (the gate,
+// the waiting room) answers 503 store-unavailable with Retry-After, never a 500, while unprotected routes still
+// work.
 func TestRedisDown(t *testing.T) {
 	t.Parallel()
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
@@ -129,9 +132,27 @@ func TestRedisDown(t *testing.T) {
 	up := echoUpstream(t)
 	edge := startEdge(t, map[string]string{"BOOKING_URL": up.URL, "REDIS_URL": "redis://" + dead + "/0"})
 	resp, body := do(t, "GET", edge+"/readyz", "", nil)
-	wantProblem(t, resp, body, http.StatusServiceUnavailable, "service-unavailable")
-	resp, body = do(t, "GET", edge+"/api/v1/shows/s1/seats", "", nil)
-	wantProblem(t, resp, body, http.StatusServiceUnavailable, "service-unavailable")
+	p := wantProblem(t, resp, body, http.StatusServiceUnavailable, problem.StoreUnavailable)
+	if checks, _ := p.Extensions["checks"].(map[string]any); checks["redis"] != "unavailable" {
+		t.Fatalf("readyz checks %v, want redis unavailable", p.Extensions["checks"])
+	}
+	auth := map[string]string{"Authorization": "Bearer " + userToken(t, "u1")}
+	for _, r := range []struct {
+		method, path, body string
+		hdr                map[string]string
+	}{
+		{"GET", "/api/v1/shows/s1/seats", "", nil},
+		{"POST", "/api/v1/bookings/hold", `{"showId":"s1","seatIds":["A1"]}`, auth},
+		{"POST", "/queue/s1/join", "", auth},
+		{"GET", "/queue/s1/status", "", auth},
+		{"GET", "/queue/s1/events", "", auth},
+	} {
+		resp, body := do(t, r.method, edge+r.path, r.body, r.hdr)
+		wantProblem(t, resp, body, http.StatusServiceUnavailable, problem.StoreUnavailable)
+		if resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("%s %s: 503 without Retry-After", r.method, r.path)
+		}
+	}
 	if resp, body := do(t, "GET", edge+"/api/v1/events", "", nil); resp.StatusCode != 201 {
 		t.Fatalf("unprotected route without Redis: %d %s", resp.StatusCode, body)
 	}

@@ -202,7 +202,9 @@ func TestShowGauges(t *testing.T) {
 	p := start(t, map[string]string{"ADMIN_TOKEN": adminToken})
 	if s, b := send(t, "GET", p.bookingOps+"/metrics", "", nil); s != 200 ||
 		!strings.Contains(string(b), `booking_show_seats_available{show="`+p.show+`"}`) ||
-		!strings.Contains(string(b), `booking_show_seats_sold{show="`+p.show+`"} 0`) {
+		!strings.Contains(string(b), `booking_show_seats_sold{show="`+p.show+`"} 0`) ||
+		!strings.Contains(string(b), `booking_store_up{store="postgres"} 1`) ||
+		!strings.Contains(string(b), `booking_store_up{store="redis"} 1`) {
 		t.Fatalf("booking metrics: %d %s", s, b)
 	}
 	// The edge gathers the figures once scraped; a second scrape a moment later carries them.
@@ -210,7 +212,8 @@ func TestShowGauges(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		s, b := send(t, "GET", p.edgeOps+"/metrics", "", nil)
-		if s == 200 && strings.Contains(string(b), want) && strings.Contains(string(b), "waitroom_show_admitted_total{show=") {
+		if s == 200 && strings.Contains(string(b), want) && strings.Contains(string(b), "waitroom_show_admitted_total{show=") &&
+			strings.Contains(string(b), `edge_store_up{store="redis"} 1`) {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/flashseat/flashseat/edge"
 	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/session"
+	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -25,14 +26,18 @@ var codes = []struct {
 }{
 	{edge.ErrBadRequest, http.StatusBadRequest, problem.BadRequest, "The request cannot be forwarded."},
 	{edge.ErrEncodedBody, http.StatusUnsupportedMediaType, problem.UnsupportedMedia, "Send the body uncompressed."},
+	{session.ErrCSRF, http.StatusForbidden, problem.CSRF, session.CSRFDetail},
 	{edge.ErrUnauthenticated, http.StatusUnauthorized, problem.Unauthorized, "A valid user token is required."},
 	{token.ErrInvalid, http.StatusUnauthorized, problem.Unauthorized, "The user token is not valid."},
 	{token.ErrExpired, http.StatusUnauthorized, problem.Unauthorized, "The user token has expired."},
 	{edge.ErrRateLimited, http.StatusTooManyRequests, problem.RateLimited, "Too many requests; retry later."},
 	{edge.ErrUpstreamTimeout, http.StatusGatewayTimeout, problem.GatewayTimeout, "The booking service did not answer in time."},
 	{edge.ErrUpstreamUnavailable, http.StatusBadGateway, problem.BadGateway, "The booking service is unavailable."},
-	{edge.ErrUnavailable, http.StatusServiceUnavailable, problem.ServiceUnavailable, "Try again shortly."},
+	{store.ErrUnavailable, http.StatusServiceUnavailable, problem.StoreUnavailable, "A store is briefly unreachable; retry shortly."},
 }
+
+// storeRetryAfter is the Retry-After, in seconds, of a store-unavailable answer.
+const storeRetryAfter = 1
 
 // handleError is fiber's ErrorHandler and the only place the edge turns an error into a response.
 func (s *Server) handleError(c *fiber.Ctx, err error) error {
@@ -58,6 +63,8 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		}
 		return problem.Send(c, p)
 	}
+	// No store.Classify here: a refused dial to booking is a 502, not a store outage. The edge's own Redis calls
+	// wrap their failures in edge.ErrUnavailable where they are made.
 	for _, code := range codes {
 		if !errors.Is(err, code.err) {
 			continue
@@ -65,12 +72,10 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		p := problem.New(code.status, code.slug, code.detail)
 		var rl *edge.RateLimitError
 		if errors.As(err, &rl) {
-			secs := int(math.Ceil(rl.RetryAfter.Seconds()))
-			if secs < 1 {
-				secs = 1
-			}
-			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
-			p.With("retryAfterSeconds", secs)
+			p.WithRetryAfter(int(math.Ceil(rl.RetryAfter.Seconds())))
+		}
+		if code.err == store.ErrUnavailable {
+			p.WithRetryAfter(storeRetryAfter)
 		}
 		if code.status >= 500 {
 			s.log.Warn("upstream failure", "err", err, "status", code.status, "method", c.Method(),
@@ -121,10 +126,6 @@ func refusalReason(err error) string {
 // wantsHTML tells a browser navigating (Accept lists text/html) from an API client.
 func wantsHTML(c *fiber.Ctx) bool {
 	return strings.Contains(c.Get(fiber.HeaderAccept), "text/html")
-}
-
-func unavailable(detail string, checks fiber.Map) error {
-	return problem.New(http.StatusServiceUnavailable, problem.ServiceUnavailable, detail).With("checks", checks)
 }
 
 // knownMethods answers methods fiber cannot route with a 405 problem; fiber would send plain text.

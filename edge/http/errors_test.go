@@ -38,7 +38,7 @@ func TestErrorTable(t *testing.T) {
 		{"rate limited", &edge.RateLimitError{RetryAfter: 1500 * time.Millisecond}, "", 429, problem.RateLimited},
 		{"upstream down", fmt.Errorf("%w: refused", edge.ErrUpstreamUnavailable), "", 502, problem.BadGateway},
 		{"upstream slow", fmt.Errorf("%w: slow", edge.ErrUpstreamTimeout), "", 504, problem.GatewayTimeout},
-		{"redis down", fmt.Errorf("%w: redis", edge.ErrUnavailable), "", 503, problem.ServiceUnavailable},
+		{"redis down", fmt.Errorf("%w: redis", edge.ErrUnavailable), "", 503, problem.StoreUnavailable},
 		{"admission, API client", refused, "application/json", 403, problem.QueueRequired},
 		{"admission, browser", refused, "text/html", 303, ""},
 		{"fiber's own", fiber.ErrRequestEntityTooLarge, "", 413, problem.PayloadTooLarge},
@@ -74,6 +74,9 @@ func TestErrorTable(t *testing.T) {
 			if resp.Header.Get("Content-Type") != problem.ContentType || json.Unmarshal(body, &p) != nil ||
 				p.Type != problem.TypeBase+tc.slug {
 				t.Fatalf("got %s %s, want problem %s", resp.Header.Get("Content-Type"), body, tc.slug)
+			}
+			if tc.status == 503 && resp.Header.Get("Retry-After") == "" {
+				t.Fatal("a 503 without Retry-After")
 			}
 			if tc.status == 429 && resp.Header.Get("Retry-After") != "2" {
 				t.Fatalf("Retry-After %q, want 2 (rounded up)", resp.Header.Get("Retry-After"))

@@ -14,6 +14,7 @@ import (
 	"github.com/flashseat/flashseat/edge"
 	"github.com/flashseat/flashseat/edge/ratelimit"
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/session"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -29,22 +30,27 @@ func User(c *fiber.Ctx) string {
 	return u
 }
 
-// authenticate verifies a Bearer user token once per request (or finds it among the recently verified, see
-// userCache), so the rate limits and the gate agree on who the caller is. A missing or invalid token is not refused
-// here: most routes are public, and booking answers 401 on its own routes.
+// authenticate verifies the caller's user token once per request (or finds it among the recently verified, see
+// userCache), so the rate limits and the gate agree on who the caller is: the Bearer header, else the fs_session
+// cookie (shared/session). A missing or invalid token is not refused here: most routes are public, and booking
+// answers 401 on its own routes. A state-changing request authenticated by the cookie must pass the CSRF rule,
+// here for every route the edge serves or forwards.
 func (s *Server) authenticate(c *fiber.Ctx) error {
+	raw, fromCookie := session.Token(c)
+	if raw == "" {
+		return c.Next()
+	}
+	if err := session.CheckCSRF(c, fromCookie); err != nil {
+		return err
+	}
 	if s.cfg.Users == nil {
 		return c.Next()
 	}
-	auth := c.Get(fiber.HeaderAuthorization)
-	if len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
-		raw := strings.TrimSpace(auth[7:])
-		if uid, ok := s.users.get(raw); ok {
-			c.Locals(localUser, uid)
-		} else if uid, err := s.cfg.Users.Verify(raw); err == nil {
-			s.users.put(raw, uid)
-			c.Locals(localUser, uid)
-		}
+	if uid, ok := s.users.get(raw); ok {
+		c.Locals(localUser, uid)
+	} else if uid, err := s.cfg.Users.Verify(raw); err == nil {
+		s.users.put(raw, uid)
+		c.Locals(localUser, uid)
 	}
 	return c.Next()
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -16,14 +17,10 @@ import (
 	"github.com/flashseat/flashseat/edge"
 	"github.com/flashseat/flashseat/edge/ratelimit"
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 )
-
-// Check is one readiness probe.
-type Check struct {
-	Name string
-	Fn   func(ctx context.Context) error
-}
 
 // Config assembles a Server.
 type Config struct {
@@ -31,7 +28,7 @@ type Config struct {
 	Trusted  edge.TrustedProxies
 	Registry *prometheus.Registry
 	Log      *slog.Logger
-	Ready    []Check // all must pass for /readyz; the upstream's /healthz is always one
+	Ready    []store.Check // all must pass for /readyz; the upstream's /healthz is always one
 	// BodyLimit caps request bodies; larger ones get 413.
 	BodyLimit int
 	// IdleTimeout closes idle client keep-alive connections.
@@ -71,7 +68,7 @@ func New(cfg Config) *Server {
 	streams, stop := context.WithCancel(context.Background())
 	s.stopStreams = stop
 	s.proxy = NewProxy(streams, cfg.Proxy, cfg.Trusted, s.metrics, cfg.Log)
-	s.cfg.Ready = append(append([]Check(nil), cfg.Ready...), Check{Name: "booking", Fn: s.proxy.Healthy})
+	s.cfg.Ready = append(append([]store.Check(nil), cfg.Ready...), store.Check{Name: upstreamCheck, Ping: s.proxy.Healthy})
 	s.App = fiber.New(fiber.Config{
 		AppName:               "flashseat-edge",
 		DisableStartupMessage: true,
@@ -136,25 +133,28 @@ func (s *Server) healthz(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"status": "ok"})
 }
 
+// upstreamCheck names booking's readiness check: the one dependency that is not a store.
+const upstreamCheck = "booking"
+
 // readyz answers 200 only when every dependency answers, so a load balancer sends no fans to an edge that
 // cannot gate or forward them.
 func (s *Server) readyz(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 	defer cancel()
-	checks := fiber.Map{}
-	ok := true
-	for _, ch := range s.cfg.Ready {
-		if err := ch.Fn(ctx); err != nil {
-			ok = false
-			checks[ch.Name] = "unavailable"
-			s.log.Warn("readiness check failed", "check", ch.Name, "err", err, "requestId", RequestID(c))
-			continue
-		}
-		checks[ch.Name] = "ok"
+	checks, err := store.Probe(ctx, s.cfg.Ready)
+	if err != nil {
+		s.log.Warn("readiness check failed", "err", err, "requestId", RequestID(c))
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	if !ok {
-		return unavailable("not ready", checks)
+	if err != nil {
+		// A store down is an outage of this edge (store-unavailable); booking down alone is an upstream's.
+		slug := problem.ServiceUnavailable
+		for name, state := range checks {
+			if state != "ok" && name != upstreamCheck {
+				slug = problem.StoreUnavailable
+			}
+		}
+		return problem.New(http.StatusServiceUnavailable, slug, "not ready").With("checks", checks).WithRetryAfter(1)
 	}
 	return c.JSON(fiber.Map{"status": "ready", "checks": checks})
 }

@@ -31,7 +31,7 @@ func start(t *testing.T, edge map[string]string) (*client.Client, *platformtest.
 	t.Helper()
 	p := platformtest.Start(t, platformtest.Options{
 		HoldTTL: time.Minute, PaymentTimeout: 2 * time.Second, SlowDelay: 3 * time.Second, MaxConns: 8,
-		Booking: map[string]string{"PAYMENT_RECOVER_INTERVAL": "300ms", "PAYMENT_BREAKER_THRESHOLD": "1000"},
+		Booking: map[string]string{"PAYMENT_RECOVER_INTERVAL": "300ms", "PAYMENT_BREAKER_MIN_CALLS": "1000"},
 		Edge:    edge,
 	})
 	tr := client.NewTransport(256, 1)

@@ -40,7 +40,7 @@ type Options struct {
 	// several platforms at once keep it small: the server has 100 connections for every test of the machine.
 	MaxConns int
 	// Booking and Edge are further environment variables of each service, applied over the ones Start sets
-	// (PAYMENT_RECOVER_INTERVAL, PAYMENT_BREAKER_THRESHOLD, QUEUE_TICK, ...).
+	// (PAYMENT_RECOVER_INTERVAL, PAYMENT_BREAKER_MIN_CALLS, QUEUE_TICK, ...).
 	Booking, Edge map[string]string
 }
 

@@ -24,6 +24,7 @@ const (
 	Validation         = "validation"
 	Unauthorized       = "unauthorized"
 	Forbidden          = "forbidden"
+	CSRF               = "csrf"
 	QueueRequired      = "queue-required"
 	NotFound           = "not-found"
 	Conflict           = "conflict"
@@ -38,7 +39,19 @@ const (
 	BadGateway         = "bad-gateway"
 	GatewayTimeout     = "gateway-timeout"
 	ServiceUnavailable = "service-unavailable"
+	// StoreUnavailable is a 503 whose cause is PostgreSQL or Redis being unreachable: the request did nothing and
+	// may be sent again after Retry-After.
+	StoreUnavailable = "store-unavailable"
 )
+
+// RetryAfterKey is the extension that carries a problem's Retry-After in seconds; Send puts it in the header too.
+const RetryAfterKey = "retryAfterSeconds"
+
+// StoreDown is the problem every service answers while a store it needs cannot be reached: 503, type
+// store-unavailable, Retry-After retryAfter seconds (at least one).
+func StoreDown(detail string, retryAfter int) *Problem {
+	return New(http.StatusServiceUnavailable, StoreUnavailable, detail).WithRetryAfter(retryAfter)
+}
 
 // Problem is an RFC 9457 problem details object. Extensions are serialised as top-level members beside the
 // standard ones (for example "unavailable", "alternatives", "queueUrl").
@@ -63,6 +76,12 @@ func (p *Problem) With(key string, value any) *Problem {
 	}
 	p.Extensions[key] = value
 	return p
+}
+
+// WithRetryAfter sets the seconds a client should wait before retrying (at least one); Send writes them as the
+// Retry-After header.
+func (p *Problem) WithRetryAfter(secs int) *Problem {
+	return p.With(RetryAfterKey, max(secs, 1))
 }
 
 // Error lets a Problem travel as an error up to the service's error handler.
@@ -125,6 +144,9 @@ func Send(c *fiber.Ctx, p *Problem) error {
 		return err
 	}
 	c.Status(p.Status)
+	if secs, ok := p.Extensions[RetryAfterKey].(int); ok {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
+	}
 	c.Set(fiber.HeaderContentType, ContentType)
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Send(b)

@@ -80,3 +80,21 @@ func TestSend(t *testing.T) {
 		t.Fatalf("body %s: %v", body, err)
 	}
 }
+
+func TestSendStoreDown(t *testing.T) {
+	t.Parallel()
+	app := fiber.New()
+	app.Get("/", func(c *fiber.Ctx) error { return Send(c, StoreDown("postgres is restarting", 0)) })
+	resp, err := app.Test(httptest.NewRequest("GET", "/", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("got %d Retry-After %q, want 503 and 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	var p Problem
+	if err := json.Unmarshal(body, &p); err != nil || p.Type != TypeBase+StoreUnavailable || p.Extensions[RetryAfterKey] != 1.0 {
+		t.Fatalf("body %s: %v", body, err)
+	}
+}

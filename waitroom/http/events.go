@@ -24,7 +24,7 @@ func (h *Handler) events(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	_, user, err := h.user(c)
+	user, err := h.user(c)
 	if err != nil {
 		return err
 	}

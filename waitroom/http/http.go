@@ -18,13 +18,11 @@ import (
 
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/session"
+	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 	"github.com/flashseat/flashseat/waitroom"
 )
-
-// UserCookie carries the fan's user token for the queue's own routes, set on join, so that the page's
-// EventSource (which cannot send headers) is authenticated without putting the token in the URL.
-const UserCookie = "fs_queue_user"
 
 // Users verifies a fan's user token and returns their user id; token.UserVerifier is one.
 type Users interface {
@@ -105,6 +103,7 @@ var codes = []struct {
 	slug   string
 	detail string
 }{
+	{session.ErrCSRF, http.StatusForbidden, problem.CSRF, session.CSRFDetail},
 	{errUnauthenticated, http.StatusUnauthorized, problem.Unauthorized, "A valid user token is required."},
 	{token.ErrExpired, http.StatusUnauthorized, problem.Unauthorized, "The user token has expired."},
 	{token.ErrInvalid, http.StatusUnauthorized, problem.Unauthorized, "The user token is not valid."},
@@ -115,9 +114,9 @@ var codes = []struct {
 	{waitroom.ErrInvalid, http.StatusBadRequest, problem.BadRequest, ""},
 	{waitroom.ErrUnknownShow, http.StatusNotFound, problem.NotFound, "No such show."},
 	{waitroom.ErrNotInQueue, http.StatusNotFound, problem.NotFound, "You are not in this queue; join it first."},
+	{store.ErrUnavailable, http.StatusServiceUnavailable, problem.StoreUnavailable, "The waiting room is briefly unavailable; retry in a second."},
 	{waitroom.ErrDrawPending, http.StatusServiceUnavailable, problem.ServiceUnavailable, "The queue is opening; retry in a second."},
 	{waitroom.ErrTooManyStreams, http.StatusTooManyRequests, problem.RateLimited, "Too many open streams for this queue; close some tabs."},
-	{waitroom.ErrUnavailable, http.StatusServiceUnavailable, problem.ServiceUnavailable, "The waiting room is briefly unavailable; retry in a second."},
 }
 
 // wrap turns a handler's error into a problem the service's error handler sends as is.
@@ -134,20 +133,23 @@ func (h *Handler) wrap(fn fiber.Handler) fiber.Handler {
 		if _, ok := problem.FromFiber(err); ok {
 			return err
 		}
+		err = store.Classify(err)
 		for _, code := range codes {
 			if errors.Is(err, code.err) {
 				detail := code.detail
 				if detail == "" {
 					detail = strings.TrimPrefix(err.Error(), code.err.Error()+": ")
 				}
-				if code.status == http.StatusServiceUnavailable || code.status == http.StatusTooManyRequests {
-					c.Set(fiber.HeaderRetryAfter, "1")
-				}
-				if errors.Is(err, waitroom.ErrUnavailable) {
+				if code.err == store.ErrUnavailable {
 					h.log.Warn("waitroom: store unavailable", "err", err, "method", c.Method(), "path", c.Path(),
 						"requestId", string(c.Response().Header.Peek("X-Request-Id")))
 				}
-				return problem.New(code.status, code.slug, detail)
+				p := problem.New(code.status, code.slug, detail)
+				if code.status == http.StatusServiceUnavailable || code.status == http.StatusTooManyRequests {
+					// On the problem, not the response: the edge's error handler starts its answer afresh.
+					p.WithRetryAfter(1)
+				}
+				return p
 			}
 		}
 		h.log.Error("waitroom: internal error", "err", err, "method", c.Method(), "path", c.Path(),
@@ -165,29 +167,24 @@ func showID(c *fiber.Ctx) (string, error) {
 	return id, nil
 }
 
-// user authenticates a fan from the Authorization header, ?access_token= or the queue cookie.
-func (h *Handler) user(c *fiber.Ctx) (raw, id string, err error) {
-	raw = c.Get(fiber.HeaderAuthorization)
-	if len(raw) > 7 && strings.EqualFold(raw[:7], "bearer ") {
-		raw = strings.TrimSpace(raw[7:])
-	} else {
-		raw = ""
-	}
+// user authenticates a fan: the Authorization bearer, else ?access_token= (API clients' event streams), else the
+// fs_session cookie every page shares (shared/session), which also authenticates the page's EventSource. A join
+// authenticated by the cookie must pass the CSRF rule.
+func (h *Handler) user(c *fiber.Ctx) (id string, err error) {
+	raw, fromCookie := session.Bearer(c), false
 	if raw == "" {
 		raw = c.Query("access_token")
 	}
 	if raw == "" {
-		raw = c.Cookies(UserCookie)
+		raw, fromCookie = session.Token(c)
 	}
 	if raw == "" {
-		return "", "", errUnauthenticated
+		return "", errUnauthenticated
 	}
-	raw = strings.Clone(raw)
-	id, err = h.cfg.Users.Verify(raw)
-	if err != nil {
-		return "", "", err
+	if err := session.CheckCSRF(c, fromCookie); err != nil {
+		return "", err
 	}
-	return raw, id, nil
+	return h.cfg.Users.Verify(strings.Clone(raw))
 }
 
 // placeJSON is the contract's body of join and status.
@@ -228,7 +225,7 @@ func (h *Handler) join(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	raw, user, err := h.user(c)
+	user, err := h.user(c)
 	if err != nil {
 		return err
 	}
@@ -236,8 +233,6 @@ func (h *Handler) join(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	c.Cookie(&fiber.Cookie{Name: UserCookie, Value: raw, Path: "/queue/", MaxAge: 12 * 3600, HTTPOnly: true,
-		SameSite: fiber.CookieSameSiteLaxMode, Secure: h.cfg.SecureCookies})
 	return h.sendPlace(c, show, p)
 }
 
@@ -246,7 +241,7 @@ func (h *Handler) status(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	_, user, err := h.user(c)
+	user, err := h.user(c)
 	if err != nil {
 		return err
 	}

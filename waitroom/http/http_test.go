@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/session"
 	"github.com/flashseat/flashseat/shared/token"
 	"github.com/flashseat/flashseat/waitroom"
 	wrhttp "github.com/flashseat/flashseat/waitroom/http"
@@ -146,7 +148,7 @@ func (s *server) user(t testing.TB, id string) string {
 	return raw
 }
 
-func (s *server) do(t testing.TB, method, path, auth, body string) (*http.Response, []byte) {
+func (s *server) do(t testing.TB, method, path, auth, body string, headers ...string) (*http.Response, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, s.base+path, strings.NewReader(body))
 	if err != nil {
@@ -154,6 +156,9 @@ func (s *server) do(t testing.TB, method, path, auth, body string) (*http.Respon
 	}
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -185,6 +190,54 @@ func (s *server) join(t testing.TB, show, user string) (state, *http.Response) {
 	return st, res
 }
 
+// TestSessionCookieInQueue: the fs_session cookie every page shares authenticates join, status and the stream; a
+// join it authenticates needs the CSRF header; a Bearer header wins over it.
+func TestSessionCookieInQueue(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, waitroom.Options{Tick: 50 * time.Millisecond}, nil)
+	show := s.show(t, 0.001, 100)
+	s.join(t, show, "ahead")
+	cookie := session.Cookie + "=" + s.user(t, "cookie-fan")
+	res, b := s.do(t, "POST", "/queue/"+show+"/join", "", "", "Cookie", cookie)
+	if res.StatusCode != 403 || res.Header.Get("Content-Type") != problem.ContentType ||
+		!strings.Contains(string(b), problem.TypeBase+problem.CSRF) {
+		t.Fatalf("cookie join without the CSRF header: %d %s", res.StatusCode, b)
+	}
+	var st state
+	res, b = s.do(t, "POST", "/queue/"+show+"/join", "", "", "Cookie", cookie, session.CSRFHeader, session.CSRFValue)
+	if res.StatusCode != 200 || json.Unmarshal(b, &st) != nil || st.Position != 2 {
+		t.Fatalf("cookie join: %d %s", res.StatusCode, b)
+	}
+	for _, c := range res.Cookies() {
+		if c.Name == "fs_queue_user" {
+			t.Fatal("join still sets the old fs_queue_user cookie")
+		}
+	}
+	res, b = s.do(t, "GET", "/queue/"+show+"/status", "", "", "Cookie", cookie)
+	if res.StatusCode != 200 || json.Unmarshal(b, &st) != nil || st.Position != 2 {
+		t.Fatalf("cookie status: %d %s", res.StatusCode, b)
+	}
+	// The Bearer header wins: "ahead" is first.
+	res, b = s.do(t, "GET", "/queue/"+show+"/status", "Bearer "+s.user(t, "ahead"), "", "Cookie", cookie)
+	if json.Unmarshal(b, &st) != nil || st.Position != 1 {
+		t.Fatalf("bearer and cookie: %d %s", res.StatusCode, b)
+	}
+	// The page's EventSource sends only the cookie.
+	req, _ := http.NewRequest("GET", s.base+"/queue/"+show+"/events", nil)
+	req.Header.Set("Cookie", cookie)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	stream, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	line, _ := bufio.NewReader(stream.Body).ReadString('\n')
+	if stream.StatusCode != 200 || !strings.HasPrefix(stream.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("cookie stream: %d %q", stream.StatusCode, line)
+	}
+}
+
 func TestJoinStatusAndPolling(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, waitroom.Options{Tick: 50 * time.Millisecond}, nil)
@@ -196,9 +249,6 @@ func TestJoinStatusAndPolling(t *testing.T) {
 		}
 		if cc := res.Header.Get("Cache-Control"); cc != "no-store" {
 			t.Fatalf("join Cache-Control %q", cc)
-		}
-		if !strings.Contains(res.Header.Get("Set-Cookie"), wrhttp.UserCookie+"=") {
-			t.Fatalf("join sets no stream cookie: %q", res.Header.Values("Set-Cookie"))
 		}
 	}
 	// Poll until admitted: Retry-After while waiting, then the token and the admission cookie.
@@ -544,7 +594,8 @@ func TestPageAndFairness(t *testing.T) {
 	}
 }
 
-// TestRedisDown: with the store unreachable the waiting room answers 503 problems with Retry-After, never a 500.
+// TestRedisDown: with the store unreachable the waiting room answers 503 store-unavailable problems with
+// Retry-After, never a 500, on every route that needs it.
 func TestRedisDown(t *testing.T) {
 	t.Parallel()
 	rdb := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
@@ -562,11 +613,13 @@ func TestRedisDown(t *testing.T) {
 	}})
 	h.Mount(app)
 	tok, _ := guestIssuer.Issue("u", time.Now(), time.Hour)
-	for _, r := range []struct{ method, path string }{
-		{"POST", "/queue/s1/join"}, {"GET", "/queue/s1/status"}, {"GET", "/queue/s1/events"},
-		{"GET", "/queue/s1/fairness"}, {"GET", "/admin/v1/shows/s1/queue"},
+	for _, r := range []struct{ method, path, body string }{
+		{"POST", "/queue/s1/join", ""}, {"GET", "/queue/s1/status", ""}, {"GET", "/queue/s1/events", ""},
+		{"GET", "/queue/s1/fairness", ""}, {"GET", "/admin/v1/shows/s1/queue", ""},
+		{"PUT", "/admin/v1/shows/s1/queue", `{"enabled":true,"admitPerSecond":10,"maxActive":100,"tokenTtlSeconds":600}`},
 	} {
-		req, _ := http.NewRequest(r.method, "http://x"+r.path, nil)
+		req, _ := http.NewRequest(r.method, "http://x"+r.path, strings.NewReader(r.body))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+tok)
 		if strings.HasPrefix(r.path, "/admin") {
 			req.Header.Set("Authorization", "Bearer "+adminToken)
@@ -575,8 +628,12 @@ func TestRedisDown(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" {
-			t.Errorf("%s %s: %d (Retry-After %q), want 503", r.method, r.path, res.StatusCode, res.Header.Get("Retry-After"))
+		body, _ := io.ReadAll(res.Body)
+		var p problem.Problem
+		if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" || json.Unmarshal(body, &p) != nil ||
+			p.Type != problem.TypeBase+problem.StoreUnavailable {
+			t.Errorf("%s %s: %d (Retry-After %q) %s, want 503 store-unavailable", r.method, r.path, res.StatusCode,
+				res.Header.Get("Retry-After"), body)
 		}
 	}
 }

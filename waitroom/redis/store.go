@@ -30,6 +30,7 @@ import (
 
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/rediskey"
+	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/waitroom"
 )
 
@@ -139,14 +140,14 @@ func (s *Store) join(ctx context.Context, show, user string, join bool) (waitroo
 	return e, nil
 }
 
-// storeErr names the failed operation and translates the driver's failure: anything but an error reply from the
-// server (a connection refused, a timeout, an exhausted pool) means Redis is unavailable, which callers may retry.
+// storeErr names the failed operation and translates the driver's failure: a Redis that cannot be reached or
+// cannot serve now (store.Unavailable: a refused connection, a timeout, an exhausted pool, LOADING) is
+// ErrUnavailable, which callers may retry; a refused command stays an internal error.
 func storeErr(op string, err error) error {
-	var reply goredis.Error
-	if errors.As(err, &reply) && !errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("waitroom/redis: %s: %w", op, err)
+	if store.Unavailable(err) {
+		return fmt.Errorf("waitroom/redis: %s: %w: %w", op, waitroom.ErrUnavailable, err)
 	}
-	return fmt.Errorf("waitroom/redis: %s: %w: %w", op, waitroom.ErrUnavailable, err)
+	return fmt.Errorf("waitroom/redis: %s: %w", op, err)
 }
 
 func str(v any) string { s, _ := v.(string); return s }

@@ -300,7 +300,7 @@ func TestLifecycle(t *testing.T) {
 
 func TestFailureRateTripsBreaker(t *testing.T) {
 	s, c := newSim(t, sim.Config{FailureRate: 1}, time.Second)
-	b := payment.NewBreaker(c, 3, time.Minute)
+	b := payment.NewBreaker(c, payment.BreakerConfig{MinCalls: 3, Cooldown: time.Minute})
 	ctx := context.Background()
 	for i := range 3 {
 		if _, err := b.Authorize(ctx, params(sim.CardOK, "f")); !errors.Is(err, payment.ErrUnavailable) {

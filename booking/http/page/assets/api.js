@@ -1,0 +1,79 @@
+// api.js: every page's calls to the flashseat API. The browser's identity is the HttpOnly fs_session cookie
+// (never readable here, never in localStorage or a URL); each call sends it (same-origin credentials) together
+// with the CSRF header the platform requires of cookie-authenticated writes.
+
+export const CSRF_HEADER = "X-Requested-With";
+export const CSRF_VALUE = "flashseat";
+
+// ApiError is a refused or failed call: status (0 when the network failed), the RFC 9457 problem (type, title,
+// detail and extension members such as unavailable, alternatives, queueUrl), and Retry-After in seconds.
+export class ApiError extends Error {
+  constructor(status, problem, retryAfter) {
+    const p = problem || {};
+    super(p.detail || p.title || (status ? "The request failed (" + status + ")." : "Could not reach flashseat."));
+    this.status = status;
+    this.problem = p;
+    this.retryAfter = retryAfter;
+  }
+  // kind is the problem type's slug: "seats-unavailable", "queue-required", "csrf", ...
+  get kind() {
+    const t = this.problem.type || "";
+    return t.slice(t.lastIndexOf("/") + 1);
+  }
+}
+
+// api calls method path with an optional JSON body and resolves to {status, data} for a 2xx answer; anything
+// else rejects with an ApiError. opts.headers adds headers (Idempotency-Key), opts.signal aborts.
+export async function api(method, path, body, opts = {}) {
+  const headers = { Accept: "application/json, application/problem+json", [CSRF_HEADER]: CSRF_VALUE };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  Object.assign(headers, opts.headers || {});
+  let r;
+  try {
+    r = await fetch(path, {
+      method, headers, credentials: "same-origin", cache: "no-store", signal: opts.signal,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (e) {
+    if (e && e.name === "AbortError") throw e;
+    throw new ApiError(0, { title: "Network error", detail: "Could not reach flashseat. Check your connection and try again." });
+  }
+  let data = null;
+  const ct = r.headers.get("Content-Type") || "";
+  if (ct.includes("json")) {
+    try { data = await r.json(); } catch { data = null; }
+  }
+  if (!r.ok) {
+    const ra = parseInt(r.headers.get("Retry-After") || "", 10);
+    throw new ApiError(r.status, data, Number.isFinite(ra) ? ra : undefined);
+  }
+  return { status: r.status, data };
+}
+
+export const get = (path, opts) => api("GET", path, undefined, opts);
+export const post = (path, body, opts) => api("POST", path, body === undefined ? {} : body, opts);
+export const del = (path, opts) => api("DELETE", path, undefined, opts);
+
+let me = null;
+
+// session resolves to the fan's user id, signing in as a new guest (which sets the fs_session cookie) when the
+// browser has no valid session yet. Every page calls it before acting, so queue, seat map, checkout and tickets
+// all act as the same user.
+export function session() {
+  if (!me) {
+    me = get("/api/v1/me").then((r) => r.data.userId, async (e) => {
+      if (!(e instanceof ApiError) || e.status !== 401) throw e;
+      const r = await post("/api/v1/auth/guest");
+      return r.data.userId;
+    });
+    me.catch(() => { me = null; }); // a failed attempt is retried on the next call
+  }
+  return me;
+}
+
+// idempotencyKey is a fresh key for one logical write (kept by the caller across its retries).
+export function idempotencyKey() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+}

@@ -1,0 +1,3 @@
+import { localTimes } from "./ui.js";
+
+localTimes();

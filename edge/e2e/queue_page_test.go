@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	fsclient "github.com/flashseat/flashseat/loadtest/client"
+	"github.com/flashseat/flashseat/loadtest/platformtest"
+)
+
+// notificationRecorder wraps the browser's Notification so a test can see that the page notified, and what the
+// tab's title was then: the page's own navigation follows at once, so it is kept in sessionStorage.
+const notificationRecorder = `(() => {
+  const N = window.Notification;
+  if (!N) return;
+  const R = function (title, opts) {
+    sessionStorage.setItem("fs_test_note", title + "|" + document.title);
+    return new N(title, opts);
+  };
+  Object.defineProperty(R, "permission", { get: () => N.permission });
+  R.requestPermission = (...a) => N.requestPermission(...a);
+  window.Notification = R;
+})();`
+
+// TestQueuePageInBrowser plays the waiting room's states in a phone-sized browser through the real platform.
+func TestQueuePageInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser")
+	}
+	p, c := journeyPlatform(t)
+	br := platformtest.NewBrowser(t)
+	ctx := context.Background()
+	views := `["connecting","waiting","paused","opens","admitted","soldout","closed","off"].filter((id) => !document.getElementById(id).hidden).join(",")`
+
+	t.Run("before opening: countdown, the draw, then the seats with a notification", func(t *testing.T) {
+		title := "Hamlet " + uuid.NewString()[:6]
+		show := newShow(t, c, showSpec{title: title, saleIn: 5 * time.Second, queue: true, admitRate: 5})
+		fan := br.Fan("early fan", time.Minute)
+		fan.Grant("notifications")
+		fan.OnNewDocument(notificationRecorder)
+		fan.Go(p.BaseURL + "/queue/" + show)
+		fan.WaitFor("the countdown", `document.getElementById("countdown").textContent.startsWith("Opens in")`)
+		if v := fan.Text(views); v != "opens" {
+			t.Errorf("before opening the page shows %q", v)
+		}
+		if got := fan.Text(`document.getElementById("opens").textContent`); !strings.Contains(got, "drawn at random") {
+			t.Errorf("the draw is not explained: %q", got)
+		}
+		if got := fan.Text(`document.getElementById("title").textContent`); got != title {
+			t.Errorf("the page names %q, want %q", got, title)
+		}
+		fan.WaitFor("the seats after opening", `location.pathname === "/shows/`+show+`"`)
+		fan.WaitFor("the seat map", seat("A1")+` !== null`)
+		note := fan.Text(`sessionStorage.getItem("fs_test_note") || ""`)
+		if !strings.HasPrefix(note, "It's your turn|✔ Your turn!") {
+			t.Errorf("notification and title at admission: %q", note)
+		}
+	})
+
+	t.Run("queue off: straight to the seats", func(t *testing.T) {
+		show := newShow(t, c, showSpec{title: "Open sale", saleIn: -time.Minute})
+		fan := br.Fan("fan", time.Minute)
+		fan.Go(p.BaseURL + "/queue/" + show)
+		fan.WaitFor("the seats", `location.pathname === "/shows/`+show+`"`)
+		fan.WaitFor("the seat map", seat("A1")+` !== null`)
+	})
+
+	t.Run("sold out: the waitlist", func(t *testing.T) {
+		show := newShow(t, c, showSpec{title: "Sold out", saleIn: -time.Minute,
+			rows: []fsclient.Row{{Row: "A", Seats: 2, Category: "GOLD"}}})
+		g, _, err := c.NewGuest(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, res, err := c.Hold(ctx, g.Token, "", show, []string{"A1", "A2"}, uuid.NewString())
+		if err != nil || res.Status != 201 {
+			t.Fatalf("hold: %v %d", err, res.Status)
+		}
+		if _, res, err := c.Pay(ctx, g.Token, "", b.BookingID, "pm_card_ok", uuid.NewString()); err != nil || res.Status != 200 {
+			t.Fatalf("pay: %v %d", err, res.Status)
+		}
+		if _, err := c.PutQueue(ctx, show, fsclient.QueueSettings{Enabled: true, AdmitPerSecond: 5, MaxActive: 10,
+			TokenTTLSeconds: 600}); err != nil {
+			t.Fatal(err)
+		}
+		fan := br.Fan("late fan", time.Minute)
+		fan.Go(p.BaseURL + "/shows/" + show)
+		fan.WaitFor("sold out", `location.pathname === "/queue/`+show+`" && !document.getElementById("soldout").hidden`)
+		fan.JS(`document.getElementById("group").value = "3"; document.getElementById("waitlist-join").click()`)
+		fan.WaitFor("on the waitlist", `!document.getElementById("waitlist-status").hidden`)
+		if got := fan.Text(`document.getElementById("waitlist-status").textContent`); !strings.HasPrefix(got, "You are number 1 on the waitlist for 3 seats") {
+			t.Errorf("waitlist: %q", got)
+		}
+	})
+
+	t.Run("without EventSource: polling", func(t *testing.T) {
+		show := newShow(t, c, showSpec{title: "Polling", saleIn: -time.Minute, queue: true, admitRate: 2})
+		fan := br.Fan("old browser", time.Minute)
+		fan.OnNewDocument(`delete window.EventSource;`)
+		fan.Go(p.BaseURL + "/queue/" + show)
+		fan.WaitFor("the seats", `location.pathname === "/shows/`+show+`"`)
+		for _, u := range fan.URLs() {
+			if strings.HasSuffix(u, "/queue/"+show+"/events") {
+				t.Errorf("a page without EventSource opened a stream: %s", u)
+			}
+		}
+	})
+}

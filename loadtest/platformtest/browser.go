@@ -1,0 +1,301 @@
+package platformtest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// Chromium finds Debian's Chromium (deploy/dev/tools.sh installs it for `make test`), or $CHROMIUM. It fails the
+// test rather than skip: a skip would leave the pages untested unnoticed.
+func Chromium(t testing.TB) string {
+	t.Helper()
+	for _, p := range []string{os.Getenv("CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"} {
+		if p == "" {
+			continue
+		}
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	t.Fatal("chromium not installed: run make tools (Debian package chromium) or set CHROMIUM")
+	return ""
+}
+
+// Browser is one headless Chromium for a test's pages. Each Fan is a tab in a browser context of its own (its
+// own cookies), in a phone-sized viewport, and the test fails when any of its pages writes a console error,
+// throws, fails to load a page or script, or requests a URL that carries a token.
+type Browser struct {
+	t   testing.TB
+	ctx context.Context
+}
+
+// NewBrowser starts Chromium with the flags this machine needs; it stops when the test ends.
+func NewBrowser(t testing.TB) *Browser {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(Chromium(t)), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil { // starts the browser, so fans can have browser contexts of their own
+		t.Fatalf("start chromium: %v", err)
+	}
+	return &Browser{t: t, ctx: ctx}
+}
+
+// Fan is one person's tab.
+type Fan struct {
+	Name string
+	Ctx  context.Context
+	t    testing.TB
+
+	mu       sync.Mutex
+	urls     []string
+	problems []string
+	missing  []string
+}
+
+// AllowMissing lets a page under prefix fail to load without failing the test: for a test that only checks a
+// page leads there, while that page is not part of what it tests.
+func (f *Fan) AllowMissing(prefix string) {
+	f.mu.Lock()
+	f.missing = append(f.missing, prefix)
+	f.mu.Unlock()
+}
+
+func (f *Fan) allowed(url string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.missing {
+		if i := strings.Index(url, "://"); i >= 0 {
+			if j := strings.Index(url[i+3:], "/"); j >= 0 && strings.HasPrefix(url[i+3+j:], p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// PhoneWidth and PhoneHeight are the viewport every fan's tab has: a common phone's CSS pixels.
+const (
+	PhoneWidth  = 390
+	PhoneHeight = 844
+)
+
+// Fan opens a tab in a new browser context, in a phone-sized viewport, that gives up after timeout.
+func (b *Browser) Fan(name string, timeout time.Duration) *Fan {
+	b.t.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
+	ctx, cancelT := context.WithTimeout(ctx, timeout)
+	f := &Fan{Name: name, Ctx: ctx, t: b.t}
+	console := chromedp.Console(ctx)
+	requests := chromedp.Events(ctx, network.RequestWillBeSent)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(PhoneWidth, PhoneHeight, chromedp.EmulateMobile)); err != nil {
+		b.t.Fatalf("%s: viewport: %v", name, err)
+	}
+	f.OnNewDocument(streamRecorder)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for m, err := range console {
+			if err != nil {
+				return
+			}
+			if bad(m) && !f.allowed(m.URL) {
+				f.mu.Lock()
+				f.problems = append(f.problems, m.String()+" ("+m.URL+")")
+				f.mu.Unlock()
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for ev, err := range requests {
+			if err != nil {
+				return
+			}
+			f.mu.Lock()
+			f.urls = append(f.urls, ev.Request.URL)
+			if ev.DocumentURL != "" {
+				f.urls = append(f.urls, ev.DocumentURL)
+			}
+			f.mu.Unlock()
+		}
+	}()
+	b.t.Cleanup(func() {
+		cancelT()
+		cancel()
+		wg.Wait()
+		for _, p := range f.Problems() {
+			b.t.Errorf("%s: console: %s", name, p)
+		}
+		for _, u := range f.URLs() {
+			if TokenInURL(u) {
+				b.t.Errorf("%s: a token in a URL: %s", name, u)
+			}
+		}
+	})
+	return f
+}
+
+// bad tells the console messages that fail a test: errors and uncaught exceptions, and the browser's own error
+// entries except an API call's refusal (a 401 before signing in, a 409 for a taken seat, a 402 for a declined
+// card): pages handle those, while a page or script that fails to load is a fault.
+func bad(m chromedp.ConsoleMessage) bool {
+	switch {
+	case m.IsException():
+		return true
+	case m.Type != chromedp.ConsoleError:
+		return false
+	case m.Source == "network" && apiCall.MatchString(m.URL):
+		return false
+	}
+	return true
+}
+
+// apiCall matches the API's addresses (booking's and the waiting room's), as opposed to pages and assets.
+var apiCall = regexp.MustCompile(`^https?://[^/]+/(api/v1/|queue/[^/?]+/(join|status|events))`)
+
+var jwtLike = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.`)
+
+// TokenInURL reports whether a URL carries something that looks like a token: a JWT anywhere, or a query
+// parameter named for one.
+func TokenInURL(u string) bool {
+	if jwtLike.MatchString(u) {
+		return true
+	}
+	l := strings.ToLower(u)
+	for _, p := range []string{"admission=", "access_token=", "token=", "session="} {
+		if strings.Contains(l, "?"+p) || strings.Contains(l, "&"+p) {
+			return true
+		}
+	}
+	return false
+}
+
+// streamRecorder keeps every EventSource a page opens in window.__streams, so that CutStreams can close them: how a
+// test makes a fan's live updates lag, as a slow network would, to stage two fans clicking the same seat at once.
+const streamRecorder = `(() => {
+  const ES = window.EventSource;
+  if (!ES) return;
+  window.__streams = [];
+  window.EventSource = function (url, opts) { const s = new ES(url, opts); window.__streams.push(s); return s; };
+  window.EventSource.prototype = ES.prototype;
+})();`
+
+// OnNewDocument runs script in every page the fan opens from now on, before the page's own scripts.
+func (f *Fan) OnNewDocument(script string) {
+	f.t.Helper()
+	if err := chromedp.Do(f.Ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument,
+			page.AddScriptToEvaluateOnNewDocumentParams{Source: script})
+		return err
+	})); err != nil {
+		f.t.Fatalf("%s: add a script: %v", f.Name, err)
+	}
+}
+
+// Grant gives the fan's pages a permission ("notifications"), as the fan clicking Allow would.
+func (f *Fan) Grant(permission string) {
+	f.t.Helper()
+	id := chromedp.FromContext(f.Ctx).BrowserContextID
+	if _, err := chromedp.CallBrowser(f.Ctx, browser.SetPermission, browser.SetPermissionParams{
+		Permission: &browser.PermissionDescriptor{Name: permission}, Setting: browser.PermissionSettingGranted,
+		BrowserContextID: id}); err != nil {
+		f.t.Fatalf("%s: grant %s: %v", f.Name, permission, err)
+	}
+}
+
+// CutStreams closes the event streams the current page has open: its live view goes stale until reloaded.
+func (f *Fan) CutStreams() {
+	f.t.Helper()
+	f.JS(`(window.__streams || []).forEach((s) => s.close())`)
+}
+
+// URLs are the URLs the fan's pages have requested so far, redirects included.
+func (f *Fan) URLs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.urls...)
+}
+
+// Problems are the console messages that fail the test, so far.
+func (f *Fan) Problems() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.problems...)
+}
+
+// Go navigates to url.
+func (f *Fan) Go(url string) {
+	f.t.Helper()
+	if err := chromedp.Do(f.Ctx, chromedp.Navigate(url)); err != nil {
+		f.t.Fatalf("%s: navigate %s: %v", f.Name, url, err)
+	}
+}
+
+// JS runs a statement in the page.
+func (f *Fan) JS(expr string) {
+	f.t.Helper()
+	if _, err := chromedp.Run(f.Ctx, chromedp.Evaluate[any](expr)); err != nil {
+		f.t.Fatalf("%s: %s: %v", f.Name, expr, err)
+	}
+}
+
+// Text evaluates a string expression; "" when the page cannot answer (between two documents).
+func (f *Fan) Text(expr string) string {
+	s, _ := chromedp.Run(f.Ctx, chromedp.Evaluate[string](expr))
+	return s
+}
+
+// Await evaluates an expression whose value is a promise of a string, and waits for it.
+func (f *Fan) Await(expr string) string {
+	f.t.Helper()
+	s, err := chromedp.Run(f.Ctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		f.t.Fatalf("%s: %s: %v", f.Name, expr, err)
+	}
+	return s
+}
+
+// WaitFor polls a JavaScript condition until it holds; on timeout it fails the test with what the page shows.
+func (f *Fan) WaitFor(what, cond string) {
+	f.t.Helper()
+	for f.Ctx.Err() == nil {
+		if ok, err := chromedp.Run(f.Ctx, chromedp.Evaluate[bool](cond)); err == nil && ok {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.t.Fatalf("%s: %s: timed out; problems %v; last URLs %v", f.Name, what, f.Problems(), last(f.URLs(), 5))
+}
+
+// Path is the page's location.pathname.
+func (f *Fan) Path() string { return f.Text(`location.pathname`) }
+
+func last(l []string, n int) []string {
+	if len(l) > n {
+		return l[len(l)-n:]
+	}
+	return l
+}

@@ -1,0 +1,69 @@
+package storetest_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/flashseat/flashseat/shared/store"
+	"github.com/flashseat/flashseat/shared/store/storetest"
+)
+
+// TestPrivateServers: the private servers start, answer, fail as unreachable while down, and come back.
+func TestPrivateServers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		pg := storetest.StartPostgres(t)
+		query := func() error {
+			c, err := pgx.Connect(ctx, pg.URL)
+			if err != nil {
+				return err
+			}
+			defer c.Close(ctx)
+			_, err = c.Exec(ctx, "SELECT 1")
+			return err
+		}
+		if err := query(); err != nil {
+			t.Fatal(err)
+		}
+		c, err := pgx.Connect(ctx, pg.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pg.Stop("fast")
+		_, err = c.Exec(ctx, "SELECT 1")
+		if err == nil || !store.Unavailable(err) {
+			t.Fatalf("a query on a connection to a stopped server: %v, want unavailable", err)
+		}
+		if err := query(); !store.Unavailable(err) {
+			t.Fatalf("a connection to a stopped server: %v, want unavailable", err)
+		}
+		pg.Start()
+		if err := query(); err != nil {
+			t.Fatalf("after restart: %v", err)
+		}
+	})
+	t.Run("redis", func(t *testing.T) {
+		t.Parallel()
+		r := storetest.StartRedis(t)
+		rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr, MaxRetries: -1, DialTimeout: time.Second})
+		defer rdb.Close()
+		if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		r.Kill()
+		if err := rdb.Get(ctx, "k").Err(); !store.Unavailable(err) {
+			t.Fatalf("killed: %v, want unavailable", err)
+		}
+		r.Start()
+		if err := rdb.Get(ctx, "k").Err(); !errors.Is(err, goredis.Nil) {
+			t.Fatalf("after restart: %v, want an empty Redis", err)
+		}
+	})
+}
