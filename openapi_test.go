@@ -18,6 +18,7 @@ import (
 
 	"github.com/flashseat/flashseat/booking"
 	bookinghttp "github.com/flashseat/flashseat/booking/http"
+	"github.com/flashseat/flashseat/booking/webhook"
 	edgehttp "github.com/flashseat/flashseat/edge/http"
 	waitroomhttp "github.com/flashseat/flashseat/waitroom/http"
 )
@@ -46,7 +47,8 @@ func TestOpenAPIValid(t *testing.T) {
 func served(t *testing.T) map[string]bool {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b := bookinghttp.New(bookinghttp.Config{Payments: &booking.Payments{}, Waitlist: &booking.Waitlist{}})
+	b := bookinghttp.New(bookinghttp.Config{Payments: &booking.Payments{}, Waitlist: &booking.Waitlist{},
+		Webhooks: &webhook.Service{}})
 	e := edgehttp.New(edgehttp.Config{
 		Proxy:    edgehttp.ProxyConfig{Target: &url.URL{Scheme: "http", Host: "127.0.0.1:1"}},
 		Registry: prometheus.NewRegistry(),

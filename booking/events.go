@@ -25,6 +25,7 @@ const (
 	EventQueueOpened       = "queue.opened"
 	EventQueuePaused       = "queue.paused"
 	EventQueueSoldOut      = "queue.sold_out"
+	EventQueueClosed       = "queue.closed"
 )
 
 const (

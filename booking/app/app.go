@@ -130,6 +130,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		StaffToken:    cfg.StaffToken,
 		Feed:          hub,
 		WaitlistFeed:  ev.waitlistFeed,
+		Webhooks:      ev.webhooks,
 		Logger:        log,
 		Gatherer:      reg,
 		Metrics:       metrics,

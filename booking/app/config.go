@@ -54,6 +54,7 @@ type Config struct {
 	Payment  PaymentConfig    // PAYMENT_*, TICKET_SIGNING_KEY (payments.go)
 	Events   EventsConfig     // EVENTS_* (events.go)
 	Waitlist WaitlistSettings // WAITLIST_* (waitlist.go)
+	Webhooks WebhookSettings  // WEBHOOK_* (webhooks.go)
 }
 
 // DefaultDatabaseURL matches `make services`.
@@ -135,6 +136,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	cfg.Events, perrs = loadEventsConfig(str, dur)
 	errs = append(errs, perrs...)
 	cfg.Waitlist, perrs = loadWaitlistSettings(str, dur)
+	errs = append(errs, perrs...)
+	cfg.Webhooks, perrs = loadWebhookSettings(str, dur)
 	errs = append(errs, perrs...)
 	if cfg.HoldTTL < time.Second {
 		errs = append(errs, errors.New("HOLD_TTL must be at least 1s"))

@@ -15,6 +15,7 @@ import (
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/redis"
+	"github.com/flashseat/flashseat/booking/webhook"
 )
 
 // EventsConfig is the lifecycle event stream's part of Config.
@@ -86,6 +87,7 @@ type eventing struct {
 	relay        *booking.Relay
 	waitlist     *booking.Waitlist
 	waitlistFeed *redis.Hub
+	webhooks     *webhook.Service
 }
 
 func newEventing(cfg Config, svc *booking.Service, store *postgres.Store, rdb goredis.UniversalClient, log *slog.Logger) *eventing {
@@ -95,11 +97,16 @@ func newEventing(cfg Config, svc *booking.Service, store *postgres.Store, rdb go
 			PassLimit: cfg.Waitlist.PassLimit, SweepEvery: cfg.Waitlist.SweepEvery,
 			Signal: redis.NewWaitlistSignal(rdb), Logger: log}),
 		waitlistFeed: redis.NewWaitlistHub(rdb),
+		webhooks: webhook.New(store, webhook.Config{Timeout: cfg.Webhooks.Timeout, MaxAttempts: cfg.Webhooks.MaxAttempts,
+			RetryBase: cfg.Webhooks.RetryBase, Logger: log}),
 	}
 }
 
 // Consumer groups of the event stream.
-const groupWaitlist = "waitlist"
+const (
+	groupWaitlist = "waitlist"
+	groupWebhooks = "webhooks"
+)
 
 // start runs the workers until ctx ends; wg tells when they have.
 func (e *eventing) start(ctx context.Context, wg *sync.WaitGroup) {
@@ -110,5 +117,7 @@ func (e *eventing) start(ctx context.Context, wg *sync.WaitGroup) {
 	run(func() { e.relay.Run(ctx) })
 	run(func() { e.waitlist.Run(ctx) })
 	run(func() { newConsumer(e.cfg, e.rdb, groupWaitlist, e.log).Run(ctx, e.waitlist.HandleEvent) })
+	run(func() { e.webhooks.Run(ctx) })
+	run(func() { newConsumer(e.cfg, e.rdb, groupWebhooks, e.log).Run(ctx, e.webhooks.HandleEvent) })
 	run(func() { <-ctx.Done(); e.waitlistFeed.Close() })
 }
