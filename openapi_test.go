@@ -19,7 +19,9 @@ import (
 	"github.com/flashseat/flashseat/booking"
 	bookinghttp "github.com/flashseat/flashseat/booking/http"
 	"github.com/flashseat/flashseat/booking/webhook"
+	"github.com/flashseat/flashseat/edge/console"
 	edgehttp "github.com/flashseat/flashseat/edge/http"
+	"github.com/flashseat/flashseat/shared/audit"
 	waitroomhttp "github.com/flashseat/flashseat/waitroom/http"
 )
 
@@ -48,12 +50,13 @@ func served(t *testing.T) map[string]bool {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	b := bookinghttp.New(bookinghttp.Config{Payments: &booking.Payments{}, Waitlist: &booking.Waitlist{},
-		Webhooks: &webhook.Service{}})
+		Webhooks: &webhook.Service{}, Audit: &audit.Log{}})
 	e := edgehttp.New(edgehttp.Config{
 		Proxy:    edgehttp.ProxyConfig{Target: &url.URL{Scheme: "http", Host: "127.0.0.1:1"}},
 		Registry: prometheus.NewRegistry(),
 		Log:      log,
 	})
+	console.New(console.Config{Log: log}).Mount(e.App)
 	waitroomhttp.New(waitroomhttp.Config{Log: log}).Mount(e.App)
 	param := regexp.MustCompile(`:([A-Za-z]+)`)
 	out := map[string]bool{}

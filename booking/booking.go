@@ -89,6 +89,8 @@ type Show struct {
 	SaleStartsAt time.Time
 	Currency     string
 	Prices       map[string]int64
+	// SaleClosedAt is when an operator closed the sale (zero while open): new holds are refused from then on.
+	SaleClosedAt time.Time
 
 	// Denormalised for reading; ignored when creating a show.
 	Title      string

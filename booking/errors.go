@@ -13,6 +13,7 @@ var (
 	ErrValidation       = errors.New("validation failed")         // well-formed but unacceptable
 	ErrSeatsUnavailable = errors.New("seats unavailable")         // someone else holds or bought them
 	ErrSaleNotOpen      = errors.New("sale not open")             // before saleStartsAt or after the show started
+	ErrSaleClosed       = errors.New("sale closed")               // an operator closed the show's sale
 	ErrTooManySeats     = errors.New("too many seats")            // over MAX_SEATS_PER_BOOKING, per booking or per user
 	ErrNotHeld          = errors.New("booking is not held")       // the operation needs a HELD booking
 	ErrHoldExpired      = errors.New("hold expired")              // the hold lapsed or its locks were lost

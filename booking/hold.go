@@ -152,6 +152,10 @@ func (s *Service) validateHold(ctx context.Context, r HoldRequest) (Show, []Seat
 		seats = append(seats, layout[i])
 	}
 	now := s.cfg.Now()
+	if !show.SaleClosedAt.IsZero() {
+		return Show{}, nil, fmt.Errorf("%w: the sale of this show was closed at %s", ErrSaleClosed,
+			show.SaleClosedAt.UTC().Format(time.RFC3339))
+	}
 	if now.Before(show.SaleStartsAt) {
 		return Show{}, nil, fmt.Errorf("%w: sale opens at %s", ErrSaleNotOpen, show.SaleStartsAt.UTC().Format(time.RFC3339))
 	}

@@ -71,13 +71,19 @@ type Attempt struct {
 	Outcome        Outcome // empty while the first request runs
 	Detail         string
 	IntentID       string
-	LeaseUntil     time.Time
-	Tries          int
-	CreatedAt      time.Time
+	// ReturnURL is where the gateway sends the fan back after a 3-D Secure challenge; kept so that a repeat of
+	// the authorization (recovery) sends the same parameters under the same idempotency key.
+	ReturnURL string
+	// NextActionURL is, while the card's 3-D Secure challenge is pending, where the fan authenticates; a replay of
+	// the key sends them there again.
+	NextActionURL string
+	LeaseUntil    time.Time
+	Tries         int
+	CreatedAt     time.Time
 }
 
-// AttemptUpdate moves an attempt from one of From to To, setting Outcome, Detail and IntentID when not empty
-// and the lease when Lease is not zero. An attempt in none of From is left alone (ErrStale-free: the caller
+// AttemptUpdate moves an attempt from one of From to To, setting Outcome, Detail, IntentID and NextActionURL when
+// not empty and the lease when Lease is not zero; an attempt leaving PENDING loses its NextActionURL. An attempt in none of From is left alone (ErrStale-free: the caller
 // learns it from the returned bool).
 type AttemptUpdate struct {
 	From     []AttemptState
@@ -85,7 +91,9 @@ type AttemptUpdate struct {
 	Outcome  Outcome
 	Detail   string
 	IntentID string
-	Lease    time.Time
+	// NextActionURL records a pending 3-D Secure challenge.
+	NextActionURL string
+	Lease         time.Time
 }
 
 // Sale is everything the confirmation transaction writes beside the booking's own row and sold seats.

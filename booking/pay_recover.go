@@ -76,7 +76,13 @@ func (p *Payments) Recover(ctx context.Context) {
 
 func (p *Payments) recoverAttempt(ctx context.Context, a Attempt) {
 	switch a.State {
-	case AttemptStarted, AttemptPending:
+	case AttemptPending:
+		if a.NextActionURL != "" {
+			p.recoverAction(ctx, a)
+			return
+		}
+		fallthrough
+	case AttemptStarted:
 		// The same idempotency key returns the first authorization's outcome once the gateway has one (and makes
 		// the authorization now if the first call never reached it): never a second one.
 		in, err := p.gw.Authorize(ctx, p.authorizeParams(a))
@@ -119,6 +125,44 @@ func (p *Payments) recoverAttempt(ctx context.Context, a Attempt) {
 	case AttemptVoiding, AttemptRefunding:
 		p.settle(ctx, a)
 	}
+}
+
+// recoverAction settles an attempt waiting for its 3-D Secure challenge. The authorization call cannot tell: under
+// its idempotency key it answers requires_action forever, as Stripe does. So the intent is read instead: passed
+// (authorized) confirms the booking and captures, failed puts the booking back to HELD for another card, still
+// waiting keeps the seats held until the ActionWindow ends, when the intent is cancelled so that a late answer
+// cannot take money for a booking that no longer waits for it.
+func (p *Payments) recoverAction(ctx context.Context, a Attempt) {
+	in, err := p.gw.Retrieve(ctx, a.IntentID)
+	if err != nil {
+		p.log.WarnContext(ctx, "recover: retrieve 3-D Secure intent", "attempt", a.ID, "err", err)
+		return
+	}
+	switch {
+	case in.RequiresAction() && p.cfg.Now().Sub(a.CreatedAt) > p.cfg.ActionWindow:
+		if _, err := p.gw.Void(ctx, in.ID, payment.Key(a.BookingID, a.ID, payment.OpVoid)); err != nil {
+			// Perhaps answered meanwhile: the next pass reads the intent again.
+			p.log.WarnContext(ctx, "recover: cancel unanswered 3-D Secure", "attempt", a.ID, "err", err)
+			return
+		}
+		err = &payment.Error{Kind: payment.ErrDeclined, Code: "authentication_timeout"}
+		in.LastError = "the card's 3-D Secure authentication was not completed in time"
+	case in.RequiresAction():
+		// Still waiting for the fan.
+	case in.Authorized(), in.Captured():
+	default:
+		// Failed authentication (requires_payment_method) or cancelled at the gateway: nothing was reserved.
+		err = &payment.Error{Kind: payment.ErrDeclined, Code: string(in.Status)}
+		if in.LastError == "" {
+			in.LastError = "the card's 3-D Secure authentication failed"
+		}
+	}
+	res, err := p.authorized(ctx, a, in, err, nil)
+	if err == nil && res.Pending {
+		p.keepHeld(ctx, a)
+	}
+	p.log.Log(ctx, slog.LevelDebug, "recover: 3-D Secure attempt", "attempt", a.ID, "intent", in.Status,
+		"pending", res.Pending, "err", err)
 }
 
 // keepHeld extends the locks of a booking whose payment outcome is unknown, so the seats stay the fan's while the

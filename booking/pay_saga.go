@@ -33,6 +33,13 @@ type PayConfig struct {
 	// Lease is how long the owner of an attempt may act on it before the recovery worker may take it over: the
 	// time a saga may take between two of its writes. Default 2×GatewayTimeout + 5s.
 	Lease time.Duration
+	// ActionWindow is how long a fan has to pass a 3-D Secure challenge: the hold is extended to last at least
+	// this long when the card asks for one, and past it the worker cancels the intent and the booking is HELD
+	// again. Default 5m.
+	ActionWindow time.Duration
+	// ActionRetry is how often the worker asks the gateway about a pending challenge when no webhook has said it
+	// was answered. Default 5s.
+	ActionRetry time.Duration
 	// GiveUpAfter bounds how long an attempt may stay without an answer from the gateway (timeouts, 5xx) before
 	// the worker stops asking and lets the booking's hold run its course; a later success is caught by the
 	// webhook and given back. Default 15m.
@@ -89,6 +96,12 @@ func NewPayments(svc *Service, store PaymentStore, gw payment.Gateway, signer *t
 	if cfg.Lease <= 0 {
 		cfg.Lease = 2*cfg.GatewayTimeout + 5*time.Second
 	}
+	if cfg.ActionWindow <= 0 {
+		cfg.ActionWindow = 5 * time.Minute
+	}
+	if cfg.ActionRetry <= 0 {
+		cfg.ActionRetry = 5 * time.Second
+	}
 	if cfg.GiveUpAfter <= 0 {
 		cfg.GiveUpAfter = 15 * time.Minute
 	}
@@ -138,14 +151,20 @@ type PayRequest struct {
 	PaymentMethod  string
 	IdempotencyKey string
 	AdmissionToken string
+	// ReturnURL is the absolute URL the gateway sends the fan back to after a 3-D Secure challenge; the HTTP
+	// layer builds it from a same-site path.
+	ReturnURL string
 }
 
 // PayResult is a pay's answer: the confirmed booking with its tickets, or Pending when the gateway has not
-// answered in time. Replayed says it was the answer to an earlier request with the same key.
+// answered in time or waits for the fan to pass a 3-D Secure challenge at NextActionURL. AttemptID names the
+// payment attempt. Replayed says it was the answer to an earlier request with the same key.
 type PayResult struct {
-	Booking  Booking
-	Pending  bool
-	Replayed bool
+	Booking       Booking
+	Pending       bool
+	NextActionURL string
+	AttemptID     string
+	Replayed      bool
 }
 
 func (r PayRequest) hash() string {
@@ -209,7 +228,7 @@ func (p *Payments) Pay(ctx context.Context, r PayRequest) (PayResult, error) {
 	}
 	a := Attempt{ID: NewID("pa_"), BookingID: b.ID, UserID: r.UserID, IdempotencyKey: r.IdempotencyKey,
 		RequestHash: hash, PaymentMethod: r.PaymentMethod, Amount: b.TotalAmount, Currency: b.Currency,
-		LeaseUntil: p.cfg.Now().Add(p.lease())}
+		ReturnURL: r.ReturnURL, LeaseUntil: p.cfg.Now().Add(p.lease())}
 	a, created, err := p.store.StartAttempt(ctx, a)
 	if err != nil {
 		return PayResult{}, err
@@ -271,7 +290,7 @@ func (p *Payments) answer(ctx context.Context, a Attempt) (PayResult, error) {
 		return PayResult{Booking: b}, err
 	case OutcomePending:
 		b, err := p.svc.Booking(ctx, a.BookingID, a.UserID)
-		return PayResult{Booking: b, Pending: true}, err
+		return PayResult{Booking: b, Pending: true, NextActionURL: a.NextActionURL, AttemptID: a.ID}, err
 	case OutcomeDeclined:
 		return PayResult{}, fmt.Errorf("%w: %s", ErrPaymentDeclined, a.Detail)
 	case OutcomeExpired:
@@ -321,7 +340,7 @@ func (p *Payments) run(ctx context.Context, a Attempt) (PayResult, error) {
 
 func (p *Payments) authorizeParams(a Attempt) payment.AuthorizeParams {
 	return payment.AuthorizeParams{Amount: a.Amount, Currency: a.Currency, PaymentMethod: a.PaymentMethod,
-		BookingID: a.BookingID, AttemptID: a.ID, Description: "flashseat booking " + a.BookingID}
+		BookingID: a.BookingID, AttemptID: a.ID, Description: "flashseat booking " + a.BookingID, ReturnURL: a.ReturnURL}
 }
 
 // refuse ends an attempt that never reached the gateway because the booking cannot be paid.
@@ -365,6 +384,8 @@ func (p *Payments) authorized(ctx context.Context, a Attempt, in payment.Intent,
 	switch {
 	case err == nil && (in.Authorized() || in.Captured()):
 		return p.complete(ctx, a, in, held)
+	case err == nil && in.RequiresAction():
+		return p.awaitAction(ctx, a, in, held)
 	case err == nil, errors.Is(err, payment.ErrTimeout) && ctx.Err() == nil, errors.Is(err, payment.ErrInProgress):
 		return p.pending(ctx, a)
 	case ctx.Err() != nil:
@@ -428,7 +449,41 @@ func (p *Payments) pending(ctx context.Context, a Attempt) (PayResult, error) {
 			return PayResult{}, err
 		}
 	}
-	return PayResult{Booking: b, Pending: true}, nil
+	return PayResult{Booking: b, Pending: true, AttemptID: a.ID}, nil
+}
+
+// awaitAction records that the card asks for a 3-D Secure challenge: not a decline, and no money yet. The attempt
+// stays PENDING with its intent and the challenge's URL, the booking shows PAYMENT_PENDING, and the hold is made
+// to last the ActionWindow the fan is given. The outcome arrives by webhook (which nudges the worker) or by the
+// worker asking the gateway every ActionRetry; a challenge left unanswered is cancelled after ActionWindow.
+func (p *Payments) awaitAction(ctx context.Context, a Attempt, in payment.Intent, held *Booking) (PayResult, error) {
+	if in.NextActionURL == "" {
+		return p.conclude(ctx, a, AttemptUpdate{From: []AttemptState{AttemptStarted, AttemptPending}, To: AttemptDeclined,
+			Outcome: OutcomeDeclined, Detail: "the card asks for an authentication this checkout cannot perform",
+			IntentID: in.ID}, fmt.Errorf("%w: the card asks for an authentication this checkout cannot perform", ErrPaymentDeclined))
+	}
+	if !p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptStarted, AttemptPending}, To: AttemptPending,
+		Outcome: OutcomePending, IntentID: in.ID, NextActionURL: in.NextActionURL,
+		Lease: p.cfg.Now().Add(p.cfg.ActionRetry)}) {
+		return p.current(ctx, a)
+	}
+	if held != nil {
+		if keep := p.cfg.ActionWindow; held.ExpiresAt.Sub(p.cfg.Now()) < keep {
+			if b, err := p.svc.ExtendHold(ctx, *held, keep); err == nil {
+				held = &b
+			} else {
+				// The webhook or the worker will find the hold gone and give back whatever the challenge authorizes.
+				p.log.WarnContext(ctx, "extend hold for 3-D Secure", "booking", a.BookingID, "err", err)
+			}
+		}
+	}
+	b, err := p.store.SetStatus(ctx, a.BookingID, []Status{StatusHeld}, StatusPaymentPending)
+	if err != nil {
+		if b, err = p.svc.store.Booking(ctx, a.BookingID); err != nil {
+			return PayResult{}, err
+		}
+	}
+	return PayResult{Booking: b, Pending: true, NextActionURL: in.NextActionURL, AttemptID: a.ID}, nil
 }
 
 // unpend puts a PAYMENT_PENDING booking back to HELD once its attempt ended without money.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"sync"
 	"sync/atomic"
@@ -699,20 +697,8 @@ func TestWebhook(t *testing.T) {
 // held forever; when the authorization shows up after all, its webhook gets it voided.
 func TestPayGatewayNeverAnswers(t *testing.T) {
 	t.Parallel()
-	var e *payEnv
-	var ready sync.WaitGroup
-	ready.Add(1)
-	hooks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ready.Wait()
-		body, _ := io.ReadAll(r.Body)
-		if err := e.pay.Webhook(r.Context(), body, r.Header.Get(payment.SignatureHeader)); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-		}
-	}))
-	defer hooks.Close()
-	e = newPayEnv(t, booking.Config{}, sim.Config{SlowDelay: time.Second, WebhookURL: hooks.URL, WebhookSecret: webhookSecret},
+	e := newWebhookedEnv(t, sim.Config{SlowDelay: time.Second},
 		booking.PayConfig{GatewayTimeout: 100 * time.Millisecond, GiveUpAfter: 300 * time.Millisecond})
-	ready.Done()
 	b := e.hold(t, "u1", "C5")
 	if res, err := e.payWith(b, sim.CardSlow, "k1"); err != nil || !res.Pending {
 		t.Fatalf("slow card: %+v, %v", res, err)

@@ -27,7 +27,16 @@ func (p *Payments) Webhook(ctx context.Context, body []byte, signature string) e
 	if err != nil || !fresh {
 		return err
 	}
-	if ev.Type != payment.EventAuthorized && ev.Type != payment.EventSucceeded {
+	switch ev.Type {
+	case payment.EventAuthorized, payment.EventSucceeded:
+	case payment.EventFailed:
+		// A failed 3-D Secure challenge: the worker reads the intent and puts the booking back to HELD. A decline
+		// of the live saga finds its attempt no longer PENDING and is ignored.
+		if a, err := p.store.AttemptByIntent(ctx, ev.IntentID); err == nil && a.State == AttemptPending {
+			p.wake(ctx, a)
+		}
+		return nil
+	default:
 		return nil
 	}
 	a, err := p.store.AttemptByIntent(ctx, ev.IntentID)
@@ -44,14 +53,18 @@ func (p *Payments) Webhook(ctx context.Context, body []byte, signature string) e
 	}
 	switch a.State {
 	case AttemptPending:
-		// The answer is in: let the worker fetch it now rather than at the next retry.
-		p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptPending}, To: AttemptPending, Lease: p.cfg.Now()})
-		p.nudge()
+		p.wake(ctx, a)
 	case AttemptDeclined, AttemptRejected, AttemptVoided:
 		// We believed no money was held for this attempt, yet the gateway says otherwise.
 		p.reclaim(ctx, a, ev.IntentID)
 	}
 	return nil
+}
+
+// wake lets the worker fetch a PENDING attempt's answer now, which is in, rather than at its next retry.
+func (p *Payments) wake(ctx context.Context, a Attempt) {
+	p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptPending}, To: AttemptPending, Lease: p.cfg.Now()})
+	p.nudge()
 }
 
 // reclaim gives back money the gateway holds for an attempt that ended without a sale.

@@ -6,6 +6,11 @@ import (
 	"time"
 )
 
+// RefundableUntil is when refunds of a show's bookings close.
+func (p *Payments) RefundableUntil(show Show) time.Time {
+	return show.StartsAt.Add(-p.cfg.RefundWindow)
+}
+
 // Refund gives a CONFIRMED booking's money back and its seats to the sale, until RefundWindow before the show.
 // The seats leave the ledger in the same transaction that records the refund, so they are on sale the moment the
 // refund is on record; the gateway's part follows (and is retried by the worker until it succeeds). Refunding a
@@ -25,7 +30,7 @@ func (p *Payments) Refund(ctx context.Context, id, userID string) (Booking, erro
 	if err != nil {
 		return Booking{}, err
 	}
-	if deadline := show.StartsAt.Add(-p.cfg.RefundWindow); !p.cfg.Now().Before(deadline) {
+	if deadline := p.RefundableUntil(show); !p.cfg.Now().Before(deadline) {
 		return Booking{}, fmt.Errorf("%w: refunds closed at %s", ErrRefundWindow, deadline.UTC().Format(time.RFC3339))
 	}
 	b, r, err := p.store.RecordRefund(ctx, id, userID, NewID("rf_"))

@@ -21,12 +21,23 @@ type Store interface {
 	UpcomingShows(ctx context.Context, now time.Time) ([]string, error)
 	SoldSeats(ctx context.Context, showID string) ([]string, error)
 	Revenue(ctx context.Context, showID string) (int64, error)
+	// ShowFigures lists the shows not started before now minus six hours, soonest first, with revenue,
+	// confirmed bookings and payment failures (the console's overview); counts are left to the caller.
+	ShowFigures(ctx context.Context, now time.Time) ([]ShowOverview, error)
+	// SetSaleStart moves a show's sale opening and returns the show as now recorded.
+	SetSaleStart(ctx context.Context, showID string, at time.Time) (Show, error)
+	// CloseSale records the sale of a show closed at the given time and returns the show as now recorded.
+	CloseSale(ctx context.Context, showID string, at time.Time) (Show, error)
+	// UserBookings lists a user's most recent bookings, newest first.
+	UserBookings(ctx context.Context, userID string, limit int) ([]Booking, error)
 
 	// BumpEpoch starts a new fencing epoch for the show and returns it.
 	BumpEpoch(ctx context.Context, showID string) (int64, error)
 	// CreateHold records a HELD booking and its seats' fences. ErrStale when a seat has a newer fence on record.
 	CreateHold(ctx context.Context, b *Booking) error
 	Booking(ctx context.Context, id string) (Booking, error)
+	// BookingsOf lists a user's bookings, newest first, at most limit.
+	BookingsOf(ctx context.Context, userID string, limit int) ([]Booking, error)
 	// Cancel moves the user's HELD booking to CANCELLED.
 	Cancel(ctx context.Context, id, userID string) (Booking, error)
 	// ExpireDue marks HELD bookings past their expiry EXPIRED (of one show, or all when showID is empty) and
@@ -88,6 +99,8 @@ type Locks interface {
 	AddConflicts(ctx context.Context, showID string, n int64) error
 	// Counters returns the show's hold and conflict counters.
 	Counters(ctx context.Context, showID string) (holds, conflicts int64, err error)
+	// AnnounceShow tells every replica that an operator changed the show's definition (sale opening, close).
+	AnnounceShow(ctx context.Context, showID string) error
 	// ReleaseAdmission frees a waiting-room slot and revokes its token.
 	ReleaseAdmission(ctx context.Context, showID, jti string, exp time.Time) error
 }
@@ -181,7 +194,8 @@ func (s *Service) HoldTTL() time.Duration { return s.cfg.HoldTTL }
 // MaxSeats is the per-booking and per-user seat cap.
 func (s *Service) MaxSeats() int { return s.cfg.MaxSeats }
 
-// Show returns a show, from a cache: a show's definition does not change once created.
+// Show returns a show, from a cache: a show's definition changes only by an operator (sale opening, close),
+// and then every replica drops its copy at once (ShowChanged).
 func (s *Service) Show(ctx context.Context, id string) (Show, error) {
 	if sh, ok := s.cache.shows.Load(id); ok {
 		return sh.(Show), nil

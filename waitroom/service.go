@@ -190,15 +190,9 @@ func (s *Service) Join(ctx context.Context, show, user string) (Place, error) {
 
 // Status returns user's place without joining; ErrNotInQueue when they have none. The poll counts as a heartbeat.
 func (s *Service) Status(ctx context.Context, show, user string) (Place, error) {
-	if err := check(show, user); err != nil {
-		return Place{}, err
-	}
-	e, err := s.store.Lookup(ctx, show, user)
+	p, err := s.Inspect(ctx, show, user)
 	if err != nil {
 		return Place{}, err
-	}
-	if !e.Found {
-		return Place{}, ErrNotInQueue
 	}
 	s.Hub.Touch(show)
 	s.mu.Lock()
@@ -209,6 +203,22 @@ func (s *Service) Status(ctx context.Context, show, user string) (Place, error) 
 	}
 	m[user] = struct{}{}
 	s.mu.Unlock()
+	return p, nil
+}
+
+// Inspect returns user's place for an operator: as Status, but it is not the fan's heartbeat, so looking a fan
+// up does not keep an absent fan's turn alive. ErrNotInQueue when they have none.
+func (s *Service) Inspect(ctx context.Context, show, user string) (Place, error) {
+	if err := check(show, user); err != nil {
+		return Place{}, err
+	}
+	e, err := s.store.Lookup(ctx, show, user)
+	if err != nil {
+		return Place{}, err
+	}
+	if !e.Found {
+		return Place{}, ErrNotInQueue
+	}
 	return s.place(ctx, show, e)
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -75,6 +76,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	}
 	defer rdb.Close()
 
+	auditLog := audit.New(pool)
+	if err := auditLog.Migrate(startCtx); err != nil {
+		return err
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := bookinghttp.NewMetrics(reg)
@@ -122,6 +128,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	srv := bookinghttp.New(bookinghttp.Config{
 		Service:       svc,
 		Payments:      pays,
+		Gateway:       cfg.Payment.Public(),
+		Audit:         auditLog,
 		Waitlist:      ev.waitlist,
 		Users:         token.NewUserVerifier(cfg.AuthSecret, cfg.AuthExternal, cfg.TokenLeeway),
 		Guests:        guests,
@@ -144,10 +152,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	ev.start(workers, &wg)
-	wg.Add(5)
+	wg.Add(6)
 	go func() { defer wg.Done(); svc.Run(workers) }()
 	// Expired holds are released as Redis reports them; a Redis that restarted has forgotten to report them.
 	go func() { defer wg.Done(); redis.KeepNotifications(workers, rdb, notifyCheckInterval, log) }()
+	go func() { defer wg.Done(); redis.WatchShows(workers, rdb, svc.ShowChanged) }()
 	go func() { defer wg.Done(); redis.WatchSeatEvents(workers, rdb, svc.SeatChanged) }()
 	go func() { defer wg.Done(); pays.Run(workers) }()
 	go func() {

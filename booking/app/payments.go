@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flashseat/flashseat/booking"
+	bookinghttp "github.com/flashseat/flashseat/booking/http"
 	"github.com/flashseat/flashseat/booking/payment"
 	"github.com/flashseat/flashseat/booking/payment/stripe"
 	"github.com/flashseat/flashseat/booking/ticket"
@@ -31,6 +33,15 @@ type PaymentConfig struct {
 	Breaker         payment.BreakerConfig
 	WebhookSecret   string        // PAYMENT_WEBHOOK_SECRET; unset refuses every webhook
 	RecoverInterval time.Duration // PAYMENT_RECOVER_INTERVAL, the recovery worker's period; default 2s
+	// PublicURL is the gateway's origin as browsers reach it, where the checkout tokenizes cards
+	// (PAYMENT_PUBLIC_URL; default GatewayURL, which under `make run` is the simulator on this machine).
+	PublicURL string
+	// PublishableKey is the key browsers tokenize cards with (PAYMENT_PUBLISHABLE_KEY; default
+	// pk_test_flashseat, which the simulator accepts).
+	PublishableKey string
+	// ActionWindow is how long a fan has to pass a 3-D Secure challenge, the hold kept meanwhile
+	// (PAYMENT_ACTION_WINDOW, default 5m).
+	ActionWindow time.Duration
 	// TicketKey signs ticket codes (TICKET_SIGNING_KEY, a base64 32-byte Ed25519 seed); generated when unset.
 	TicketKey          token.Key
 	TicketKeyGenerated bool
@@ -46,6 +57,16 @@ func loadPaymentConfig(str func(k, def string) string, dur func(k string, def ti
 		Timeout:         dur("PAYMENT_TIMEOUT", 5*time.Second),
 		WebhookSecret:   str("PAYMENT_WEBHOOK_SECRET", ""),
 		RecoverInterval: dur("PAYMENT_RECOVER_INTERVAL", 2*time.Second),
+		PublishableKey:  str("PAYMENT_PUBLISHABLE_KEY", "pk_test_flashseat"),
+		ActionWindow:    dur("PAYMENT_ACTION_WINDOW", 5*time.Minute),
+	}
+	c.PublicURL = strings.TrimRight(str("PAYMENT_PUBLIC_URL", c.GatewayURL), "/")
+	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		(u.Path != "" && u.Path != "/") {
+		errs = append(errs, fmt.Errorf("PAYMENT_PUBLIC_URL: want an http(s) origin, got %q", c.PublicURL))
+	}
+	if !strings.HasPrefix(c.PublishableKey, "pk_") {
+		errs = append(errs, errors.New("PAYMENT_PUBLISHABLE_KEY: want a publishable key (pk_...)"))
 	}
 	c.Breaker = payment.BreakerConfig{Window: dur("PAYMENT_BREAKER_WINDOW", 30*time.Second),
 		Cooldown: dur("PAYMENT_BREAKER_COOLDOWN", 10*time.Second)}
@@ -83,6 +104,16 @@ func loadPaymentConfig(str func(k, def string) string, dur func(k string, def ti
 		errs = append(errs, fmt.Errorf("TICKET_SIGNING_KEY: %w", err))
 	}
 	return c, errs
+}
+
+// Public is what browsers are told of the gateway. Stripe itself (api.stripe.com) is "stripe", whose checkout
+// loads Stripe.js; anything else speaks the simulator's Stripe.js-like tokenization.
+func (c PaymentConfig) Public() bookinghttp.PublicGateway {
+	provider := "sim"
+	if u, err := url.Parse(c.GatewayURL); err == nil && u.Host == "api.stripe.com" {
+		provider = "stripe"
+	}
+	return bookinghttp.PublicGateway{Provider: provider, PublishableKey: c.PublishableKey, APIBase: c.PublicURL}
 }
 
 // newPayments builds the gateway (Stripe adapter behind a circuit breaker), the ticket signer and Payments. Their
@@ -129,6 +160,7 @@ func newPayments(cfg Config, svc *booking.Service, store booking.PaymentStore,
 		GatewayTimeout: pc.Timeout,
 		RefundWindow:   cfg.RefundWindow,
 		RecoverEvery:   pc.RecoverInterval,
+		ActionWindow:   pc.ActionWindow,
 		WebhookSecret:  pc.WebhookSecret,
 		Logger:         log,
 		OnOutcome:      func(o booking.Outcome) { outcomes.WithLabelValues(string(o)).Inc() },

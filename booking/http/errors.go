@@ -37,6 +37,7 @@ var codes = []code{
 	{booking.ErrValidation, fiber.StatusUnprocessableEntity, problem.Validation},
 	{booking.ErrTooManySeats, fiber.StatusUnprocessableEntity, problem.Validation},
 	{booking.ErrSaleNotOpen, fiber.StatusUnprocessableEntity, "sale-not-open"},
+	{booking.ErrSaleClosed, fiber.StatusConflict, "sale-closed"},
 	{booking.ErrIdempotency, fiber.StatusUnprocessableEntity, "idempotency-key-reused"},
 	{booking.ErrNotFound, fiber.StatusNotFound, problem.NotFound},
 	{booking.ErrNotHeld, fiber.StatusConflict, problem.Conflict},

@@ -14,6 +14,7 @@ import (
 	bookinghttp "github.com/flashseat/flashseat/booking/http"
 	"github.com/flashseat/flashseat/booking/internal/bookingtest"
 	"github.com/flashseat/flashseat/booking/redis"
+	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
@@ -40,7 +41,12 @@ func newHarness(t testing.TB, env *bookingtest.Env, configure ...func(*bookinght
 	}
 	hub := redis.NewHub(env.RDB)
 	t.Cleanup(hub.Close)
+	al := audit.New(env.Pool)
+	if err := al.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	cfg := bookinghttp.Config{
+		Audit:      al,
 		Service:    env.Svc,
 		Users:      token.NewUserVerifier([]byte(secret), nil, 0),
 		Guests:     iss,

@@ -89,7 +89,9 @@ type bookingJSON struct {
 }
 
 // BookingJSON renders a booking as GET /api/v1/bookings/{id} does.
-func BookingJSON(b booking.Booking) any {
+func BookingJSON(b booking.Booking) any { return toBookingJSON(b) }
+
+func toBookingJSON(b booking.Booking) bookingJSON {
 	out := bookingJSON{BookingID: b.ID, Status: b.Status, ShowID: b.ShowID, SeatIDs: b.SeatIDs,
 		ExpiresAt: b.ExpiresAt, TotalAmount: b.TotalAmount, Currency: b.Currency, Tickets: []ticketJSON{}}
 	if b.PaymentID != "" {
@@ -111,7 +113,7 @@ func (s *Server) getBooking(c *fiber.Ctx) error {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(BookingJSON(b))
+	return c.JSON(s.bookingDetail(c.UserContext(), b))
 }
 
 func (s *Server) cancel(c *fiber.Ctx) error {

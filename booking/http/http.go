@@ -20,6 +20,7 @@ import (
 
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/webhook"
+	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
@@ -33,8 +34,11 @@ type SeatFeed interface {
 // Config wires a Server.
 type Config struct {
 	Service  *booking.Service
-	Payments *booking.Payments   // pay, refunds, tickets, check-in, webhooks (payment.go); nil leaves them out
+	Payments *booking.Payments // pay, refunds, tickets, check-in, webhooks (payment.go); nil leaves them out
+	// Gateway is what browsers are told of the payment gateway (GET /api/v1/payments/config).
+	Gateway  PublicGateway
 	Waitlist *booking.Waitlist   // sold-out shows' waitlists (waitlist.go); nil leaves them out
+	Audit    *audit.Log          // the operator audit log (admin.go, audit.go); nil: changes are not recorded
 	Users    *token.UserVerifier // verifies fans' user tokens
 	Guests   *token.UserIssuer   // signs guest tokens; nil turns POST /api/v1/auth/guest off
 	GuestTTL time.Duration       // default 24h
@@ -149,6 +153,7 @@ func (s *Server) routes() {
 	v1.Post("/bookings/hold", s.limit.handler, s.RequireUser, s.hold)
 	v1.Get("/bookings/:bookingId", s.RequireUser, s.getBooking)
 	v1.Delete("/bookings/:bookingId", s.RequireUser, s.cancel)
+	v1.Get("/bookings", s.RequireUser, s.myBookings)
 
 	s.paymentRoutes(a, v1)
 	s.waitlistRoutes(v1)
@@ -159,6 +164,7 @@ func (s *Server) routes() {
 	admin.Post("/events", s.createEvent)
 	admin.Post("/shows", s.createShow)
 	admin.Get("/shows/:showId/stats", s.showStats)
+	s.adminRoutes(admin)
 }
 
 func (s *Server) readyz(c *fiber.Ctx) error {

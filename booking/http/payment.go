@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +36,7 @@ func (s *Server) paymentRoutes(a *fiber.App, v1 fiber.Router) {
 	if s.cfg.Payments == nil {
 		return
 	}
+	v1.Get("/payments/config", s.paymentsConfig)
 	v1.Post("/bookings/:bookingId/pay", s.RequireUser, s.pay)
 	v1.Post("/bookings/:bookingId/refund", s.RequireUser, s.refund)
 	v1.Get("/tickets/:ticketId", s.RequireUser, s.ticket)
@@ -61,6 +63,76 @@ func (s *Server) cancelBooking(ctx context.Context, id, userID string) (booking.
 
 type payRequest struct {
 	PaymentMethod string `json:"paymentMethod"`
+	ReturnURL     string `json:"returnUrl"`
+}
+
+// PublicGateway is what a browser needs to tokenize a card itself, so that the card number never reaches
+// booking: which gateway, its publishable key, and the origin of its API.
+type PublicGateway struct {
+	Provider       string `json:"provider"` // "sim" or "stripe"
+	PublishableKey string `json:"publishableKey"`
+	APIBase        string `json:"apiBase"`
+}
+
+// paymentsConfig is GET /api/v1/payments/config (public: a publishable key is meant to be public).
+func (s *Server) paymentsConfig(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
+	return c.JSON(s.cfg.Gateway)
+}
+
+// maxReturnPath bounds returnUrl.
+const maxReturnPath = 512
+
+// returnURL turns a pay request's returnUrl, a path on this site, into the absolute URL the gateway sends the
+// fan back to after a 3-D Secure challenge. Only a path is accepted (no scheme, no host, no "//" or backslash
+// that a browser would read as another host): the gateway's redirect can never lead off the site.
+func returnURL(c *fiber.Ctx, path, bookingID string) (string, error) {
+	if path == "" {
+		path = "/bookings/" + bookingID
+	}
+	bad := len(path) > maxReturnPath || path[0] != '/' || strings.HasPrefix(path, "//") ||
+		strings.ContainsAny(path, "\\#") || strings.IndexFunc(path, func(r rune) bool { return r < 0x21 || r == 0x7f }) >= 0
+	if !bad {
+		u, err := url.Parse(path)
+		bad = err != nil || u.Scheme != "" || u.Host != "" || u.User != nil
+	}
+	if bad {
+		return "", booking.Unprocessable("returnUrl must be a path on this site, such as /bookings/%s", bookingID)
+	}
+	return siteOrigin(c) + path, nil
+}
+
+// siteOrigin is the origin the fan reached the platform at: the page's Origin on a browser's POST, else the
+// edge's X-Forwarded-Proto and -Host, else this request's own. Whoever sets these only chooses where their own
+// browser comes back to.
+func siteOrigin(c *fiber.Ctx) string {
+	if o := c.Get(fiber.HeaderOrigin); o != "" {
+		if u, err := url.Parse(o); err == nil && (u.Scheme == "http" || u.Scheme == "https") && validHost(u.Host) &&
+			u.Path == "" {
+			return u.Scheme + "://" + u.Host
+		}
+	}
+	proto, host := c.Get(fiber.HeaderXForwardedProto), c.Get(fiber.HeaderXForwardedHost)
+	if proto != "http" && proto != "https" {
+		proto = c.Protocol()
+	}
+	if !validHost(host) {
+		host = c.Hostname()
+	}
+	return proto + "://" + host
+}
+
+// validHost accepts a host[:port] made of the characters a host name or an IP literal uses.
+func validHost(h string) bool {
+	if h == "" || len(h) > 255 {
+		return false
+	}
+	for _, r := range h {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".-:[]", r)) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) pay(c *fiber.Ctx) error {
@@ -80,8 +152,13 @@ func (s *Server) pay(c *fiber.Ctx) error {
 			tok = AdmissionToken(c, b.ShowID)
 		}
 	}
+	back, err := returnURL(c, req.ReturnURL, id)
+	if err != nil {
+		return err
+	}
 	res, err := s.cfg.Payments.Pay(ctx, booking.PayRequest{BookingID: id, UserID: user,
-		PaymentMethod: req.PaymentMethod, IdempotencyKey: strings.Clone(c.Get("Idempotency-Key")), AdmissionToken: tok})
+		PaymentMethod: req.PaymentMethod, IdempotencyKey: strings.Clone(c.Get("Idempotency-Key")), AdmissionToken: tok,
+		ReturnURL: back})
 	if res.Replayed {
 		c.Set("Idempotent-Replayed", "true")
 	}
@@ -93,9 +170,27 @@ func (s *Server) pay(c *fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	if res.Pending {
-		return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"bookingId": id, "status": booking.StatusPaymentPending})
+		out := pendingJSON{BookingID: id, Status: booking.StatusPaymentPending, PaymentID: res.AttemptID}
+		if res.NextActionURL != "" {
+			out.NextAction = &nextActionJSON{Type: "redirect_to_url", URL: res.NextActionURL}
+		}
+		return c.Status(fiber.StatusAccepted).JSON(out)
 	}
 	return c.JSON(BookingJSON(res.Booking))
+}
+
+// pendingJSON is a 202 to pay: the outcome comes later, or after the fan passes a 3-D Secure challenge at
+// nextAction.url (Stripe's redirect_to_url). paymentId names the payment attempt.
+type pendingJSON struct {
+	BookingID  string          `json:"bookingId"`
+	Status     booking.Status  `json:"status"`
+	PaymentID  string          `json:"paymentId,omitempty"`
+	NextAction *nextActionJSON `json:"nextAction,omitempty"`
+}
+
+type nextActionJSON struct {
+	Type string `json:"type"`
+	URL  string `json:"url"`
 }
 
 // retryAfter is the Retry-After of a failed payment: the breaker's cool-down left when it is open, else a second.

@@ -59,7 +59,14 @@ type Intent struct {
 	Metadata         map[string]string
 	// LastError is the decline or failure message of the last confirmation, if any.
 	LastError string
+	// NextActionURL is, while the intent requires_action, where the fan's browser must go to authenticate the
+	// payment (3-D Secure): Stripe's next_action.redirect_to_url.url.
+	NextActionURL string
 }
+
+// RequiresAction reports whether the intent waits for the fan to authenticate (3-D Secure). Nothing is reserved
+// yet; the outcome arrives once the fan has passed or failed the challenge.
+func (i Intent) RequiresAction() bool { return i.Status == StatusRequiresAction }
 
 // Authorized reports whether money is reserved and waiting for capture.
 func (i Intent) Authorized() bool { return i.Status == StatusRequiresCapture }
@@ -87,6 +94,8 @@ type AuthorizeParams struct {
 	BookingID     string
 	AttemptID     string
 	Description   string
+	// ReturnURL is the absolute URL the gateway sends the fan's browser back to after a 3-D Secure challenge.
+	ReturnURL string
 	// IdempotencyKey defaults to Key(BookingID, AttemptID, OpAuthorize).
 	IdempotencyKey string
 }

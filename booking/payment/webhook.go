@@ -90,7 +90,9 @@ const (
 	EventSucceeded  = "payment_intent.succeeded"
 	EventCanceled   = "payment_intent.canceled"
 	EventFailed     = "payment_intent.payment_failed"
-	EventRefunded   = "charge.refunded"
+	// EventRequiresAction says the intent waits for the fan's 3-D Secure challenge.
+	EventRequiresAction = "payment_intent.requires_action"
+	EventRefunded       = "charge.refunded"
 )
 
 // Event is a webhook event. Object is the intent for payment_intent.* events; for charge.refunded the charge's
@@ -163,6 +165,19 @@ type WireObject struct {
 	Created          int64             `json:"created,omitempty"`
 	Metadata         map[string]string `json:"metadata,omitempty"`
 	LastPaymentError *WireError        `json:"last_payment_error,omitempty"`
+	NextAction       *WireNextAction   `json:"next_action,omitempty"`
+}
+
+// WireNextAction is a payment_intent's next_action; this project drives only its redirect_to_url form.
+type WireNextAction struct {
+	Type          string        `json:"type"`
+	RedirectToURL *WireRedirect `json:"redirect_to_url,omitempty"`
+}
+
+// WireRedirect is next_action.redirect_to_url: where the browser authenticates, and where it comes back to.
+type WireRedirect struct {
+	URL       string `json:"url"`
+	ReturnURL string `json:"return_url,omitempty"`
 }
 
 // WireError is Stripe's error object, both inside {"error":...} answers and as last_payment_error.
@@ -179,6 +194,9 @@ type WireError struct {
 func (o WireObject) Intent() Intent {
 	in := Intent{ID: o.ID, Status: Status(o.Status), Amount: o.Amount, AmountCapturable: o.AmountCapturable,
 		AmountReceived: o.AmountReceived, Currency: o.Currency, PaymentMethod: o.PaymentMethod, Metadata: o.Metadata}
+	if o.NextAction != nil && o.NextAction.RedirectToURL != nil {
+		in.NextActionURL = o.NextAction.RedirectToURL.URL
+	}
 	if o.LastPaymentError != nil {
 		in.LastError = o.LastPaymentError.Message
 		if in.LastError == "" {

@@ -96,7 +96,7 @@ func (s *Store) CreateShow(ctx context.Context, sh *booking.Show) error {
 }
 
 const showColumns = `s.id, s.event_id, s.hall_id, s.starts_at, s.sale_starts_at, s.currency, s.prices,
-	e.title, v.name, v.city, h.name, h.total_seats`
+	e.title, v.name, v.city, h.name, h.total_seats, s.sale_closed_at`
 
 const showFrom = ` FROM shows s JOIN events e ON e.id = s.event_id JOIN halls h ON h.id = s.hall_id
 	JOIN venues v ON v.id = h.venue_id`
@@ -104,10 +104,14 @@ const showFrom = ` FROM shows s JOIN events e ON e.id = s.event_id JOIN halls h 
 func scanShow(row pgx.Row) (booking.Show, error) {
 	var sh booking.Show
 	var prices []byte
+	var closed *time.Time
 	err := row.Scan(&sh.ID, &sh.EventID, &sh.HallID, &sh.StartsAt, &sh.SaleStartsAt, &sh.Currency, &prices,
-		&sh.Title, &sh.Venue, &sh.City, &sh.Hall, &sh.TotalSeats)
+		&sh.Title, &sh.Venue, &sh.City, &sh.Hall, &sh.TotalSeats, &closed)
 	if err != nil {
 		return booking.Show{}, err
+	}
+	if closed != nil {
+		sh.SaleClosedAt = closed.UTC()
 	}
 	if err := json.Unmarshal(prices, &sh.Prices); err != nil {
 		return booking.Show{}, fmt.Errorf("postgres: show %s prices: %w", sh.ID, err)

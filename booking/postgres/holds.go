@@ -92,6 +92,25 @@ func (s *Store) Booking(ctx context.Context, id string) (booking.Booking, error)
 	return b, nil
 }
 
+// BookingsOf implements booking.Store (index bookings_user_created).
+func (s *Store) BookingsOf(ctx context.Context, userID string, limit int) ([]booking.Booking, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+bookingColumns+` FROM bookings WHERE user_id = $1
+		ORDER BY created_at DESC, id DESC LIMIT $2`, userID, limit)
+	return collectBookings("bookings of user", rows, err)
+}
+
+// collectBookings reads the bookings a query returns; what names the query in errors.
+func collectBookings(what string, rows pgx.Rows, err error) ([]booking.Booking, error) {
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", what, err)
+	}
+	bs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (booking.Booking, error) { return scanBooking(r) })
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", what, err)
+	}
+	return bs, nil
+}
+
 // Cancel moves the user's HELD booking to CANCELLED. The status condition in the UPDATE makes cancel and expiry
 // (and confirmation) mutually exclusive: whichever commits first wins, the other finds no HELD row.
 func (s *Store) Cancel(ctx context.Context, id, userID string) (booking.Booking, error) {
@@ -124,14 +143,7 @@ func (s *Store) ExpireDue(ctx context.Context, showID string, now time.Time, lim
 			AND ($2 = '' OR show_id = $2) ORDER BY expires_at LIMIT $3 FOR UPDATE SKIP LOCKED)
 		AND status = 'HELD'
 		RETURNING *`, booking.EventExpired), now, showID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: expire: %w", err)
-	}
-	bs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (booking.Booking, error) { return scanBooking(r) })
-	if err != nil {
-		return nil, fmt.Errorf("postgres: expire: %w", err)
-	}
-	return bs, nil
+	return collectBookings("expire", rows, err)
 }
 
 // Expire marks one HELD booking EXPIRED.

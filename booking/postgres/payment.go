@@ -15,12 +15,12 @@ import (
 var _ booking.PaymentStore = (*Store)(nil)
 
 const attemptColumns = `id, booking_id, user_id, idempotency_key, request_hash, payment_method, amount, currency,
-	state, COALESCE(outcome, ''), detail, COALESCE(intent_id, ''), lease_until, tries, created_at`
+	state, COALESCE(outcome, ''), detail, COALESCE(intent_id, ''), return_url, next_action, lease_until, tries, created_at`
 
 func scanAttempt(row pgx.Row) (booking.Attempt, error) {
 	var a booking.Attempt
 	err := row.Scan(&a.ID, &a.BookingID, &a.UserID, &a.IdempotencyKey, &a.RequestHash, &a.PaymentMethod, &a.Amount,
-		&a.Currency, &a.State, &a.Outcome, &a.Detail, &a.IntentID, &a.LeaseUntil, &a.Tries, &a.CreatedAt)
+		&a.Currency, &a.State, &a.Outcome, &a.Detail, &a.IntentID, &a.ReturnURL, &a.NextActionURL, &a.LeaseUntil, &a.Tries, &a.CreatedAt)
 	return a, err
 }
 
@@ -39,8 +39,10 @@ func collectAttempts(rows pgx.Rows, err error) ([]booking.Attempt, error) {
 // one key race on the insert: exactly one inserts and runs, the others read its row.
 func (s *Store) StartAttempt(ctx context.Context, a booking.Attempt) (booking.Attempt, bool, error) {
 	_, err := s.pool.Exec(ctx, `INSERT INTO payment_attempts (id, booking_id, user_id, idempotency_key, request_hash,
-		payment_method, amount, currency, state, lease_until) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'STARTED', $9)`,
-		a.ID, a.BookingID, a.UserID, a.IdempotencyKey, a.RequestHash, a.PaymentMethod, a.Amount, a.Currency, a.LeaseUntil)
+		payment_method, amount, currency, state, lease_until, return_url)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'STARTED', $9, $10)`,
+		a.ID, a.BookingID, a.UserID, a.IdempotencyKey, a.RequestHash, a.PaymentMethod, a.Amount, a.Currency, a.LeaseUntil,
+		a.ReturnURL)
 	switch {
 	case err == nil:
 		a.State = booking.AttemptStarted
@@ -109,11 +111,13 @@ func (s *Store) UpdateAttempt(ctx context.Context, id string, u booking.AttemptU
 			SELECT id, state FROM payment_attempts WHERE id = $1 AND state = ANY($2) FOR UPDATE
 		), u AS (UPDATE payment_attempts p SET state = $3,
 			outcome = COALESCE(NULLIF($4, ''), outcome), detail = CASE WHEN $5 = '' THEN detail ELSE $5 END,
-			intent_id = COALESCE(NULLIF($6, ''), intent_id), lease_until = COALESCE($7, lease_until), updated_at = now()
+			intent_id = COALESCE(NULLIF($6, ''), intent_id), lease_until = COALESCE($7, lease_until),
+			next_action = CASE WHEN $8 <> '' THEN $8 WHEN $3 = 'PENDING' THEN next_action ELSE '' END, updated_at = now()
 			FROM prev WHERE p.id = prev.id
 			RETURNING p.*, prev.state AS was
 		), o AS (`+attemptEvent+`)
-		SELECT count(*) FROM u`, id, from, string(u.To), string(u.Outcome), u.Detail, u.IntentID, lease).Scan(&n)
+		SELECT count(*) FROM u`, id, from, string(u.To), string(u.Outcome), u.Detail, u.IntentID, lease,
+		u.NextActionURL).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("postgres: update attempt %s: %w", id, err)
 	}

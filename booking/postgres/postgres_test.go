@@ -160,3 +160,38 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Fatalf("finished: %+v", rec)
 	}
 }
+
+// TestBookingsOf lists a user's bookings newest first, only theirs, at most the limit.
+func TestBookingsOf(t *testing.T) {
+	t.Parallel()
+	st := postgres.New(pgtest.New(t))
+	ctx := context.Background()
+	sh := seedShow(t, st)
+	var mine []booking.Booking
+	for i, seat := range []string{"A1", "A2", "A3"} {
+		b := booking.Booking{ID: booking.NewID("bk_"), UserID: "fan", ShowID: sh.ID, SeatIDs: []string{seat},
+			Currency: "INR", Fence: int64(i + 1), ExpiresAt: time.Now().Add(time.Minute),
+			CreatedAt: time.Now().Add(time.Duration(i) * time.Second)}
+		if err := st.CreateHold(ctx, &b); err != nil {
+			t.Fatal(err)
+		}
+		mine = append(mine, b)
+	}
+	hold(t, st, sh.ID, 10, "B1") // user u1's
+	got, err := st.BookingsOf(ctx, "fan", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].ID != mine[2].ID || got[1].ID != mine[1].ID || got[2].ID != mine[0].ID {
+		t.Fatalf("bookings = %+v, want the fan's three, newest first", got)
+	}
+	if got[0].Status != booking.StatusHeld || got[0].SeatIDs[0] != "A3" || got[0].UserID != "fan" {
+		t.Fatalf("newest = %+v", got[0])
+	}
+	if two, err := st.BookingsOf(ctx, "fan", 2); err != nil || len(two) != 2 || two[0].ID != mine[2].ID {
+		t.Fatalf("limit 2 = %+v, %v", two, err)
+	}
+	if none, err := st.BookingsOf(ctx, "nobody", 10); err != nil || len(none) != 0 {
+		t.Fatalf("nobody's = %+v, %v", none, err)
+	}
+}

@@ -277,7 +277,8 @@ func (l *Locks) PublishInfo(ctx context.Context, s booking.Show, c booking.Count
 			rediskey.InfoAvailable, c.Available,
 			rediskey.InfoHeld, c.Held,
 			rediskey.InfoBooked, c.Booked,
-			rediskey.InfoUpdatedAt, now.UnixMilli())
+			rediskey.InfoUpdatedAt, now.UnixMilli(),
+			rediskey.InfoClosed, closedFlag(s))
 		if announce {
 			p.Publish(ctx, rediskey.AvailabilityEvents, s.ID)
 		}
@@ -287,6 +288,26 @@ func (l *Locks) PublishInfo(ctx context.Context, s booking.Show, c booking.Count
 		return fmt.Errorf("redis: publish show info: %w", err)
 	}
 	return nil
+}
+
+func closedFlag(s booking.Show) string {
+	if s.SaleClosedAt.IsZero() {
+		return "0"
+	}
+	return "1"
+}
+
+// AnnounceShow publishes the show on rediskey.ShowEvents (WatchShows).
+func (l *Locks) AnnounceShow(ctx context.Context, showID string) error {
+	if err := l.rdb.Publish(ctx, rediskey.ShowEvents, showID).Err(); err != nil {
+		return fmt.Errorf("redis: announce show: %w", err)
+	}
+	return nil
+}
+
+// WatchShows calls fn with the id of every show an operator changed (AnnounceShow), until ctx ends.
+func WatchShows(ctx context.Context, rdb redis.UniversalClient, fn func(showID string)) {
+	watch(ctx, rdb.Subscribe(ctx, rediskey.ShowEvents), func(m *redis.Message) { fn(m.Payload) })
 }
 
 // PublishSeats announces seat changes.

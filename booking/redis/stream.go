@@ -137,7 +137,21 @@ func WatchExpiries(ctx context.Context, rdb redis.UniversalClient, fn func(showI
 // WatchSeatEvents calls fn for every seat event of every show, from one pattern subscription, until ctx ends.
 // Booking replicas use it to keep their seat snapshots current with each other's claims and releases.
 func WatchSeatEvents(ctx context.Context, rdb redis.UniversalClient, fn func(showID string, ev booking.SeatEvent)) {
-	ps := rdb.PSubscribe(ctx, rediskey.SeatEvents("*"))
+	watch(ctx, rdb.PSubscribe(ctx, rediskey.SeatEvents("*")), func(msg *redis.Message) {
+		show, ok := parseSeatEventsChannel(msg.Channel)
+		if !ok {
+			return
+		}
+		var ev booking.SeatEvent
+		if err := json.Unmarshal([]byte(msg.Payload), &ev); err != nil || ev.SeatID == "" {
+			return
+		}
+		fn(show, ev)
+	})
+}
+
+// watch hands every message of the subscription to fn until ctx ends or the subscription closes, then closes it.
+func watch(ctx context.Context, ps *redis.PubSub, fn func(*redis.Message)) {
 	defer ps.Close()
 	ch := ps.Channel()
 	for {
@@ -148,15 +162,7 @@ func WatchSeatEvents(ctx context.Context, rdb redis.UniversalClient, fn func(sho
 			if !ok {
 				return
 			}
-			show, ok := parseSeatEventsChannel(msg.Channel)
-			if !ok {
-				continue
-			}
-			var ev booking.SeatEvent
-			if err := json.Unmarshal([]byte(msg.Payload), &ev); err != nil || ev.SeatID == "" {
-				continue
-			}
-			fn(show, ev)
+			fn(msg)
 		}
 	}
 }

@@ -58,6 +58,7 @@ type Config struct {
 	TokenLeeway time.Duration // TOKEN_LEEWAY, default 5s: clock skew tolerated between replicas
 
 	Waitroom WaitroomConfig // ADMIN_TOKEN, QUEUE_*, COOKIE_SECURE: the mounted waiting room's settings
+	Console  ConsoleConfig  // CONSOLE_*: the operator console at /admin
 	// Events is the lifecycle event stream queue events are appended to (EVENTS_STREAM, EVENTS_MAXLEN,
 	// EVENTS_MAX_AGE; events.go), the one booking relays its events to.
 	Events eventstream.Config
@@ -108,6 +109,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	l.admissionKeys(&cfg)
 	l.userAuth(&cfg)
 	l.waitroom(&cfg)
+	l.console(&cfg)
 	l.events(&cfg)
 	cfg.Limits = map[edge.Class]LimitConfig{
 		// The API: a fan browsing, holding and paying needs a few requests a second; a NATed office or campus

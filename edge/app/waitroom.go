@@ -52,6 +52,8 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 	}
 	opt.Observe = observeBoth(metrics, newQueueEvents(e.Redis, e.Config.Events, e.Log).observe)
 	svc := waitroom.New(wrredis.New(e.Redis), e.Issuer, opt)
+	// The console's session middleware goes ahead of the operator routes below.
+	mountConsole(ctx, e, svc)
 	h := wrhttp.New(wrhttp.Config{Service: svc, Users: e.Users, Issuer: e.Issuer, AdminToken: wc.AdminToken,
 		Log: e.Log, SecureCookies: wc.SecureCookies, Heartbeat: e.Config.StreamHeartbeat})
 	h.Mount(e.Router)

@@ -32,7 +32,12 @@ const (
 	InfoHeld         = "held"      // under a live hold
 	InfoBooked       = "booked"    // sold
 	InfoUpdatedAt    = "updatedAt"
+	InfoClosed       = "closed" // "1" once an operator closed the sale: joins answer closed, nobody is admitted
 )
+
+// ShowEvents is the channel on which booking publishes a show id when an operator changed the show's definition
+// (sale opening, close), so every booking replica drops its cached copy within a second.
+const ShowEvents = "flashseat:show-changed"
 
 // SeatEvents is the pub/sub channel on which booking publishes {"seatId","status"} for every seat change of a show.
 func SeatEvents(showID string) string { return Tag(showID) + ":seat-events" }

@@ -85,6 +85,7 @@ func (h *Handler) Mount(r fiber.Router) {
 	r.Get("/.well-known/jwks.json", h.wrap(h.jwks))
 	r.Put("/admin/v1/shows/:showId/queue", h.wrap(h.putSettings))
 	r.Get("/admin/v1/shows/:showId/queue", h.wrap(h.getSettings))
+	r.Get("/admin/v1/shows/:showId/fans/:userId", h.wrap(h.fan))
 }
 
 var (

@@ -49,10 +49,10 @@ local admittedTotal = tonumber(st[5] or '') or 0
 local skippedTotal = tonumber(st[6] or '') or 0
 local drawn = st[7] == '1'
 
-local info = redis.call('HMGET', KEYS[2], 'available', 'held', 'saleStartsAt')
+local info = redis.call('HMGET', KEYS[2], 'available', 'held', 'saleStartsAt', 'closed')
 local opens = tonumber(info[3] or '') or 0
 local phase = 'open'
-if not enabled then
+if not enabled or info[4] == '1' then -- off, or the operator closed the sale (booking's ShowInfo)
   phase = 'closed'
 elseif info[1] and tonumber(info[1]) == 0 and tonumber(info[2] or '0') == 0 then
   phase = 'sold_out'

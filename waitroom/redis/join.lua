@@ -12,7 +12,7 @@ local user = ARGV[1]
 local join = ARGV[2] == '1'
 
 local cfg = redis.call('HMGET', KEYS[1], 'enabled', 'admitPerSecond')
-if cfg[1] ~= '1' then
+if cfg[1] ~= '1' or redis.call('HGET', KEYS[2], 'closed') == '1' then -- off, or the operator closed the sale
   return {'closed'}
 end
 local rate = cfg[2] or '10'

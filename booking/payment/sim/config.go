@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -23,8 +24,14 @@ type Config struct {
 	Latency time.Duration
 	// FailureRate in [0,1] is the share of calls answered 500 without any effect.
 	FailureRate float64
-	// SlowDelay is how long pm_card_slow takes to authorize. Default 8s.
+	// SlowDelay is how long pm_card_slow (and the slow test card) takes to authorize. Default 8s.
 	SlowDelay time.Duration
+	// PublishableKey, when set, is the only publishable key POST /v1/payment_methods accepts (besides the secret
+	// key); empty accepts any key starting with pk_.
+	PublishableKey string
+	// PublicURL is the simulator's origin as a fan's browser reaches it, used in the 3-D Secure challenge's URL;
+	// empty takes the scheme-less Host of the request that created the intent, as http://.
+	PublicURL string
 }
 
 // Validate reports a config Run would not work with.
@@ -34,6 +41,12 @@ func (c Config) Validate() error {
 	}
 	if c.Latency < 0 || c.SlowDelay < 0 {
 		return errors.New("sim: latency and slow delay must not be negative")
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return fmt.Errorf("sim: public URL %q must be an http(s) origin", c.PublicURL)
+		}
 	}
 	if c.WebhookURL != "" {
 		u, err := url.Parse(c.WebhookURL)
@@ -46,13 +59,18 @@ func (c Config) Validate() error {
 
 // ConfigFromEnv reads PAYSIM_ADDR (default ":8082"), PAYMENT_WEBHOOK_URL (default
 // "http://127.0.0.1:8081/webhooks/payments"; "off" disables webhooks), PAYMENT_WEBHOOK_SECRET, PAYSIM_API_KEY,
-// PAYSIM_LATENCY (a Go duration), PAYSIM_FAILURE_RATE (0..1) and PAYSIM_SLOW_DELAY (a Go duration).
+// PAYSIM_LATENCY (a Go duration), PAYSIM_FAILURE_RATE (0..1), PAYSIM_SLOW_DELAY (a Go duration),
+// PAYSIM_PUBLISHABLE_KEY and PAYSIM_PUBLIC_URL.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
 		Addr:          getenv("PAYSIM_ADDR"),
 		WebhookURL:    getenv("PAYMENT_WEBHOOK_URL"),
 		WebhookSecret: getenv("PAYMENT_WEBHOOK_SECRET"),
 		APIKey:        getenv("PAYSIM_API_KEY"),
+		// The names are the simulator's own: booking has PAYMENT_PUBLISHABLE_KEY and PAYMENT_PUBLIC_URL for what
+		// it tells browsers, which under `make run` are these same values.
+		PublishableKey: getenv("PAYSIM_PUBLISHABLE_KEY"),
+		PublicURL:      strings.TrimRight(getenv("PAYSIM_PUBLIC_URL"), "/"),
 	}
 	if c.Addr == "" {
 		c.Addr = ":8082"

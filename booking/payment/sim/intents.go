@@ -43,6 +43,11 @@ func (s *Server) create(r *http.Request, form url.Values) reply {
 	if capture != "automatic" && capture != "manual" {
 		return invalid("capture_method", "Invalid capture_method: "+capture)
 	}
+	if ru := form.Get("return_url"); ru != "" {
+		if u, err := url.Parse(ru); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return invalid("return_url", "Invalid URL: return_url must be an absolute http(s) URL")
+		}
+	}
 	meta := map[string]string{}
 	for k, v := range form {
 		if name, ok := strings.CutPrefix(k, "metadata["); ok && strings.HasSuffix(name, "]") && len(v) > 0 {
@@ -60,18 +65,31 @@ func (s *Server) create(r *http.Request, form url.Values) reply {
 		s.put(in)
 		return ok(in.obj)
 	}
-	switch pm {
-	case CardOK, "pm_card_visa", "pm_card_mastercard":
+	if pm == "" {
+		return invalid("payment_method", "You must provide a payment_method to confirm a PaymentIntent.")
+	}
+	outcome, declineCode, known := s.resolve(pm)
+	if !known {
+		return fail(http.StatusBadRequest, payment.WireError{Type: "invalid_request_error", Code: "resource_missing",
+			Param: "payment_method", Message: "No such PaymentMethod: '" + pm + "'"})
+	}
+	switch outcome {
+	case Approve:
 		s.put(in)
 		return ok(s.approve(in))
-	case CardSlow:
+	case Slow:
 		in.obj.Status = string(payment.StatusProcessing)
 		s.put(in)
 		s.sleep(s.cfg.SlowDelay)
 		return ok(s.approve(in))
-	case CardDeclined, "pm_card_chargeDeclined":
-		e := payment.WireError{Type: "card_error", Code: "card_declined", DeclineCode: "generic_decline",
+	case Authenticate:
+		return ok(s.challenge(r, in, form.Get("return_url")))
+	case Decline:
+		e := payment.WireError{Type: "card_error", Code: "card_declined", DeclineCode: declineCode,
 			Message: "Your card was declined.", Param: "payment_method"}
+		if declineCode == "insufficient_funds" {
+			e.Message = "Your card has insufficient funds."
+		}
 		last := e // a copy: the answer's error embeds the intent, whose last_payment_error must not embed it back
 		in.obj.LastPaymentError = &last
 		s.put(in)
@@ -82,17 +100,12 @@ func (s *Server) create(r *http.Request, form url.Values) reply {
 		s.hooks.send(payment.EventFailed, snap)
 		e.PaymentIntent = &snap
 		return fail(http.StatusPaymentRequired, e)
-	case CardError:
+	default: // ProcessorFail
 		s.mu.Lock()
 		s.stats.InjectedErrors++
 		s.mu.Unlock()
 		return fail(http.StatusInternalServerError, payment.WireError{Type: "api_error",
 			Message: "An unexpected error occurred at the simulated processor."})
-	case "":
-		return invalid("payment_method", "You must provide a payment_method to confirm a PaymentIntent.")
-	default:
-		return fail(http.StatusBadRequest, payment.WireError{Type: "invalid_request_error", Code: "resource_missing",
-			Param: "payment_method", Message: "No such PaymentMethod: '" + pm + "'"})
 	}
 }
 
@@ -107,6 +120,14 @@ func (s *Server) put(in *intent) {
 // approve moves a confirmed intent to requires_capture (or straight to succeeded for automatic capture).
 func (s *Server) approve(in *intent) payment.WireObject {
 	s.mu.Lock()
+	snap, event := s.approveLocked(in)
+	s.mu.Unlock()
+	s.hooks.send(event, snap)
+	return snap
+}
+
+// approveLocked is approve's state change, with s.mu held; the caller sends the event once it has let go.
+func (s *Server) approveLocked(in *intent) (payment.WireObject, string) {
 	s.stats.Authorizations++
 	event := payment.EventAuthorized
 	if in.obj.CaptureMethod == "manual" {
@@ -116,10 +137,7 @@ func (s *Server) approve(in *intent) payment.WireObject {
 		in.charge = newID("ch")
 		event = payment.EventSucceeded
 	}
-	snap := in.obj
-	s.mu.Unlock()
-	s.hooks.send(event, snap)
-	return snap
+	return in.obj, event
 }
 
 func (s *Server) retrieve(r *http.Request, _ url.Values) reply {

@@ -38,6 +38,7 @@ type Server struct {
 	mu      sync.Mutex
 	seq     int64
 	intents map[string]*intent
+	methods map[string]*method // tokenized cards (methods.go)
 	idem    map[string]*idemEntry
 	stats   Stats
 }
@@ -52,6 +53,8 @@ type Stats struct {
 	Voids          int
 	Refunds        int
 	InjectedErrors int // pm_card_error and FailureRate answers
+	PaymentMethods int // cards tokenized by POST /v1/payment_methods
+	Challenges     int // 3-D Secure challenges answered (passed or failed)
 	WebhooksSent   int // delivered with a 2xx answer
 	WebhooksFailed int // given up after retries
 }
@@ -61,6 +64,10 @@ type intent struct {
 	obj      payment.WireObject
 	refunded int64
 	charge   string
+	// challenge is the secret of a requires_action intent's 3-D Secure page (challenge.go): the page's URL is
+	// what lets a browser answer it. returnURL is where the browser goes afterwards.
+	challenge string
+	returnURL string
 }
 
 // idemEntry is one idempotency key's first request: its fingerprint, and once done its answer.
@@ -80,7 +87,7 @@ func New(cfg Config, logger *slog.Logger) *Server {
 		cfg.SlowDelay = 8 * time.Second
 	}
 	s := &Server{cfg: cfg, log: logger, stop: make(chan struct{}),
-		intents: map[string]*intent{}, idem: map[string]*idemEntry{}}
+		intents: map[string]*intent{}, methods: map[string]*method{}, idem: map[string]*idemEntry{}}
 	s.SetLatency(cfg.Latency)
 	s.SetFailureRate(cfg.FailureRate)
 	s.hooks = newWebhooks(cfg.WebhookURL, cfg.WebhookSecret, logger, s.stop, s.countWebhook)
@@ -92,6 +99,10 @@ func New(cfg Config, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("POST /v1/refunds", s.api(s.refund))
 	s.mux.HandleFunc("GET "+LedgerPath, s.ledger)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	s.mux.HandleFunc("OPTIONS /v1/payment_methods", s.cors(s.preflight))
+	s.mux.HandleFunc("POST /v1/payment_methods", s.cors(s.createMethod))
+	s.mux.HandleFunc("GET "+ChallengePath+"{id}", s.challengePage)
+	s.mux.HandleFunc("POST "+ChallengePath+"{id}", s.answerChallenge)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, payment.WireError{Type: "invalid_request_error",
 			Message: "Unrecognized request URL (" + r.Method + ": " + r.URL.Path + ")."})
@@ -171,23 +182,32 @@ func fail(status int, e payment.WireError) reply {
 	return reply{status: status, body: map[string]any{"error": e}, cache: status < 500}
 }
 
+// admit is the start of every API call: it counts the request, checks its key with allowed, waits the latency and
+// parses the form, answering the request itself (and returning false) when it cannot go on.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, allowed func(*http.Request) bool, limit int64) bool {
+	s.mu.Lock()
+	s.stats.Requests++
+	s.mu.Unlock()
+	if !allowed(r) {
+		writeError(w, http.StatusUnauthorized, payment.WireError{Type: "invalid_request_error",
+			Message: "Invalid API Key provided."})
+		return false
+	}
+	s.sleep(time.Duration(s.latency.Load()))
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	if err := r.ParseForm(); err != nil {
+		writeError(w, http.StatusBadRequest, payment.WireError{Type: "invalid_request_error",
+			Message: "Invalid request body: " + err.Error()})
+		return false
+	}
+	return true
+}
+
 // api wraps an endpoint with what every Stripe call goes through: authentication, latency, injected failures,
 // form parsing and the idempotency cache.
 func (s *Server) api(h func(r *http.Request, form url.Values) reply) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.stats.Requests++
-		s.mu.Unlock()
-		if !s.authorized(r) {
-			writeError(w, http.StatusUnauthorized, payment.WireError{Type: "invalid_request_error",
-				Message: "Invalid API Key provided."})
-			return
-		}
-		s.sleep(time.Duration(s.latency.Load()))
-		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-		if err := r.ParseForm(); err != nil {
-			writeError(w, http.StatusBadRequest, payment.WireError{Type: "invalid_request_error",
-				Message: "Invalid request body: " + err.Error()})
+		if !s.admit(w, r, s.authorized, 64<<10) {
 			return
 		}
 		if rate := math.Float64frombits(s.failure.Load()); rate > 0 && mrand.Float64() < rate {
@@ -244,18 +264,25 @@ func (s *Server) api(h func(r *http.Request, form url.Values) reply) http.Handle
 	}
 }
 
+// authorized reports whether the request carries the secret key. A publishable key (pk_...) is never a secret
+// key: as at Stripe, it may only tokenize cards (methods.go).
 func (s *Server) authorized(r *http.Request) bool {
-	h := r.Header.Get("Authorization")
-	var key string
-	if k, ok := strings.CutPrefix(h, "Bearer "); ok {
-		key = k
-	} else if user, _, ok := r.BasicAuth(); ok {
-		key = user
-	}
-	if key == "" {
+	key := apiKey(r)
+	if key == "" || strings.HasPrefix(key, "pk_") {
 		return false
 	}
 	return s.cfg.APIKey == "" || key == s.cfg.APIKey
+}
+
+// apiKey is the key a request authenticates with: a bearer token, or Basic auth's user name as Stripe allows.
+func apiKey(r *http.Request) string {
+	if k, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return k
+	}
+	if user, _, ok := r.BasicAuth(); ok {
+		return user
+	}
+	return ""
 }
 
 // sleep waits d, or less if the simulator is closing. It ignores the request's context on purpose: a real gateway

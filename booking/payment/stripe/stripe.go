@@ -70,7 +70,8 @@ func New(cfg Config) (*Client, error) {
 
 var _ payment.Gateway = (*Client)(nil)
 
-// Authorize implements payment.Gateway: one create-and-confirm call with capture_method=manual.
+// Authorize implements payment.Gateway: one create-and-confirm call with capture_method=manual. An intent that
+// requires_action (3-D Secure) is returned without an error, its NextActionURL set: the caller sends the fan there.
 func (c *Client) Authorize(ctx context.Context, p payment.AuthorizeParams) (payment.Intent, error) {
 	if err := p.Validate(); err != nil {
 		return payment.Intent{}, err
@@ -89,6 +90,11 @@ func (c *Client) Authorize(ctx context.Context, p payment.AuthorizeParams) (paym
 	if p.Description != "" {
 		form.Set("description", p.Description)
 	}
+	if p.ReturnURL != "" {
+		// With a return_url, a card that needs 3-D Secure answers next_action.redirect_to_url (a page the fan's
+		// browser can be sent to) rather than use_stripe_sdk (which only Stripe.js can drive).
+		form.Set("return_url", p.ReturnURL)
+	}
 	var o payment.WireObject
 	if err := c.do(ctx, http.MethodPost, "/v1/payment_intents", form, p.Key(), &o); err != nil {
 		return declinedIntent(err), err
@@ -97,8 +103,17 @@ func (c *Client) Authorize(ctx context.Context, p payment.AuthorizeParams) (paym
 	switch in.Status {
 	case payment.StatusRequiresCapture, payment.StatusSucceeded, payment.StatusProcessing:
 		return in, nil
+	case payment.StatusRequiresAction:
+		// 3-D Secure: not a decline. Nothing is reserved until the fan passes the challenge at NextActionURL; the
+		// outcome arrives by webhook or by Retrieve. Without a redirect URL (no return_url was sent) there is
+		// nowhere to send the fan, and the attempt cannot go on.
+		if in.NextActionURL == "" {
+			return in, &payment.Error{Kind: payment.ErrDeclined, Code: string(in.Status),
+				Message: "the card requires an authentication step without a redirect URL"}
+		}
+		return in, nil
 	default:
-		// requires_action (3-D Secure), requires_payment_method: nothing is reserved, as with a decline.
+		// requires_payment_method: nothing is reserved, as with a decline.
 		return in, &payment.Error{Kind: payment.ErrDeclined, Code: string(in.Status), Message: in.LastError}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,6 +140,14 @@ func TestAgainstStripeMock(t *testing.T) {
 		})
 	}
 
+	// A confirmation with a return_url (the 3-D Secure path) passes stripe-mock's validation of Stripe's spec;
+	// its fixture cannot be made to answer requires_action, which TestRequiresAction covers.
+	rp := p
+	rp.AttemptID, rp.ReturnURL = "at2", "https://shop.example/bookings/bk1"
+	if _, err := c.Authorize(ctx, rp); !errors.Is(err, payment.ErrDeclined) {
+		t.Fatalf("Authorize with return_url: %v, want the fixture's answer (ErrDeclined), not a validation error", err)
+	}
+
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	for _, r := range rec.reqs {
@@ -237,6 +246,51 @@ func TestErrorTranslation(t *testing.T) {
 			t.Fatalf("err = %v, want ErrTimeout and context.Canceled", err)
 		}
 	})
+}
+
+// TestRequiresAction checks the adapter against the shape Stripe answers a card that needs 3-D Secure with:
+// status requires_action and next_action.redirect_to_url. It is not a decline: Authorize returns the intent with
+// the challenge's URL, and sends the return_url it was given.
+func TestRequiresAction(t *testing.T) {
+	const answer = `{"id":"pi_3ds","object":"payment_intent","status":"requires_action","amount":45000,
+		"currency":"inr","capture_method":"manual","payment_method":"pm_1",
+		"next_action":{"type":"redirect_to_url","redirect_to_url":{"url":"https://hooks.stripe.com/3d_secure_2/hosted?payment_intent=pi_3ds",
+		"return_url":"https://shop.example/bookings/bk1"}},"metadata":{"booking_id":"bk1","attempt_id":"at1"}}`
+	const sdkOnly = `{"id":"pi_sdk","object":"payment_intent","status":"requires_action","amount":45000,"currency":"inr",
+		"next_action":{"type":"use_stripe_sdk","use_stripe_sdk":{}}}`
+	tests := []struct {
+		name, body, returnURL string
+		wantErr               error
+		wantURL               string
+	}{
+		{"redirect", answer, "https://shop.example/bookings/bk1", nil,
+			"https://hooks.stripe.com/3d_secure_2/hosted?payment_intent=pi_3ds"},
+		{"sdk only", sdkOnly, "", payment.ErrDeclined, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var form url.Values
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_ = r.ParseForm()
+				form = r.PostForm
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(tt.body))
+			}))
+			defer srv.Close()
+			c, _ := stripe.New(stripe.Config{BaseURL: srv.URL, SecretKey: "sk_test_x"})
+			in, err := c.Authorize(context.Background(), payment.AuthorizeParams{Amount: 45000, Currency: "INR",
+				PaymentMethod: "pm_1", BookingID: "bk1", AttemptID: "at1", ReturnURL: tt.returnURL})
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if !in.RequiresAction() || in.NextActionURL != tt.wantURL {
+				t.Fatalf("intent status %q next action %q, want requires_action and %q", in.Status, in.NextActionURL, tt.wantURL)
+			}
+			if got := form.Get("return_url"); got != tt.returnURL {
+				t.Fatalf("return_url sent = %q, want %q", got, tt.returnURL)
+			}
+		})
+	}
 }
 
 func TestNew(t *testing.T) {

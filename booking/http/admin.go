@@ -1,0 +1,202 @@
+package http
+
+import (
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/flashseat/flashseat/booking"
+)
+
+// The operator console's routes (the edge's /admin page calls them through its session; scripts call them with
+// the admin token): every upcoming show's figures in one call, the sale opening and close, fan lookups and
+// refunds. Each change is recorded in the audit log (audit.go).
+func (s *Server) adminRoutes(admin fiber.Router) {
+	admin.Get("/stats", s.overview)
+	admin.Patch("/shows/:showId", s.patchShow)
+	admin.Post("/shows/:showId/close", s.closeSale)
+	admin.Get("/bookings/:bookingId", s.adminBooking)
+	admin.Get("/users/:userId/bookings", s.adminUserBookings)
+	if s.cfg.Payments != nil {
+		admin.Post("/bookings/:bookingId/refund", s.adminRefund)
+	}
+	if s.cfg.Audit != nil {
+		admin.Get("/audit", s.auditList)
+	}
+}
+
+// ShowFiguresJSON is one show of GET /admin/v1/stats.
+type ShowFiguresJSON struct {
+	ShowID          string     `json:"showId"`
+	Title           string     `json:"title"`
+	StartsAt        time.Time  `json:"startsAt"`
+	SaleStartsAt    time.Time  `json:"saleStartsAt"`
+	SaleClosedAt    *time.Time `json:"saleClosedAt"`
+	Venue           string     `json:"venue"`
+	City            string     `json:"city"`
+	Hall            string     `json:"hall"`
+	Currency        string     `json:"currency"`
+	TotalSeats      int        `json:"totalSeats"`
+	Available       int        `json:"available"`
+	Held            int        `json:"held"`
+	Booked          int        `json:"booked"`
+	Revenue         int64      `json:"revenue"`
+	HoldsTotal      int64      `json:"holdsTotal"`
+	ConflictsTotal  int64      `json:"conflictsTotal"`
+	Confirmed       int        `json:"confirmed"`
+	PaymentFailures int        `json:"paymentFailures"`
+}
+
+// StatsJSON is GET /admin/v1/stats: every upcoming show and the payment gateway breaker's state on the replica
+// that answered.
+type StatsJSON struct {
+	At      time.Time         `json:"at"`
+	Breaker string            `json:"breaker"`
+	Shows   []ShowFiguresJSON `json:"shows"`
+}
+
+func (s *Server) overview(c *fiber.Ctx) error {
+	shows, err := s.svc.Overview(c.UserContext())
+	if err != nil {
+		return err
+	}
+	out := StatsJSON{At: time.Now().UTC(), Breaker: "closed", Shows: make([]ShowFiguresJSON, len(shows))}
+	if s.cfg.Payments != nil {
+		if st := s.cfg.Payments.GatewayState(); st != "" {
+			out.Breaker = st
+		}
+	}
+	for i, o := range shows {
+		out.Shows[i] = ShowFiguresJSON{ShowID: o.Show.ID, Title: o.Show.Title, StartsAt: o.Show.StartsAt,
+			SaleStartsAt: o.Show.SaleStartsAt, SaleClosedAt: closedAt(o.Show), Venue: o.Show.Venue,
+			City: o.Show.City, Hall: o.Show.Hall, Currency: o.Show.Currency, TotalSeats: o.Total,
+			Available: o.Available, Held: o.Held, Booked: o.Booked, Revenue: o.Revenue, HoldsTotal: o.HoldsTotal,
+			ConflictsTotal: o.ConflictsTotal, Confirmed: o.Confirmed, PaymentFailures: o.PaymentFailures}
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(out)
+}
+
+func closedAt(sh booking.Show) *time.Time {
+	if sh.SaleClosedAt.IsZero() {
+		return nil
+	}
+	t := sh.SaleClosedAt
+	return &t
+}
+
+// saleJSON is a show's sale as PATCH and close answer it (and the audit log records it).
+type saleJSON struct {
+	ShowID       string     `json:"showId"`
+	SaleStartsAt time.Time  `json:"saleStartsAt"`
+	SaleClosedAt *time.Time `json:"saleClosedAt"`
+}
+
+func sale(sh booking.Show) saleJSON {
+	return saleJSON{ShowID: sh.ID, SaleStartsAt: sh.SaleStartsAt, SaleClosedAt: closedAt(sh)}
+}
+
+type patchShowRequest struct {
+	SaleStartsAt *string `json:"saleStartsAt"`
+}
+
+// patchShow moves a show's sale opening (the only field an operator may change once the show exists).
+func (s *Server) patchShow(c *fiber.Ctx) error {
+	id, err := pathID(c, "showId", "show")
+	if err != nil {
+		return err
+	}
+	var req patchShowRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if req.SaleStartsAt == nil {
+		return booking.Unprocessable("saleStartsAt is required (the only field that may change)")
+	}
+	at, err := parseTime("saleStartsAt", *req.SaleStartsAt)
+	if err != nil {
+		return err
+	}
+	old, now, err := s.svc.SetSaleStart(c.UserContext(), id, at)
+	if err != nil {
+		return err
+	}
+	s.record(c, "show.saleStartsAt", id, sale(old), sale(now))
+	return c.JSON(sale(now))
+}
+
+func (s *Server) closeSale(c *fiber.Ctx) error {
+	id, err := pathID(c, "showId", "show")
+	if err != nil {
+		return err
+	}
+	old, now, err := s.svc.CloseSale(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	if !old.SaleClosedAt.Equal(now.SaleClosedAt) {
+		s.record(c, "show.close", id, sale(old), sale(now))
+	}
+	return c.JSON(sale(now))
+}
+
+func (s *Server) adminBooking(c *fiber.Ctx) error {
+	id, err := pathID(c, "bookingId", "booking")
+	if err != nil {
+		return err
+	}
+	b, err := s.svc.AdminBooking(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(adminBookingJSON(b))
+}
+
+func (s *Server) adminUserBookings(c *fiber.Ctx) error {
+	id, err := pathID(c, "userId", "user")
+	if err != nil {
+		return err
+	}
+	bs, err := s.svc.UserBookings(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	out := make([]AdminBookingJSON, len(bs))
+	for i, b := range bs {
+		out[i] = adminBookingJSON(b)
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(fiber.Map{"userId": id, "bookings": out})
+}
+
+func (s *Server) adminRefund(c *fiber.Ctx) error {
+	id, err := pathID(c, "bookingId", "booking")
+	if err != nil {
+		return err
+	}
+	before, err := s.svc.AdminBooking(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	b, err := s.cfg.Payments.AdminRefund(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	if before.Status != b.Status {
+		s.record(c, "booking.refund", b.ShowID, fiber.Map{"bookingId": id, "status": before.Status},
+			fiber.Map{"bookingId": id, "status": b.Status})
+	}
+	return c.JSON(fiber.Map{"bookingId": b.ID, "status": b.Status})
+}
+
+// AdminBookingJSON is a booking as the operator sees it: the fan's view plus whose it is and when it was made.
+type AdminBookingJSON struct {
+	bookingJSON
+	UserID    string    `json:"userId"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+func adminBookingJSON(b booking.Booking) AdminBookingJSON {
+	return AdminBookingJSON{bookingJSON: toBookingJSON(b), UserID: b.UserID, CreatedAt: b.CreatedAt}
+}
