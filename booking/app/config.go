@@ -55,6 +55,7 @@ type Config struct {
 	Events   EventsConfig     // EVENTS_* (events.go)
 	Waitlist WaitlistSettings // WAITLIST_* (waitlist.go)
 	Webhooks WebhookSettings  // WEBHOOK_* (webhooks.go)
+	Notify   NotifyConfig     // SMTP_*, NOTIFY_WEBHOOK_* (notify.go)
 }
 
 // DefaultDatabaseURL matches `make services`.
@@ -138,6 +139,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	cfg.Waitlist, perrs = loadWaitlistSettings(str, dur)
 	errs = append(errs, perrs...)
 	cfg.Webhooks, perrs = loadWebhookSettings(str, dur)
+	errs = append(errs, perrs...)
+	cfg.Notify, perrs = loadNotifyConfig(str)
 	errs = append(errs, perrs...)
 	if cfg.HoldTTL < time.Second {
 		errs = append(errs, errors.New("HOLD_TTL must be at least 1s"))

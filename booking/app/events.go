@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/booking/notify"
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/booking/webhook"
@@ -88,10 +89,16 @@ type eventing struct {
 	waitlist     *booking.Waitlist
 	waitlistFeed *redis.Hub
 	webhooks     *webhook.Service
+	fans         *notify.Fans // nil: notifications off
+	contacts     *booking.Contacts
 }
 
-func newEventing(cfg Config, svc *booking.Service, store *postgres.Store, rdb goredis.UniversalClient, log *slog.Logger) *eventing {
-	return &eventing{cfg: cfg, rdb: rdb, log: log,
+func newEventing(cfg Config, svc *booking.Service, store *postgres.Store, rdb goredis.UniversalClient, log *slog.Logger) (*eventing, error) {
+	fans, err := newFans(cfg, svc, store, log)
+	if err != nil {
+		return nil, err
+	}
+	return &eventing{cfg: cfg, rdb: rdb, log: log, fans: fans, contacts: booking.NewContacts(store),
 		relay: booking.NewRelay(store, newStream(cfg, rdb), cfg.Events.RelayInterval, log),
 		waitlist: booking.NewWaitlist(svc, store, booking.WaitlistConfig{OfferTTL: cfg.Waitlist.OfferTTL,
 			PassLimit: cfg.Waitlist.PassLimit, SweepEvery: cfg.Waitlist.SweepEvery,
@@ -99,13 +106,14 @@ func newEventing(cfg Config, svc *booking.Service, store *postgres.Store, rdb go
 		waitlistFeed: redis.NewWaitlistHub(rdb),
 		webhooks: webhook.New(store, webhook.Config{Timeout: cfg.Webhooks.Timeout, MaxAttempts: cfg.Webhooks.MaxAttempts,
 			RetryBase: cfg.Webhooks.RetryBase, Logger: log}),
-	}
+	}, nil
 }
 
 // Consumer groups of the event stream.
 const (
 	groupWaitlist = "waitlist"
 	groupWebhooks = "webhooks"
+	groupNotify   = "notify"
 )
 
 // start runs the workers until ctx ends; wg tells when they have.
@@ -119,5 +127,8 @@ func (e *eventing) start(ctx context.Context, wg *sync.WaitGroup) {
 	run(func() { newConsumer(e.cfg, e.rdb, groupWaitlist, e.log).Run(ctx, e.waitlist.HandleEvent) })
 	run(func() { e.webhooks.Run(ctx) })
 	run(func() { newConsumer(e.cfg, e.rdb, groupWebhooks, e.log).Run(ctx, e.webhooks.HandleEvent) })
+	if e.fans != nil {
+		run(func() { newConsumer(e.cfg, e.rdb, groupNotify, e.log).Run(ctx, e.fans.HandleEvent) })
+	}
 	run(func() { <-ctx.Done(); e.waitlistFeed.Close() })
 }
