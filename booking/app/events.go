@@ -33,6 +33,9 @@ type EventsConfig struct {
 	// ClaimIdle is how long an event may stay unacknowledged by a consumer before another consumer of its group
 	// takes it over (EVENTS_CLAIM_IDLE, default 30s): the redelivery after a replica died mid-event.
 	ClaimIdle time.Duration
+	// OutboxKeep is how long published outbox rows are kept before they are deleted (EVENTS_OUTBOX_KEEP, default
+	// 72h).
+	OutboxKeep time.Duration
 }
 
 func loadEventsConfig(str func(k, def string) string, dur func(k string, def time.Duration) time.Duration) (EventsConfig, []error) {
@@ -42,6 +45,7 @@ func loadEventsConfig(str func(k, def string) string, dur func(k string, def tim
 		MaxLen:        100_000,
 		RelayInterval: dur("EVENTS_RELAY_INTERVAL", 100*time.Millisecond),
 		ClaimIdle:     dur("EVENTS_CLAIM_IDLE", 30*time.Second),
+		OutboxKeep:    dur("EVENTS_OUTBOX_KEEP", 72*time.Hour),
 	}
 	if v := str("EVENTS_MAXLEN", ""); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -98,8 +102,10 @@ func newEventing(cfg Config, svc *booking.Service, store *postgres.Store, rdb go
 	if err != nil {
 		return nil, err
 	}
+	relay := booking.NewRelay(store, newStream(cfg, rdb), cfg.Events.RelayInterval, log)
+	relay.Keep = cfg.Events.OutboxKeep
 	return &eventing{cfg: cfg, rdb: rdb, log: log, fans: fans, contacts: booking.NewContacts(store),
-		relay: booking.NewRelay(store, newStream(cfg, rdb), cfg.Events.RelayInterval, log),
+		relay: relay,
 		waitlist: booking.NewWaitlist(svc, store, booking.WaitlistConfig{OfferTTL: cfg.Waitlist.OfferTTL,
 			PassLimit: cfg.Waitlist.PassLimit, SweepEvery: cfg.Waitlist.SweepEvery,
 			Signal: redis.NewWaitlistSignal(rdb), Logger: log}),
