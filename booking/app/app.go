@@ -122,7 +122,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	}
 	defer pays.Close() // after the workers below: sagas still in flight stop where they are, for the next start
 
-	ev := newEventing(cfg, svc, pg, rdb, log)
+	ev, err := newEventing(cfg, svc, pg, rdb, log)
+	if err != nil {
+		return err
+	}
 
 	var guests *token.UserIssuer
 	if cfg.AuthGuest {
@@ -145,6 +148,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		StaffToken:    cfg.StaffToken,
 		Feed:          hub,
 		WaitlistFeed:  ev.waitlistFeed,
+		Webhooks:      ev.webhooks,
+		Contacts:      ev.contacts,
 		Logger:        log,
 		Metrics:       metrics,
 		BodyLimit:     cfg.BodyLimit,
