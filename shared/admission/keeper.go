@@ -29,7 +29,12 @@ type Record interface {
 	RevokeJTI(ctx context.Context, show, jti string) (Grant, error)
 	// RevokeUser revokes every live admission of user to show and returns them (none: an empty slice).
 	RevokeUser(ctx context.Context, show, user string, now time.Time) ([]Grant, error)
+	// Prune forgets admissions that expired before before: an expired token is refused by its exp alone.
+	Prune(ctx context.Context, before time.Time) (int64, error)
 }
+
+// pruneAfter is how long an expired admission stays on record (for lookups and audits) before Prune drops it.
+const pruneAfter = 24 * time.Hour
 
 // Presence says what the cache knows of a show's queue.
 type Presence int
@@ -180,6 +185,10 @@ func (k *Keeper) Sync(ctx context.Context) error {
 	}
 	if err := k.cache.MarkSynced(ctx); err != nil {
 		return fmt.Errorf("admission: sync: %w", err)
+	}
+	// Every replica runs this; the DELETE is idempotent and touches only rows a day past their expiry.
+	if _, err := k.rec.Prune(ctx, k.now().Add(-pruneAfter)); err != nil {
+		return fmt.Errorf("admission: prune: %w", err)
 	}
 	return nil
 }
