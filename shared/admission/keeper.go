@@ -233,7 +233,11 @@ func (k *Keeper) Update(ctx context.Context, show string, fn func(Settings) (Set
 	}
 	ok, err := k.cache.Put(ctx, show, now, version)
 	if err == nil && !ok {
-		_, err = k.Restore(ctx, show)
+		// Nothing cached: restore the whole state, then put again, since a restore already in flight may have
+		// read the record before this change.
+		if _, err = k.Restore(ctx, show); err == nil {
+			_, err = k.cache.Put(ctx, show, now, version)
+		}
 	}
 	if err != nil {
 		// Recorded: the cache catches up at its next restore or sync. Until then this replica's answer is an
