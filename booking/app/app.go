@@ -26,16 +26,9 @@ import (
 
 // OpenRedis connects to the configured Redis: a cluster client when cluster addresses are given.
 func OpenRedis(ctx context.Context, cfg Config) (goredis.UniversalClient, error) {
-	var rdb goredis.UniversalClient
-	if len(cfg.RedisClusterAddrs) > 0 {
-		rdb = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cfg.RedisClusterAddrs, PoolSize: 512})
-	} else {
-		opt, err := goredis.ParseURL(cfg.RedisURL)
-		if err != nil {
-			return nil, fmt.Errorf("REDIS_URL: %w", err)
-		}
-		opt.PoolSize = 512
-		rdb = goredis.NewClient(opt)
+	rdb, err := store.OpenRedis(cfg.RedisURL, cfg.RedisClusterAddrs, 512)
+	if err != nil {
+		return nil, err
 	}
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		_ = rdb.Close()

@@ -67,7 +67,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	if cfg.AuthSecretGenerated {
 		log.Warn("AUTH_SECRET not set: generated one for this process only; user tokens from booking will not verify")
 	}
-	rdb, err := openRedis(cfg)
+	rdb, err := store.OpenRedis(cfg.RedisURL, cfg.RedisClusterAddrs, 0)
 	if err != nil {
 		return err
 	}
@@ -166,22 +166,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	return err
 }
 
-// openRedis connects to REDIS_CLUSTER_ADDRS as a Redis Cluster when set (every key of a show shares one slot,
-// so the waiting room's scripts run there unchanged), else to the single Redis at REDIS_URL.
-func openRedis(cfg Config) (redis.UniversalClient, error) {
-	if len(cfg.RedisClusterAddrs) > 0 {
-		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.RedisClusterAddrs}), nil
-	}
-	opts, err := redis.ParseURL(cfg.RedisURL)
-	if err != nil {
-		return nil, fmt.Errorf("edge: REDIS_URL: %w", err)
-	}
-	return redis.NewClient(opts), nil
-}
-
 // forgetOnChange drops a show's cached queue state as soon as an operator changes it, so this replica gates by
 // the new setting at once rather than within the cache's second.
-
 func forgetOnChange(ctx context.Context, cache *admredis.Cache, gate *admission.Gate) {
 	for show := range cache.Changes(ctx) {
 		gate.Forget(show)
