@@ -39,7 +39,7 @@ func OpenRedis(ctx context.Context, cfg Config) (goredis.UniversalClient, error)
 
 // notifyCheckInterval is how often booking makes sure Redis still publishes key expiries (a restarted Redis
 // forgets a CONFIG SET): the longest a restart leaves expired holds to the reconciler's slower sweep.
-const notifyCheckInterval = 5 * time.Second
+const notifyCheckInterval = 2 * time.Second
 
 // Run serves booking until ctx is cancelled, then shuts down gracefully: it stops accepting, drains in-flight
 // requests for up to ShutdownTimeout, stops the workers and closes the stores last. ready is called with the
