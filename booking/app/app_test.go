@@ -171,8 +171,6 @@ func TestEndToEnd(t *testing.T) {
 
 func startEdge(t testing.TB, bookingURL, dbURL string, key token.Key) string {
 	t.Helper()
-	// A database of the edge's own: this walk uses no queue, so nothing needs to be shared with booking's.
-	_, dbURL := pgtest.NewWithURL(t)
 	vars := map[string]string{
 		"DATABASE_URL":          dbURL,
 		"EDGE_ADDR":             "127.0.0.1:0",
