@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -194,4 +195,25 @@ func TestPay3DSAbandoned(t *testing.T) {
 		t.Fatalf("paying again: %+v, %v", ok, err)
 	}
 	e.settle(t, e.pay)
+}
+
+// TestPayRefusesCardNumbers: a card number sent as the payment method is refused before anything is stored or
+// sent to the gateway, and the answer does not repeat it.
+func TestPayRefusesCardNumbers(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	b := e.hold(t, "u1", "H3")
+	for _, pan := range []string{"4242424242424242", "4242 4242 4242 4242", "4000-0000-0000-3220"} {
+		_, err := e.payWith(b, pan, "k-"+pan)
+		if !errors.Is(err, booking.ErrValidation) || strings.Contains(err.Error(), "4242") || strings.Contains(err.Error(), "3220") {
+			t.Fatalf("pay with %q: %v, want a validation error that does not repeat it", pan, err)
+		}
+	}
+	var n int
+	if err := e.Pool.QueryRow(context.Background(), `SELECT count(*) FROM payment_attempts`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("attempts stored: %d (%v), want none", n, err)
+	}
+	if st := e.sim.Stats(); st.Requests != 0 {
+		t.Fatalf("gateway saw %d requests, want none", st.Requests)
+	}
 }
