@@ -31,7 +31,7 @@ const (
 )
 
 // TestCheckoutInBrowser pays in a real browser through the real edge, booking and payment simulator, nothing
-// stubbed: a fan holds seats on the seat map, is declined at the checkout and told so, pays with another card
+// stubbed, with the show's waiting room on: a fan admitted by the queue holds seats on the seat map, is declined at the checkout and told so, pays with another card
 // and lands on Confirmed with the tickets' QR codes, whose decoded codes check in once; a second booking paid with
 // the 3-D Secure card goes through the simulator's challenge page and ends Confirmed too, a third with the slow
 // card shows its payment pending until it is confirmed, a failed challenge leaves a booking to pay again; My bookings cancels a hold and refunds a paid booking (not one
@@ -42,7 +42,7 @@ func TestCheckoutInBrowser(t *testing.T) {
 		t.Skip("browser")
 	}
 	p, c := journeyPlatform(t)
-	show := newShow(t, c, showSpec{title: "Hayavadana " + uuid.NewString()[:6], saleIn: -time.Minute})
+	show := newShow(t, c, showSpec{title: "Hayavadana " + uuid.NewString()[:6], saleIn: -time.Minute, queue: true, admitRate: 5})
 	fan := platformtest.NewBrowser(t).Fan("fan", 3*time.Minute)
 	leaks := watchCards(fan, p.BaseURL, cardDecline, cardOK, card3DS, cardSlow)
 
@@ -157,6 +157,15 @@ func TestCheckoutInBrowser(t *testing.T) {
 		if !strings.HasPrefix(m, "pm_") {
 			t.Errorf("booking was sent payment method %q, not a gateway's pm_ id", m)
 		}
+	}
+	queued := 0
+	for _, u := range fan.URLs() {
+		if strings.Contains(u, "/queue/"+show) {
+			queued++
+		}
+	}
+	if queued == 0 {
+		t.Error("the fan never went through the show's waiting room")
 	}
 	if l := leaks(); len(l) > 0 {
 		t.Errorf("card numbers reached booking: %v", l)
