@@ -115,13 +115,16 @@ func TestPay3DSPassedByWebhook(t *testing.T) {
 	if err != nil || !again.Replayed || !again.Pending || again.NextActionURL != res.NextActionURL {
 		t.Fatalf("replay = %+v, %v; want the same challenge", again, err)
 	}
+	if v, err := e.pay.BookingView(context.Background(), b.ID, "u1"); err != nil || v.NextActionURL != res.NextActionURL {
+		t.Fatalf("booking while the challenge waits: %q, %v; want its challenge URL for a fan who left the page", v.NextActionURL, err)
+	}
 	if st := e.sim.Stats(); st.Authorizations != 0 || st.Declines != 0 {
 		t.Fatalf("before the challenge: %+v, want nothing authorized or declined", st)
 	}
 	answer(t, res.NextActionURL, "complete")
 	e.waitStatus(t, b.ID, booking.StatusConfirmed, false)
 	view, err := e.pay.BookingView(context.Background(), b.ID, "u1")
-	if err != nil || len(view.Tickets) != 2 {
+	if err != nil || len(view.Tickets) != 2 || view.NextActionURL != "" {
 		t.Fatalf("confirmed booking = %+v, %v; want 2 tickets", view, err)
 	}
 	done, err := e.payWith(b, sim.Card3DS, "k1")

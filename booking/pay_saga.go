@@ -692,9 +692,21 @@ func (p *Payments) BookingView(ctx context.Context, id, userID string) (Booking,
 	if err != nil {
 		return Booking{}, err
 	}
-	if b.Status == StatusConfirmed || b.Status == StatusRefunded {
+	switch b.Status {
+	case StatusConfirmed, StatusRefunded:
 		if b.Tickets, err = p.store.Tickets(ctx, b.ID); err != nil {
 			return Booking{}, err
+		}
+	case StatusPaymentPending:
+		// A fan who left the challenge page (a back button, a closed tab) can go back to it from here.
+		as, err := p.store.AttemptsOf(ctx, b.ID)
+		if err != nil {
+			return Booking{}, err
+		}
+		for _, a := range as {
+			if a.State == AttemptPending && a.NextActionURL != "" {
+				b.NextActionURL = a.NextActionURL
+			}
 		}
 	}
 	return b, nil

@@ -121,6 +121,12 @@ func TestCheckoutInBrowser(t *testing.T) {
 	fan.WaitFor("the card form", `!document.getElementById("pay-section").hidden`)
 	typeCard(fan, card3DS)
 	fan.WaitFor("the challenge page", `location.host === "`+payURL.Host+`" && document.querySelector('button[value="fail"]') !== null`)
+	// The fan leaves the bank's page and comes back to the checkout later: it shows the payment pending and leads
+	// back to the same challenge.
+	fan.Go(p.BaseURL + "/checkout/" + id5)
+	fan.WaitFor("the way back to the challenge", `!document.getElementById("resume").hidden && document.getElementById("status").textContent.startsWith("Payment pending")`)
+	fan.JS(`document.getElementById("resume-link").click()`)
+	fan.WaitFor("the challenge page again", `location.host === "`+payURL.Host+`" && document.querySelector('button[value="fail"]') !== null`)
 	fan.JS(`document.querySelector('button[value="fail"]').click()`)
 	fan.WaitFor("not paid", `location.pathname === "/bookings/`+id5+`" && document.getElementById("title").textContent === "Not paid yet"`)
 	if got := fan.Text(`document.getElementById("error").textContent`); !strings.Contains(got, "authentication failed") {
@@ -202,17 +208,29 @@ func TestCheckoutInBrowser(t *testing.T) {
 }
 
 // holdOnSeatMap selects seats on the show page and holds them, landing on the checkout; it returns the booking.
+// Coming back from the waiting room, the seat map may load twice (a second navigation after the one the test
+// waited for drops the selection), so a selection that leads nowhere within seconds is made again.
 func holdOnSeatMap(t *testing.T, fan *platformtest.Fan, base, show string, seats ...string) string {
 	t.Helper()
 	fan.Go(base + "/shows/" + show)
-	fan.WaitFor("the seat map", seat(seats[0])+` !== null && document.getElementById("live").textContent.startsWith("Live")`)
-	for _, s := range seats {
-		fan.JS(seat(s) + `.click()`)
+	for try := 1; ; try++ {
+		fan.WaitFor("the seat map", seat(seats[0])+` !== null && document.getElementById("live").textContent.startsWith("Live")`)
+		for _, s := range seats {
+			fan.JS(seat(s) + `.click()`)
+		}
+		fan.WaitFor("selected", seat(seats[len(seats)-1])+`.getAttribute("aria-pressed") === "true"`)
+		fan.JS(`document.getElementById("hold").click()`)
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if p := fan.Path(); strings.HasPrefix(p, "/checkout/") {
+				return strings.TrimPrefix(p, "/checkout/")
+			}
+		}
+		if try == 3 {
+			t.Fatalf("holding %v never reached the checkout (at %s: %q)", seats, fan.Path(),
+				fan.Text(`document.getElementById("error")?.textContent || ""`))
+		}
+		t.Logf("holding %v: no checkout after 10s (at %s), selecting again", seats, fan.Path())
 	}
-	fan.WaitFor("selected", seat(seats[len(seats)-1])+`.getAttribute("aria-pressed") === "true"`)
-	fan.JS(`document.getElementById("hold").click()`)
-	fan.WaitFor("the checkout", `location.pathname.startsWith("/checkout/")`)
-	return strings.TrimPrefix(fan.Path(), "/checkout/")
 }
 
 // typeCard fills the card form as a person would and presses Pay.
