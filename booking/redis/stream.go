@@ -112,28 +112,6 @@ func (h *Hub) Close() {
 	}
 }
 
-// WatchExpiries calls fn for every seat lock that Redis expires, from keyspace notifications
-// (notify-keyspace-events with E and x), until ctx ends. With notifications off nothing arrives, and the
-// reconciler's periodic sweep does the work instead.
-func WatchExpiries(ctx context.Context, rdb redis.UniversalClient, fn func(showID, seatID string)) {
-	ps := rdb.PSubscribe(ctx, "__keyevent@*__:expired")
-	defer ps.Close()
-	ch := ps.Channel()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case msg, ok := <-ch:
-			if !ok {
-				return
-			}
-			if show, seat, ok := ParseSeatKey(msg.Payload); ok {
-				fn(show, seat)
-			}
-		}
-	}
-}
-
 // WatchSeatEvents calls fn for every seat event of every show, from one pattern subscription, until ctx ends.
 // Booking replicas use it to keep their seat snapshots current with each other's claims and releases.
 func WatchSeatEvents(ctx context.Context, rdb redis.UniversalClient, fn func(showID string, ev booking.SeatEvent)) {

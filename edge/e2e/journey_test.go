@@ -104,7 +104,15 @@ func TestFanJourneyInBrowser(t *testing.T) {
 	a.WaitFor("the waiting room", `location.pathname === "/queue/`+show+`"`)
 	a.WaitFor("the show's name first", `document.getElementById("title").textContent === "`+title+`"`)
 
-	// Fan B arrives by a shared link a moment later: behind A in the queue.
+	// Fan B has been browsing a show without a queue (so the browser has its fs_session cookie), then follows a
+	// shared link to this one a moment later: the session is no admission, and the edge sends B to the queue too,
+	// behind A.
+	open := newShow(t, c, showSpec{title: "Matinee", saleIn: -time.Minute})
+	b.Go(p.BaseURL + "/shows/" + open)
+	b.WaitFor("a session", `document.getElementById("live").textContent.startsWith("Live")`)
+	if got := b.Await(`fetch("/api/v1/me").then((r) => String(r.status))`); got != "200" {
+		t.Fatalf("B has no session on the open show's page: %s", got)
+	}
 	b.Go(p.BaseURL + "/shows/" + show)
 	b.WaitFor("the waiting room", `location.pathname === "/queue/`+show+`"`)
 

@@ -133,7 +133,7 @@ func Start(t testing.TB, opts Options) *Platform {
 	p.BookingURL = "http://" + loopback(bookingAddr)
 
 	eenv := map[string]string{
-		"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": p.BookingURL, "REDIS_URL": redisURL,
+		"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": p.BookingURL, "REDIS_URL": redisURL, "DATABASE_URL": dbURL,
 		"AUTH_SECRET": p.AuthSecret, "ADMIN_TOKEN": p.AdminToken, "ADMISSION_SIGNING_KEY": token.EncodeSeed(key),
 		"ADMISSION_KEY_ID": key.ID,
 	}
