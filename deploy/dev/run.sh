@@ -62,6 +62,9 @@ cat <<MSG
     demo show       http://localhost${EDGE_ADDR}/api/v1/shows/${show}/seats
     show page       http://localhost${EDGE_ADDR}/shows/${show}
     waiting room    http://localhost${EDGE_ADDR}/queue/${show}
+    my bookings     http://localhost${EDGE_ADDR}/bookings
+    test cards      4242 4242 4242 4242 pays, 4000 0000 0000 0002 declines, 4000 0000 0000 3220 asks for
+                    3-D Secure, 4000 0000 0000 0259 is slow (any future expiry, any 3 digits)
     operator console http://localhost${EDGE_ADDR}/admin (sign in with the admin token)
     admin token     ${ADMIN_TOKEN}
     metrics, pprof  http://${EDGE_OPS_ADDR}/metrics (edge), http://${BOOKING_OPS_ADDR}/metrics (booking)
