@@ -17,6 +17,8 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/shared/admission"
+	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
+	admredis "github.com/flashseat/flashseat/shared/admission/redis"
 	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
@@ -63,6 +65,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		return err
 	}
 	defer pool.Close()
+	// Tables booking shares with the edge (whichever starts first creates them).
+	if err := admpostgres.New(pool).Migrate(startCtx); err != nil {
+		return err
+	}
 	rdb, err := OpenRedis(startCtx, cfg)
 	if err != nil {
 		return err
@@ -82,7 +88,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	if keys == nil {
 		keys = token.NewRemoteKeys(cfg.AdmissionJWKSURL, nil)
 	}
-	gate := admission.NewGate(rdb, keys, cfg.TokenLeeway)
+	// Queue settings and admissions: PostgreSQL the record, Redis the cache (rebuilt by queues.Run when lost).
+	queues := admission.NewKeeper(admpostgres.New(pool), admredis.New(rdb), log)
+	gate := admission.NewGate(queues, keys, cfg.TokenLeeway)
 	pg := postgres.New(pool)
 	locks := redis.New(rdb)
 	svc := booking.New(pg, locks, gate, booking.Config{
@@ -144,8 +152,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	ev.start(workers, &wg)
-	wg.Add(6)
+	wg.Add(8)
 	go func() { defer wg.Done(); svc.Run(workers) }()
+	go func() { defer wg.Done(); queues.Run(workers, 2*time.Second, time.Minute) }()
+	go func() {
+		defer wg.Done()
+		for show := range admredis.New(rdb).Changes(workers) {
+			gate.Forget(show) // an operator's change applies here at once, not within the gate's second
+		}
+	}()
 	// Expired holds are released as Redis reports them; a Redis that restarted has forgotten to report them.
 	go func() { defer wg.Done(); redis.KeepNotifications(workers, rdb, notifyCheckInterval, log) }()
 	go func() { defer wg.Done(); redis.WatchShows(workers, rdb, svc.ShowChanged) }()

@@ -139,6 +139,9 @@ func (s *Server) routes() {
 
 	a.Get("/", s.homePage)
 	a.Get("/shows/:showId", s.showPage)
+	a.Get("/checkout/:bookingId", s.checkoutPage)
+	a.Get("/bookings", s.bookingsPage)
+	a.Get("/bookings/:bookingId", s.bookingPage)
 	a.Get("/assets/:version/:file", s.assetHandler)
 
 	v1 := a.Group("/api/v1")

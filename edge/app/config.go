@@ -23,6 +23,10 @@ type Config struct {
 	Addr       string   // EDGE_ADDR, default :8080
 	BookingURL *url.URL // BOOKING_URL, default http://127.0.0.1:8081
 	RedisURL   string   // REDIS_URL, default redis://127.0.0.1:6379/0
+	// DATABASE_URL, default the local dev database: the record of every show's queue settings, admissions,
+	// fairness draw and cursor (Redis is their cache), and the operators' audit log. The same database as
+	// booking's.
+	DatabaseURL string
 	// REDIS_CLUSTER_ADDRS, comma-separated host:port of a Redis Cluster's nodes; when set it replaces REDIS_URL.
 	RedisClusterAddrs []string
 	DialTimeout       time.Duration       // UPSTREAM_DIAL_TIMEOUT, default 2s
@@ -64,6 +68,9 @@ type Config struct {
 	Events eventstream.Config
 }
 
+// DefaultDatabaseURL is booking's default too: `make services` creates it.
+const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/flashseat?sslmode=disable"
+
 // LimitConfig are the limits of one route class, in requests per second.
 type LimitConfig struct {
 	PerIP, PerUser           float64
@@ -76,6 +83,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	cfg := Config{
 		Addr:            l.str("EDGE_ADDR", ":8080"),
 		RedisURL:        l.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		DatabaseURL:     l.str("DATABASE_URL", DefaultDatabaseURL),
 		DialTimeout:     l.duration("UPSTREAM_DIAL_TIMEOUT", 2*time.Second),
 		HeaderTimeout:   l.duration("UPSTREAM_HEADER_TIMEOUT", 15*time.Second),
 		UpstreamTimeout: l.duration("UPSTREAM_TIMEOUT", 30*time.Second),
@@ -86,6 +94,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		ReadTimeout:     l.duration("CLIENT_READ_TIMEOUT", 15*time.Second),
 		IdleTimeout:     l.duration("CLIENT_IDLE_TIMEOUT", 75*time.Second),
 		ShutdownTimeout: l.duration("SHUTDOWN_TIMEOUT", 10*time.Second),
+	}
+	if u, err := url.Parse(cfg.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		if !strings.Contains(cfg.DatabaseURL, "dbname=") { // a key=value DSN is fine too
+			l.fail("DATABASE_URL must be a postgres:// URL or a key=value DSN")
+		}
 	}
 	if u, err := url.Parse(l.str("BOOKING_URL", "http://127.0.0.1:8081")); err != nil || u.Host == "" ||
 		(u.Scheme != "http" && u.Scheme != "https") {

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/token"
@@ -29,7 +30,9 @@ const (
 // failing the test if the shutdown was not clean.
 func startEdge(t testing.TB, env map[string]string) string {
 	t.Helper()
+	_, dbURL := pgtest.NewWithURL(t)
 	base := map[string]string{
+		"DATABASE_URL":          dbURL,
 		"EDGE_ADDR":             "127.0.0.1:0",
 		"ADMISSION_SIGNING_KEY": testSeed,
 		"AUTH_SECRET":           testSecret,
