@@ -625,7 +625,8 @@ func (r *report) markdown() string {
 		fmt.Fprintf(&b, "The fan arriving after the last fault was CONFIRMED %s after it.\n",
 			r.newFan.confirmed.Sub(r.lastFault).Round(10*time.Millisecond))
 	}
-	fmt.Fprintf(&b, "500 answers: %d; fans who lost their place: %d; requests let through without admission: %d.\n",
-		len(r.internalErrors), len(r.lostPlaces), len(r.letThrough))
+	fmt.Fprintf(&b, "500 answers: %d; fans who lost their place: %d; requests let through without admission: %d; "+
+		"admitted fans whose valid token was refused: %d (reported, not asserted).\n",
+		len(r.internalErrors), len(r.lostPlaces), len(r.letThrough), len(r.sum.Tokens.Refused))
 	return b.String()
 }
