@@ -28,12 +28,12 @@ test: services tools ## run every test (race detector on) against real Redis and
 bench: services build ## run the benchmarks and refresh BENCHMARKS.md
 	@bash deploy/dev/bench.sh
 
+audit: services build ## Lighthouse (mobile) on the home page, seat map and waiting room; scores into BENCHMARKS.md
+	@bash deploy/dev/audit.sh
+
 chaos: services ## the full chaos test: a 1,500-fan sale while booking, the edge, PostgreSQL and Redis fail (report in loadtest/reports/chaos.md)
 	@mkdir -p loadtest/reports
 	CHAOS=full CHAOS_REPORT=$(CURDIR)/loadtest/reports/chaos.md $(GO) test -count=1 -v -timeout 20m -run TestChaos ./loadtest/chaos/
-
-audit: services build ## Lighthouse (mobile) on the home page, seat map and waiting room; scores into BENCHMARKS.md
-	@bash deploy/dev/audit.sh
 
 loadtest: build ## run the smoke flash-crowd scenario against a running platform (BASE, default http://localhost:8080)
 	$(BIN)/loadtest -scenario smoke $(if $(BASE),-base $(BASE),)
