@@ -322,6 +322,28 @@ func dedupe(s []string) []string {
 	return out
 }
 
+// waiting returns, of users, those streaming a show from this replica with a ticket and no grant, with their
+// ticket.
+func (h *Hub) waiting(show string, users []string) map[string]int64 {
+	if len(users) == 0 {
+		return nil
+	}
+	want := make(map[string]bool, len(users))
+	for _, u := range users {
+		want[u] = true
+	}
+	hs := h.show(show)
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	out := map[string]int64{}
+	for w := range hs.watchers {
+		if want[w.User] && w.grant == nil && w.seq > 0 {
+			out[w.User] = w.seq
+		}
+	}
+	return out
+}
+
 // reseq gives fans who joined again their new ticket.
 func (h *Hub) reseq(show string, seqs map[string]int64) {
 	h.apply(show, func(w *Watcher) bool {
