@@ -20,6 +20,7 @@ type HoldRequest struct {
 	SeatIDs        []string
 	AdmissionToken string // raw token from the header or cookie; needed when the show's queue is on
 	IdempotencyKey string
+	ttl            time.Duration // the hold's TTL when not the Service's HoldTTL (waitlist offers)
 }
 
 // hash identifies the request body for idempotency: same show and same seats in the same order.
@@ -231,6 +232,10 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 			s.noteFreed(r.ShowID, ids)
 		}
 	}
+	ttl := s.cfg.HoldTTL
+	if r.ttl > 0 {
+		ttl = r.ttl
+	}
 	// Postgres keeps microseconds and Redis milliseconds: round once, so a replay reads back what was returned.
 	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
 	b := Booking{
@@ -239,7 +244,7 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 		Status:    StatusHeld,
 		SeatIDs:   append([]string(nil), r.SeatIDs...),
 		Currency:  show.Currency,
-		ExpiresAt: now.Add(s.cfg.HoldTTL),
+		ExpiresAt: now.Add(ttl),
 		CreatedAt: now,
 	}
 	for _, st := range seats {
@@ -249,7 +254,7 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 		b.AdmissionJTI, b.AdmissionExp = adm.jti, adm.exp
 	}
 	b.ID = NewID("bk_")
-	claim := Claim{ShowID: b.ShowID, BookingID: b.ID, UserID: b.UserID, SeatIDs: b.SeatIDs, TTL: s.cfg.HoldTTL,
+	claim := Claim{ShowID: b.ShowID, BookingID: b.ID, UserID: b.UserID, SeatIDs: b.SeatIDs, TTL: ttl,
 		Now: now, UserCap: s.cfg.MaxSeats}
 	res, err := s.locks.Claim(ctx, claim)
 	if err == nil && res.NoEpoch {
@@ -357,7 +362,10 @@ func (s *Service) releaseAdmission(ctx context.Context, b Booking) {
 	if b.AdmissionJTI == "" {
 		return
 	}
-	if err := s.locks.ReleaseAdmission(ctx, b.ShowID, b.AdmissionJTI, b.AdmissionExp); err != nil {
+	if s.gate == nil {
+		return
+	}
+	if err := s.gate.Release(ctx, b.ShowID, b.UserID, b.AdmissionJTI, b.AdmissionExp); err != nil {
 		s.log.ErrorContext(ctx, "release admission", "booking", b.ID, "err", err)
 	}
 }

@@ -222,7 +222,7 @@ func (p *Payments) Pay(ctx context.Context, r PayRequest) (PayResult, error) {
 	}
 	// The queue is checked for new attempts only: a replay after the booking freed its admission still answers.
 	if b.Status == StatusHeld {
-		if _, _, err := p.svc.Admit(ctx, b.ShowID, r.UserID, r.AdmissionToken); err != nil {
+		if err := p.svc.AdmitBooking(ctx, b, r.UserID, r.AdmissionToken); err != nil {
 			return PayResult{}, err
 		}
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/shared/admission"
+	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
+	admredis "github.com/flashseat/flashseat/shared/admission/redis"
 	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/ops"
 	"github.com/flashseat/flashseat/shared/store"
@@ -25,16 +27,9 @@ import (
 
 // OpenRedis connects to the configured Redis: a cluster client when cluster addresses are given.
 func OpenRedis(ctx context.Context, cfg Config) (goredis.UniversalClient, error) {
-	var rdb goredis.UniversalClient
-	if len(cfg.RedisClusterAddrs) > 0 {
-		rdb = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cfg.RedisClusterAddrs, PoolSize: 512})
-	} else {
-		opt, err := goredis.ParseURL(cfg.RedisURL)
-		if err != nil {
-			return nil, fmt.Errorf("REDIS_URL: %w", err)
-		}
-		opt.PoolSize = 512
-		rdb = goredis.NewClient(opt)
+	rdb, err := store.OpenRedis(cfg.RedisURL, cfg.RedisClusterAddrs, 512)
+	if err != nil {
+		return nil, err
 	}
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		_ = rdb.Close()
@@ -71,6 +66,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		return err
 	}
 	defer pool.Close()
+	// Tables booking shares with the edge (whichever starts first creates them).
+	if err := admpostgres.New(pool).Migrate(startCtx); err != nil {
+		return err
+	}
 	rdb, err := OpenRedis(startCtx, cfg)
 	if err != nil {
 		return err
@@ -95,7 +94,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	if keys == nil {
 		keys = token.NewRemoteKeys(cfg.AdmissionJWKSURL, nil)
 	}
-	gate := admission.NewGate(rdb, keys, cfg.TokenLeeway)
+	// Queue settings and admissions: PostgreSQL the record, Redis the cache (rebuilt by queues.Run when lost).
+	queues := admission.NewKeeper(admpostgres.New(pool), admredis.New(rdb), log)
+	gate := admission.NewGate(queues, keys, cfg.TokenLeeway)
 	pg := postgres.New(pool)
 	locks := redis.New(rdb)
 	svc := booking.New(pg, locks, gate, booking.Config{
@@ -115,11 +116,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		log.Info("demo show ready", "show", show)
 	}
 
-	pays, err := newPayments(cfg, svc, pg, rdb, reg, log)
+	pays, err := newPayments(cfg, svc, pg, reg, log)
 	if err != nil {
 		return err
 	}
 	defer pays.Close() // after the workers below: sagas still in flight stop where they are, for the next start
+
+	ev := newEventing(cfg, svc, pg, rdb, log)
 
 	var guests *token.UserIssuer
 	if cfg.AuthGuest {
@@ -133,14 +136,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		Service:       svc,
 		Payments:      pays,
 		Gateway:       cfg.Payment.Public(),
-		Waitlist:      booking.NewWaitlist(svc, pg),
 		Audit:         auditLog,
+		Waitlist:      ev.waitlist,
 		Users:         token.NewUserVerifier(cfg.AuthSecret, cfg.AuthExternal, cfg.TokenLeeway),
 		Guests:        guests,
 		SecureCookies: cfg.CookieSecure,
 		AdminToken:    cfg.AdminToken,
 		StaffToken:    cfg.StaffToken,
 		Feed:          hub,
+		WaitlistFeed:  ev.waitlistFeed,
 		Logger:        log,
 		Metrics:       metrics,
 		BodyLimit:     cfg.BodyLimit,
@@ -158,8 +162,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	}
 	defer waitOps()
 	var wg sync.WaitGroup
-	wg.Add(6)
+	ev.start(workers, &wg)
+	wg.Add(8)
 	go func() { defer wg.Done(); svc.Run(workers) }()
+	go func() { defer wg.Done(); queues.Run(workers, 2*time.Second, time.Minute) }()
+	go func() {
+		defer wg.Done()
+		for show := range admredis.New(rdb).Changes(workers) {
+			gate.Forget(show) // an operator's change applies here at once, not within the gate's second
+		}
+	}()
 	// Expired holds are released as Redis reports them; a Redis that restarted has forgotten to report them.
 	go func() { defer wg.Done(); redis.KeepNotifications(workers, rdb, notifyCheckInterval, log) }()
 	go func() { defer wg.Done(); redis.WatchShows(workers, rdb, svc.ShowChanged) }()

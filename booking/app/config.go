@@ -57,7 +57,9 @@ type Config struct {
 	// collection stretches the latency of the requests it overlaps. -1 ("off") leaves it to GOMEMLIMIT.
 	GCPercent int
 
-	Payment PaymentConfig // PAYMENT_*, TICKET_SIGNING_KEY (payments.go)
+	Payment  PaymentConfig    // PAYMENT_*, TICKET_SIGNING_KEY (payments.go)
+	Events   EventsConfig     // EVENTS_* (events.go)
+	Waitlist WaitlistSettings // WAITLIST_* (waitlist.go)
 }
 
 // DefaultDatabaseURL matches `make services`.
@@ -142,6 +144,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("OPS_ADDR: %q is not host:port", cfg.OpsAddr))
 		}
 	}
+	cfg.Events, perrs = loadEventsConfig(str, dur)
+	errs = append(errs, perrs...)
+	cfg.Waitlist, perrs = loadWaitlistSettings(str, dur)
+	errs = append(errs, perrs...)
 	if cfg.HoldTTL < time.Second {
 		errs = append(errs, errors.New("HOLD_TTL must be at least 1s"))
 	}

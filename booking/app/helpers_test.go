@@ -28,11 +28,12 @@ func startBooking(t testing.TB, env map[string]string, admissionKeys token.KeySo
 	t.Helper()
 	_, dbURL := pgtest.NewWithURL(t)
 	vars := map[string]string{
-		"BOOKING_ADDR": "127.0.0.1:0",
-		"DATABASE_URL": dbURL,
-		"ADMIN_TOKEN":  testAdmin,
-		"AUTH_SECRET":  testSecret,
-		"LOG_LEVEL":    "error",
+		"BOOKING_ADDR":  "127.0.0.1:0",
+		"DATABASE_URL":  dbURL,
+		"ADMIN_TOKEN":   testAdmin,
+		"AUTH_SECRET":   testSecret,
+		"LOG_LEVEL":     "error",
+		"EVENTS_STREAM": testEventStream(t),
 	}
 	for k, v := range env {
 		vars[k] = v

@@ -1,8 +1,6 @@
 package app
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/booking"
 	bookinghttp "github.com/flashseat/flashseat/booking/http"
@@ -119,13 +116,9 @@ func (c PaymentConfig) Public() bookinghttp.PublicGateway {
 	return bookinghttp.PublicGateway{Provider: provider, PublishableKey: c.PublishableKey, APIBase: c.PublicURL}
 }
 
-// BookingEvents is the Redis channel on which booking relays its outbox: JSON {"id","type","bookingId","payload",
-// "createdAt"} per lifecycle event (booking.confirmed, booking.refunded), at least once each.
-const BookingEvents = "flashseat:booking-events"
-
-// newPayments builds the gateway (Stripe adapter behind a circuit breaker), the ticket signer and Payments, whose
-// outbox is relayed to BookingEvents on rdb.
-func newPayments(cfg Config, svc *booking.Service, store booking.PaymentStore, rdb goredis.UniversalClient,
+// newPayments builds the gateway (Stripe adapter behind a circuit breaker), the ticket signer and Payments. Their
+// outbox is relayed to the event stream by the relay Run starts (events.go), not by the payments worker.
+func newPayments(cfg Config, svc *booking.Service, store booking.PaymentStore,
 	reg prometheus.Registerer, log *slog.Logger) (*booking.Payments, error) {
 	pc := cfg.Payment
 	if pc.TicketKeyGenerated {
@@ -171,13 +164,5 @@ func newPayments(cfg Config, svc *booking.Service, store booking.PaymentStore, r
 		WebhookSecret:  pc.WebhookSecret,
 		Logger:         log,
 		OnOutcome:      func(o booking.Outcome) { outcomes.WithLabelValues(string(o)).Inc() },
-		Publish: func(ctx context.Context, e booking.OutboxEvent) error {
-			msg, err := json.Marshal(map[string]any{"id": e.ID, "type": e.Type, "bookingId": e.AggregateID,
-				"payload": json.RawMessage(e.Payload), "createdAt": e.CreatedAt.UTC()})
-			if err != nil {
-				return err
-			}
-			return rdb.Publish(ctx, BookingEvents, msg).Err()
-		},
 	}), nil
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/booking/app"
 	"github.com/flashseat/flashseat/booking/internal/bookingtest"
@@ -62,6 +61,7 @@ func newStack(t *testing.T, extra ...string) *stack {
 		"AUTH_SECRET": strings.Repeat("s", 40), "PAYMENT_GATEWAY_URL": "http://" + <-simAddr,
 		"PAYMENT_WEBHOOK_SECRET": whSecret, "PAYMENT_TIMEOUT": "1s", "PAYMENT_RECOVER_INTERVAL": "100ms",
 		"PAYMENT_BREAKER_MIN_CALLS": "2", "PAYMENT_BREAKER_COOLDOWN": "30s", "ADMISSION_JWKS_URL": "http://127.0.0.1:1/jwks",
+		"EVENTS_STREAM": testEventStream(t),
 	}
 	for i := 0; i+1 < len(extra); i += 2 {
 		st.env[extra[i]] = extra[i+1]
@@ -259,12 +259,8 @@ func TestPaymentsOverHTTP(t *testing.T) {
 	show := st.show()
 	fan := st.guest()
 
-	// Lifecycle events are relayed on a channel all bookings share; this test looks for its own booking's.
-	sub := bookingtest.Redis(t).Subscribe(context.Background(), app.BookingEvents)
-	defer sub.Close()
-	if _, err := sub.Receive(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	// Lifecycle events are relayed to the stack's own event stream, read here through a consumer group.
+	events := watchEvents(t, st.env["EVENTS_STREAM"])
 
 	// Pay, replay, tickets, QR, check-in.
 	b := st.hold(fan, show, "A1", "A2")
@@ -281,7 +277,7 @@ func TestPaymentsOverHTTP(t *testing.T) {
 		!bytes.Equal(again.body, paid.body) {
 		t.Fatalf("replay: %d %s", again.status, again.body)
 	}
-	waitEvent(t, sub, b, "booking.confirmed")
+	events.wait(t, b, "booking.confirmed")
 	view := st.waitStatus(fan, b, "CONFIRMED")
 	if len(view["tickets"].([]any)) != 2 {
 		t.Fatalf("booking view %v", view)
@@ -365,23 +361,6 @@ func TestPaymentsOverHTTP(t *testing.T) {
 	}
 	st.waitStatus(fan, e, "HELD")
 	st.checkInvariants()
-}
-
-// waitEvent waits for the relayed lifecycle event of a booking.
-func waitEvent(t *testing.T, sub *goredis.PubSub, bookingID, typ string) {
-	t.Helper()
-	timeout := time.After(5 * time.Second)
-	for {
-		select {
-		case m := <-sub.Channel():
-			var ev struct{ Type, BookingID string }
-			if json.Unmarshal([]byte(m.Payload), &ev) == nil && ev.BookingID == bookingID && ev.Type == typ {
-				return
-			}
-		case <-timeout:
-			t.Fatalf("no %s event relayed for %s", typ, bookingID)
-		}
-	}
 }
 
 // TestPayLostHoldOverHTTP: a hold that lapsed is 410 and EXPIRED; a cancelled one is 409; both problem+json.

@@ -42,7 +42,8 @@ func newHarness(t testing.TB, env *bookingtest.Env, configure ...func(*bookinght
 	hub := redis.NewHub(env.RDB)
 	t.Cleanup(hub.Close)
 	al := audit.New(env.Pool)
-	// The outage tests build a harness on a pool that cannot connect: there is no table to create then.
+	// A harness over a store made unreachable (the outage tests) has no audit log to migrate; any other failure is
+	// the test's.
 	if err := al.Migrate(context.Background()); err != nil && env.Pool.Ping(context.Background()) == nil {
 		t.Fatal(err)
 	}

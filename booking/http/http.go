@@ -46,13 +46,16 @@ type Config struct {
 	AdminToken    string
 	StaffToken    string
 	Feed          SeatFeed
-	Logger        *slog.Logger
-	Registry      prometheus.Registerer // nil: metrics are not registered
-	Metrics       *Metrics              // made (and registered with Registry) when nil
-	Ready         []store.Check         // the stores /readyz pings; each is reported by name
-	BodyLimit     int                   // default 64 KiB
-	InFlight      int                   // hot requests (hold, seat map) run at once; default 32 per CPU
-	Heartbeat     time.Duration         // seat stream comments, default 15s
+	// WaitlistFeed delivers the ids of fans whose waitlist entry changed, per show (booking/redis's
+	// NewWaitlistHub); nil turns the waitlist stream off (503).
+	WaitlistFeed SeatFeed
+	Logger       *slog.Logger
+	Registry     prometheus.Registerer // nil: metrics are not registered
+	Metrics      *Metrics              // made (and registered with Registry) when nil
+	Ready        []store.Check         // the stores /readyz pings; each is reported by name
+	BodyLimit    int                   // default 64 KiB
+	InFlight     int                   // hot requests (hold, seat map) run at once; default 32 per CPU
+	Heartbeat    time.Duration         // seat stream comments, default 15s
 }
 
 // Server is booking's HTTP API.
@@ -134,6 +137,9 @@ func (s *Server) routes() {
 
 	a.Get("/", s.homePage)
 	a.Get("/shows/:showId", s.showPage)
+	a.Get("/checkout/:bookingId", s.checkoutPage)
+	a.Get("/bookings", s.bookingsPage)
+	a.Get("/bookings/:bookingId", s.bookingPage)
 	a.Get("/assets/:version/:file", s.assetHandler)
 
 	v1 := a.Group("/api/v1")

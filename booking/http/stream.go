@@ -12,20 +12,10 @@ import (
 // client reads from its own bounded buffer fed by the process's one subscription per show, so a slow client
 // delays nobody: when it falls behind it is disconnected, and EventSource reconnects and reloads.
 func (s *Server) seatStream(c *fiber.Ctx) error {
-	id, err := pathID(c, "showId", "show")
+	_, events, stop, err := s.openStream(c, s.cfg.Feed)
 	if err != nil {
 		return err
 	}
-	if _, err := s.svc.Show(c.UserContext(), id); err != nil {
-		return err
-	}
-	if s.cfg.Feed == nil || s.closing.Load() {
-		return fiber.ErrServiceUnavailable
-	}
-	events, stop := s.cfg.Feed.Subscribe(context.Background(), id)
-	c.Set(fiber.HeaderContentType, "text/event-stream")
-	c.Set(fiber.HeaderCacheControl, "no-cache")
-	c.Set("X-Accel-Buffering", "no") // tell proxies not to buffer
 	heartbeat, done, gauge := s.cfg.Heartbeat, s.done, s.metrics.Streams
 	// The writer runs after the handler returned, on the connection's goroutine: it must not touch c.
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
@@ -58,4 +48,24 @@ func (s *Server) seatStream(c *fiber.Ctx) error {
 		}
 	})
 	return nil
+}
+
+// openStream starts an event stream of the path's show from feed: it checks the show, subscribes, and sets the
+// stream's headers. The caller must call stop when the stream ends.
+func (s *Server) openStream(c *fiber.Ctx, feed SeatFeed) (showID string, events <-chan []byte, stop func(), err error) {
+	id, err := pathID(c, "showId", "show")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if _, err := s.svc.Show(c.UserContext(), id); err != nil {
+		return "", nil, nil, err
+	}
+	if feed == nil || s.closing.Load() {
+		return "", nil, nil, fiber.ErrServiceUnavailable
+	}
+	events, stop = feed.Subscribe(context.Background(), id)
+	c.Set(fiber.HeaderContentType, "text/event-stream")
+	c.Set(fiber.HeaderCacheControl, "no-cache")
+	c.Set("X-Accel-Buffering", "no") // tell proxies not to buffer
+	return id, events, stop, nil
 }

@@ -15,7 +15,10 @@ func (s *Store) Confirm(ctx context.Context, id string) (booking.Booking, error)
 	var b booking.Booking
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		b, err = ConfirmTx(ctx, tx, id)
+		if b, err = ConfirmTx(ctx, tx, id); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, withBookingEvent(`SELECT * FROM bookings WHERE id = $1`, booking.EventConfirmed), id)
 		return err
 	})
 	return b, err

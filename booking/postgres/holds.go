@@ -26,11 +26,14 @@ func (s *Store) BumpEpoch(ctx context.Context, showID string) (int64, error) {
 // createHold is one statement, so a hold costs one round trip to Postgres: the booking row, and the seats'
 // fences moved forward to this hold's. A seat whose fence on record is not below ours is not returned, which
 // tells a fence that went backwards (Redis's counter lost in a failover within one epoch).
-const createHold = `WITH b AS (
+//
+// The same statement writes the booking.held event to the outbox.
+var createHold = `WITH b AS (
 	INSERT INTO bookings (id, user_id, show_id, status, seat_ids, total_amount, currency, fence, expires_at,
 		admission_jti, admission_exp, created_at, updated_at)
 	VALUES ($1, $2, $3, 'HELD', $4, $5, $6, $7, $8, NULLIF($9, ''), $10, $11, $11)
-)
+	RETURNING *
+), o AS (INSERT INTO outbox (aggregate_id, type, payload) SELECT id, '` + booking.EventHeld + `', ` + bookingPayload + ` FROM b)
 INSERT INTO seat_fences (show_id, seat_id, fence)
 SELECT $3, unnest($4::text[]), $7
 ON CONFLICT (show_id, seat_id) DO UPDATE SET fence = EXCLUDED.fence WHERE seat_fences.fence < EXCLUDED.fence
@@ -53,8 +56,8 @@ func (s *Store) CreateHold(ctx context.Context, b *booking.Booking) error {
 	}
 	if len(advanced) != len(b.SeatIDs) {
 		// The row went in; mark it dead so nobody can confirm it.
-		if _, err := s.pool.Exec(ctx, `UPDATE bookings SET status = 'EXPIRED', updated_at = now() WHERE id = $1`,
-			b.ID); err != nil {
+		if _, err := s.pool.Exec(ctx, withBookingEvent(`UPDATE bookings SET status = 'EXPIRED', updated_at = now()
+			WHERE id = $1 RETURNING *`, booking.EventExpired), b.ID); err != nil {
 			return fmt.Errorf("postgres: create hold: %w", err)
 		}
 		return fmt.Errorf("hold %s fence %d: %w", b.ID, b.Fence, booking.ErrStale)
@@ -111,8 +114,9 @@ func collectBookings(what string, rows pgx.Rows, err error) ([]booking.Booking, 
 // Cancel moves the user's HELD booking to CANCELLED. The status condition in the UPDATE makes cancel and expiry
 // (and confirmation) mutually exclusive: whichever commits first wins, the other finds no HELD row.
 func (s *Store) Cancel(ctx context.Context, id, userID string) (booking.Booking, error) {
-	b, err := scanBooking(s.pool.QueryRow(ctx, `UPDATE bookings SET status = 'CANCELLED', updated_at = now()
-		WHERE id = $1 AND user_id = $2 AND status = 'HELD' RETURNING `+bookingColumns, id, userID))
+	b, err := scanBooking(s.pool.QueryRow(ctx, withBookingEvent(`UPDATE bookings SET status = 'CANCELLED',
+		updated_at = now() WHERE id = $1 AND user_id = $2 AND status = 'HELD' RETURNING *`, booking.EventCancelled),
+		id, userID))
 	if err == nil {
 		return b, nil
 	}
@@ -134,18 +138,18 @@ func (s *Store) Cancel(ctx context.Context, id, userID string) (booking.Booking,
 // ExpireDue marks lapsed HELD bookings EXPIRED. SKIP LOCKED lets replicas sweep side by side without waiting on
 // each other, and the status condition means a booking confirmed or cancelled meanwhile is left alone.
 func (s *Store) ExpireDue(ctx context.Context, showID string, now time.Time, limit int) ([]booking.Booking, error) {
-	rows, err := s.pool.Query(ctx, `UPDATE bookings SET status = 'EXPIRED', updated_at = now()
+	rows, err := s.pool.Query(ctx, withBookingEvent(`UPDATE bookings SET status = 'EXPIRED', updated_at = now()
 		WHERE id IN (SELECT id FROM bookings WHERE status = 'HELD' AND expires_at <= $1
 			AND ($2 = '' OR show_id = $2) ORDER BY expires_at LIMIT $3 FOR UPDATE SKIP LOCKED)
 		AND status = 'HELD'
-		RETURNING `+bookingColumns, now, showID, limit)
+		RETURNING *`, booking.EventExpired), now, showID, limit)
 	return collectBookings("expire", rows, err)
 }
 
 // Expire marks one HELD booking EXPIRED.
 func (s *Store) Expire(ctx context.Context, id string) (booking.Booking, error) {
-	b, err := scanBooking(s.pool.QueryRow(ctx, `UPDATE bookings SET status = 'EXPIRED', updated_at = now()
-		WHERE id = $1 AND status = 'HELD' RETURNING `+bookingColumns, id))
+	b, err := scanBooking(s.pool.QueryRow(ctx, withBookingEvent(`UPDATE bookings SET status = 'EXPIRED',
+		updated_at = now() WHERE id = $1 AND status = 'HELD' RETURNING *`, booking.EventExpired), id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return booking.Booking{}, fmt.Errorf("booking %s: %w", id, booking.ErrNotHeld)
 	}

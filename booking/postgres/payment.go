@@ -106,16 +106,22 @@ func (s *Store) UpdateAttempt(ctx context.Context, id string, u booking.AttemptU
 	if !u.Lease.IsZero() {
 		lease = &u.Lease
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE payment_attempts SET state = $3,
+	var n int
+	err := s.pool.QueryRow(ctx, `WITH prev AS (
+			SELECT id, state FROM payment_attempts WHERE id = $1 AND state = ANY($2) FOR UPDATE
+		), u AS (UPDATE payment_attempts p SET state = $3,
 			outcome = COALESCE(NULLIF($4, ''), outcome), detail = CASE WHEN $5 = '' THEN detail ELSE $5 END,
 			intent_id = COALESCE(NULLIF($6, ''), intent_id), lease_until = COALESCE($7, lease_until),
 			next_action = CASE WHEN $8 <> '' THEN $8 WHEN $3 = 'PENDING' THEN next_action ELSE '' END, updated_at = now()
-		WHERE id = $1 AND state = ANY($2)`, id, from, string(u.To), string(u.Outcome), u.Detail, u.IntentID, lease,
-		u.NextActionURL)
+			FROM prev WHERE p.id = prev.id
+			RETURNING p.*, prev.state AS was
+		), o AS (`+attemptEvent+`)
+		SELECT count(*) FROM u`, id, from, string(u.To), string(u.Outcome), u.Detail, u.IntentID, lease,
+		u.NextActionURL).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("postgres: update attempt %s: %w", id, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return n == 1, nil
 }
 
 // DeleteAttempt implements booking.PaymentStore.
@@ -142,8 +148,13 @@ func (s *Store) SetStatus(ctx context.Context, id string, from []booking.Status,
 	for i, st := range from {
 		fs[i] = string(st)
 	}
-	b, err := scanBooking(s.pool.QueryRow(ctx, `UPDATE bookings SET status = $3, updated_at = now()
-		WHERE id = $1 AND status = ANY($2) RETURNING `+bookingColumns, id, fs, string(to)))
+	q := `UPDATE bookings SET status = $3, updated_at = now() WHERE id = $1 AND status = ANY($2) RETURNING `
+	if ev := eventOfStatus(to); ev != "" {
+		q = withBookingEvent(q+"*", ev)
+	} else {
+		q += bookingColumns
+	}
+	b, err := scanBooking(s.pool.QueryRow(ctx, q, id, fs, string(to)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return booking.Booking{}, fmt.Errorf("booking %s not in %v: %w", id, from, booking.ErrNotHeld)
 	}
@@ -268,8 +279,8 @@ func (s *Store) RecordRefund(ctx context.Context, bookingID, userID, refundID st
 			return fmt.Errorf("postgres: payment of %s: %w", bookingID, err)
 		}
 		r = booking.Refund{ID: refundID, BookingID: bookingID, PaymentID: p.ID}
-		payload, _ := json.Marshal(map[string]any{"bookingId": b.ID, "showId": b.ShowID, "seatIds": b.SeatIDs,
-			"paymentId": p.ID})
+		payload, _ := json.Marshal(map[string]any{"bookingId": b.ID, "showId": b.ShowID, "userId": b.UserID,
+			"seatIds": b.SeatIDs, "paymentId": p.ID, "amount": p.Amount, "currency": p.Currency})
 		batch := &pgx.Batch{}
 		batch.Queue(`DELETE FROM sold_seats WHERE booking_id = $1`, bookingID)
 		batch.Queue(`UPDATE bookings SET status = 'REFUNDED', updated_at = now() WHERE id = $1`, bookingID)
@@ -372,9 +383,10 @@ func (s *Store) TicketByID(ctx context.Context, id string) (booking.TicketInfo, 
 // CheckIn implements booking.PaymentStore. One conditional UPDATE is the whole protocol: of any number of
 // concurrent scans exactly one finds the ticket VALID; the rest find it CHECKED_IN.
 func (s *Store) CheckIn(ctx context.Context, ticketID, showID, seatID, by string, at time.Time) (booking.TicketInfo, error) {
-	t, err := scanTicket(s.pool.QueryRow(ctx, `UPDATE tickets SET status = 'CHECKED_IN', checked_in_at = $4, checked_in_by = $5
-		WHERE id = $1 AND show_id = $2 AND seat_id = $3 AND status = 'VALID' RETURNING `+ticketColumns,
-		ticketID, showID, seatID, at, by))
+	t, err := scanTicket(s.pool.QueryRow(ctx, `WITH t AS (UPDATE tickets SET status = 'CHECKED_IN', checked_in_at = $4,
+			checked_in_by = $5 WHERE id = $1 AND show_id = $2 AND seat_id = $3 AND status = 'VALID' RETURNING *
+		), o AS (`+checkInEvent+`)
+		SELECT `+ticketColumns+` FROM t`, ticketID, showID, seatID, at, by))
 	if err == nil {
 		return t, nil
 	}

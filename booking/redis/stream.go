@@ -17,7 +17,8 @@ import (
 // many clients watch it, and a bounded buffer per client. A client that falls behind is cut off (its channel is
 // closed) rather than allowed to hold up the others; it reconnects and reloads the seat map.
 type Hub struct {
-	rdb redis.UniversalClient
+	rdb     redis.UniversalClient
+	channel func(showID string) string // the show's pub/sub channel
 
 	mu    sync.Mutex
 	shows map[string]*feed
@@ -28,20 +29,22 @@ type feed struct {
 	subs map[chan []byte]struct{}
 }
 
-// NewHub returns a hub reading from rdb.
-func NewHub(rdb redis.UniversalClient) *Hub { return &Hub{rdb: rdb, shows: map[string]*feed{}} }
+// NewHub returns a hub of the shows' seat events on rdb.
+func NewHub(rdb redis.UniversalClient) *Hub {
+	return &Hub{rdb: rdb, channel: rediskey.SeatEvents, shows: map[string]*feed{}}
+}
 
 // subBuffer is how many events a client may lag behind before it is cut off.
 const subBuffer = 256
 
-// Subscribe returns a channel of the show's seat events (JSON {"seatId","status"}) and a function to stop. The
+// Subscribe returns a channel of the show's events (seat events: JSON {"seatId","status"}) and a function to stop. The
 // channel is closed when the client fell behind or the hub's subscription failed.
 func (h *Hub) Subscribe(ctx context.Context, showID string) (<-chan []byte, func()) {
 	ch := make(chan []byte, subBuffer)
 	h.mu.Lock()
 	f, ok := h.shows[showID]
 	if !ok {
-		f = &feed{ps: h.rdb.Subscribe(context.WithoutCancel(ctx), rediskey.SeatEvents(showID)),
+		f = &feed{ps: h.rdb.Subscribe(context.WithoutCancel(ctx), h.channel(showID)),
 			subs: map[chan []byte]struct{}{}}
 		// Wait for Redis to confirm the subscription, so that a client who reads the seat map after its stream
 		// opened misses no change in between.
@@ -106,28 +109,6 @@ func (h *Hub) Close() {
 	h.mu.Unlock()
 	for _, f := range fs {
 		_ = f.ps.Close()
-	}
-}
-
-// WatchExpiries calls fn for every seat lock that Redis expires, from keyspace notifications
-// (notify-keyspace-events with E and x), until ctx ends. With notifications off nothing arrives, and the
-// reconciler's periodic sweep does the work instead.
-func WatchExpiries(ctx context.Context, rdb redis.UniversalClient, fn func(showID, seatID string)) {
-	ps := rdb.PSubscribe(ctx, "__keyevent@*__:expired")
-	defer ps.Close()
-	ch := ps.Channel()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case msg, ok := <-ch:
-			if !ok {
-				return
-			}
-			if show, seat, ok := ParseSeatKey(msg.Payload); ok {
-				fn(show, seat)
-			}
-		}
 	}
 }
 

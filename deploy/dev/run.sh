@@ -56,9 +56,10 @@ cat <<MSG
 
   flashseat is running (logs in .run/*.log; Ctrl-C stops it)
     edge (public)   http://localhost${EDGE_ADDR}
+    home page       http://localhost${EDGE_ADDR}/
     booking         http://localhost${BOOKING_ADDR}
     demo show       http://localhost${EDGE_ADDR}/api/v1/shows/${show}/seats
-    seat map page   http://localhost${EDGE_ADDR}/shows/${show}
+    show page       http://localhost${EDGE_ADDR}/shows/${show}
     waiting room    http://localhost${EDGE_ADDR}/queue/${show}
     operator console http://localhost${EDGE_ADDR}/admin (sign in with the admin token)
     admin token     ${ADMIN_TOKEN}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/edge"
+	"github.com/flashseat/flashseat/shared/eventstream"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -27,6 +28,10 @@ type Config struct {
 	OpsBound   func(addr string)
 	BookingURL *url.URL // BOOKING_URL, default http://127.0.0.1:8081
 	RedisURL   string   // REDIS_URL, default redis://127.0.0.1:6379/0
+	// DATABASE_URL, default the local dev database: the record of every show's queue settings, admissions,
+	// fairness draw and cursor (Redis is their cache), and the operators' audit log. The same database as
+	// booking's.
+	DatabaseURL string
 	// REDIS_CLUSTER_ADDRS, comma-separated host:port of a Redis Cluster's nodes; when set it replaces REDIS_URL.
 	RedisClusterAddrs []string
 	DialTimeout       time.Duration       // UPSTREAM_DIAL_TIMEOUT, default 2s
@@ -63,7 +68,13 @@ type Config struct {
 
 	Waitroom WaitroomConfig // ADMIN_TOKEN, QUEUE_*, COOKIE_SECURE: the mounted waiting room's settings
 	Console  ConsoleConfig  // CONSOLE_*: the operator console at /admin
+	// Events is the lifecycle event stream queue events are appended to (EVENTS_STREAM, EVENTS_MAXLEN,
+	// EVENTS_MAX_AGE; events.go), the one booking relays its events to.
+	Events eventstream.Config
 }
+
+// DefaultDatabaseURL is booking's default too: `make services` creates it.
+const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/flashseat?sslmode=disable"
 
 // LimitConfig are the limits of one route class, in requests per second.
 type LimitConfig struct {
@@ -78,6 +89,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		Addr:            l.str("EDGE_ADDR", ":8080"),
 		OpsAddr:         l.str("OPS_ADDR", ""),
 		RedisURL:        l.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		DatabaseURL:     l.str("DATABASE_URL", DefaultDatabaseURL),
 		DialTimeout:     l.duration("UPSTREAM_DIAL_TIMEOUT", 2*time.Second),
 		HeaderTimeout:   l.duration("UPSTREAM_HEADER_TIMEOUT", 15*time.Second),
 		UpstreamTimeout: l.duration("UPSTREAM_TIMEOUT", 30*time.Second),
@@ -88,6 +100,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		ReadTimeout:     l.duration("CLIENT_READ_TIMEOUT", 15*time.Second),
 		IdleTimeout:     l.duration("CLIENT_IDLE_TIMEOUT", 75*time.Second),
 		ShutdownTimeout: l.duration("SHUTDOWN_TIMEOUT", 10*time.Second),
+	}
+	if u, err := url.Parse(cfg.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		if !strings.Contains(cfg.DatabaseURL, "dbname=") { // a key=value DSN is fine too
+			l.fail("DATABASE_URL must be a postgres:// URL or a key=value DSN")
+		}
 	}
 	if u, err := url.Parse(l.str("BOOKING_URL", "http://127.0.0.1:8081")); err != nil || u.Host == "" ||
 		(u.Scheme != "http" && u.Scheme != "https") {
@@ -117,6 +134,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	l.userAuth(&cfg)
 	l.waitroom(&cfg)
 	l.console(&cfg)
+	l.events(&cfg)
 	cfg.Limits = map[edge.Class]LimitConfig{
 		// The API: a fan browsing, holding and paying needs a few requests a second; a NATed office or campus
 		// shares one address, hence the generous per-address rate.

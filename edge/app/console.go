@@ -59,7 +59,7 @@ func queueFigures(svc *waitroom.Service) console.QueueSource {
 		if err != nil {
 			return console.QueueFigures{}, err
 		}
-		q := console.QueueFigures{Enabled: st.Enabled, AdmitPerSecond: st.AdmitPerSecond, MaxActive: st.MaxActive,
+		q := console.QueueFigures{Enabled: st.Enabled, Paused: st.Paused, AdmitPerSecond: st.AdmitPerSecond, MaxActive: st.MaxActive,
 			TokenTTLSeconds: st.TokenTTLSeconds, Waiting: c.Waiting, Active: c.Active, AdmittedTotal: c.AdmittedTotal}
 		measured, ok, _ := svc.Hub.Rate(show)
 		if ok {

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/token"
@@ -36,7 +37,9 @@ func startEdge(t testing.TB, env map[string]string) string {
 // startEdgeOps is startEdge with the operations endpoints on a port of their own, whose base URL it returns too.
 func startEdgeOps(t testing.TB, env map[string]string) (base, opsBase string) {
 	t.Helper()
+	_, dbURL := pgtest.NewWithURL(t)
 	vars := map[string]string{
+		"DATABASE_URL":          dbURL,
 		"OPS_ADDR":              "127.0.0.1:0",
 		"EDGE_ADDR":             "127.0.0.1:0",
 		"ADMISSION_SIGNING_KEY": testSeed,

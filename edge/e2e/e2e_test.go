@@ -20,6 +20,7 @@ import (
 	bookingapp "github.com/flashseat/flashseat/booking/app"
 	edgeapp "github.com/flashseat/flashseat/edge/app"
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/admission/admissiontest"
 	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -67,7 +68,7 @@ func start(tb testing.TB, edgeEnv map[string]string) *platform {
 	})
 
 	env := map[string]string{"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": booking, "ADMISSION_SIGNING_KEY": seed,
-		"AUTH_SECRET": secret, "OPS_ADDR": "127.0.0.1:0"}
+		"AUTH_SECRET": secret, "OPS_ADDR": "127.0.0.1:0", "DATABASE_URL": dbURL}
 	for k, v := range edgeEnv {
 		env[k] = v
 	}
@@ -230,10 +231,8 @@ func TestThroughTheEdge(t *testing.T) {
 		t.Fatalf("seat map through the edge: %d %.200s", status, b)
 	}
 
-	if err := admission.SaveSettings(context.Background(), p.rdb, p.show, admission.Settings{Enabled: true,
-		AdmitPerSecond: 10, MaxActive: 100, TokenTTLSeconds: 600}); err != nil {
-		t.Fatal(err)
-	}
+	admissiontest.SetSettings(t, p.rdb, p.show, admission.Settings{Enabled: true,
+		AdmitPerSecond: 10, MaxActive: 100, TokenTTLSeconds: 600})
 	// An operator's switch reaches every replica within a second (pub/sub, else the gate's one-second cache).
 	for deadline := time.Now().Add(1500 * time.Millisecond); ; time.Sleep(20 * time.Millisecond) {
 		if status, _ := send(t, "GET", p.edge+"/api/v1/shows/"+p.show+"/seats", "", nil); status == 403 {

@@ -40,7 +40,8 @@ const (
 	GatewayTimeout     = "gateway-timeout"
 	ServiceUnavailable = "service-unavailable"
 	// StoreUnavailable is a 503 whose cause is PostgreSQL or Redis being unreachable: the request did nothing and
-	// may be sent again after Retry-After.
+	// may be sent again after Retry-After. It is also the answer while a show's queue state cannot be read
+	// (lost and not rebuilt yet): nothing is decided on a guess, a queued show lets nobody through.
 	StoreUnavailable = "store-unavailable"
 )
 

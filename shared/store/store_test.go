@@ -122,3 +122,24 @@ func TestUnavailableFromRealStores(t *testing.T) {
 		t.Fatal("Classify(nil) is not nil")
 	}
 }
+
+// A cluster client re-reads the slot map every few seconds, so a failed master's slots reach its replica
+// without waiting for go-redis's default minute.
+func TestOpenRedisCluster(t *testing.T) {
+	t.Parallel()
+	rdb, err := store.OpenRedis("", []string{"127.0.0.1:7000"}, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	c, ok := rdb.(*goredis.ClusterClient)
+	if !ok {
+		t.Fatalf("client is %T, want a cluster client", rdb)
+	}
+	if got := c.Options().ClusterStateReloadInterval; got <= 0 || got > 5*time.Second {
+		t.Fatalf("cluster state reload interval %s, want a few seconds", got)
+	}
+	if _, err := store.OpenRedis("not a url", nil, 0); err == nil {
+		t.Fatal("a bad REDIS_URL was accepted")
+	}
+}

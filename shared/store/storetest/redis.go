@@ -54,6 +54,13 @@ func (r *Redis) Start() {
 	}
 }
 
+// Running reports whether the server was started and not killed since.
+func (r *Redis) Running() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cmd != nil
+}
+
 // Kill stops the server with SIGKILL, as a crash would, and waits for it to exit. Killing a stopped server does
 // nothing.
 func (r *Redis) Kill() {

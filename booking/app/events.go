@@ -1,0 +1,114 @@
+package app
+
+import (
+	"context"
+	"sync"
+
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/booking/postgres"
+	"github.com/flashseat/flashseat/booking/redis"
+)
+
+// EventsConfig is the lifecycle event stream's part of Config.
+type EventsConfig struct {
+	// Stream is the Redis stream key (EVENTS_STREAM, default redis.DefaultEventStream).
+	Stream string
+	// MaxLen bounds the stream to about this many entries (EVENTS_MAXLEN, default 100000); MaxAge, when set,
+	// bounds it by age instead (EVENTS_MAX_AGE, e.g. 72h). A consumer group further behind loses what was trimmed.
+	MaxLen int64
+	MaxAge time.Duration
+	// RelayInterval is how often the outbox is polled for unpublished events (EVENTS_RELAY_INTERVAL, default
+	// 100ms); a commit in this process also wakes the relay at once.
+	RelayInterval time.Duration
+	// ClaimIdle is how long an event may stay unacknowledged by a consumer before another consumer of its group
+	// takes it over (EVENTS_CLAIM_IDLE, default 30s): the redelivery after a replica died mid-event.
+	ClaimIdle time.Duration
+}
+
+func loadEventsConfig(str func(k, def string) string, dur func(k string, def time.Duration) time.Duration) (EventsConfig, []error) {
+	var errs []error
+	c := EventsConfig{
+		Stream:        str("EVENTS_STREAM", redis.DefaultEventStream),
+		MaxLen:        100_000,
+		RelayInterval: dur("EVENTS_RELAY_INTERVAL", 100*time.Millisecond),
+		ClaimIdle:     dur("EVENTS_CLAIM_IDLE", 30*time.Second),
+	}
+	if v := str("EVENTS_MAXLEN", ""); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 100 || n > 1<<40 {
+			errs = append(errs, fmt.Errorf("EVENTS_MAXLEN: want an integer of at least 100, got %q", v))
+		} else {
+			c.MaxLen = n
+		}
+	}
+	if str("EVENTS_MAX_AGE", "") != "" {
+		c.MaxAge = dur("EVENTS_MAX_AGE", 0)
+		if c.MaxAge > 0 && c.MaxAge < time.Minute {
+			errs = append(errs, fmt.Errorf("EVENTS_MAX_AGE: want at least 1m, got %s", c.MaxAge))
+		}
+	}
+	return c, errs
+}
+
+// newStream is the event stream of cfg on rdb.
+func newStream(cfg Config, rdb goredis.UniversalClient) *redis.Stream {
+	return redis.NewStream(rdb, redis.StreamConfig{Key: cfg.Events.Stream, MaxLen: cfg.Events.MaxLen,
+		MaxAge: cfg.Events.MaxAge})
+}
+
+// consumerName names this process within consumer groups: host and pid, so a restarted process is a new
+// consumer and its predecessor's unacknowledged events are taken over after ClaimIdle.
+func consumerName() string {
+	host, _ := os.Hostname()
+	return host + "-" + strconv.Itoa(os.Getpid()) + "-" + booking.NewID("")[:6]
+}
+
+// newConsumer is a consumer of group on the configured stream.
+func newConsumer(cfg Config, rdb goredis.UniversalClient, group string, log *slog.Logger) *redis.Consumer {
+	return redis.NewConsumer(rdb, redis.ConsumerConfig{Stream: cfg.Events.Stream, Group: group, Name: consumerName(),
+		MinIdle: cfg.Events.ClaimIdle, Logger: log})
+}
+
+// eventing is everything fed by the event stream: the outbox relay that fills it and the consumer groups that
+// read it (the waitlist's offers), with what the HTTP server needs of them.
+type eventing struct {
+	cfg          Config
+	rdb          goredis.UniversalClient
+	log          *slog.Logger
+	relay        *booking.Relay
+	waitlist     *booking.Waitlist
+	waitlistFeed *redis.Hub
+}
+
+func newEventing(cfg Config, svc *booking.Service, store *postgres.Store, rdb goredis.UniversalClient, log *slog.Logger) *eventing {
+	return &eventing{cfg: cfg, rdb: rdb, log: log,
+		relay: booking.NewRelay(store, newStream(cfg, rdb), cfg.Events.RelayInterval, log),
+		waitlist: booking.NewWaitlist(svc, store, booking.WaitlistConfig{OfferTTL: cfg.Waitlist.OfferTTL,
+			PassLimit: cfg.Waitlist.PassLimit, SweepEvery: cfg.Waitlist.SweepEvery,
+			Signal: redis.NewWaitlistSignal(rdb), Logger: log}),
+		waitlistFeed: redis.NewWaitlistHub(rdb),
+	}
+}
+
+// Consumer groups of the event stream.
+const groupWaitlist = "waitlist"
+
+// start runs the workers until ctx ends; wg tells when they have.
+func (e *eventing) start(ctx context.Context, wg *sync.WaitGroup) {
+	run := func(f func()) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f() }()
+	}
+	run(func() { e.relay.Run(ctx) })
+	run(func() { e.waitlist.Run(ctx) })
+	run(func() { newConsumer(e.cfg, e.rdb, groupWaitlist, e.log).Run(ctx, e.waitlist.HandleEvent) })
+	run(func() { <-ctx.Done(); e.waitlistFeed.Close() })
+}

@@ -1,0 +1,53 @@
+package postgres
+
+import "github.com/flashseat/flashseat/booking"
+
+// Lifecycle events go into the outbox in the statement (or transaction) that makes them true, so an event exists
+// exactly when its change committed; booking.Relay publishes them. These helpers build that SQL.
+
+// utcText renders a timestamptz column as RFC 3339 UTC with milliseconds, as the API writes times.
+func utcText(col string) string {
+	return `to_char(` + col + ` AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+}
+
+// bookingPayload is the JSON of a booking event, from a row of bookings (docs/EVENTS.md).
+var bookingPayload = `jsonb_build_object('bookingId', id, 'showId', show_id, 'userId', user_id,
+	'seatIds', to_jsonb(seat_ids), 'status', status, 'totalAmount', total_amount, 'currency', currency,
+	'expiresAt', ` + utcText("expires_at") + `)`
+
+// withBookingEvent wraps stmt, an INSERT or UPDATE of bookings ending in RETURNING *, so that every row it
+// returns also writes an outbox event of type typ; the whole statement returns bookingColumns.
+func withBookingEvent(stmt, typ string) string {
+	return `WITH b AS (` + stmt + `), o AS (INSERT INTO outbox (aggregate_id, type, payload)
+		SELECT id, '` + typ + `', ` + bookingPayload + ` FROM b)
+	SELECT ` + bookingColumns + ` FROM b`
+}
+
+// eventOfStatus is the event a booking's move to status writes, if any.
+func eventOfStatus(status booking.Status) string {
+	switch status {
+	case booking.StatusExpired:
+		return booking.EventExpired
+	case booking.StatusCancelled:
+		return booking.EventCancelled
+	}
+	return ""
+}
+
+// attemptEvent writes payment.authorized or payment.declined for an attempt that has just moved into AUTHORIZED
+// or DECLINED (from the CTE u of UpdateAttempt, whose rows carry their previous state as was): a repeated move
+// into the same state writes nothing.
+var attemptEvent = `INSERT INTO outbox (aggregate_id, type, payload)
+	SELECT u.booking_id, CASE u.state WHEN 'AUTHORIZED' THEN '` + booking.EventPaymentAuthorized + `'
+		ELSE '` + booking.EventPaymentDeclined + `' END,
+		jsonb_build_object('bookingId', u.booking_id, 'showId', b.show_id, 'userId', u.user_id, 'attemptId', u.id,
+			'amount', u.amount, 'currency', u.currency, 'intentId', u.intent_id, 'detail', u.detail)
+	FROM u JOIN bookings b ON b.id = u.booking_id
+	WHERE u.state IN ('AUTHORIZED', 'DECLINED') AND u.was <> u.state`
+
+// checkInEvent writes ticket.checked_in for the ticket just checked in (the CTE t of CheckIn).
+var checkInEvent = `INSERT INTO outbox (aggregate_id, type, payload)
+	SELECT id, '` + booking.EventCheckedIn + `', jsonb_build_object('ticketId', id, 'bookingId', booking_id,
+		'showId', show_id, 'seatId', seat_id, 'userId', user_id, 'checkedInAt', ` + utcText("checked_in_at") + `,
+		'by', checked_in_by)
+	FROM t`

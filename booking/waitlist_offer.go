@@ -1,0 +1,254 @@
+package booking
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+)
+
+// Waitlist offers.
+//
+// When seats come back (a hold expired or was cancelled, a booking was refunded), the waitlist's consumer of the
+// event stream runs Offer for the show. Holding the show's offer lock (one replica at a time), it looks at the
+// free seats and the line, and offers seats to the first entry that fits, by taking a real hold for that fan:
+// the same claim (hold.lua), fencing and ledger row as any hold, only with the offer's TTL. It repeats until
+// nothing more fits.
+//
+// Fairness, FIFO and group-aware: the line is walked oldest first. An entry whose group does not fit the free
+// seats is passed over and the next one is considered, so a single seat coming back goes to the first single in
+// line rather than sitting idle behind a group of four. But every offer made past an entry counts against it, and
+// an entry passed over PassLimit times blocks the line: no entry behind it gets an offer until enough seats are
+// free at once for its group. A group is therefore passed over at most PassLimit times, never forever.
+//
+// Seats: of the category the entry asked for (any category when it asked for none), adjacent in one row when a
+// run is free, else the free seats nearest the front.
+//
+// The offer's hold races fresh holds for the same seats like any two holds do: hold.lua gives each seat to
+// exactly one; an offer that loses is simply not made, and the next pass looks again.
+
+// offerRounds bounds the offers one call makes, so a call always ends.
+const offerRounds = 64
+
+// Offer makes every offer the show's free seats allow now. It returns the offers made.
+func (w *Waitlist) Offer(ctx context.Context, showID string) ([]WaitlistEntry, error) {
+	unlock, err := w.store.LockOffers(ctx, showID)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	layout, err := w.svc.Layout(ctx, showID)
+	if err != nil {
+		return nil, err
+	}
+	var made []WaitlistEntry
+	for range offerRounds {
+		line, err := w.store.InLine(ctx, showID)
+		if err != nil || len(line) == 0 {
+			return made, err
+		}
+		held, sold, err := w.svc.status(ctx, showID, layout)
+		if err != nil {
+			return made, err
+		}
+		free := func(i int) bool { id := layout[i].ID; return !held[id] && !sold[id] }
+		at, seats := chooseOffer(line, layout, free, w.cfg.PassLimit)
+		if at < 0 {
+			return made, nil
+		}
+		e := line[at]
+		b, err := w.svc.HoldOffer(ctx, e.UserID, showID, seats, w.cfg.OfferTTL)
+		switch {
+		case IsConflict(err):
+			// A fresh hold took a seat between the read and the claim: look again.
+			continue
+		case errors.Is(err, ErrTooManySeats), errors.Is(err, ErrSaleNotOpen):
+			// The fan holds other seats of the show up to the cap, or the sale ended: no offer now.
+			return made, nil
+		case err != nil:
+			return made, err
+		}
+		passed := make([]int64, at)
+		for i := range at {
+			passed[i] = line[i].ID
+		}
+		ok, err := w.store.RecordOffer(ctx, e.ID, b, passed)
+		if err != nil || !ok {
+			// Not recorded (the fan left meanwhile, or the store failed): give the seats back at once.
+			if _, _, cerr := w.svc.Cancel(context.WithoutCancel(ctx), b.ID, b.UserID); cerr != nil {
+				w.log.WarnContext(ctx, "waitlist: cancel an unrecorded offer", "booking", b.ID, "err", cerr)
+			}
+			if err != nil {
+				return made, err
+			}
+			continue
+		}
+		e.Status, e.Offer = WaitlistOffered, &WaitlistOffer{BookingID: b.ID, SeatIDs: b.SeatIDs, ExpiresAt: b.ExpiresAt}
+		made = append(made, e)
+		w.log.InfoContext(ctx, "waitlist offer", "show", showID, "entry", e.ID, "booking", b.ID, "seats", len(seats))
+		w.signal(ctx, showID, e.UserID)
+	}
+	return made, nil
+}
+
+// chooseOffer is the fairness policy, pure: the index in line of the entry to offer to and its seats, or -1.
+func chooseOffer(line []WaitlistEntry, layout []Seat, free func(int) bool, passLimit int) (int, []string) {
+	for i, e := range line {
+		if seats := pickOfferSeats(layout, free, e.Seats, e.Category); seats != nil {
+			return i, seats
+		}
+		if e.PassedOver >= passLimit {
+			return -1, nil // this group has waited long enough: nobody overtakes it again
+		}
+	}
+	return -1, nil
+}
+
+// pickOfferSeats picks n free seats of category (or of any category, trying them in map order, when category is
+// empty): a run of adjacent seats in one row when there is one, nearest the front; nil when too few are free.
+func pickOfferSeats(layout []Seat, free func(int) bool, n int, category string) []string {
+	var cats []string
+	if category != "" {
+		cats = []string{category}
+	} else {
+		for i, st := range layout {
+			if i == 0 || !slices.Contains(cats, st.Category) {
+				cats = append(cats, st.Category)
+			}
+		}
+	}
+	for _, c := range cats {
+		// The alternatives' picker, aimed at the front of the hall: adjacent first, nearest otherwise.
+		front := -1
+		for i, st := range layout {
+			if st.Category == c {
+				front = i
+				break
+			}
+		}
+		if front < 0 {
+			continue
+		}
+		wanted := make([]Seat, n)
+		for i := range wanted {
+			wanted[i] = layout[front]
+		}
+		if got := pickAlternatives(layout, free, wanted); len(got) == n {
+			return got
+		}
+	}
+	return nil
+}
+
+// HoldOffer takes a hold for a waitlist offer: the same validation, claim (hold.lua), fencing and ledger row as
+// any hold, with the offer's TTL and no waiting-room admission (the waitlist admitted the fan).
+func (s *Service) HoldOffer(ctx context.Context, userID, showID string, seatIDs []string, ttl time.Duration) (Booking, error) {
+	r := HoldRequest{UserID: userID, ShowID: showID, SeatIDs: seatIDs, ttl: ttl}
+	show, seats, err := s.validateHold(ctx, r)
+	if err != nil {
+		return Booking{}, err
+	}
+	return s.hold(ctx, r, show, seats, nil)
+}
+
+// OfferLookup tells the Service which bookings are waitlist offers (the WaitlistStore).
+type OfferLookup interface {
+	IsOffer(ctx context.Context, bookingID string) (bool, error)
+}
+
+// AdmitBooking runs the waiting-room check for an operation on b (pay): a waitlist offer needs none, since the
+// waitlist admitted its fan.
+func (s *Service) AdmitBooking(ctx context.Context, b Booking, userID, raw string) error {
+	if s.offers != nil && s.gate != nil {
+		if offer, err := s.offers.IsOffer(ctx, b.ID); err != nil {
+			return err
+		} else if offer {
+			return nil
+		}
+	}
+	_, _, err := s.Admit(ctx, b.ShowID, userID, raw)
+	return err
+}
+
+// HandleEvent is the waitlist's consumer of the event stream: a confirmed offer is ACCEPTED; an offer whose hold
+// expired or was cancelled LAPSED; and whenever seats come back (expiry, cancellation, refund) the show's line is
+// offered them. Every step is idempotent, so a redelivered event changes nothing.
+func (w *Waitlist) HandleEvent(ctx context.Context, e LifecycleEvent) error {
+	switch e.Type {
+	case EventConfirmed:
+		return w.endOffer(ctx, e.Subject, WaitlistAccepted)
+	case EventExpired, EventCancelled:
+		if err := w.endOffer(ctx, e.Subject, WaitlistLapsed); err != nil {
+			return err
+		}
+	case EventRefunded:
+	default:
+		return nil
+	}
+	if e.ShowID == "" {
+		return nil
+	}
+	_, err := w.Offer(ctx, e.ShowID)
+	if errors.Is(err, ErrNotFound) {
+		return nil // a show deleted since: nothing to offer
+	}
+	return err
+}
+
+func (w *Waitlist) endOffer(ctx context.Context, bookingID string, to WaitlistStatus) error {
+	e, ok, err := w.store.EndOffer(ctx, bookingID, to)
+	if err != nil || !ok {
+		return err
+	}
+	w.log.InfoContext(ctx, "waitlist offer ended", "show", e.ShowID, "entry", e.ID, "booking", bookingID, "status", to)
+	w.signal(ctx, e.ShowID, e.UserID)
+	return nil
+}
+
+// Run is the waitlist's safety sweep until ctx ends: every SweepEvery it ends offers whose end it missed and
+// offers seats in every show with a line, in case an event was lost (trimmed from the stream unread).
+func (w *Waitlist) Run(ctx context.Context) {
+	t := time.NewTicker(w.cfg.SweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		w.Sweep(ctx)
+	}
+}
+
+// Sweep does one pass of the safety sweep.
+func (w *Waitlist) Sweep(ctx context.Context) {
+	stale, err := w.store.StaleOffers(ctx, 500)
+	if err != nil {
+		w.log.WarnContext(ctx, "waitlist sweep: stale offers", "err", err)
+	}
+	for _, e := range stale {
+		if e.Offer == nil {
+			continue
+		}
+		to := WaitlistLapsed
+		if b, err := w.svc.store.Booking(ctx, e.Offer.BookingID); err == nil && b.Status == StatusConfirmed {
+			to = WaitlistAccepted
+		}
+		if err := w.endOffer(ctx, e.Offer.BookingID, to); err != nil {
+			w.log.WarnContext(ctx, "waitlist sweep: end offer", "entry", e.ID, "err", err)
+		}
+	}
+	shows, err := w.store.ShowsInLine(ctx)
+	if err != nil {
+		w.log.WarnContext(ctx, "waitlist sweep: shows", "err", err)
+		return
+	}
+	for _, id := range shows {
+		if ctx.Err() != nil {
+			return
+		}
+		if _, err := w.Offer(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
+			w.log.WarnContext(ctx, "waitlist sweep: offer", "show", id, "err", err)
+		}
+	}
+}

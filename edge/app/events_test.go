@@ -1,0 +1,83 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/admission/admissiontest"
+	"github.com/flashseat/flashseat/shared/eventstream"
+	"github.com/flashseat/flashseat/shared/rediskey"
+)
+
+// TestQueueEvents: two edge replicas tick a show's queue; when it opens and when it sells out, one queue event of
+// each is appended to the event stream (not one per replica), each with its dedupe id and the show.
+func TestQueueEvents(t *testing.T) {
+	t.Parallel()
+	rdb := testRedis(t)
+	ctx := context.Background()
+	stream := "{flashseat:events-test}:" + uuid.NewString()
+	show := newShow(t, rdb)
+	t.Cleanup(func() {
+		rdb.Del(ctx, stream, rediskey.ShowInfo(show), rediskey.Tag(show)+":queue:announced-phase")
+	})
+	now := time.Now()
+	rdb.HSet(ctx, rediskey.ShowInfo(show), rediskey.InfoAvailable, 5, rediskey.InfoHeld, 0, rediskey.InfoTotalSeats, 5,
+		rediskey.InfoSaleStartsAt, strconv.FormatInt(now.Add(-time.Hour).UnixMilli(), 10),
+		rediskey.InfoStartsAt, strconv.FormatInt(now.Add(48*time.Hour).UnixMilli(), 10))
+	admissiontest.SetSettings(t, rdb, show, admission.Settings{Enabled: true, AdmitPerSecond: 1, MaxActive: 1,
+		TokenTTLSeconds: 60})
+	env := map[string]string{"EVENTS_STREAM": stream, "QUEUE_TICK": "20ms", "ADMIN_TOKEN": "adm_edge_events_0123456789"}
+	for i := range 2 {
+		edge := startEdge(t, env)
+		// A fan watching on each replica makes both tick the show.
+		req, _ := http.NewRequest("GET", edge+"/queue/"+show+"/events", nil)
+		req.Header.Set("Authorization", "Bearer "+userToken(t, "fan"+strconv.Itoa(i)))
+		sctx, cancel := context.WithCancel(ctx)
+		t.Cleanup(cancel)
+		resp, err := http.DefaultClient.Do(req.WithContext(sctx))
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("stream: %v %v", resp, err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+	}
+	waitTypes := func(want ...string) []eventstream.Event {
+		t.Helper()
+		var evs []eventstream.Event
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			evs = evs[:0]
+			for _, m := range rdb.XRange(ctx, stream, "-", "+").Val() {
+				e, err := eventstream.Decode(m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				evs = append(evs, e)
+			}
+			if len(evs) >= len(want) {
+				break
+			}
+		}
+		time.Sleep(200 * time.Millisecond) // ten more ticks on each replica: no duplicate may follow
+		if n := rdb.XLen(ctx, stream).Val(); n != int64(len(want)) || len(evs) != len(want) {
+			t.Fatalf("stream has %d events (%v), want %v", n, evs, want)
+		}
+		for i, e := range evs {
+			if e.Type != want[i] || e.ShowID != show || e.ID == "" || e.At.IsZero() {
+				t.Fatalf("event %d = %+v, want %s of %s", i, e, want[i], show)
+			}
+		}
+		return evs
+	}
+	waitTypes("queue.opened")
+	rdb.HSet(ctx, rediskey.ShowInfo(show), rediskey.InfoAvailable, 0, rediskey.InfoHeld, 0)
+	rdb.Publish(ctx, rediskey.AvailabilityEvents, show)
+	evs := waitTypes("queue.opened", "queue.sold_out")
+	if evs[0].ID == evs[1].ID {
+		t.Fatalf("two events share the dedupe id %s", evs[0].ID)
+	}
+}
