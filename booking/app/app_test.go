@@ -168,7 +168,9 @@ func TestEndToEnd(t *testing.T) {
 
 func startEdge(t testing.TB, bookingURL string, key token.Key) string {
 	t.Helper()
+	_, dbURL := pgtest.NewWithURL(t) // the edge's own record of the waiting room and the audit log
 	vars := map[string]string{
+		"DATABASE_URL":          dbURL,
 		"EDGE_ADDR":             "127.0.0.1:0",
 		"BOOKING_URL":           bookingURL,
 		"AUTH_SECRET":           testSecret,
