@@ -152,6 +152,9 @@ type Booking struct {
 	AdmissionExp time.Time
 	PaymentID    string
 	Tickets      []Ticket
+	// Language is the fan's page language when the hold was made (Accept-Language), for their notifications;
+	// written with the hold, not read back with the booking.
+	Language string
 }
 
 // Ticket is an issued ticket as a booking lists it.

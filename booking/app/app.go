@@ -40,7 +40,7 @@ func OpenRedis(ctx context.Context, cfg Config) (goredis.UniversalClient, error)
 
 // notifyCheckInterval is how often booking makes sure Redis still publishes key expiries (a restarted Redis
 // forgets a CONFIG SET): the longest a restart leaves expired holds to the reconciler's slower sweep.
-const notifyCheckInterval = 5 * time.Second
+const notifyCheckInterval = 2 * time.Second
 
 // Run serves booking until ctx is cancelled, then shuts down gracefully: it stops accepting, drains in-flight
 // requests for up to ShutdownTimeout, stops the workers and closes the stores last. ready is called with the
@@ -122,7 +122,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	}
 	defer pays.Close() // after the workers below: sagas still in flight stop where they are, for the next start
 
-	ev := newEventing(cfg, svc, pg, rdb, log)
+	ev, err := newEventing(cfg, svc, pg, rdb, log)
+	if err != nil {
+		return err
+	}
 
 	var guests *token.UserIssuer
 	if cfg.AuthGuest {
@@ -145,6 +148,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		StaffToken:    cfg.StaffToken,
 		Feed:          hub,
 		WaitlistFeed:  ev.waitlistFeed,
+		Webhooks:      ev.webhooks,
+		Contacts:      ev.contacts,
 		Logger:        log,
 		Metrics:       metrics,
 		BodyLimit:     cfg.BodyLimit,

@@ -60,6 +60,8 @@ type Config struct {
 	Payment  PaymentConfig    // PAYMENT_*, TICKET_SIGNING_KEY (payments.go)
 	Events   EventsConfig     // EVENTS_* (events.go)
 	Waitlist WaitlistSettings // WAITLIST_* (waitlist.go)
+	Webhooks WebhookSettings  // WEBHOOK_* (webhooks.go)
+	Notify   NotifyConfig     // SMTP_*, NOTIFY_WEBHOOK_* (notify.go)
 }
 
 // DefaultDatabaseURL matches `make services`.
@@ -139,15 +141,19 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	var perrs []error
 	cfg.Payment, perrs = loadPaymentConfig(str, dur)
 	errs = append(errs, perrs...)
+	cfg.Events, perrs = loadEventsConfig(str, dur)
+	errs = append(errs, perrs...)
+	cfg.Waitlist, perrs = loadWaitlistSettings(str, dur)
+	errs = append(errs, perrs...)
+	cfg.Webhooks, perrs = loadWebhookSettings(str, dur)
+	errs = append(errs, perrs...)
+	cfg.Notify, perrs = loadNotifyConfig(str)
+	errs = append(errs, perrs...)
 	if cfg.OpsAddr != "" {
 		if _, _, err := net.SplitHostPort(cfg.OpsAddr); err != nil {
 			errs = append(errs, fmt.Errorf("OPS_ADDR: %q is not host:port", cfg.OpsAddr))
 		}
 	}
-	cfg.Events, perrs = loadEventsConfig(str, dur)
-	errs = append(errs, perrs...)
-	cfg.Waitlist, perrs = loadWaitlistSettings(str, dur)
-	errs = append(errs, perrs...)
 	if cfg.HoldTTL < time.Second {
 		errs = append(errs, errors.New("HOLD_TTL must be at least 1s"))
 	}

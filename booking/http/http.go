@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/booking/webhook"
 	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/store"
@@ -46,6 +47,8 @@ type Config struct {
 	AdminToken    string
 	StaffToken    string
 	Feed          SeatFeed
+	Webhooks      *webhook.Service  // operators' webhooks (webhooks.go); nil leaves them out
+	Contacts      *booking.Contacts // fans' contacts for notifications (contact.go); nil leaves them out
 	// WaitlistFeed delivers the ids of fans whose waitlist entry changed, per show (booking/redis's
 	// NewWaitlistHub); nil turns the waitlist stream off (503).
 	WaitlistFeed SeatFeed
@@ -156,6 +159,8 @@ func (s *Server) routes() {
 
 	s.paymentRoutes(a, v1)
 	s.waitlistRoutes(v1)
+	s.webhookRoutes()
+	s.contactRoutes(v1)
 
 	admin := a.Group("/admin/v1", s.RequireAdmin)
 	admin.Post("/venues", s.createVenue)

@@ -87,7 +87,7 @@ func TestOperatorConsoleInBrowser(t *testing.T) {
 	var crowd []fsclient.Guest
 	for i := 0; i < 6; i++ {
 		g := guestFan(t, c)
-		if q, res, err := c.Join(ctx, g.Token, show); err != nil || q.Status != "waiting" {
+		if q, res, err := c.Join(ctx, g.Token, show, ""); err != nil || q.Status != "waiting" {
 			t.Fatalf("join: %+v %d %v", q, res.Status, err)
 		}
 		crowd = append(crowd, g)

@@ -68,7 +68,7 @@ func start(tb testing.TB, edgeEnv map[string]string) *platform {
 	})
 
 	env := map[string]string{"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": booking, "ADMISSION_SIGNING_KEY": seed,
-		"AUTH_SECRET": secret, "OPS_ADDR": "127.0.0.1:0", "DATABASE_URL": dbURL}
+		"AUTH_SECRET": secret, "DATABASE_URL": dbURL, "OPS_ADDR": "127.0.0.1:0"}
 	for k, v := range edgeEnv {
 		env[k] = v
 	}

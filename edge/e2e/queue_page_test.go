@@ -163,7 +163,7 @@ func TestQueuePageKeepsThePlaceWhenRedisIsDown(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := c.Join(ctx, g.Token, show); err != nil {
+		if _, _, err := c.Join(ctx, g.Token, show, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

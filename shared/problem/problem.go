@@ -85,6 +85,14 @@ func (p *Problem) WithRetryAfter(secs int) *Problem {
 	return p.With(RetryAfterKey, max(secs, 1))
 }
 
+// SetRetryAfter puts p's retryAfterSeconds, if it has one, in the response's Retry-After header: for renderers
+// that answer a problem in another form (an HTML page) and must keep the header.
+func SetRetryAfter(c *fiber.Ctx, p *Problem) {
+	if secs, ok := p.Extensions[RetryAfterKey].(int); ok {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
+	}
+}
+
 // Error lets a Problem travel as an error up to the service's error handler.
 func (p *Problem) Error() string {
 	if p.Detail == "" {
@@ -145,9 +153,7 @@ func Send(c *fiber.Ctx, p *Problem) error {
 		return err
 	}
 	c.Status(p.Status)
-	if secs, ok := p.Extensions[RetryAfterKey].(int); ok {
-		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
-	}
+	SetRetryAfter(c, p)
 	c.Set(fiber.HeaderContentType, ContentType)
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Send(b)
