@@ -42,6 +42,7 @@ func (w *Waitlist) Offer(ctx context.Context, showID string) ([]WaitlistEntry, e
 		return nil, err
 	}
 	var made []WaitlistEntry
+	conflicts := 0
 	for range offerRounds {
 		line, err := w.store.InLine(ctx, showID)
 		if err != nil || len(line) == 0 {
@@ -60,7 +61,17 @@ func (w *Waitlist) Offer(ctx context.Context, showID string) ([]WaitlistEntry, e
 		b, err := w.svc.HoldOffer(ctx, e.UserID, showID, seats, w.cfg.OfferTTL, e.Language)
 		switch {
 		case IsConflict(err):
-			// A fresh hold took a seat between the read and the claim: look again.
+			// A fresh hold took a seat between the read and the claim, or this process's seat snapshot has not
+			// heard yet that it came back (it refuses for at most alternativesMaxAge): look again shortly, a few
+			// times; the next event or the sweep tries after that.
+			if conflicts++; conflicts > 5 {
+				return made, nil
+			}
+			select {
+			case <-ctx.Done():
+				return made, ctx.Err()
+			case <-time.After(time.Duration(conflicts) * alternativesMaxAge / 2):
+			}
 			continue
 		case errors.Is(err, ErrTooManySeats), errors.Is(err, ErrSaleNotOpen):
 			// The fan holds other seats of the show up to the cap, or the sale ended: no offer now.
