@@ -5,7 +5,7 @@ GOBIN   := $(shell $(GO) env GOPATH)/bin
 export PATH := $(GOBIN):$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help run test bench lint fmt build loadtest services tools
+.PHONY: help run test bench lint fmt build loadtest services tools audit chaos
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -27,6 +27,13 @@ test: services tools ## run every test (race detector on) against real Redis and
 
 bench: services build ## run the benchmarks and refresh BENCHMARKS.md
 	@bash deploy/dev/bench.sh
+
+audit: services build ## Lighthouse (mobile) on the home page, seat map and waiting room; scores into BENCHMARKS.md
+	@bash deploy/dev/audit.sh
+
+chaos: services ## the full chaos test: a 1,500-fan sale while booking, the edge, PostgreSQL and Redis fail (report in loadtest/reports/chaos.md)
+	@mkdir -p loadtest/reports
+	CHAOS=full CHAOS_REPORT=$(CURDIR)/loadtest/reports/chaos.md $(GO) test -count=1 -v -timeout 20m -run TestChaos ./loadtest/chaos/
 
 loadtest: build ## run the smoke flash-crowd scenario against a running platform (BASE, default http://localhost:8080)
 	$(BIN)/loadtest -scenario smoke $(if $(BASE),-base $(BASE),)

@@ -364,7 +364,10 @@ func (s *Service) releaseAdmission(ctx context.Context, b Booking) {
 	if b.AdmissionJTI == "" {
 		return
 	}
-	if err := s.locks.ReleaseAdmission(ctx, b.ShowID, b.AdmissionJTI, b.AdmissionExp); err != nil {
+	if s.gate == nil {
+		return
+	}
+	if err := s.gate.Release(ctx, b.ShowID, b.UserID, b.AdmissionJTI, b.AdmissionExp); err != nil {
 		s.log.ErrorContext(ctx, "release admission", "booking", b.ID, "err", err)
 	}
 }

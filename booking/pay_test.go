@@ -23,6 +23,7 @@ import (
 	bookingredis "github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/booking/ticket"
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/admission/admissiontest"
 	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -734,8 +735,10 @@ func TestPayReleasesAdmission(t *testing.T) {
 	key, _ := token.GenerateKey()
 	rdb := bookingtest.Redis(t)
 	pool := pgtest.New(t)
-	gate := admission.NewGate(rdb, token.NewStaticKeys(key.Public()), 0)
-	env := &bookingtest.Env{Store: postgres.New(pool), Locks: bookingredis.New(rdb), Pool: pool, RDB: rdb}
+	queues := admissiontest.Keeper(t, pool, rdb)
+	gate := admission.NewGate(queues, token.NewStaticKeys(key.Public()), 0)
+	env := &bookingtest.Env{Store: postgres.New(pool), Locks: bookingredis.New(rdb), Pool: pool, RDB: rdb,
+		Queues: queues}
 	env.Svc = booking.New(env.Store, env.Locks, gate, booking.Config{})
 	env.Show = env.NewShow(t)
 	show := env.Show.ID
@@ -751,9 +754,7 @@ func TestPayReleasesAdmission(t *testing.T) {
 
 	settings := admission.DefaultSettings()
 	settings.Enabled = true
-	if err := admission.SaveSettings(ctx, rdb, show, settings); err != nil {
-		t.Fatal(err)
-	}
+	env.QueueOn(t, show, settings)
 	raw, exp, _ := token.NewIssuer(key).Issue("u1", show, "jti-1", time.Now(), time.Minute)
 	rdb.ZAdd(ctx, rediskey.QueueActive(show), goredis.Z{Score: float64(exp.UnixMilli()), Member: "jti-1"})
 	b, _, err := env.Svc.Hold(ctx, booking.HoldRequest{UserID: "u1", ShowID: show, SeatIDs: []string{"A1"}, AdmissionToken: raw})
@@ -773,6 +774,11 @@ func TestPayReleasesAdmission(t *testing.T) {
 	}
 	if err := rdb.ZScore(ctx, rediskey.QueueRevoked(show), "jti-1").Err(); err != nil {
 		t.Fatalf("the admission token was not revoked: %v", err)
+	}
+	// Durably: a waiting room rebuilt after Redis lost its data still refuses it.
+	if _, revoked, err := queues.Record().Grants(ctx, show, time.Now()); err != nil || len(revoked) != 1 ||
+		revoked[0].JTI != "jti-1" || revoked[0].UserID != "u1" {
+		t.Fatalf("revocation on record: %+v, %v", revoked, err)
 	}
 	// A replay of the key still answers, though the token is revoked now.
 	if res, err := p.Pay(ctx, booking.PayRequest{BookingID: b.ID, UserID: "u1", PaymentMethod: sim.CardOK,

@@ -101,8 +101,6 @@ type Locks interface {
 	Counters(ctx context.Context, showID string) (holds, conflicts int64, err error)
 	// AnnounceShow tells every replica that an operator changed the show's definition (sale opening, close).
 	AnnounceShow(ctx context.Context, showID string) error
-	// ReleaseAdmission frees a waiting-room slot and revokes its token.
-	ReleaseAdmission(ctx context.Context, showID, jti string, exp time.Time) error
 }
 
 // Claim asks for a set of seats for one booking.
@@ -126,9 +124,11 @@ type ClaimResult struct {
 	OverCap bool     // the user would hold more than UserCap seats
 }
 
-// Admitter checks the waiting room's admission for a request; shared/admission's Gate implements it.
+// Admitter checks the waiting room's admission for a request, and ends an admission once used (recorded
+// durably, so a rebuilt waiting room still refuses the token); shared/admission's Gate implements it.
 type Admitter interface {
 	Check(ctx context.Context, showID, userID, raw string) (*token.Admission, error)
+	Release(ctx context.Context, showID, userID, jti string, exp time.Time) error
 }
 
 // Config tunes a Service.

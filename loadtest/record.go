@@ -129,6 +129,11 @@ type Fan struct {
 
 	Probes []Probe `json:"probes,omitempty"`
 
+	// Rejoins counts joins made again because the waiting room had forgotten the fan (its store was lost);
+	// PlaceLost says how the fan lost its place in line, if it did ("" when it kept it).
+	Rejoins   int    `json:"rejoins,omitempty"`
+	PlaceLost string `json:"placeLost,omitempty"`
+
 	Pay       PayBehaviour `json:"pay,omitempty"`
 	BookingID string       `json:"bookingId,omitempty"`
 	SeatIDs   []string     `json:"seatIds,omitempty"`

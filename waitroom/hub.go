@@ -45,6 +45,7 @@ type Update struct {
 	ETA      time.Duration
 	OpensAt  time.Time
 	Grant    *Grant
+	Paused   bool // admission paused by the operator: the ETA is unknown (zero)
 }
 
 // NewHub returns an empty hub.
@@ -172,6 +173,10 @@ func (w *Watcher) Current() Update {
 		return u
 	}
 	u.Position = Position(w.seq, hs.snap.Cursor)
+	if hs.snap.Phase == PhasePaused {
+		u.Paused = true
+		return u
+	}
 	r, ok := hs.meter.Rate()
 	u.ETA = ETA(u.Position, r, ok, hs.snap.AdmitPerSecond)
 	return u
@@ -209,7 +214,7 @@ func (h *Hub) Update(snap Snapshot, pulse bool) (needSeq, needGrant []string) {
 		}
 		switch {
 		case w.grant != nil:
-		case w.seq == 0 && snap.Phase == PhaseOpen:
+		case w.seq == 0 && (snap.Phase == PhaseOpen || snap.Phase == PhasePaused):
 			needSeq = append(needSeq, w.User)
 		case w.seq > 0 && w.seq <= snap.Cursor:
 			needGrant = append(needGrant, w.User)

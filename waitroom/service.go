@@ -10,14 +10,18 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
 // Store keeps queues and runs their atomic steps. waitroom/redis implements it.
 type Store interface {
-	// Join places user in show's queue, or finds their place: idempotent.
-	Join(ctx context.Context, show, user string) (Entry, error)
+	// Join places user in show's queue, or finds their place: idempotent. receipted is the ticket a verified
+	// place receipt proves (0: none), given back if the store forgot the fan while it is still ahead.
+	// ErrNoSettings, ErrNoState and *SeqsError ask the caller to restore or reserve and retry.
+	Join(ctx context.Context, show, user string, receipted int64) (Entry, error)
 	// Lookup finds user's place without joining; Found is false when they have none.
 	Lookup(ctx context.Context, show, user string) (Entry, error)
 	// Admit runs one admission tick: pops up to min(rate x elapsed, maxActive - active) fans with a live
@@ -42,14 +46,43 @@ type Store interface {
 	Place(ctx context.Context, show string, ordered []string, digest string) error
 	// Fairness reads the draw record (without the recipe).
 	Fairness(ctx context.Context, show string) (Fairness, error)
-	// Settings and SaveSettings read and write an operator's settings; Counts the queue's counters.
-	Settings(ctx context.Context, show string) (admission.Settings, error)
-	SaveSettings(ctx context.Context, show string, s admission.Settings) error
+	// Counts reads the queue's counters.
 	Counts(ctx context.Context, show string) (Counts, error)
+	// Restore rebuilds a show's queue state from the record unless it is there; SetCeiling raises the ticket
+	// ceiling to one just reserved in the record (ErrNoState if the state went meanwhile).
+	Restore(ctx context.Context, show string, d Durable) error
+	SetCeiling(ctx context.Context, show string, ceiling int64) error
 	// Exists reports whether the show has a queue config or show info.
 	Exists(ctx context.Context, show string) (bool, error)
 	// Events delivers show ids whose settings or availability changed, until ctx ends.
 	Events(ctx context.Context) <-chan string
+}
+
+// Record is the waiting room's durable record (PostgreSQL; waitroom/postgres): what a queue needs to be rebuilt
+// after the store lost it. The operator's settings and the admissions are shared/admission's record.
+type Record interface {
+	// Queue reads a show's record (zero values for a queue never recorded) and the sale's opening.
+	Queue(ctx context.Context, show string) (Durable, error)
+	// SaveSeed records seed as the show's shuffle seed unless one is recorded; it returns the one in force.
+	SaveSeed(ctx context.Context, show, seed string) (string, error)
+	// SaveDraw records the written draw's participant count and digest (the first record stays).
+	SaveDraw(ctx context.Context, show string, count int64, digest string) error
+	// SaveCursor records the admission cursor (it only grows).
+	SaveCursor(ctx context.Context, show string, cursor int64) error
+	// Reserve raises the ticket ceiling to at least atLeast and by grow, and returns it.
+	Reserve(ctx context.Context, show string, atLeast, grow int64) (int64, error)
+}
+
+// Durable is a queue's record: everything a rebuilt queue starts from.
+type Durable struct {
+	Seed         string
+	Drawn        bool
+	DrawCount    int64
+	DrawDigest   string
+	Cursor       int64 // recorded at most a second behind
+	Ceiling      int64 // no ticket above it was ever handed out
+	SaleStartsAt time.Time
+	Grants       []Grant // live admissions
 }
 
 // Counts are the operator's view of a queue.
@@ -75,20 +108,32 @@ type Options struct {
 
 // Service is the waiting room: joins, status, admission ticks, draws and the local fan-out hub.
 type Service struct {
-	store  Store
-	issuer *token.Issuer
-	opt    Options
-	log    *slog.Logger
-	Hub    *Hub
+	store    Store
+	record   Record
+	queues   *admission.Keeper
+	issuer   *token.Issuer
+	receipts *token.ReceiptVerifier
+	opt      Options
+	log      *slog.Logger
+	Hub      *Hub
+	flights  singleflight.Group // restores and reservations, one at a time per show on this replica
 
 	mu       sync.Mutex
 	polled   map[string]map[string]struct{} // show -> users who polled since the last heartbeat flush
 	seeded   map[string]bool
 	loggedAt map[string]time.Time // show -> when its last tick failure was logged
+	unsaved  []admission.Grant    // admissions made here and not yet recorded (PostgreSQL was down)
+	cursors  map[string]savedCursor
 }
 
-// New returns a service over store, signing admission tokens with issuer.
-func New(store Store, issuer *token.Issuer, opt Options) *Service {
+type savedCursor struct {
+	cursor int64
+	at     time.Time
+}
+
+// New returns a service over store and its record, with the shows' settings and admissions kept by queues,
+// signing admission tokens and place receipts with issuer.
+func New(store Store, record Record, queues *admission.Keeper, issuer *token.Issuer, opt Options) *Service {
 	if opt.Tick <= 0 {
 		opt.Tick = 200 * time.Millisecond
 	}
@@ -107,8 +152,10 @@ func New(store Store, issuer *token.Issuer, opt Options) *Service {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	return &Service{store: store, issuer: issuer, opt: opt, log: opt.Logger, Hub: NewHub(),
-		polled: map[string]map[string]struct{}{}, seeded: map[string]bool{}, loggedAt: map[string]time.Time{}}
+	return &Service{store: store, record: record, queues: queues, issuer: issuer,
+		receipts: token.NewReceiptVerifier(token.NewStaticKeys(issuer.Keys()...), 5*time.Second),
+		opt:      opt, log: opt.Logger, Hub: NewHub(), polled: map[string]map[string]struct{}{}, seeded: map[string]bool{},
+		loggedAt: map[string]time.Time{}, cursors: map[string]savedCursor{}}
 }
 
 // ValidID accepts a show id: 1 to 128 letters, digits, '_', '-', '.' or ':'. Show ids go into Redis keys (inside
@@ -153,11 +200,19 @@ func check(show, user string) error {
 
 // Join puts user in show's queue or returns their existing place.
 func (s *Service) Join(ctx context.Context, show, user string) (Place, error) {
+	return s.JoinWithReceipt(ctx, show, user, "")
+}
+
+// JoinWithReceipt is Join for a fan presenting a place receipt (raw, possibly empty or invalid: then ignored).
+// When the store has forgotten the fan (it lost its data) and the receipt's ticket is still ahead of the cursor,
+// the fan gets that ticket back. The place returned carries a receipt for the place now held.
+func (s *Service) JoinWithReceipt(ctx context.Context, show, user, receipt string) (Place, error) {
 	if err := check(show, user); err != nil {
 		return Place{}, err
 	}
+	presented := s.verifyReceipt(show, user, receipt)
 	for attempt := 0; ; attempt++ {
-		e, err := s.store.Join(ctx, show, user)
+		e, err := s.join(ctx, show, user, presented.seq)
 		if err != nil {
 			return Place{}, err
 		}
@@ -170,7 +225,12 @@ func (s *Service) Join(ctx context.Context, show, user string) (Place, error) {
 		}
 		if !e.Pending {
 			s.Hub.Touch(show)
-			return s.place(ctx, show, e)
+			p, err := s.place(ctx, show, e)
+			if err != nil {
+				return Place{}, err
+			}
+			p.Receipt = s.receipt(show, user, p, receipt, presented)
+			return p, nil
 		}
 		// The sale has opened but the pre-opening draw is not written: help write it, then retry. Joins after
 		// opening must get tickets after every pre-opening fan, so they cannot go ahead of the draw.
@@ -186,6 +246,37 @@ func (s *Service) Join(ctx context.Context, show, user string) (Place, error) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// join runs the store's join, restoring what the store lost and reserving tickets as it asks.
+func (s *Service) join(ctx context.Context, show, user string, receipted int64) (Entry, error) {
+	for attempt := 0; ; attempt++ {
+		e, err := s.store.Join(ctx, show, user, receipted)
+		if err == nil {
+			return e, nil
+		}
+		if attempt >= 5 {
+			return Entry{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		switch rerr := s.recover(ctx, show, err); {
+		case errors.Is(rerr, errQueueOff):
+			return s.closed(ctx, show)
+		case rerr != nil:
+			return Entry{}, rerr
+		}
+	}
+}
+
+// closed answers a join or lookup for a show whose record says the queue is off.
+func (s *Service) closed(ctx context.Context, show string) (Entry, error) {
+	ok, err := s.store.Exists(ctx, show)
+	if err != nil {
+		return Entry{}, err
+	}
+	if !ok {
+		return Entry{}, ErrUnknownShow
+	}
+	return Entry{Status: Closed, Found: true}, nil
 }
 
 // Status returns user's place without joining; ErrNotInQueue when they have none. The poll counts as a heartbeat.
@@ -212,9 +303,23 @@ func (s *Service) Inspect(ctx context.Context, show, user string) (Place, error)
 	if err := check(show, user); err != nil {
 		return Place{}, err
 	}
-	e, err := s.store.Lookup(ctx, show, user)
-	if err != nil {
-		return Place{}, err
+	var e Entry
+	for attempt := 0; ; attempt++ {
+		var err error
+		if e, err = s.store.Lookup(ctx, show, user); err == nil {
+			break
+		}
+		if attempt >= 5 {
+			return Place{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		if rerr := s.recover(ctx, show, err); errors.Is(rerr, errQueueOff) {
+			if e, err = s.closed(ctx, show); err != nil {
+				return Place{}, err
+			}
+			break
+		} else if rerr != nil {
+			return Place{}, rerr
+		}
 	}
 	if !e.Found {
 		return Place{}, ErrNotInQueue
@@ -222,9 +327,9 @@ func (s *Service) Inspect(ctx context.Context, show, user string) (Place, error)
 	return s.place(ctx, show, e)
 }
 
-// Watch joins (idempotently) and subscribes a local stream; the caller must Unwatch.
-func (s *Service) Watch(ctx context.Context, show, user string) (*Watcher, Place, error) {
-	p, err := s.Join(ctx, show, user)
+// Watch joins (idempotently, presenting receipt) and subscribes a local stream; the caller must Unwatch.
+func (s *Service) Watch(ctx context.Context, show, user, receipt string) (*Watcher, Place, error) {
+	p, err := s.JoinWithReceipt(ctx, show, user, receipt)
 	if err != nil {
 		return nil, Place{}, err
 	}
@@ -237,7 +342,7 @@ func (s *Service) Watch(ctx context.Context, show, user string) (*Watcher, Place
 func (s *Service) Unwatch(w *Watcher) { s.Hub.Remove(w) }
 
 func (s *Service) place(ctx context.Context, show string, e Entry) (Place, error) {
-	p := Place{Status: e.Status, Seq: e.Seq, OpensAt: e.OpensAt}
+	p := Place{Status: e.Status, Seq: e.Seq, OpensAt: e.OpensAt, Paused: e.Paused}
 	switch {
 	case e.Status == Admitted && e.Grant != nil:
 		g := *e.Grant
@@ -254,6 +359,9 @@ func (s *Service) place(ctx context.Context, show string, e Entry) (Place, error
 		p.Grant = &g
 	case e.Status == Waiting && e.Seq > 0:
 		p.Position = Position(e.Seq, e.Cursor)
+		if e.Paused {
+			break // no ETA while nobody is admitted
+		}
 		r, ok, conf := s.Hub.Rate(show)
 		if conf == 0 {
 			conf = e.AdmitPerSecond
@@ -287,7 +395,12 @@ func (s *Service) ensureSeed(ctx context.Context, show string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.store.Seed(ctx, show, fresh); err != nil {
+	// The record first: the commitment must survive Redis, or a rebuilt queue would draw with another seed.
+	seed, err := s.record.SaveSeed(ctx, show, fresh)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if _, err := s.store.Seed(ctx, show, seed); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -327,7 +440,22 @@ func (s *Service) Draw(ctx context.Context, show string) (err error) {
 	if err != nil {
 		return err
 	}
-	return s.store.Place(ctx, show, ordered, ParticipantsDigest(ordered))
+	// The draw hands out len(ordered) tickets at once: reserve them in the record first.
+	c, err := s.record.Reserve(ctx, show, 0, int64(len(ordered)))
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if err := s.store.SetCeiling(ctx, show, c); err != nil {
+		return err
+	}
+	digest := ParticipantsDigest(ordered)
+	if err := s.store.Place(ctx, show, ordered, digest); err != nil {
+		return err
+	}
+	if err := s.record.SaveDraw(ctx, show, int64(len(ordered)), digest); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return nil
 }
 
 // Fairness returns the show's shuffle record: the seed only once the draw is written.
@@ -359,7 +487,7 @@ func (s *Service) Settings(ctx context.Context, show string) (admission.Settings
 	if !ValidID(show) {
 		return admission.Settings{}, Counts{}, fmt.Errorf("%w: show id", ErrInvalid)
 	}
-	st, err := s.store.Settings(ctx, show)
+	st, err := s.queues.Settings(ctx, show)
 	if err != nil {
 		return st, Counts{}, err
 	}
@@ -367,25 +495,56 @@ func (s *Service) Settings(ctx context.Context, show string) (admission.Settings
 	return st, c, err
 }
 
-// SaveSettings validates and stores a show's settings; every replica applies them within a tick. Turning a
-// queue on commits its shuffle seed at once, so the commitment is public before anyone can join.
-func (s *Service) SaveSettings(ctx context.Context, show string, st admission.Settings) error {
+// UpdateSettings changes a show's settings with fn, which must validate what it returns: recorded first, then
+// cached, and every replica applies them within a tick. Turning a queue on commits its shuffle seed first, so the
+// commitment is public before anyone can join. It returns the settings before and after.
+func (s *Service) UpdateSettings(ctx context.Context, show string, fn func(admission.Settings) (admission.Settings, error)) (old, now admission.Settings, err error) {
 	if !ValidID(show) {
-		return fmt.Errorf("%w: show id", ErrInvalid)
+		return old, now, fmt.Errorf("%w: show id", ErrInvalid)
 	}
-	if err := st.Validate(); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	if st.Enabled {
-		if err := s.ensureSeed(ctx, show); err != nil {
-			return err
+	old, now, err = s.queues.Update(ctx, show, func(cur admission.Settings) (admission.Settings, error) {
+		next, err := fn(cur)
+		if err != nil {
+			return next, err
 		}
-	}
-	if err := s.store.SaveSettings(ctx, show, st); err != nil {
-		return err
+		if next.Enabled {
+			if err := s.ensureSeed(ctx, show); err != nil {
+				return next, err
+			}
+		}
+		return next, nil
+	})
+	if err != nil {
+		return old, now, err
 	}
 	s.Hub.Touch(show)
-	return nil
+	return old, now, nil
+}
+
+// Kick revokes the admission jti of show (an operator's decision): its token is refused from then on.
+func (s *Service) Kick(ctx context.Context, show, jti string) (admission.Grant, error) {
+	if !ValidID(show) || jti == "" || len(jti) > 128 {
+		return admission.Grant{}, fmt.Errorf("%w: show or admission id", ErrInvalid)
+	}
+	return s.queues.Kick(ctx, show, jti)
+}
+
+// KickUser revokes every live admission of user to show, including one this replica's store holds that the
+// record may not have yet.
+func (s *Service) KickUser(ctx context.Context, show, user string) ([]admission.Grant, error) {
+	if err := check(show, user); err != nil {
+		return nil, err
+	}
+	gs, err := s.store.Grants(ctx, show, []string{user})
+	if err != nil {
+		return nil, err
+	}
+	var extra []admission.Grant
+	for _, g := range gs {
+		extra = append(extra, admission.Grant{ShowID: show, JTI: g.JTI, UserID: g.UserID, IssuedAt: g.IssuedAt,
+			ExpiresAt: g.ExpiresAt})
+	}
+	return s.queues.KickUser(ctx, show, user, extra...)
 }
 
 // Tick runs one admission tick for show on this replica: the script, then signing and storing the new grants,
@@ -396,6 +555,18 @@ func (s *Service) Tick(ctx context.Context, show string, pulse bool) (snap Snaps
 		defer func() { s.opt.Observe(snap, time.Since(start), err) }()
 	}
 	snap, err = s.store.Admit(ctx, show, nonce(), s.opt.Grace, s.opt.MaxScan)
+	if errors.Is(err, ErrNoSettings) || errors.Is(err, ErrNoState) {
+		// The store lost the show's state: restore it and tick again. Until it is back nothing is sent to the
+		// show's streams, so fans keep their places on screen and are never told "closed".
+		switch rerr := s.recover(ctx, show, err); {
+		case errors.Is(rerr, errQueueOff):
+			snap, err = Snapshot{Show: show, Phase: PhaseClosed, At: time.Now()}, nil
+		case rerr != nil:
+			return snap, rerr
+		default:
+			snap, err = s.store.Admit(ctx, show, nonce(), s.opt.Grace, s.opt.MaxScan)
+		}
+	}
 	if err != nil {
 		return snap, err
 	}
@@ -409,6 +580,8 @@ func (s *Service) Tick(ctx context.Context, show string, pulse bool) (snap Snaps
 			return snap, err
 		}
 	}
+	s.recordGrants(ctx, show, snap.Grants)
+	s.recordCursor(ctx, show, snap)
 	if snap.Phase == PhasePending {
 		if err := s.Draw(ctx, show); err != nil && !errors.Is(err, ErrDrawPending) {
 			s.logFailure("draw", show, err)
@@ -479,7 +652,7 @@ func (s *Service) resolveGrants(ctx context.Context, show string, users []string
 func (s *Service) rejoin(ctx context.Context, show string, users []string) error {
 	seqs := map[string]int64{}
 	for _, u := range users {
-		e, err := s.store.Join(ctx, show, u)
+		e, err := s.join(ctx, show, u, 0)
 		if err != nil {
 			return err
 		}

@@ -39,7 +39,20 @@ var (
 	ErrInvalid        = errors.New("waitroom: invalid input")            // a malformed id or setting
 	ErrUnavailable    = fmt.Errorf("waitroom: %w", store.ErrUnavailable) // Redis cannot be reached; retry later
 	ErrTooManyStreams = errors.New("waitroom: too many streams")         // one fan holds too many streams of a show
+
+	// The store lost (or never had) part of a show's state; the Service restores it from the records and retries.
+	ErrNoSettings = errors.New("waitroom: queue settings not in the store") // restore via shared/admission
+	ErrNoState    = errors.New("waitroom: queue state not in the store")    // restore from the Record
 )
+
+// SeqsError means every ticket reserved in the Record has been handed out: the Service reserves more (above
+// LastSeq, the highest handed out) and retries. Reserving first is what keeps a ticket, once promised, unique
+// after a rebuild: a rebuilt queue hands out tickets only above the recorded ceiling.
+type SeqsError struct{ LastSeq int64 }
+
+func (e *SeqsError) Error() string {
+	return fmt.Sprintf("waitroom: tickets exhausted at %d", e.LastSeq)
+}
 
 // Place is a fan's standing, as join and status return it.
 type Place struct {
@@ -54,6 +67,10 @@ type Place struct {
 	OpensAt time.Time
 	// Grant is set when Status is Admitted.
 	Grant *Grant
+	// Paused: the queue is on, but the operator has paused admission; the place is kept, the ETA is unknown.
+	Paused bool
+	// Receipt is the signed place receipt (token.Receipt) of a waiting fan, to present again on a re-join.
+	Receipt string
 }
 
 // Entry is a fan's record as the store reads it: a phase-like kind plus the numbers to compute a Place from.
@@ -66,6 +83,7 @@ type Entry struct {
 	OpensAt time.Time
 	Grant   *Grant
 	Found   bool // false: the fan is not in the queue (Lookup only)
+	Paused  bool // admission paused by the operator
 	// AdmitPerSecond is the configured rate, for an ETA before this replica has measured one.
 	AdmitPerSecond float64
 }
@@ -87,6 +105,7 @@ const (
 	PhaseOpen    Phase = "open"     // admitting
 	PhasePre     Phase = "pre"      // sale not open yet: joins go to the pre-opening pool
 	PhasePending Phase = "pending"  // sale open, the pre-opening draw not written yet
+	PhasePaused  Phase = "paused"   // queue on, admission paused by the operator: places kept, nobody admitted
 	PhaseSoldOut Phase = "sold_out" // no free and no held seats: admission paused
 	PhaseClosed  Phase = "closed"   // queue switched off
 )

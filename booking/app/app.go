@@ -17,7 +17,10 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/shared/admission"
+	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
+	admredis "github.com/flashseat/flashseat/shared/admission/redis"
 	"github.com/flashseat/flashseat/shared/audit"
+	"github.com/flashseat/flashseat/shared/ops"
 	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -37,7 +40,7 @@ func OpenRedis(ctx context.Context, cfg Config) (goredis.UniversalClient, error)
 
 // notifyCheckInterval is how often booking makes sure Redis still publishes key expiries (a restarted Redis
 // forgets a CONFIG SET): the longest a restart leaves expired holds to the reconciler's slower sweep.
-const notifyCheckInterval = 5 * time.Second
+const notifyCheckInterval = 2 * time.Second
 
 // Run serves booking until ctx is cancelled, then shuts down gracefully: it stops accepting, drains in-flight
 // requests for up to ShutdownTimeout, stops the workers and closes the stores last. ready is called with the
@@ -63,6 +66,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		return err
 	}
 	defer pool.Close()
+	// Tables booking shares with the edge (whichever starts first creates them).
+	if err := admpostgres.New(pool).Migrate(startCtx); err != nil {
+		return err
+	}
 	rdb, err := OpenRedis(startCtx, cfg)
 	if err != nil {
 		return err
@@ -77,12 +84,19 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := bookinghttp.NewMetrics(reg)
+	checks := []store.Check{
+		{Name: "postgres", Ping: pool.Ping},
+		{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
+	}
+	storesUp := func(ctx context.Context) error { _, err := store.Probe(ctx, checks); return err }
 
 	var keys token.KeySource = cfg.AdmissionKeys
 	if keys == nil {
 		keys = token.NewRemoteKeys(cfg.AdmissionJWKSURL, nil)
 	}
-	gate := admission.NewGate(rdb, keys, cfg.TokenLeeway)
+	// Queue settings and admissions: PostgreSQL the record, Redis the cache (rebuilt by queues.Run when lost).
+	queues := admission.NewKeeper(admpostgres.New(pool), admredis.New(rdb), log)
+	gate := admission.NewGate(queues, keys, cfg.TokenLeeway)
 	pg := postgres.New(pool)
 	locks := redis.New(rdb)
 	svc := booking.New(pg, locks, gate, booking.Config{
@@ -137,20 +151,32 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		Webhooks:      ev.webhooks,
 		Contacts:      ev.contacts,
 		Logger:        log,
-		Gatherer:      reg,
 		Metrics:       metrics,
 		BodyLimit:     cfg.BodyLimit,
-		Ready: []store.Check{
-			{Name: "postgres", Ping: pool.Ping},
-			{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
-		},
+		Ready:         checks,
 	})
+	reg.MustRegister(bookinghttp.NewShowCollector(svc), ops.StoreUp("booking_store_up", checks))
 
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
+	// The operations server stops with the workers (the deferred stop below runs first).
+	waitOps, err := ops.Start(workers, ops.Config{Addr: cfg.OpsAddr, Gatherer: reg, Ready: storesUp, Log: log,
+		Bound: cfg.OpsBound})
+	if err != nil {
+		stopWorkers()
+		return fmt.Errorf("booking: OPS_ADDR: %w", err)
+	}
+	defer waitOps()
 	var wg sync.WaitGroup
 	ev.start(workers, &wg)
-	wg.Add(6)
+	wg.Add(8)
 	go func() { defer wg.Done(); svc.Run(workers) }()
+	go func() { defer wg.Done(); queues.Run(workers, 2*time.Second, time.Minute) }()
+	go func() {
+		defer wg.Done()
+		for show := range admredis.New(rdb).Changes(workers) {
+			gate.Forget(show) // an operator's change applies here at once, not within the gate's second
+		}
+	}()
 	// Expired holds are released as Redis reports them; a Redis that restarted has forgotten to report them.
 	go func() { defer wg.Done(); redis.KeepNotifications(workers, rdb, notifyCheckInterval, log) }()
 	go func() { defer wg.Done(); redis.WatchShows(workers, rdb, svc.ShowChanged) }()

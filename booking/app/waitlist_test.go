@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"mime"
@@ -16,6 +15,7 @@ import (
 	"github.com/flashseat/flashseat/booking/internal/smtptest"
 	"github.com/flashseat/flashseat/booking/payment/sim"
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/admission/admissiontest"
 )
 
 // TestWaitlist: a show with seats on sale refuses the waitlist (409); once every seat is held, fans join first
@@ -140,10 +140,8 @@ func TestWaitlistOfferOverHTTP(t *testing.T) {
 	}
 	st.do("POST", path, other, map[string]any{"seats": 1})
 	// The queue goes on after the show sold out: paying the offer must not need an admission.
-	if err := admission.SaveSettings(context.Background(), rdb, show, admission.Settings{Enabled: true,
-		AdmitPerSecond: 1, MaxActive: 1, TokenTTLSeconds: 60}); err != nil {
-		t.Fatal(err)
-	}
+	admissiontest.SetSettings(t, rdb, show, admission.Settings{Enabled: true,
+		AdmitPerSecond: 1, MaxActive: 1, TokenTTLSeconds: 60})
 
 	// The fan's page opens the waitlist stream.
 	req, _ := http.NewRequest("GET", st.base+path+"/stream", nil)

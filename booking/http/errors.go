@@ -62,12 +62,16 @@ func (s *Server) toProblem(c *fiber.Ctx, err error) *problem.Problem {
 		}
 		return p
 	}
-	err = store.Classify(err)
+	if !errors.Is(err, booking.ErrPaymentFailed) {
+		// A failed payment is the gateway's outage, answered with the breaker's own Retry-After; whatever network
+		// error it carries is not a store's.
+		err = store.Classify(err)
+	}
 	for _, m := range codes {
 		if !errors.Is(err, m.err) {
 			continue
 		}
-		if m.err == store.ErrUnavailable {
+		if m.slug == problem.StoreUnavailable {
 			s.log.WarnContext(c.UserContext(), "store unavailable", "method", c.Method(), "path", string([]byte(c.Path())), "err", err)
 			return problem.StoreDown("a store is briefly unreachable; retry shortly", storeRetryAfter)
 		}
@@ -109,9 +113,13 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		if p.Status == fiber.StatusNotFound {
 			detail = "We could not find that page. The show may have ended or the link may be mistyped."
 		}
-		if p.Status >= 500 || detail == "" {
+		switch {
+		case p.Type == problem.TypeBase+problem.StoreUnavailable:
+			detail = "We cannot reach our systems for a moment. Please try again in a few seconds."
+		case p.Status >= 500 || detail == "":
 			detail = "Something went wrong on our side. Please try again in a moment."
 		}
+		problem.SetRetryAfter(c, p)
 		if rerr := s.render(c, p.Status, "error", Page{Title: p.Title,
 			Data: struct{ Title, Detail string }{p.Title, detail}}); rerr == nil {
 			return nil

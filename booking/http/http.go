@@ -55,7 +55,6 @@ type Config struct {
 	Logger       *slog.Logger
 	Registry     prometheus.Registerer // nil: metrics are not registered
 	Metrics      *Metrics              // made (and registered with Registry) when nil
-	Gatherer     prometheus.Gatherer   // serves /metrics; nil: /metrics is 404
 	Ready        []store.Check         // the stores /readyz pings; each is reported by name
 	BodyLimit    int                   // default 64 KiB
 	InFlight     int                   // hot requests (hold, seat map) run at once; default 32 per CPU
@@ -138,10 +137,12 @@ func (s *Server) routes() {
 	a := s.app
 	a.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	a.Get("/readyz", s.readyz)
-	a.Get("/metrics", s.metricsHandler())
 
 	a.Get("/", s.homePage)
 	a.Get("/shows/:showId", s.showPage)
+	a.Get("/checkout/:bookingId", s.checkoutPage)
+	a.Get("/bookings", s.bookingsPage)
+	a.Get("/bookings/:bookingId", s.bookingPage)
 	a.Get("/assets/:version/:file", s.assetHandler)
 
 	v1 := a.Group("/api/v1")

@@ -170,10 +170,7 @@ func TestQueueGate(t *testing.T) {
 	h := newHarness(t, env)
 	show := env.Show.ID
 	ctx := context.Background()
-	if err := admission.SaveSettings(ctx, env.RDB, show, admission.Settings{Enabled: true, AdmitPerSecond: 10,
-		MaxActive: 10, TokenTTLSeconds: 600}); err != nil {
-		t.Fatal(err)
-	}
+	env.QueueOn(t, show, admission.Settings{Enabled: true, AdmitPerSecond: 10, MaxActive: 10, TokenTTLSeconds: 600})
 	user := h.user("fan1")
 	r := h.do("POST", "/api/v1/bookings/hold", user, holdBody(show, "A1"))
 	p := problemOf(t, r)

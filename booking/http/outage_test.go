@@ -82,6 +82,14 @@ func TestStoresUnreachable(t *testing.T) {
 						r.body, r.header.Get("Retry-After"))
 				}
 			}
+			if tc.pool == deadPool {
+				// A browser gets the outage as a page, with the same status and Retry-After.
+				r := h.do("GET", "/shows/"+live.Show.ID, "", "", "Accept", "text/html")
+				if r.status != 503 || r.header.Get("Retry-After") == "" || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") {
+					t.Fatalf("show page: %d %s Retry-After %q, want a 503 page with Retry-After", r.status,
+						r.header.Get("Content-Type"), r.header.Get("Retry-After"))
+				}
+			}
 			var ready struct{ Checks map[string]string }
 			h.do("GET", "/readyz", "", "").json(t, &ready)
 			wantPG, wantRedis := "ok", "ok"

@@ -31,7 +31,9 @@ type Page struct {
 	// ConnectSrc adds origins the page's scripts may call (Content-Security-Policy connect-src), such as a
 	// payment gateway's tokenization API.
 	ConnectSrc []string
-	Data       any
+	// ScriptSrc and FrameSrc add origins for a third party's script and frames (Stripe.js and its card fields).
+	ScriptSrc, FrameSrc []string
+	Data                any
 }
 
 // site holds the parsed templates and the assets with their version.
@@ -128,15 +130,12 @@ func (s *Server) render(c *fiber.Ctx, status int, name string, p Page) error {
 	if err := t.ExecuteTemplate(&b, "layout", p); err != nil {
 		return fmt.Errorf("http: render %s: %w", name, err)
 	}
-	connect := "'self'"
-	for _, o := range p.ConnectSrc {
-		connect += " " + o
-	}
+	src := func(extra []string) string { return strings.Join(append([]string{"'self'"}, extra...), " ") }
 	c.Status(status)
 	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
 	c.Set(fiber.HeaderCacheControl, "no-cache")
-	c.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
-		"connect-src "+connect+"; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	c.Set("Content-Security-Policy", "default-src 'self'; script-src "+src(p.ScriptSrc)+"; style-src 'self'; img-src 'self' data:; "+
+		"connect-src "+src(p.ConnectSrc)+"; frame-src "+src(p.FrameSrc)+"; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	c.Set("Referrer-Policy", "same-origin")
 	c.Set("X-Content-Type-Options", "nosniff")
 	return c.Send(b.Bytes())

@@ -17,7 +17,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/booking"
-	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/rediskey"
 )
 
@@ -340,11 +339,6 @@ func (l *Locks) Counters(ctx context.Context, showID string) (int64, int64, erro
 	}
 	n := func(v any) int64 { s, _ := v.(string); i, _ := strconv.ParseInt(s, 10, 64); return i }
 	return n(vals[0]), n(vals[1]), nil
-}
-
-// ReleaseAdmission frees the waiting-room slot (shared/admission).
-func (l *Locks) ReleaseAdmission(ctx context.Context, showID, jti string, exp time.Time) error {
-	return admission.Release(ctx, l.rdb, showID, jti, exp)
 }
 
 // ParseSeatKey splits a seat lock key into show and seat ids; ok is false for any other key.

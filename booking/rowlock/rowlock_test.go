@@ -21,7 +21,9 @@ func TestOneSeatManyFans(t *testing.T) {
 	if err := rowlock.Setup(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	st := rowlock.New(pool, 200*time.Millisecond)
+	// The hold outlives the crowd: 100 transactions queued on one row lock take longer than 200 ms on a loaded
+	// two-core machine, and a hold that lapsed meanwhile would rightly be won a second time.
+	st := rowlock.New(pool, 2*time.Second)
 	seats := []booking.Seat{{ID: "A1", Category: "GOLD", Price: 10}, {ID: "A2", Category: "GOLD", Price: 10},
 		{ID: "A3", Category: "GOLD", Price: 10}}
 	if err := st.CreateShow(ctx, "s1", seats); err != nil {
@@ -48,7 +50,7 @@ func TestOneSeatManyFans(t *testing.T) {
 	if won.Load() != 1 {
 		t.Fatalf("%d holds, want 1", won.Load())
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(2100 * time.Millisecond)
 	if _, err := st.Hold(ctx, "late", "s1", []string{"A1"}); err != nil {
 		t.Fatalf("hold after expiry: %v", err)
 	}

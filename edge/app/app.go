@@ -9,9 +9,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
@@ -19,9 +22,13 @@ import (
 	edgehttp "github.com/flashseat/flashseat/edge/http"
 	"github.com/flashseat/flashseat/edge/ratelimit"
 	"github.com/flashseat/flashseat/shared/admission"
-	"github.com/flashseat/flashseat/shared/rediskey"
+	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
+	admredis "github.com/flashseat/flashseat/shared/admission/redis"
+	"github.com/flashseat/flashseat/shared/audit"
+	"github.com/flashseat/flashseat/shared/ops"
 	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
+	wrpostgres "github.com/flashseat/flashseat/waitroom/postgres"
 )
 
 // Edge is what the edge hands the waiting room when it mounts its routes (edge/app/waitroom.go).
@@ -30,6 +37,11 @@ type Edge struct {
 	// /queue/... and the JWKS) and gate, and before the catch-all proxy to booking.
 	Router fiber.Router
 	Redis  redis.UniversalClient
+	// Postgres holds the records: queue settings and admissions (Queues), the waiting room's own, the audit log.
+	Postgres *pgxpool.Pool
+	// Queues keeps every show's queue settings and admissions: PostgreSQL the record, Redis the cache.
+	Queues *admission.Keeper
+	Audit  *audit.Log
 	// Issuer signs admission tokens with the configured key; its JWKS is current plus previous keys.
 	Issuer *token.Issuer
 	// Gate is the admission gate the edge enforces; Forget a show on a settings change.
@@ -61,10 +73,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		return err
 	}
 	defer rdb.Close()
+	pool, err := openPostgres(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	queues := admission.NewKeeper(admpostgres.New(pool), admredis.New(rdb), log)
+	auditLog := audit.New(pool)
 
 	issuer := token.NewIssuer(cfg.AdmissionKey, cfg.AdmissionPrevious...)
 	keys := token.NewStaticKeys(issuer.Keys()...)
-	gate := admission.NewGate(rdb, keys, cfg.TokenLeeway)
+	gate := admission.NewGate(queues, keys, cfg.TokenLeeway)
 	users := token.NewUserVerifier(cfg.AuthSecret, cfg.AuthExternal, cfg.TokenLeeway)
 	limits := map[edge.Class]edgehttp.Limits{}
 	for class, lc := range cfg.Limits {
@@ -75,6 +94,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	}
 
 	reg := prometheus.NewRegistry()
+	stores := []store.Check{
+		{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
+		{Name: "postgres", Ping: func(ctx context.Context) error { return pool.Ping(ctx) }},
+	}
+	reg.MustRegister(ops.StoreUp("edge_store_up", stores))
 	srv := edgehttp.New(edgehttp.Config{
 		Proxy: edgehttp.ProxyConfig{
 			Target:          cfg.BookingURL,
@@ -91,7 +115,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		BodyLimit:   cfg.BodyLimit,
 		ReadTimeout: cfg.ReadTimeout,
 		IdleTimeout: cfg.IdleTimeout,
-		Ready:       []store.Check{{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}},
+		Ready:       stores,
 		Users:       users,
 		Gate:        gate,
 		Admission:   token.NewVerifier(keys, cfg.TokenLeeway),
@@ -102,15 +126,29 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	work, stopWork := context.WithCancel(context.Background())
 	defer stopWork()
 	var workers sync.WaitGroup
-	e := &Edge{Router: srv.App, Redis: rdb, Issuer: issuer, Gate: gate, Users: users, Registry: reg, Log: log,
-		Config: cfg, Work: work, Workers: &workers}
-	workers.Add(1)
-	go func() { defer workers.Done(); forgetOnChange(work, rdb, gate, log) }()
+	e := &Edge{Router: srv.App, Redis: rdb, Postgres: pool, Queues: queues, Audit: auditLog, Issuer: issuer,
+		Gate: gate, Users: users, Registry: reg, Log: log, Config: cfg, Work: work, Workers: &workers}
+	workers.Add(2)
+	go func() { defer workers.Done(); forgetOnChange(work, admredis.New(rdb), gate) }()
+	// The cache is rebuilt from the record when Redis lost it: checked every 2 s, every show re-checked a minute.
+	go func() { defer workers.Done(); queues.Run(work, 2*time.Second, time.Minute) }()
 
 	// The waiting room mounts its routes here, behind the middleware and before the catch-all proxy.
 	mountWaitroom(ctx, e)
 
 	srv.Forward()
+
+	waitOps, err := ops.Start(work, ops.Config{Addr: cfg.OpsAddr, Gatherer: reg, Log: log, Bound: cfg.OpsBound,
+		Ready: func(ctx context.Context) error {
+			_, err := store.Probe(ctx, append(stores, store.Check{Name: "booking", Ping: srv.Proxy().Healthy}))
+			return err
+		}})
+	if err != nil {
+		stopWork()
+		workers.Wait()
+		return fmt.Errorf("edge: OPS_ADDR: %w", err)
+	}
+	defer waitOps()
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -145,19 +183,33 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 
 // forgetOnChange drops a show's cached queue state as soon as an operator changes it, so this replica gates by
 // the new setting at once rather than within the cache's second.
-func forgetOnChange(ctx context.Context, rdb redis.UniversalClient, gate *admission.Gate, log *slog.Logger) {
-	sub := rdb.Subscribe(ctx, rediskey.QueueConfigEvents)
-	defer sub.Close()
-	ch := sub.Channel()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m, ok := <-ch:
-			if !ok {
-				return
-			}
-			gate.Forget(m.Payload)
-		}
+func forgetOnChange(ctx context.Context, cache *admredis.Cache, gate *admission.Gate) {
+	for show := range cache.Changes(ctx) {
+		gate.Forget(show)
 	}
+}
+
+// openPostgres connects to DATABASE_URL and creates the records' tables if needed (idempotent; booking creates
+// the same ones, whichever starts first).
+func openPostgres(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
+	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("edge: DATABASE_URL: %w", err)
+	}
+	if !strings.Contains(cfg.DatabaseURL, "pool_max_conns") {
+		pcfg.MaxConns = 8 // the edge's hot paths never touch PostgreSQL: operators, restores, one write per tick
+	}
+	start, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(start, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("edge: postgres: %w", err)
+	}
+	err = errors.Join(admpostgres.New(pool).Migrate(start), wrpostgres.New(pool).Migrate(start),
+		audit.New(pool).Migrate(start))
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("edge: postgres: %w", err)
+	}
+	return pool, nil
 }

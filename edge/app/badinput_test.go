@@ -2,7 +2,6 @@ package app
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/admission/admissiontest"
 )
 
 // No input, however malformed, gets a 5xx from the edge. The upstream here answers everything 201, so any 5xx
@@ -22,9 +22,7 @@ func TestBadInputNever5xx(t *testing.T) {
 	show := newShow(t, rdb)
 	s := admission.DefaultSettings()
 	s.Enabled = true
-	if err := admission.SaveSettings(context.Background(), rdb, show, s); err != nil {
-		t.Fatal(err)
-	}
+	admissiontest.SetSettings(t, rdb, show, s)
 	up := echoUpstream(t)
 	edge := startEdge(t, map[string]string{"BOOKING_URL": up.URL, "BODY_LIMIT": "4096"})
 	addr := strings.TrimPrefix(edge, "http://")

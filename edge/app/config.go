@@ -20,9 +20,18 @@ import (
 // Config is everything the edge reads from its environment. LoadConfig fills the defaults, so `make run` works
 // with no variables set.
 type Config struct {
-	Addr       string   // EDGE_ADDR, default :8080
+	Addr string // EDGE_ADDR, default :8080
+	// OpsAddr (OPS_ADDR) serves /metrics, /debug/pprof, /healthz and /readyz away from the public port; unset, they
+	// are not served there (make run, compose and the cluster set it). OpsBound, if set (tests), is told the
+	// address once it listens.
+	OpsAddr    string
+	OpsBound   func(addr string)
 	BookingURL *url.URL // BOOKING_URL, default http://127.0.0.1:8081
 	RedisURL   string   // REDIS_URL, default redis://127.0.0.1:6379/0
+	// DATABASE_URL, default the local dev database: the record of every show's queue settings, admissions,
+	// fairness draw and cursor (Redis is their cache), and the operators' audit log. The same database as
+	// booking's.
+	DatabaseURL string
 	// REDIS_CLUSTER_ADDRS, comma-separated host:port of a Redis Cluster's nodes; when set it replaces REDIS_URL.
 	RedisClusterAddrs []string
 	DialTimeout       time.Duration       // UPSTREAM_DIAL_TIMEOUT, default 2s
@@ -64,6 +73,9 @@ type Config struct {
 	Events eventstream.Config
 }
 
+// DefaultDatabaseURL is booking's default too: `make services` creates it.
+const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/flashseat?sslmode=disable"
+
 // LimitConfig are the limits of one route class, in requests per second.
 type LimitConfig struct {
 	PerIP, PerUser           float64
@@ -75,7 +87,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	l := loader{getenv: getenv}
 	cfg := Config{
 		Addr:            l.str("EDGE_ADDR", ":8080"),
+		OpsAddr:         l.str("OPS_ADDR", ""),
 		RedisURL:        l.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		DatabaseURL:     l.str("DATABASE_URL", DefaultDatabaseURL),
 		DialTimeout:     l.duration("UPSTREAM_DIAL_TIMEOUT", 2*time.Second),
 		HeaderTimeout:   l.duration("UPSTREAM_HEADER_TIMEOUT", 15*time.Second),
 		UpstreamTimeout: l.duration("UPSTREAM_TIMEOUT", 30*time.Second),
@@ -87,11 +101,21 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		IdleTimeout:     l.duration("CLIENT_IDLE_TIMEOUT", 75*time.Second),
 		ShutdownTimeout: l.duration("SHUTDOWN_TIMEOUT", 10*time.Second),
 	}
+	if u, err := url.Parse(cfg.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		if !strings.Contains(cfg.DatabaseURL, "dbname=") { // a key=value DSN is fine too
+			l.fail("DATABASE_URL must be a postgres:// URL or a key=value DSN")
+		}
+	}
 	if u, err := url.Parse(l.str("BOOKING_URL", "http://127.0.0.1:8081")); err != nil || u.Host == "" ||
 		(u.Scheme != "http" && u.Scheme != "https") {
 		l.fail("BOOKING_URL must be an http(s) URL")
 	} else {
 		cfg.BookingURL = u
+	}
+	if cfg.OpsAddr != "" {
+		if _, _, err := net.SplitHostPort(cfg.OpsAddr); err != nil {
+			l.fail("OPS_ADDR must be host:port")
+		}
 	}
 	for _, a := range strings.Split(l.str("REDIS_CLUSTER_ADDRS", ""), ",") {
 		if a = strings.TrimSpace(a); a != "" {

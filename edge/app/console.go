@@ -35,6 +35,9 @@ func mountConsole(ctx context.Context, e *Edge, svc *waitroom.Service) *console.
 	con := console.New(console.Config{AdminToken: e.Config.Waitroom.AdminToken, Redis: e.Redis,
 		SessionTTL: cc.SessionTTL, Secure: e.Config.Waitroom.SecureCookies, Figures: figures, Log: e.Log})
 	con.Mount(e.Router)
+	if e.Registry != nil {
+		e.Registry.MustRegister(console.NewShowCollector(figures))
+	}
 	e.Workers.Add(2)
 	go func() { defer e.Workers.Done(); figures.Run(e.Work) }()
 	go func() {
@@ -56,7 +59,7 @@ func queueFigures(svc *waitroom.Service) console.QueueSource {
 		if err != nil {
 			return console.QueueFigures{}, err
 		}
-		q := console.QueueFigures{Enabled: st.Enabled, AdmitPerSecond: st.AdmitPerSecond, MaxActive: st.MaxActive,
+		q := console.QueueFigures{Enabled: st.Enabled, Paused: st.Paused, AdmitPerSecond: st.AdmitPerSecond, MaxActive: st.MaxActive,
 			TokenTTLSeconds: st.TokenTTLSeconds, Waiting: c.Waiting, Active: c.Active, AdmittedTotal: c.AdmittedTotal}
 		measured, ok, _ := svc.Hub.Rate(show)
 		if ok {

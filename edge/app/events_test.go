@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/admission/admissiontest"
 	"github.com/flashseat/flashseat/shared/eventstream"
 	"github.com/flashseat/flashseat/shared/rediskey"
 )
@@ -29,10 +30,8 @@ func TestQueueEvents(t *testing.T) {
 	rdb.HSet(ctx, rediskey.ShowInfo(show), rediskey.InfoAvailable, 5, rediskey.InfoHeld, 0, rediskey.InfoTotalSeats, 5,
 		rediskey.InfoSaleStartsAt, strconv.FormatInt(now.Add(-time.Hour).UnixMilli(), 10),
 		rediskey.InfoStartsAt, strconv.FormatInt(now.Add(48*time.Hour).UnixMilli(), 10))
-	if err := admission.SaveSettings(ctx, rdb, show, admission.Settings{Enabled: true, AdmitPerSecond: 1, MaxActive: 1,
-		TokenTTLSeconds: 60}); err != nil {
-		t.Fatal(err)
-	}
+	admissiontest.SetSettings(t, rdb, show, admission.Settings{Enabled: true, AdmitPerSecond: 1, MaxActive: 1,
+		TokenTTLSeconds: 60})
 	env := map[string]string{"EVENTS_STREAM": stream, "QUEUE_TICK": "20ms", "ADMIN_TOKEN": "adm_edge_events_0123456789"}
 	for i := range 2 {
 		edge := startEdge(t, env)

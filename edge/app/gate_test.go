@@ -10,6 +10,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/admission/admissiontest"
+	admredis "github.com/flashseat/flashseat/shared/admission/redis"
 	"github.com/flashseat/flashseat/shared/session"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -25,9 +27,7 @@ func TestGate(t *testing.T) {
 	on := admission.DefaultSettings()
 	on.Enabled = true
 	for _, s := range []string{show, other} {
-		if err := admission.SaveSettings(ctx, rdb, s, on); err != nil {
-			t.Fatal(err)
-		}
+		admissiontest.SetSettings(t, rdb, s, on)
 	}
 
 	is := testIssuer(t)
@@ -44,7 +44,7 @@ func TestGate(t *testing.T) {
 	valid := issue("u1", show, now)
 	revokedJTI := uuid.NewString()
 	revoked, exp, _ := is.Issue("u1", show, revokedJTI, now, time.Minute)
-	if err := admission.Release(ctx, rdb, show, revokedJTI, exp); err != nil {
+	if err := admredis.New(rdb).Release(ctx, admission.Grant{ShowID: show, JTI: revokedJTI, ExpiresAt: exp}); err != nil {
 		t.Fatal(err)
 	}
 	u1, u2 := userToken(t, "u1"), userToken(t, "u2")
@@ -156,18 +156,14 @@ func TestGate(t *testing.T) {
 	})
 	t.Run("switching the queue off lets everyone through at once", func(t *testing.T) {
 		s := newShow(t, rdb)
-		if err := admission.SaveSettings(ctx, rdb, s, on); err != nil {
-			t.Fatal(err)
-		}
+		admissiontest.SetSettings(t, rdb, s, on)
 		u := edge + "/api/v1/shows/" + s + "/seats"
 		if resp, _ := do(t, "GET", u, "", nil); resp.StatusCode != 403 {
 			t.Fatalf("queue on: %d", resp.StatusCode)
 		}
 		off := on
 		off.Enabled = false
-		if err := admission.SaveSettings(ctx, rdb, s, off); err != nil {
-			t.Fatal(err)
-		}
+		admissiontest.SetSettings(t, rdb, s, off)
 		// Pub/sub makes it immediate; the gate's one-second cache bounds it if a message is lost.
 		deadline := time.Now().Add(1200 * time.Millisecond)
 		for {

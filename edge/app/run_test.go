@@ -11,6 +11,8 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 )
 
 func b64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
@@ -25,9 +27,10 @@ func TestGracefulShutdown(t *testing.T) {
 		io.WriteString(w, "done")
 	}))
 	defer up.Close()
+	_, dbURL := pgtest.NewWithURL(t)
 	cfg, err := LoadConfig(func(k string) string {
 		return map[string]string{"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": up.URL, "SHUTDOWN_TIMEOUT": "5s",
-			"ADMISSION_SIGNING_KEY": testSeed, "AUTH_SECRET": testSecret}[k]
+			"ADMISSION_SIGNING_KEY": testSeed, "AUTH_SECRET": testSecret, "DATABASE_URL": dbURL}[k]
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -80,9 +83,10 @@ func TestShutdownEndsStreams(t *testing.T) {
 	t.Parallel()
 	gone := make(chan struct{}, 1)
 	up := sseUpstream(t, time.Hour, gone)
+	_, dbURL := pgtest.NewWithURL(t)
 	cfg, err := LoadConfig(func(k string) string {
 		return map[string]string{"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": up.URL, "SHUTDOWN_TIMEOUT": "8s",
-			"ADMISSION_SIGNING_KEY": testSeed, "AUTH_SECRET": testSecret}[k]
+			"ADMISSION_SIGNING_KEY": testSeed, "AUTH_SECRET": testSecret, "DATABASE_URL": dbURL}[k]
 	})
 	if err != nil {
 		t.Fatal(err)

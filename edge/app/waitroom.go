@@ -9,6 +9,7 @@ import (
 
 	"github.com/flashseat/flashseat/waitroom"
 	wrhttp "github.com/flashseat/flashseat/waitroom/http"
+	wrpostgres "github.com/flashseat/flashseat/waitroom/postgres"
 	wrredis "github.com/flashseat/flashseat/waitroom/redis"
 )
 
@@ -51,11 +52,11 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 		metrics = waitroomMetrics(e.Registry)
 	}
 	opt.Observe = observeBoth(metrics, newQueueEvents(e.Redis, e.Config.Events, e.Log).observe)
-	svc := waitroom.New(wrredis.New(e.Redis), e.Issuer, opt)
+	svc := waitroom.New(wrredis.New(e.Redis), wrpostgres.New(e.Postgres), e.Queues, e.Issuer, opt)
 	// The console's session middleware goes ahead of the operator routes below.
 	mountConsole(ctx, e, svc)
 	h := wrhttp.New(wrhttp.Config{Service: svc, Users: e.Users, Issuer: e.Issuer, AdminToken: wc.AdminToken,
-		Log: e.Log, SecureCookies: wc.SecureCookies, Heartbeat: e.Config.StreamHeartbeat})
+		Log: e.Log, SecureCookies: wc.SecureCookies, Heartbeat: e.Config.StreamHeartbeat, Audit: e.Audit})
 	h.Mount(e.Router)
 	if e.Registry != nil {
 		e.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

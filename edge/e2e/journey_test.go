@@ -92,9 +92,6 @@ func TestFanJourneyInBrowser(t *testing.T) {
 	show := newShow(t, c, showSpec{title: title, saleIn: -time.Minute, queue: true, admitRate: 1})
 	br := platformtest.NewBrowser(t)
 	a, b := br.Fan("fan A", 3*time.Minute), br.Fan("fan B", 3*time.Minute)
-	for _, f := range []*platformtest.Fan{a, b} {
-		f.AllowMissing("/checkout/") // TODO(pay3ds): the checkout page; remove once it is on main
-	}
 
 	// Fan A: home, the show's link, the queue (the edge sends a browser without admission there), the seats.
 	a.Go(p.BaseURL + "/")
@@ -107,7 +104,15 @@ func TestFanJourneyInBrowser(t *testing.T) {
 	a.WaitFor("the waiting room", `location.pathname === "/queue/`+show+`"`)
 	a.WaitFor("the show's name first", `document.getElementById("title").textContent === "`+title+`"`)
 
-	// Fan B arrives by a shared link a moment later: behind A in the queue.
+	// Fan B has been browsing a show without a queue (so the browser has its fs_session cookie), then follows a
+	// shared link to this one a moment later: the session is no admission, and the edge sends B to the queue too,
+	// behind A.
+	open := newShow(t, c, showSpec{title: "Matinee", saleIn: -time.Minute})
+	b.Go(p.BaseURL + "/shows/" + open)
+	b.WaitFor("a session", `document.getElementById("live").textContent.startsWith("Live")`)
+	if got := b.Await(`fetch("/api/v1/me").then((r) => String(r.status))`); got != "200" {
+		t.Fatalf("B has no session on the open show's page: %s", got)
+	}
 	b.Go(p.BaseURL + "/shows/" + show)
 	b.WaitFor("the waiting room", `location.pathname === "/queue/`+show+`"`)
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	fsclient "github.com/flashseat/flashseat/loadtest/client"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
+	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
 // notificationRecorder wraps the browser's Notification so a test can see that the page notified, and what the
@@ -80,8 +82,19 @@ func TestQueuePageInBrowser(t *testing.T) {
 		if err != nil || res.Status != 201 {
 			t.Fatalf("hold: %v %d", err, res.Status)
 		}
-		if _, res, err := c.Pay(ctx, g.Token, "", b.BookingID, "pm_card_ok", uuid.NewString()); err != nil || res.Status != 200 {
-			t.Fatalf("pay: %v %d", err, res.Status)
+		paid, res, err := c.Pay(ctx, g.Token, "", b.BookingID, "pm_card_ok", uuid.NewString())
+		if err != nil || res.Status != 200 || len(paid.Tickets) != 2 {
+			t.Fatalf("pay: %v %d %+v", err, res.Status, paid)
+		}
+		// The first buyer's tickets: each QR image holds the ticket's code, which the door accepts once.
+		for _, tk := range paid.Tickets {
+			code := qrText(t, qrPNG(t, p, g.Token, tk.TicketID))
+			if code != tk.Code {
+				t.Fatalf("ticket %s: QR holds %q, want %q", tk.TicketID, code, tk.Code)
+			}
+			if first, again := checkInAtDoor(t, p, code), checkInAtDoor(t, p, code); first != 200 || again != 409 {
+				t.Fatalf("check-in of %s: %d then %d, want 200 then 409", tk.TicketID, first, again)
+			}
 		}
 		if _, err := c.PutQueue(ctx, show, fsclient.QueueSettings{Enabled: true, AdmitPerSecond: 5, MaxActive: 10,
 			TokenTTLSeconds: 600}); err != nil {
@@ -97,6 +110,24 @@ func TestQueuePageInBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("admission expired: back to the queue with a message", func(t *testing.T) {
+		show := newShow(t, c, showSpec{title: "Short admission", saleIn: -time.Minute})
+		if _, err := c.PutQueue(ctx, show, fsclient.QueueSettings{Enabled: true, AdmitPerSecond: 5, MaxActive: 10,
+			TokenTTLSeconds: 10}); err != nil {
+			t.Fatal(err)
+		}
+		fan := br.Fan("slow fan", time.Minute)
+		fan.Go(p.BaseURL + "/shows/" + show)
+		fan.WaitFor("the seat map", `location.pathname === "/shows/`+show+`" && `+seat("A1")+` !== null`)
+		fan.JS(seat("A1") + `.click()`)
+		time.Sleep(11 * time.Second) // the admission (and its cookie) expire while the fan hesitates
+		fan.JS(`document.getElementById("hold").click()`)
+		fan.WaitFor("back in the queue", `location.pathname === "/queue/`+show+`" && !document.getElementById("flash").hidden`)
+		if got := fan.Text(`document.getElementById("flash").textContent`); !strings.Contains(got, "back in the waiting room") {
+			t.Errorf("message in the queue: %q", got)
+		}
+	})
+
 	t.Run("without EventSource: polling", func(t *testing.T) {
 		show := newShow(t, c, showSpec{title: "Polling", saleIn: -time.Minute, queue: true, admitRate: 2})
 		fan := br.Fan("old browser", time.Minute)
@@ -109,4 +140,44 @@ func TestQueuePageInBrowser(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestQueuePageKeepsThePlaceWhenRedisIsDown: while the queue's store is down (its own redis-server, killed), the
+// page says it is reconnecting and that the place is kept, and never that the queue is closed; when Redis is back
+// the page carries on by itself.
+func TestQueuePageKeepsThePlaceWhenRedisIsDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser")
+	}
+	r := storetest.StartRedis(t)
+	p := platformtest.Start(t, platformtest.Options{MaxConns: 8, Booking: map[string]string{"REDIS_URL": r.URL},
+		Edge: map[string]string{"REDIS_URL": r.URL, "QUEUE_TICK": "100ms"}})
+	c, err := fsclient.New(p.BaseURL, http.DefaultTransport, fsclient.Options{AdminToken: p.AdminToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	show := newShow(t, c, showSpec{title: "Outage", saleIn: -time.Minute, queue: true, admitRate: 0.01})
+	ctx := context.Background()
+	for range 3 { // fans ahead, so ours waits
+		g, _, err := c.NewGuest(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c.Join(ctx, g.Token, show, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fan := platformtest.NewBrowser(t).Fan("fan", 90*time.Second)
+	fan.Go(p.BaseURL + "/queue/" + show)
+	fan.WaitFor("waiting", `!document.getElementById("waiting").hidden && document.getElementById("position").textContent !== "…"`)
+	r.Kill()
+	fan.WaitFor("reconnecting", `document.getElementById("error").textContent === "Reconnecting… your place is kept."`)
+	for range 30 { // three seconds down: still reconnecting, never closed
+		if v := fan.Text(`document.getElementById("closed").hidden ? "" : "closed"`); v != "" {
+			t.Fatal("the page says closed while Redis is down")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.Start()
+	fan.WaitFor("carrying on", `document.getElementById("error").hidden || location.pathname.startsWith("/shows/")`)
 }

@@ -98,6 +98,9 @@ type Result struct {
 	RetryAfter time.Duration    // from a Retry-After header, if any
 }
 
+// HeaderPlaceReceipt carries a fan's place receipt on a re-join.
+const HeaderPlaceReceipt = "X-Place-Receipt"
+
 // ErrDecode marks an answer whose body did not match the contract.
 var ErrDecode = errors.New("client: body does not match the contract")
 
@@ -106,6 +109,7 @@ type call struct {
 	query        url.Values
 	bearer       string
 	admission    string
+	receipt      string // X-Place-Receipt
 	idemKey      string
 	body         any
 	out          any // decoded on 2xx
@@ -141,6 +145,9 @@ func (c *Client) do(ctx context.Context, k call) (Result, error) {
 	}
 	if k.idemKey != "" {
 		req.Header.Set("Idempotency-Key", k.idemKey)
+	}
+	if k.receipt != "" {
+		req.Header.Set(HeaderPlaceReceipt, k.receipt)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -29,8 +29,10 @@ var ErrStreamRefused = errors.New("client: event stream refused")
 // Follow streams the fan's queue events to handle until handle returns false, ctx ends, or the server ends the
 // stream for good. It authenticates with ?access_token=, as a browser's EventSource must. The r3labs client
 // reconnects on a dropped connection, sending Last-Event-ID so the server can resume; its default policy retries
-// for 15 minutes even after ctx ends, so the policy here is bound to ctx and to a few tries.
-func (c *Client) Follow(ctx context.Context, user, showID string, handle func(QueueEvent) bool) error {
+// for 15 minutes even after ctx ends, so the policy here is bound to ctx and to a few tries. receipt, when not
+// empty, is the fan's place receipt, sent as X-Place-Receipt on every (re)connect as a browser sends its cookie:
+// a waiting room that forgot the fan gives the place back.
+func (c *Client) Follow(ctx context.Context, user, showID, receipt string, handle func(QueueEvent) bool) error {
 	u := *c.base
 	u.Path = c.base.Path + "/queue/" + url.PathEscape(showID) + "/events"
 	u.RawQuery = url.Values{"access_token": {user}}.Encode()
@@ -39,6 +41,9 @@ func (c *Client) Follow(ctx context.Context, user, showID string, handle func(Qu
 	defer stop()
 	s := sse.NewClient(u.String())
 	s.Connection = c.stream
+	if receipt != "" {
+		s.Headers[HeaderPlaceReceipt] = receipt
+	}
 	eb := backoff.NewExponentialBackOff()
 	eb.InitialInterval = 200 * time.Millisecond
 	eb.MaxInterval = 2 * time.Second

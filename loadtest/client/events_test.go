@@ -45,7 +45,7 @@ func TestFollowResumesAfterADroppedStream(t *testing.T) {
 		<-r.Context().Done()
 	}))
 	var got []QueueEvent
-	err := c.Follow(context.Background(), "user-1", "s1", func(ev QueueEvent) bool {
+	err := c.Follow(context.Background(), "user-1", "s1", "", func(ev QueueEvent) bool {
 		got = append(got, ev)
 		return ev.Kind != "admitted"
 	})
@@ -65,7 +65,7 @@ func TestFollowGivesUpOnARefusal(t *testing.T) {
 		http.Error(w, "forbidden", http.StatusForbidden)
 	}))
 	start := time.Now()
-	err := c.Follow(context.Background(), "user-1", "s1", func(QueueEvent) bool { return true })
+	err := c.Follow(context.Background(), "user-1", "s1", "", func(QueueEvent) bool { return true })
 	if !errors.Is(err, ErrStreamRefused) {
 		t.Fatalf("got %v, want ErrStreamRefused", err)
 	}
@@ -84,7 +84,7 @@ func TestFollowEndsWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_ = c.Follow(ctx, "u", "s1", func(QueueEvent) bool { return true })
+	_ = c.Follow(ctx, "u", "s1", "", func(QueueEvent) bool { return true })
 	if time.Since(start) > 3*time.Second {
 		t.Errorf("Follow outlived its context by %s", time.Since(start))
 	}

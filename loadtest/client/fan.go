@@ -27,12 +27,18 @@ type QueueState struct {
 	EtaSeconds     float64   `json:"etaSeconds"`
 	AdmissionToken string    `json:"admissionToken"`
 	ExpiresAt      time.Time `json:"expiresAt"`
+	// Receipt is the signed proof of the fan's place that join hands out; presented again on a re-join, it gets
+	// the place back after the waiting room's store forgot it. Empty from a waiting room that issues none.
+	Receipt string `json:"receipt"`
+	Paused  bool   `json:"paused"` // the operator paused admission; the place is kept
 }
 
-// Join puts the fan in the show's queue (or finds its existing place).
-func (c *Client) Join(ctx context.Context, user, showID string) (QueueState, Result, error) {
+// Join puts the fan in the show's queue (or finds its existing place). receipt, when not empty, is the place
+// receipt of an earlier join, sent as X-Place-Receipt.
+func (c *Client) Join(ctx context.Context, user, showID, receipt string) (QueueState, Result, error) {
 	var q QueueState
-	res, err := c.do(ctx, call{method: http.MethodPost, path: "/queue/" + url.PathEscape(showID) + "/join", bearer: user, out: &q})
+	res, err := c.do(ctx, call{method: http.MethodPost, path: "/queue/" + url.PathEscape(showID) + "/join", bearer: user,
+		receipt: receipt, out: &q})
 	return q, res, err
 }
 

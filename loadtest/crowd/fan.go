@@ -24,8 +24,11 @@ type fan struct {
 	rng  *rand.Rand
 	user string
 	adm  string
-	hot  bool
-	size int
+	// receipt is the place receipt of the fan's join, presented again when the waiting room has forgotten it.
+	receipt string
+	lastPos int // the last position the fan was told; a kept place never moves back
+	hot     bool
+	size    int
 
 	probe bool // still has to try a booking route without admission
 }
@@ -60,9 +63,20 @@ func (p *fan) backoff(ctx context.Context, try int, retryAfter time.Duration) bo
 	return wait(ctx, max(d, retryAfter))
 }
 
-// busy reports answers that mean "not now": rate limited, overloaded. The fan waits and asks again.
+// busy reports answers that mean "not now": rate limited, overloaded, a store briefly unreachable (503), booking
+// restarting behind the edge (502, 504). The fan waits and asks again.
 func busy(res client.Result) bool {
-	return res.Status == http.StatusTooManyRequests || res.Status == http.StatusServiceUnavailable
+	switch res.Status {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// lost reports an answer that may not have reached booking, or whose outcome is unknown: none at all, or the
+// edge's 502/504. A request with an idempotency key is sent again with the same key.
+func lost(res client.Result) bool {
+	return res.Status == 0 || res.Status == http.StatusBadGateway || res.Status == http.StatusGatewayTimeout
 }
 
 func (p *fan) end(outcome, detail string) {
@@ -114,11 +128,12 @@ func (p *fan) play(ctx context.Context) {
 
 	var q client.QueueState
 	if !p.until(ctx, loadtest.StepJoin, http.StatusOK, func() (res client.Result, err error) {
-		q, res, err = c.Join(ctx, p.user, p.cr.showID)
+		q, res, err = c.Join(ctx, p.user, p.cr.showID, "")
 		return res, err
 	}) {
 		return
 	}
+	p.receipt = q.Receipt
 	p.f.Joined, p.f.JoinStatus = p.cr.rec.Since(time.Now()), q.Status
 	joined := time.Now()
 	switch q.Status {
@@ -152,6 +167,7 @@ func (p *fan) play(ctx context.Context) {
 
 // position records a place in the queue.
 func (p *fan) position(pos int) {
+	p.lastPos = pos
 	now := time.Now()
 	ps := p.f.Positions
 	if n := len(ps); n > 0 && ps[n-1].Position == pos {
@@ -213,7 +229,7 @@ func (p *fan) await(ctx context.Context, q client.QueueState) string {
 		}
 	}
 	final := ""
-	err := p.cr.c.Follow(ctx, p.user, p.cr.showID, func(ev client.QueueEvent) bool {
+	err := p.cr.c.Follow(ctx, p.user, p.cr.showID, p.receipt, func(ev client.QueueEvent) bool {
 		switch ev.Kind {
 		case "position":
 			if ev.Position > 0 {
@@ -249,6 +265,13 @@ func (p *fan) await(ctx context.Context, q client.QueueState) string {
 		began := time.Now()
 		st, res, err := p.cr.c.QueueStatus(ctx, p.user, p.cr.showID)
 		p.obs(loadtest.StepStatus, began, res, err)
+		if res.Status == http.StatusNotFound {
+			// The waiting room has forgotten the fan (its store was lost): join again, with the place receipt.
+			if verdict := p.rejoin(ctx); verdict != "" {
+				return verdict
+			}
+			continue
+		}
 		if res.Status == http.StatusOK {
 			switch st.Status {
 			case "admitted":
@@ -272,6 +295,53 @@ func (p *fan) await(ctx context.Context, q client.QueueState) string {
 			return ""
 		}
 	}
+}
+
+// rejoin joins again after the waiting room forgot the fan, presenting its place receipt, and records a place
+// lost: a re-join that puts the fan behind the last position it was told, or a show the room no longer knows.
+// It returns a verdict (admitted, sold_out, closed) when the re-join gave one, else "" to keep waiting.
+func (p *fan) rejoin(ctx context.Context) string {
+	p.f.Rejoins++
+	for try := 0; ctx.Err() == nil; try++ {
+		began := time.Now()
+		q, res, err := p.cr.c.Join(ctx, p.user, p.cr.showID, p.receipt)
+		p.obs(loadtest.StepJoin, began, res, err)
+		switch {
+		case res.Status == http.StatusOK:
+			if q.Receipt != "" {
+				p.receipt = q.Receipt
+			}
+			switch q.Status {
+			case "admitted":
+				if st, res, err := p.cr.c.QueueStatus(ctx, p.user, p.cr.showID); err == nil &&
+					res.Status == http.StatusOK && st.AdmissionToken != "" {
+					p.admit(st.AdmissionToken)
+					return "admitted"
+				}
+				return ""
+			case "sold_out", "closed":
+				return q.Status
+			}
+			if p.lastPos > 0 && q.Position > p.lastPos && p.f.PlaceLost == "" {
+				p.f.PlaceLost = "re-join put it at " + itoa(q.Position) + ", behind its place " + itoa(p.lastPos)
+			}
+			if q.Position > 0 {
+				p.position(q.Position)
+			}
+			return ""
+		case busy(res) || err != nil:
+			if !p.backoff(ctx, try, res.RetryAfter) {
+				return ""
+			}
+		default:
+			if p.f.PlaceLost == "" {
+				p.f.PlaceLost = "re-join: " + client.Outcome(res, err) + " " + res.ProblemSlug()
+			}
+			wait(ctx, time.Second)
+			return ""
+		}
+	}
+	return ""
 }
 
 func (p *fan) admit(tok string) {
@@ -333,9 +403,10 @@ func (p *fan) book(ctx context.Context) {
 			began := time.Now()
 			b, res, err = c.Hold(ctx, p.user, p.adm, p.cr.showID, want, key)
 			p.obs(loadtest.StepHold, began, res, err)
-			if res.Status != 0 || ctx.Err() != nil {
+			if !lost(res) || ctx.Err() != nil {
 				break
 			}
+			p.backoff(ctx, try, res.RetryAfter)
 		}
 		p.tokenAnswer(res)
 		if busy(res) {
@@ -441,9 +512,13 @@ func (p *fan) pay(ctx context.Context, b client.Booking) {
 				break
 			}
 		}
-		if res.Status == http.StatusOK {
+		switch res.Status {
+		case http.StatusOK:
 			p.end(loadtest.OutcomeCancelled, "pm_card_error: "+itoa(st))
-		} else {
+		case http.StatusGone:
+			// The hold lapsed while the fan retried the broken card: the seats are free all the same.
+			p.end(loadtest.OutcomeExpired, "cancel after pm_card_error: the hold had expired")
+		default:
 			p.end(loadtest.OutcomeError, "cancel after pm_card_error: "+client.Outcome(res, err))
 		}
 	default:
@@ -466,6 +541,11 @@ func (p *fan) payWith(ctx context.Context, bookingID, method string) int {
 		var err error
 		_, res, err = p.cr.c.Pay(ctx, p.user, p.adm, bookingID, method, key)
 		p.obs(loadtest.StepPay, began, res, err)
+		if res.Status == http.StatusConflict && res.ProblemSlug() == "in-progress" {
+			// An earlier try of this key is still being settled (its answer was lost to an outage): the outcome
+			// arrives as it does for a 202, on the booking.
+			return http.StatusAccepted
+		}
 		if ctx.Err() != nil || (res.Status != 0 && !busy(res)) {
 			return res.Status
 		}

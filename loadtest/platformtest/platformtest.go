@@ -24,6 +24,7 @@ import (
 	"github.com/flashseat/flashseat/booking/payment/sim"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	edgeapp "github.com/flashseat/flashseat/edge/app"
+	"github.com/flashseat/flashseat/shared/store/storetest"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -97,8 +98,12 @@ func Start(t testing.TB, opts Options) *Platform {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 
+	// The simulator sends its signed webhooks to booking (a 3-D Secure payment is settled by one), so booking's
+	// address is chosen before either starts: a free port, taken by booking a moment later.
+	bookingAddr := storetest.DeadAddr(t) // free now: nothing listens there until booking does
 	payAddr := service(t, "paysim", func(ctx context.Context, ready func(string)) error {
-		return sim.Run(ctx, sim.Config{Addr: "127.0.0.1:0", SlowDelay: opts.SlowDelay}, log, ready)
+		return sim.Run(ctx, sim.Config{Addr: "127.0.0.1:0", SlowDelay: opts.SlowDelay,
+			WebhookURL: "http://" + bookingAddr + "/webhooks/payments", WebhookSecret: webhookSecret}, log, ready)
 	})
 	p.PaymentURL = "http://" + loopback(payAddr)
 
@@ -107,10 +112,10 @@ func Start(t testing.TB, opts Options) *Platform {
 		bookingDB = withParam(dbURL, "pool_max_conns", strconv.Itoa(opts.MaxConns))
 	}
 	env := map[string]string{
-		"BOOKING_ADDR": "127.0.0.1:0", "DATABASE_URL": bookingDB, "REDIS_URL": redisURL, "ADMIN_TOKEN": p.AdminToken,
+		"BOOKING_ADDR": bookingAddr, "DATABASE_URL": bookingDB, "REDIS_URL": redisURL, "ADMIN_TOKEN": p.AdminToken,
 		"AUTH_SECRET": p.AuthSecret, "HOLD_TTL": opts.HoldTTL.String(),
 		"RECONCILE_INTERVAL": opts.ReconcileInterval.String(), "PAYMENT_TIMEOUT": opts.PaymentTimeout.String(),
-		"PAYMENT_GATEWAY_URL": p.PaymentURL, "PAYMENT_WEBHOOK_SECRET": "whsec_platformtest_0123456789",
+		"PAYMENT_GATEWAY_URL": p.PaymentURL, "PAYMENT_WEBHOOK_SECRET": webhookSecret,
 		"TICKET_SIGNING_KEY": base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)),
 		"LOG_LEVEL":          "warn",
 	}
@@ -122,13 +127,13 @@ func Start(t testing.TB, opts Options) *Platform {
 	// Booking verifies admission tokens with the edge's key handed over directly: with :0 ports the edge's JWKS
 	// URL is not known before booking starts.
 	bcfg.AdmissionKeys = token.NewStaticKeys(key.Public())
-	bookingAddr := service(t, "booking", func(ctx context.Context, ready func(string)) error {
+	bookingAddr = service(t, "booking", func(ctx context.Context, ready func(string)) error {
 		return bookingapp.Run(ctx, bcfg, log, ready)
 	})
 	p.BookingURL = "http://" + loopback(bookingAddr)
 
 	eenv := map[string]string{
-		"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": p.BookingURL, "REDIS_URL": redisURL,
+		"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": p.BookingURL, "REDIS_URL": redisURL, "DATABASE_URL": dbURL,
 		"AUTH_SECRET": p.AuthSecret, "ADMIN_TOKEN": p.AdminToken, "ADMISSION_SIGNING_KEY": token.EncodeSeed(key),
 		"ADMISSION_KEY_ID": key.ID,
 	}
@@ -173,6 +178,9 @@ func service(t testing.TB, name string, run func(ctx context.Context, ready func
 	}
 	return ""
 }
+
+// webhookSecret signs the simulator's webhooks to booking.
+const webhookSecret = "whsec_platformtest_0123456789"
 
 // withParam adds a connection parameter to a Postgres URL (or key=value DSN).
 func withParam(dbURL, k, v string) string {

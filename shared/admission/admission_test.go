@@ -1,15 +1,20 @@
-package admission
+package admission_test
 
 import (
 	"context"
 	"errors"
-	"fmt"
-	"math/rand/v2"
+	"net"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/admission/admissiontest"
+	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
+	admredis "github.com/flashseat/flashseat/shared/admission/redis"
 	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -24,32 +29,34 @@ func newRedis(t *testing.T) *redis.Client {
 	return rdb
 }
 
-func testShow(t *testing.T, rdb *redis.Client) string {
-	id := fmt.Sprintf("t%d", rand.Int64())
-	t.Cleanup(func() {
-		ctx := context.Background()
-		rdb.Del(ctx, rediskey.QueueConfig(id), rediskey.QueueActive(id), rediskey.QueueRevoked(id))
+// flushDB is the Redis logical database TestLostCacheFailsClosed flushes; no other test uses it.
+const flushDB = 11
+
+func switchOn(t *testing.T, k *admission.Keeper, show string, paused bool) {
+	t.Helper()
+	_, _, err := k.Update(context.Background(), show, func(s admission.Settings) (admission.Settings, error) {
+		s.Enabled, s.Paused = true, paused
+		return s, nil
 	})
-	return id
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestGate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rdb := newRedis(t)
-	show := testShow(t, rdb)
+	k := admissiontest.Keeper(t, pgtest.New(t), rdb)
+	show := admissiontest.Show(t, rdb, "adm-")
 	key, _ := token.GenerateKey()
 	is := token.NewIssuer(key)
-	gate := NewGate(rdb, token.NewStaticKeys(key.Public()), 0)
+	gate := admission.NewGate(k, token.NewStaticKeys(key.Public()), 0)
 
 	if c, err := gate.Check(ctx, show, "u1", ""); err != nil || c != nil {
 		t.Fatalf("queue off: got %v, %v; want pass", c, err)
 	}
-	s := DefaultSettings()
-	s.Enabled = true
-	if err := SaveSettings(ctx, rdb, show, s); err != nil {
-		t.Fatal(err)
-	}
+	switchOn(t, k, show, false)
 	gate.Forget(show)
 	raw, exp, _ := is.Issue("u1", show, "jti-1", time.Now(), time.Minute)
 	other, _, _ := is.Issue("u1", "another", "jti-2", time.Now(), time.Minute)
@@ -57,13 +64,13 @@ func TestGate(t *testing.T) {
 		name, user, raw string
 		want            error
 	}{
-		{"no token", "u1", "", ErrRequired},
+		{"no token", "u1", "", admission.ErrRequired},
 		{"wrong user", "u2", raw, token.ErrWrongUser},
 		{"wrong show", "u1", other, token.ErrWrongShow},
 		{"junk", "u1", "junk", token.ErrInvalid},
 	}
 	for _, tc := range tests {
-		if _, err := gate.Check(ctx, show, tc.user, tc.raw); !errors.Is(err, tc.want) || !errors.Is(err, ErrRequired) {
+		if _, err := gate.Check(ctx, show, tc.user, tc.raw); !errors.Is(err, tc.want) || !errors.Is(err, admission.ErrRequired) {
 			t.Errorf("%s: got %v, want %v wrapped in ErrRequired", tc.name, err, tc.want)
 		}
 	}
@@ -72,7 +79,7 @@ func TestGate(t *testing.T) {
 		t.Fatalf("valid token: got %v, %v", c, err)
 	}
 	rdb.ZAdd(ctx, rediskey.QueueActive(show), redis.Z{Score: float64(exp.UnixMilli()), Member: "jti-1"})
-	if err := Release(ctx, rdb, show, "jti-1", exp); err != nil {
+	if err := gate.Release(ctx, show, "u1", "jti-1", exp); err != nil {
 		t.Fatal(err)
 	}
 	if n := rdb.ZCard(ctx, rediskey.QueueActive(show)).Val(); n != 0 {
@@ -83,23 +90,173 @@ func TestGate(t *testing.T) {
 	}
 }
 
-func TestSettingsRoundTrip(t *testing.T) {
+// TestLostCacheFailsClosed: after Redis forgets a show whose record says the queue is on, the gate never reads
+// that as "off": the state comes back from the record by itself, with its revocations and active admissions.
+func TestLostCacheFailsClosed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// A logical database of its own: this test flushes it, as a Redis restarted empty would be.
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", DB: flushDB})
+	t.Cleanup(func() { rdb.FlushDB(context.Background()); rdb.Close() })
+	pool := pgtest.New(t)
+	k := admissiontest.Keeper(t, pool, rdb)
+	show := admissiontest.Show(t, rdb, "adm-")
+	key, _ := token.GenerateKey()
+	is := token.NewIssuer(key)
+	gate := admission.NewGate(k, token.NewStaticKeys(key.Public()), 0)
+	switchOn(t, k, show, true)
+
+	now := time.Now()
+	live, exp, _ := is.Issue("u1", show, "live", now, time.Minute)
+	kicked, kexp, _ := is.Issue("u2", show, "kicked", now, time.Minute)
+	if err := k.AddGrants(ctx, []admission.Grant{
+		{ShowID: show, JTI: "live", UserID: "u1", IssuedAt: now, ExpiresAt: exp},
+		{ShowID: show, JTI: "kicked", UserID: "u2", IssuedAt: now, ExpiresAt: kexp},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Kick(ctx, show, "kicked"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Kick(ctx, show, "no-such-jti"); !errors.Is(err, admission.ErrUnknownAdmission) {
+		t.Fatalf("kick unknown: got %v, want ErrUnknownAdmission", err)
+	}
+
+	for _, wipe := range []string{"show keys", "flushdb"} {
+		if wipe == "flushdb" {
+			if err := rdb.FlushDB(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			admissiontest.Wipe(ctx, rdb, show)
+		}
+		// A gate with the settings in memory from before the wipe must not trust "not revoked" either.
+		if _, err := gate.Check(ctx, show, "u2", kicked); !errors.Is(err, token.ErrRevoked) {
+			t.Fatalf("%s: kicked token: got %v, want ErrRevoked", wipe, err)
+		}
+		gate.Forget(show)
+		if _, err := gate.Check(ctx, show, "u3", ""); !errors.Is(err, admission.ErrRequired) {
+			t.Fatalf("%s: no token: got %v, want ErrRequired (the queue is on in the record)", wipe, err)
+		}
+		if _, err := gate.Check(ctx, show, "u1", live); err != nil {
+			t.Fatalf("%s: admitted fan: got %v", wipe, err)
+		}
+		s, err := k.Settings(ctx, show)
+		if err != nil || !s.Enabled || !s.Paused {
+			t.Fatalf("%s: settings: got %+v, %v; want on and paused", wipe, s, err)
+		}
+		if n := rdb.ZCard(ctx, rediskey.QueueActive(show)).Val(); n != 1 {
+			t.Fatalf("%s: active = %d, want 1 (the live admission)", wipe, n)
+		}
+	}
+}
+
+// TestStoresDownFailClosed: with Redis unreachable, or with Redis empty and PostgreSQL unreachable, the gate
+// answers ErrUnavailable, never "pass".
+func TestStoresDownFailClosed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := ln.Addr().String()
+	ln.Close()
+	key, _ := token.GenerateKey()
+	keys := token.NewStaticKeys(key.Public())
+
+	pool := pgtest.New(t)
+	deadRedis := redis.NewClient(&redis.Options{Addr: dead, MaxRetries: -1})
+	t.Cleanup(func() { deadRedis.Close() })
+	gate := admission.NewGate(admissiontest.Keeper(t, pool, deadRedis), keys, 0)
+	if _, err := gate.Check(ctx, "s1", "u1", ""); !errors.Is(err, admission.ErrUnavailable) {
+		t.Fatalf("redis down: got %v, want ErrUnavailable", err)
+	}
+
+	rdb := newRedis(t)
+	k := admissiontest.Keeper(t, pool, rdb)
+	show := admissiontest.Show(t, rdb, "adm-")
+	switchOn(t, k, show, false)
+	admissiontest.Wipe(ctx, rdb, show)
+	closed := pgtest.New(t)
+	closed.Close()
+	gate = admission.NewGate(admission.NewKeeper(admpostgres.New(closed), admredis.New(rdb), nil), keys, 0)
+	if _, err := gate.Check(ctx, show, "u1", ""); !errors.Is(err, admission.ErrUnavailable) {
+		t.Fatalf("redis lost the show, postgres down: got %v, want ErrUnavailable", err)
+	}
+}
+
+func TestUpdateRecordsThenCaches(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rdb := newRedis(t)
-	show := testShow(t, rdb)
-	got, err := LoadSettings(ctx, rdb, show)
-	if err != nil || got != DefaultSettings() {
-		t.Fatalf("defaults: got %+v, %v", got, err)
+	pool := pgtest.New(t)
+	k := admissiontest.Keeper(t, pool, rdb)
+	show := admissiontest.Show(t, rdb, "adm-")
+	want := admission.Settings{Enabled: true, AdmitPerSecond: 2.5, MaxActive: 7, TokenTTLSeconds: 60, Paused: true}
+	old, now, err := k.Update(ctx, show, func(admission.Settings) (admission.Settings, error) { return want, nil })
+	if err != nil || old != admission.DefaultSettings() || now != want {
+		t.Fatalf("update: got %+v -> %+v, %v", old, now, err)
 	}
-	want := Settings{Enabled: true, AdmitPerSecond: 2.5, MaxActive: 7, TokenTTLSeconds: 60}
-	if err := SaveSettings(ctx, rdb, show, want); err != nil {
-		t.Fatal(err)
+	rec, version, found, err := admpostgres.New(pool).Settings(ctx, show)
+	if err != nil || !found || rec != want || version != 1 {
+		t.Fatalf("record: got %+v v%d %v %v", rec, version, found, err)
 	}
-	if got, _ = LoadSettings(ctx, rdb, show); got != want {
-		t.Fatalf("got %+v, want %+v", got, want)
+	got, p, err := admredis.New(rdb).Lookup(ctx, show)
+	if err != nil || p != admission.Cached || got != want {
+		t.Fatalf("cache: got %+v %v %v", got, p, err)
 	}
-	if err := (Settings{AdmitPerSecond: 0, MaxActive: 1, TokenTTLSeconds: 60}).Validate(); err == nil {
+	// Concurrent operators: every change applies, one after the other, and the cache ends at the record's last.
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, err := k.Update(ctx, show, func(s admission.Settings) (admission.Settings, error) {
+				s.MaxActive++
+				return s, nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	rec, version, _, _ = admpostgres.New(pool).Settings(ctx, show)
+	got, _, _ = admredis.New(rdb).Lookup(ctx, show)
+	if rec.MaxActive != 15 || version != 9 || got != rec {
+		t.Fatalf("after 8 concurrent changes: record %+v v%d, cache %+v", rec, version, got)
+	}
+	if err := (admission.Settings{AdmitPerSecond: 0, MaxActive: 1, TokenTTLSeconds: 60}).Validate(); err == nil {
 		t.Fatal("zero rate accepted")
+	}
+}
+
+// TestSyncMarksComplete: once synced, a show with no record reads as off without asking PostgreSQL; a flush
+// (no mark) makes the keeper ask, and Run puts the mark back.
+func TestSyncMarksComplete(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rdb := newRedis(t)
+	k := admissiontest.Keeper(t, pgtest.New(t), rdb)
+	show := admissiontest.Show(t, rdb, "adm-")
+	switchOn(t, k, show, false)
+	admissiontest.Wipe(ctx, rdb, show)
+	go k.Run(ctx, 20*time.Millisecond, time.Hour)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, p, err := admredis.New(rdb).Lookup(ctx, show)
+		if err == nil && p == admission.Cached {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Run did not restore the wiped show: %v %v", p, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ok, err := admredis.New(rdb).Synced(ctx); err != nil || !ok {
+		t.Fatalf("synced: %v %v", ok, err)
+	}
+	_, p, err := admredis.New(rdb).Lookup(ctx, "never-recorded-"+show)
+	if err != nil || p != admission.NoRecord {
+		t.Fatalf("show without record: got %v %v, want NoRecord", p, err)
 	}
 }

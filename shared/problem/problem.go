@@ -40,7 +40,8 @@ const (
 	GatewayTimeout     = "gateway-timeout"
 	ServiceUnavailable = "service-unavailable"
 	// StoreUnavailable is a 503 whose cause is PostgreSQL or Redis being unreachable: the request did nothing and
-	// may be sent again after Retry-After.
+	// may be sent again after Retry-After. It is also the answer while a show's queue state cannot be read
+	// (lost and not rebuilt yet): nothing is decided on a guess, a queued show lets nobody through.
 	StoreUnavailable = "store-unavailable"
 )
 
@@ -82,6 +83,14 @@ func (p *Problem) With(key string, value any) *Problem {
 // Retry-After header.
 func (p *Problem) WithRetryAfter(secs int) *Problem {
 	return p.With(RetryAfterKey, max(secs, 1))
+}
+
+// SetRetryAfter puts p's retryAfterSeconds, if it has one, in the response's Retry-After header: for renderers
+// that answer a problem in another form (an HTML page) and must keep the header.
+func SetRetryAfter(c *fiber.Ctx, p *Problem) {
+	if secs, ok := p.Extensions[RetryAfterKey].(int); ok {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
+	}
 }
 
 // Error lets a Problem travel as an error up to the service's error handler.
@@ -144,9 +153,7 @@ func Send(c *fiber.Ctx, p *Problem) error {
 		return err
 	}
 	c.Status(p.Status)
-	if secs, ok := p.Extensions[RetryAfterKey].(int); ok {
-		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
-	}
+	SetRetryAfter(c, p)
 	c.Set(fiber.HeaderContentType, ContentType)
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Send(b)

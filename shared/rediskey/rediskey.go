@@ -55,6 +55,16 @@ const (
 	QueueAdmitPerSecond  = "admitPerSecond"  // decimal
 	QueueMaxActive       = "maxActive"       // integer
 	QueueTokenTTLSeconds = "tokenTtlSeconds" // integer
+	QueuePaused          = "paused"          // "1" or "0": admission paused, queue still on
+	QueueVersion         = "version"         // the record's version of these settings (PostgreSQL)
+)
+
+// QueueRecords is the set of show ids whose queue settings are on record (PostgreSQL), and QueueSynced the mark
+// that the cache holds every one of them. Together they let a replica tell "no settings because the operator
+// never set any" (queue off) from "no settings because Redis lost them" (restore from the record first).
+const (
+	QueueRecords = "flashseat:queue:records"
+	QueueSynced  = "flashseat:queue:synced"
 )
 
 // QueueConfigEvents is the channel on which a changed QueueConfig's show id is published, so every replica applies

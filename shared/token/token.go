@@ -183,19 +183,10 @@ func NewVerifier(src KeySource, leeway time.Duration) *Verifier {
 // Redis), using the returned jti.
 func (v *Verifier) Verify(raw, showID, userID string) (*Admission, error) {
 	var c Admission
-	_, err := v.parser.ParseWithClaims(raw, &c, func(t *jwt.Token) (any, error) {
-		kid, _ := t.Header["kid"].(string)
-		k, ok := v.keys.Key(kid)
-		if !ok {
-			return nil, fmt.Errorf("unknown kid %q", kid)
-		}
-		return k, nil
-	})
+	if err := parseSigned(v.parser, v.keys, raw, &c); err != nil {
+		return nil, err
+	}
 	switch {
-	case errors.Is(err, jwt.ErrTokenExpired):
-		return nil, ErrExpired
-	case err != nil:
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	case c.ID == "" || c.Subject == "":
 		return nil, fmt.Errorf("%w: missing sub or jti", ErrInvalid)
 	case c.Show != showID:
@@ -204,6 +195,25 @@ func (v *Verifier) Verify(raw, showID, userID string) (*Admission, error) {
 		return nil, ErrWrongUser
 	}
 	return &c, nil
+}
+
+// parseSigned verifies raw's signature under the key its kid names in keys, and parser's checks, into claims.
+func parseSigned(parser *jwt.Parser, keys KeySource, raw string, claims jwt.Claims) error {
+	_, err := parser.ParseWithClaims(raw, claims, func(t *jwt.Token) (any, error) {
+		kid, _ := t.Header["kid"].(string)
+		k, ok := keys.Key(kid)
+		if !ok {
+			return nil, fmt.Errorf("unknown kid %q", kid)
+		}
+		return k, nil
+	})
+	switch {
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return ErrExpired
+	case err != nil:
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return nil
 }
 
 // JWK is one key of a JWKS. Only the members this project uses are typed; kty OKP/crv Ed25519 for our keys, EC

@@ -115,3 +115,42 @@ func tamper(raw string) string {
 	}
 	return raw[:i] + string(c) + raw[i+1:]
 }
+
+func TestReceipt(t *testing.T) {
+	t.Parallel()
+	k, _ := GenerateKey()
+	is := NewIssuer(k)
+	v := NewReceiptVerifier(NewStaticKeys(is.Keys()...), 0)
+	now := time.Now()
+	raw, err := is.IssueReceipt("u1", "s1", 42, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := v.Verify(raw, "s1", "u1")
+	if err != nil || r.Seq != 42 || r.Subject != "u1" || r.Show != "s1" {
+		t.Fatalf("verify: got %+v, %v", r, err)
+	}
+	old, _ := is.IssueReceipt("u1", "s1", 1, now.Add(-ReceiptTTL-time.Minute))
+	adm, _, _ := is.Issue("u1", "s1", "j1", now, time.Minute)
+	stranger, _ := GenerateKey()
+	forged, _ := NewIssuer(stranger).IssueReceipt("u1", "s1", 1, now)
+	for _, c := range []struct {
+		name, raw, show, user string
+		want                  error
+	}{
+		{"wrong show", raw, "s2", "u1", ErrWrongShow},
+		{"wrong user", raw, "s1", "u2", ErrWrongUser},
+		{"expired", old, "s1", "u1", ErrExpired},
+		{"an admission token is no receipt", adm, "s1", "u1", ErrInvalid},
+		{"forged", forged, "s1", "u1", ErrInvalid},
+		{"garbage", "x.y.z", "s1", "u1", ErrInvalid},
+	} {
+		if _, err := v.Verify(c.raw, c.show, c.user); !errors.Is(err, c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
+		}
+	}
+	// And a receipt is no admission token.
+	if _, err := NewVerifier(NewStaticKeys(is.Keys()...), 0).Verify(raw, "s1", "u1"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("receipt as admission: got %v, want ErrInvalid", err)
+	}
+}

@@ -28,10 +28,12 @@ func (h *Handler) events(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	w, _, err := h.svc.Watch(c.UserContext(), show, user)
+	presented := presentedReceipt(c, show)
+	w, p, err := h.svc.Watch(c.UserContext(), show, user, presented)
 	if err != nil {
 		return err
 	}
+	h.setReceiptCookie(c, show, p.Receipt)
 	lastID := strings.Clone(c.Get("Last-Event-ID"))
 	c.Set(fiber.HeaderContentType, "text/event-stream")
 	c.Set(fiber.HeaderCacheControl, "no-store")
@@ -94,10 +96,14 @@ func (s *stream) send(u waitroom.Update, first bool) bool {
 		if u.Position > 0 {
 			kind = "position"
 			id = "p-" + strconv.FormatInt(u.Seq, 10) + "-" + strconv.FormatInt(u.Cursor, 10)
+			if u.Paused {
+				id += "-p" // a pause or resume is news even when nobody moved
+			}
 			data = struct {
 				Position   int64 `json:"position"`
 				EtaSeconds int64 `json:"etaSeconds"`
-			}{u.Position, seconds(u.ETA)}
+				Paused     bool  `json:"paused"`
+			}{u.Position, seconds(u.ETA), u.Paused}
 		} else {
 			// Before the opening draw nobody has a position yet: say when the sale opens.
 			kind, id = "waiting", "w"

@@ -4,6 +4,7 @@
 package http
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/session"
 	"github.com/flashseat/flashseat/shared/store"
@@ -42,6 +44,13 @@ type Config struct {
 	SecureCookies bool
 	// Heartbeat is the comment interval on streams, default 15 s.
 	Heartbeat time.Duration
+	// Audit records every operator change (shared/audit's Log); nil records nothing.
+	Audit Auditor
+}
+
+// Auditor records an operator's change; shared/audit's Log is one.
+type Auditor interface {
+	Record(ctx context.Context, e audit.Entry) error
 }
 
 // Handler serves the waiting room.
@@ -85,6 +94,8 @@ func (h *Handler) Mount(r fiber.Router) {
 	r.Get("/.well-known/jwks.json", h.wrap(h.jwks))
 	r.Put("/admin/v1/shows/:showId/queue", h.wrap(h.putSettings))
 	r.Get("/admin/v1/shows/:showId/queue", h.wrap(h.getSettings))
+	r.Post("/admin/v1/shows/:showId/admissions/:jti/revoke", h.wrap(h.kickAdmission))
+	r.Post("/admin/v1/shows/:showId/fans/:userId/revoke", h.wrap(h.kickFan))
 	r.Get("/admin/v1/shows/:showId/fans/:userId", h.wrap(h.fan))
 }
 
@@ -111,10 +122,11 @@ var codes = []struct {
 	{errAdminWrong, http.StatusForbidden, problem.Forbidden, "This token may not change queues."},
 	{errBadJSON, http.StatusBadRequest, problem.BadRequest, ""},
 	{errValidation, http.StatusUnprocessableEntity, problem.Validation, ""},
+	{admission.ErrUnknownAdmission, http.StatusNotFound, problem.NotFound, "No such admission."},
 	{waitroom.ErrInvalid, http.StatusBadRequest, problem.BadRequest, ""},
 	{waitroom.ErrUnknownShow, http.StatusNotFound, problem.NotFound, "No such show."},
 	{waitroom.ErrNotInQueue, http.StatusNotFound, problem.NotFound, "You are not in this queue; join it first."},
-	{store.ErrUnavailable, http.StatusServiceUnavailable, problem.StoreUnavailable, "The waiting room is briefly unavailable; retry in a second."},
+	{store.ErrUnavailable, http.StatusServiceUnavailable, problem.StoreUnavailable, "The waiting room is briefly unavailable; your place is kept. Retry in a second."},
 	{waitroom.ErrDrawPending, http.StatusServiceUnavailable, problem.ServiceUnavailable, "The queue is opening; retry in a second."},
 	{waitroom.ErrTooManyStreams, http.StatusTooManyRequests, problem.RateLimited, "Too many open streams for this queue; close some tabs."},
 }
@@ -196,12 +208,18 @@ type placeJSON struct {
 	ExpiresAt      *time.Time      `json:"expiresAt,omitempty"`
 	OpensAt        *time.Time      `json:"opensAt,omitempty"`
 	SeatMapURL     string          `json:"seatMapUrl,omitempty"`
+	// Paused: admission paused by the operator; the place is kept and the ETA unknown (etaSeconds 0).
+	Paused bool `json:"paused"`
+	// Receipt is the signed place receipt of a waiting fan (also in the fs_place_{show} cookie): presented on a
+	// re-join, it gets the same ticket back after the waiting room lost its state.
+	Receipt string `json:"receipt,omitempty"`
 }
 
 func seconds(d time.Duration) int64 { return int64(math.Ceil(d.Seconds())) }
 
 func (h *Handler) toJSON(show string, p waitroom.Place) placeJSON {
-	out := placeJSON{Status: p.Status, Position: p.Position, EtaSeconds: seconds(p.ETA)}
+	out := placeJSON{Status: p.Status, Position: p.Position, EtaSeconds: seconds(p.ETA), Paused: p.Paused,
+		Receipt: p.Receipt}
 	if !p.OpensAt.IsZero() && p.Seq == 0 && p.Status == waitroom.Waiting {
 		t := p.OpensAt.UTC()
 		out.OpensAt = &t
@@ -220,6 +238,24 @@ func (h *Handler) setAdmissionCookie(c *fiber.Ctx, show string, g *waitroom.Gran
 		HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode, Secure: h.cfg.SecureCookies})
 }
 
+// presentedReceipt is the place receipt a fan sends: header first (API clients), else the cookie.
+func presentedReceipt(c *fiber.Ctx, show string) string {
+	if v := c.Get(admission.PlaceHeader); v != "" {
+		return strings.Clone(v)
+	}
+	return strings.Clone(c.Cookies(admission.PlaceCookieName(show)))
+}
+
+// setReceiptCookie keeps a waiting fan's newest place receipt in an HttpOnly cookie sent back on re-joins.
+func (h *Handler) setReceiptCookie(c *fiber.Ctx, show, receipt string) {
+	if receipt == "" {
+		return
+	}
+	c.Cookie(&fiber.Cookie{Name: admission.PlaceCookieName(show), Value: receipt, Path: "/queue/",
+		MaxAge: int(token.ReceiptTTL.Seconds()), HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode,
+		Secure: h.cfg.SecureCookies})
+}
+
 func (h *Handler) join(c *fiber.Ctx) error {
 	show, err := showID(c)
 	if err != nil {
@@ -229,7 +265,7 @@ func (h *Handler) join(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p, err := h.svc.Join(c.UserContext(), show, user)
+	p, err := h.svc.JoinWithReceipt(c.UserContext(), show, user, presentedReceipt(c, show))
 	if err != nil {
 		return err
 	}
@@ -249,12 +285,14 @@ func (h *Handler) status(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	p.Receipt = h.svc.Receipt(show, user, p, presentedReceipt(c, show))
 	return h.sendPlace(c, show, p)
 }
 
 // sendPlace answers join and status: personal, never cached; polling clients are told when to come back.
 func (h *Handler) sendPlace(c *fiber.Ctx, show string, p waitroom.Place) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
+	h.setReceiptCookie(c, show, p.Receipt)
 	switch p.Status {
 	case waitroom.Admitted:
 		h.setAdmissionCookie(c, show, p.Grant)
@@ -303,6 +341,7 @@ func (h *Handler) admin(c *fiber.Ctx) error {
 // settingsJSON is PUT's body: every member optional, absent ones keep their current value.
 type settingsJSON struct {
 	Enabled         *bool    `json:"enabled"`
+	Paused          *bool    `json:"paused"`
 	AdmitPerSecond  *float64 `json:"admitPerSecond"`
 	MaxActive       *int     `json:"maxActive"`
 	TokenTTLSeconds *int     `json:"tokenTtlSeconds"`
@@ -314,10 +353,7 @@ type settingsOut struct {
 }
 
 func (h *Handler) putSettings(c *fiber.Ctx) error {
-	if err := h.admin(c); err != nil {
-		return err
-	}
-	show, err := showID(c)
+	show, err := h.adminShow(c)
 	if err != nil {
 		return err
 	}
@@ -325,37 +361,39 @@ func (h *Handler) putSettings(c *fiber.Ctx) error {
 	if err := json.Unmarshal(c.Body(), &in); err != nil {
 		return fmt.Errorf("%w: the body must be a JSON object of queue settings", errBadJSON)
 	}
-	st, _, err := h.svc.Settings(c.UserContext(), show)
+	old, now, err := h.svc.UpdateSettings(c.UserContext(), show, func(st admission.Settings) (admission.Settings, error) {
+		if in.Enabled != nil {
+			st.Enabled = *in.Enabled
+		}
+		if in.Paused != nil {
+			st.Paused = *in.Paused
+		}
+		if in.AdmitPerSecond != nil {
+			st.AdmitPerSecond = *in.AdmitPerSecond
+		}
+		if in.MaxActive != nil {
+			st.MaxActive = *in.MaxActive
+		}
+		if in.TokenTTLSeconds != nil {
+			st.TokenTTLSeconds = *in.TokenTTLSeconds
+		}
+		if err := st.Validate(); err != nil {
+			return st, fmt.Errorf("%w: %v", errValidation, err)
+		}
+		return st, nil
+	})
 	if err != nil {
 		return err
 	}
-	if in.Enabled != nil {
-		st.Enabled = *in.Enabled
-	}
-	if in.AdmitPerSecond != nil {
-		st.AdmitPerSecond = *in.AdmitPerSecond
-	}
-	if in.MaxActive != nil {
-		st.MaxActive = *in.MaxActive
-	}
-	if in.TokenTTLSeconds != nil {
-		st.TokenTTLSeconds = *in.TokenTTLSeconds
-	}
-	if err := st.Validate(); err != nil {
-		return fmt.Errorf("%w: %v", errValidation, err)
-	}
-	if err := h.svc.SaveSettings(c.UserContext(), show, st); err != nil {
-		return err
+	if old != now {
+		h.audit(c, "queue.settings", show, old, now)
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(st)
+	return c.JSON(now)
 }
 
 func (h *Handler) getSettings(c *fiber.Ctx) error {
-	if err := h.admin(c); err != nil {
-		return err
-	}
-	show, err := showID(c)
+	show, err := h.adminShow(c)
 	if err != nil {
 		return err
 	}

@@ -25,11 +25,13 @@ import (
 	"gopkg.in/cenkalti/backoff.v1"
 
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/session"
 	"github.com/flashseat/flashseat/shared/token"
 	"github.com/flashseat/flashseat/waitroom"
 	wrhttp "github.com/flashseat/flashseat/waitroom/http"
+	"github.com/flashseat/flashseat/waitroom/internal/wrtest"
 	wrredis "github.com/flashseat/flashseat/waitroom/redis"
 )
 
@@ -85,9 +87,9 @@ func newReplica(t testing.TB, opt waitroom.Options, is *token.Issuer, extra func
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := waitroom.New(wrredis.New(rdb), is, opt)
+	svc := wrtest.Service(t, wrredis.New(rdb), rdb, is, opt)
 	h := wrhttp.New(wrhttp.Config{Service: svc, Users: token.NewUserVerifier(userSecret, nil, 0), Issuer: is,
-		AdminToken: adminToken})
+		AdminToken: adminToken, Audit: audit.New(wrtest.Database(t))})
 	app := fiber.New(fiber.Config{DisableStartupMessage: true, ErrorHandler: func(c *fiber.Ctx, err error) error {
 		var p *problem.Problem
 		if errors.As(err, &p) {
@@ -601,7 +603,7 @@ func TestRedisDown(t *testing.T) {
 	rdb := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer rdb.Close()
 	k, _ := token.GenerateKey()
-	svc := waitroom.New(wrredis.New(rdb), token.NewIssuer(k), waitroom.Options{})
+	svc := wrtest.Service(t, wrredis.New(rdb), rdb, token.NewIssuer(k), waitroom.Options{})
 	h := wrhttp.New(wrhttp.Config{Service: svc, Users: token.NewUserVerifier(userSecret, nil, 0),
 		Issuer: token.NewIssuer(k), AdminToken: adminToken})
 	app := fiber.New(fiber.Config{ErrorHandler: func(c *fiber.Ctx, err error) error {

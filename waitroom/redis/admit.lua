@@ -11,15 +11,27 @@
 --  * nobody is admitted twice: a fan is popped (ZPOPMIN) before being granted, and join refuses a new ticket to
 --    a fan holding a live grant;
 --  * a fan without a heartbeat in the last grace ms is skipped (removed) and does not use a slot;
---  * the cursor (seq of the last fan popped) only grows, so positions (seq - cursor) never grow.
+--  * the cursor (seq of the last fan popped) only grows, so positions (seq - cursor) never grow;
+--  * nothing is decided on state that is not here: without cached settings the reply is {'unknown'}, and a
+--    queue that is on but has no state (no ticket ceiling) replies {'restore'}, writing nothing either way, so a
+--    Redis that lost its data never reads as "queue off" and never restarts a queue's cursor at zero;
+--  * while the operator has paused admission nobody is admitted, and no credit accrues (a resume does not
+--    release a burst).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local nonce = ARGV[1]
 local grace = tonumber(ARGV[2])
 local maxScan = tonumber(ARGV[3])
 
-local cfg = redis.call('HMGET', KEYS[1], 'enabled', 'admitPerSecond', 'maxActive', 'tokenTtlSeconds')
+local cfg = redis.call('HMGET', KEYS[1], 'enabled', 'admitPerSecond', 'maxActive', 'tokenTtlSeconds', 'paused')
+if not cfg[1] then
+  return {'unknown'}
+end
 local enabled = cfg[1] == '1'
+if enabled and redis.call('HEXISTS', KEYS[3], 'ceiling') == 0 then
+  return {'restore'}
+end
+local paused = cfg[5] == '1'
 local rate = tonumber(cfg[2] or '') or 10
 local maxActive = tonumber(cfg[3] or '') or 200
 local ttl = tonumber(cfg[4] or '') or 600
@@ -65,6 +77,9 @@ elseif not drawn then
     redis.call('HSET', KEYS[3], 'drawn', '1')
     drawn = true
   end
+end
+if phase == 'open' and paused then
+  phase = 'paused'
 end
 
 local out = {}

@@ -32,9 +32,9 @@ func (c *countingStore) Seqs(ctx context.Context, show string, users []string) (
 	return c.Store.Seqs(ctx, show, users)
 }
 
-func (c *countingStore) Join(ctx context.Context, show, user string) (waitroom.Entry, error) {
+func (c *countingStore) Join(ctx context.Context, show, user string, receipted int64) (waitroom.Entry, error) {
 	c.calls.Add(1)
-	return c.Store.Join(ctx, show, user)
+	return c.Store.Join(ctx, show, user, receipted)
 }
 
 func (c *countingStore) Lookup(ctx context.Context, show, user string) (waitroom.Entry, error) {
@@ -57,11 +57,11 @@ func TestFanOutCostsOneReadPerTick(t *testing.T) {
 	show := newShow(t, rdb)
 	configure(t, rdb, show, 20, 10000, 600)
 	store := &countingStore{Store: wrredis.New(rdb)}
-	svc := waitroom.New(store, issuer(t), waitroom.Options{})
+	svc := newServiceOn(t, store, rdb, issuer(t), waitroom.Options{})
 	const fans = 300
 	watchers := make([]*waitroom.Watcher, fans)
 	for i := range fans {
-		w, _, err := svc.Watch(ctx, show, "w"+strconv.Itoa(i))
+		w, _, err := svc.Watch(ctx, show, "w"+strconv.Itoa(i), "")
 		if err != nil {
 			t.Fatal(err)
 		}

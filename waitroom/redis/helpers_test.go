@@ -8,12 +8,15 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/admission/admissiontest"
 	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/token"
 	"github.com/flashseat/flashseat/waitroom"
+	"github.com/flashseat/flashseat/waitroom/internal/wrtest"
 	wrredis "github.com/flashseat/flashseat/waitroom/redis"
 )
 
@@ -45,6 +48,7 @@ func newShow(t testing.TB, rdb *goredis.Client) string {
 	t.Cleanup(func() {
 		ctx := context.Background()
 		rdb.Del(ctx, wrredis.Keys(show)...)
+		rdb.SRem(ctx, rediskey.QueueRecords, show)
 	})
 	return show
 }
@@ -60,15 +64,25 @@ func issuer(t testing.TB) *token.Issuer {
 
 func newService(t testing.TB, rdb *goredis.Client, is *token.Issuer, opt waitroom.Options) *waitroom.Service {
 	t.Helper()
-	return waitroom.New(wrredis.New(rdb), is, opt)
+	return newServiceOn(t, wrredis.New(rdb), rdb, is, opt)
 }
 
+// newServiceOn is a service over store with the records on the test's database.
+func newServiceOn(t testing.TB, store waitroom.Store, rdb *goredis.Client, is *token.Issuer, opt waitroom.Options) *waitroom.Service {
+	t.Helper()
+	return wrtest.Service(t, store, rdb, is, opt)
+}
+
+func database(t testing.TB) *pgxpool.Pool { return wrtest.Database(t) }
+
 // configure switches the show's queue on with the given settings (written as is: tests may go below the
-// operator API's limits, e.g. a 1 s token).
+// operator API's limits, e.g. a 1 s token), as an operator would: on record, then cached.
 func configure(t testing.TB, rdb *goredis.Client, show string, rate float64, maxActive, ttl int) {
 	t.Helper()
-	if err := admission.SaveSettings(context.Background(), rdb, show, admission.Settings{
-		Enabled: true, AdmitPerSecond: rate, MaxActive: maxActive, TokenTTLSeconds: ttl}); err != nil {
+	k := admissiontest.Keeper(t, database(t), rdb)
+	if _, _, err := k.Update(context.Background(), show, func(admission.Settings) (admission.Settings, error) {
+		return admission.Settings{Enabled: true, AdmitPerSecond: rate, MaxActive: maxActive, TokenTTLSeconds: ttl}, nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -7,7 +7,8 @@
 //	T:wr:wait    sorted set  user -> ticket (seq); the queue
 //	T:wr:pre     set         users who joined before the sale opened (the draw's pool; kept a week for audit)
 //	T:wr:hb      sorted set  user -> last heartbeat (Redis ms); only queued fans
-//	T:wr:state   hash        lastSeq cursor lastTick carry admittedTotal skippedTotal drawn drawCount drawDigest
+//	T:wr:state   hash        lastSeq ceiling cursor lastTick carry admittedTotal skippedTotal drawn drawCount
+//	                         drawDigest (ceiling: tickets reserved in the record; its absence means "rebuild")
 //	T:wr:grants  hash        user -> "jti|expMs|iatMs[|token]"
 //	T:wr:gexp    sorted set  jti -> expMs (our own copy of rediskey.QueueActive, which booking trims)
 //	T:wr:jti     hash        jti -> user
@@ -28,7 +29,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/flashseat/flashseat/shared/admission"
+	admredis "github.com/flashseat/flashseat/shared/admission/redis"
 	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/waitroom"
@@ -50,6 +51,12 @@ var (
 	//go:embed touch.lua
 	touchLua    string
 	touchScript = goredis.NewScript(touchLua)
+	//go:embed restore.lua
+	restoreLua    string
+	restoreScript = goredis.NewScript(restoreLua)
+	//go:embed ceiling.lua
+	ceilingLua    string
+	ceilingScript = goredis.NewScript(ceilingLua)
 )
 
 // Key names of a show's waiting-room keys.
@@ -86,27 +93,33 @@ func joinKeys(show string) []string {
 }
 
 // Join implements waitroom.Store.
-func (s *Store) Join(ctx context.Context, show, user string) (waitroom.Entry, error) {
-	return s.join(ctx, show, user, true)
+func (s *Store) Join(ctx context.Context, show, user string, receipted int64) (waitroom.Entry, error) {
+	return s.join(ctx, show, user, true, receipted)
 }
 
 // Lookup implements waitroom.Store.
 func (s *Store) Lookup(ctx context.Context, show, user string) (waitroom.Entry, error) {
-	return s.join(ctx, show, user, false)
+	return s.join(ctx, show, user, false, 0)
 }
 
-func (s *Store) join(ctx context.Context, show, user string, join bool) (waitroom.Entry, error) {
+func (s *Store) join(ctx context.Context, show, user string, join bool, receipted int64) (waitroom.Entry, error) {
 	flag := "0"
 	if join {
 		flag = "1"
 	}
-	r, err := joinScript.Run(ctx, s.rdb, joinKeys(show), user, flag).Slice()
+	r, err := joinScript.Run(ctx, s.rdb, joinKeys(show), user, flag, receipted).Slice()
 	if err != nil {
 		return waitroom.Entry{}, storeErr("join", err)
 	}
 	e := waitroom.Entry{Found: true}
 	kind, _ := r[0].(string)
 	switch kind {
+	case "unknown":
+		return e, waitroom.ErrNoSettings
+	case "restore":
+		return e, waitroom.ErrNoState
+	case "reserve":
+		return e, &waitroom.SeqsError{LastSeq: num(r[1])}
 	case "closed":
 		ok, err := s.Exists(ctx, show)
 		if err != nil {
@@ -127,10 +140,12 @@ func (s *Store) join(ctx context.Context, show, user string, join bool) (waitroo
 	case "pre", "pending":
 		e.Status, e.Pre, e.Pending = waitroom.Waiting, kind == "pre", kind == "pending"
 		e.OpensAt = time.UnixMilli(num(r[1]))
+		e.Paused = len(r) > 2 && str(r[2]) == "1"
 	case "waiting":
 		e.Status, e.Seq, e.Cursor = waitroom.Waiting, num(r[1]), num(r[2])
-		if len(r) > 3 {
+		if len(r) > 4 {
 			e.AdmitPerSecond, _ = strconv.ParseFloat(str(r[3]), 64)
+			e.Paused = str(r[4]) == "1"
 		}
 	case "none":
 		e.Found = false
@@ -188,6 +203,14 @@ func (s *Store) Admit(ctx context.Context, show, nonce string, grace time.Durati
 	r, err := admitScript.Run(ctx, s.rdb, keys, nonce, grace.Milliseconds(), maxScan).Slice()
 	if err != nil {
 		return waitroom.Snapshot{}, storeErr("admit", err)
+	}
+	if len(r) == 1 {
+		switch str(r[0]) {
+		case "unknown":
+			return waitroom.Snapshot{}, waitroom.ErrNoSettings
+		case "restore":
+			return waitroom.Snapshot{}, waitroom.ErrNoState
+		}
 	}
 	if len(r) < 12 {
 		return waitroom.Snapshot{}, fmt.Errorf("waitroom/redis: admit: short reply %v", r)
@@ -398,21 +421,39 @@ func (s *Store) Fairness(ctx context.Context, show string) (waitroom.Fairness, e
 	return f, nil
 }
 
-// Settings implements waitroom.Store.
-func (s *Store) Settings(ctx context.Context, show string) (admission.Settings, error) {
-	st, err := admission.LoadSettings(ctx, s.rdb, show)
-	if err != nil {
-		return st, storeErr("settings", err)
+// Restore implements waitroom.Store (restore.lua).
+func (s *Store) Restore(ctx context.Context, show string, d waitroom.Durable) error {
+	args := []any{d.Cursor, d.Ceiling, flag(d.Drawn), d.DrawCount, d.DrawDigest, d.Seed, d.SaleStartsAt.UnixMilli()}
+	if d.SaleStartsAt.IsZero() {
+		args[6] = 0
 	}
-	return st, nil
-}
-
-// SaveSettings implements waitroom.Store; admission.SaveSettings announces the change to every replica.
-func (s *Store) SaveSettings(ctx context.Context, show string, st admission.Settings) error {
-	if err := admission.SaveSettings(ctx, s.rdb, show, st); err != nil {
-		return storeErr("save settings", err)
+	for _, g := range d.Grants {
+		args = append(args, g.UserID, g.JTI, g.ExpiresAt.UnixMilli(), g.IssuedAt.UnixMilli())
+	}
+	keys := []string{State(show), Seed(show), Grants(show), GrantExp(show), JTI(show), rediskey.ShowInfo(show)}
+	if err := restoreScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
+		return storeErr("restore", err)
 	}
 	return nil
+}
+
+// SetCeiling implements waitroom.Store (ceiling.lua).
+func (s *Store) SetCeiling(ctx context.Context, show string, ceiling int64) error {
+	n, err := ceilingScript.Run(ctx, s.rdb, []string{State(show)}, ceiling).Int()
+	if err != nil {
+		return storeErr("ceiling", err)
+	}
+	if n < 0 {
+		return waitroom.ErrNoState
+	}
+	return nil
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 // Counts implements waitroom.Store.
@@ -447,28 +488,6 @@ func (s *Store) Exists(ctx context.Context, show string) (bool, error) {
 }
 
 // Events implements waitroom.Store: show ids announced on rediskey.QueueConfigEvents and AvailabilityEvents.
-// go-redis resubscribes on its own after a dropped connection.
 func (s *Store) Events(ctx context.Context) <-chan string {
-	out := make(chan string, 256)
-	sub := s.rdb.Subscribe(ctx, rediskey.QueueConfigEvents, rediskey.AvailabilityEvents)
-	go func() {
-		defer close(out)
-		defer sub.Close()
-		ch := sub.Channel()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case m, ok := <-ch:
-				if !ok {
-					return
-				}
-				select {
-				case out <- m.Payload:
-				default: // the ticker catches up within a tick anyway
-				}
-			}
-		}
-	}()
-	return out
+	return admredis.Subscribe(ctx, s.rdb, rediskey.QueueConfigEvents, rediskey.AvailabilityEvents)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/admission/admissiontest"
 	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -65,6 +66,8 @@ type Env struct {
 	Pool  *pgxpool.Pool
 	RDB   goredis.UniversalClient
 	Show  booking.Show
+	// Queues keeps the queue settings and admissions of a gated Env (NewGated): record and cache.
+	Queues *admission.Keeper
 }
 
 // New returns an Env. cfg tunes the Service; its zero value is the defaults.
@@ -78,7 +81,20 @@ func New(t testing.TB, cfg booking.Config) *Env {
 func NewGated(t testing.TB, cfg booking.Config, keys token.KeySource) *Env {
 	t.Helper()
 	rdb := Redis(t)
-	return NewOn(t, pgtest.New(t), rdb, cfg, admission.NewGate(rdb, keys, 0))
+	pool := pgtest.New(t)
+	queues := admissiontest.Keeper(t, pool, rdb)
+	e := NewOn(t, pool, rdb, cfg, admission.NewGate(queues, keys, 0))
+	e.Queues = queues
+	return e
+}
+
+// QueueOn records s as show's queue settings (as an operator would) and returns once every gate sees them.
+func (e *Env) QueueOn(t testing.TB, show string, s admission.Settings) {
+	t.Helper()
+	if _, _, err := e.Queues.Update(context.Background(), show,
+		func(admission.Settings) (admission.Settings, error) { return s, nil }); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // NewOn is New on given stores, with an optional gate.

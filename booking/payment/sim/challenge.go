@@ -84,7 +84,7 @@ func (s *Server) renderChallenge(w http.ResponseWriter, status int, v challengeV
 	if u, err := url.Parse(v.ReturnURL); err == nil && u.Host != "" {
 		action += " " + u.Scheme + "://" + u.Host
 	}
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action "+action+
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action "+action+
 		"; frame-ancestors 'none'; base-uri 'none'")
 	w.WriteHeader(status)
 	_ = challengeTmpl.Execute(w, v)

@@ -71,6 +71,11 @@ export function session() {
   return me;
 }
 
+// resetSession forgets the signed-in user, so the next session() asks again (after a 401: the cookie expired).
+export function resetSession() {
+  me = null;
+}
+
 // idempotencyKey is a fresh key for one logical write (kept by the caller across its retries).
 export function idempotencyKey() {
   if (crypto.randomUUID) return crypto.randomUUID();

@@ -1,7 +1,7 @@
 // seatmap.js: the show page's seat map. Every seat is a <button> (aria-pressed when selected, an aria-label
 // naming seat, category, price and state), reachable with the arrow keys; the seat stream keeps it live; a hold
 // goes to checkout, a conflict offers the alternatives in one click, a lost admission goes back to the queue.
-import { post, get, ApiError, session, idempotencyKey } from "./api.js";
+import { post, get, ApiError, session, resetSession, idempotencyKey } from "./api.js";
 import { money, localTimes, showError, clearError, flash, takeFlash } from "./ui.js";
 
 const root = document.getElementById("show");
@@ -202,6 +202,11 @@ function stream() {
   es.onerror = () => {
     lost = true;
     $("live").textContent = "Reconnecting to live seat updates…";
+    if (es.readyState === EventSource.CLOSED) {
+      // Refused rather than dropped (an admission that ended answers 403): the browser gives up on this stream.
+      // Reload the seats, which sends the fan back to the queue if that is why, and open a new stream.
+      setTimeout(() => { load(); stream(); }, 2000);
+    }
   };
 }
 
@@ -214,7 +219,14 @@ async function hold(ids) {
   $("live").textContent = `Holding ${ids.join(", ")}…`;
   try {
     await session();
-    const r = await post("/api/v1/bookings/hold", { showId, seatIds: ids }, { headers: { "Idempotency-Key": idempotencyKey() } });
+    const key = idempotencyKey();
+    const send = () => post("/api/v1/bookings/hold", { showId, seatIds: ids }, { headers: { "Idempotency-Key": key } });
+    const r = await send().catch(async (e) => {
+      if (!(e instanceof ApiError) || e.status !== 401) throw e;
+      resetSession(); // the session cookie expired: sign in again and retry once
+      await session();
+      return send();
+    });
     $("live").textContent = `Held ${r.data.seatIds.join(", ")}. Taking you to checkout…`;
     location.assign("/checkout/" + encodeURIComponent(r.data.bookingId));
     return;

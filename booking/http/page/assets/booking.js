@@ -1,0 +1,88 @@
+// booking.js: one booking, where a payment ends (and a 3-D Secure challenge comes back to). Confirmed shows each
+// ticket's QR code (an <img> the session cookie authorizes) with seat, show and venue, ready to print; a payment
+// still pending is followed live; a booking back on hold after a failed payment offers to pay again.
+import { get, ApiError, session } from "./api.js";
+import { showError } from "./ui.js";
+import { el, summary, showFacts, bookingPath, follow } from "./order.js";
+
+const root = document.getElementById("booking");
+const bookingId = root.dataset.booking;
+const $ = (id) => document.getElementById(id);
+
+function status(text) {
+  $("status").textContent = text;
+  $("status").hidden = !text;
+}
+
+function tickets(b) {
+  const list = $("tickets");
+  const s = b.show || {};
+  const cat = Object.fromEntries((b.seats || []).map((x) => [x.seatId, x.category]));
+  list.replaceChildren(...b.tickets.map((t) => {
+    const name = `Ticket ${t.ticketId}, seat ${t.seatId}` + (s.title ? `, ${s.title}` : "");
+    return el("li", { class: "ticket" },
+      el("img", { src: `/api/v1/tickets/${encodeURIComponent(t.ticketId)}/qr.png`, alt: "QR code of " + name,
+        width: "200", height: "200" }),
+      el("div", {},
+        el("h2", { text: "Seat " + t.seatId + (cat[t.seatId] ? " · " + cat[t.seatId] : "") }),
+        showFacts(b),
+        el("p", { class: "muted", text: "Ticket " + t.ticketId })));
+  }));
+  list.hidden = false;
+}
+
+function render(b) {
+  const params = new URLSearchParams(location.search);
+  $("details").replaceChildren(summary(b));
+  $("tickets").hidden = true;
+  $("actions").hidden = true;
+  status("");
+  switch (b.status) {
+    case "CONFIRMED":
+      $("title").textContent = "Confirmed";
+      document.title = "Confirmed · flashseat";
+      status("Your booking is confirmed. Show these QR codes at the entrance.");
+      tickets(b);
+      $("actions").hidden = false;
+      return;
+    case "PAYMENT_PENDING":
+      $("title").textContent = "Payment pending";
+      status("Payment pending: waiting for the payment provider to confirm. This page updates by itself.");
+      follow(bookingId, (d) => { if (d.status !== "PAYMENT_PENDING") render(d); },
+        () => status("Payment pending: reconnecting…"));
+      return;
+    case "HELD": {
+      $("title").textContent = "Not paid yet";
+      const why = params.get("redirect_status") === "failed"
+        ? "Your bank did not confirm the payment (3-D Secure authentication failed). Nothing was charged."
+        : "This booking is on hold and not paid yet.";
+      showError($("error"), why + " Your seats are still held for now: you can pay again, with this or another card.");
+      $("details").append(el("p", {}, el("a", { class: "button primary", href: "/checkout/" + encodeURIComponent(bookingId), text: "Pay again" })));
+      return;
+    }
+    case "REFUNDED":
+      $("title").textContent = "Refunded";
+      status("This booking was refunded; its tickets no longer admit.");
+      return;
+    default:
+      $("title").textContent = b.status === "EXPIRED" ? "Hold expired" : "Cancelled";
+      status(b.status === "EXPIRED" ? "This hold expired before it was paid." : "This booking was cancelled.");
+      $("details").append(el("p", {}, el("a", { href: "/shows/" + encodeURIComponent(b.showId), text: "Choose seats again" })));
+  }
+}
+
+async function start() {
+  $("print").addEventListener("click", () => window.print());
+  try {
+    await session();
+    const { data } = await get(bookingPath(bookingId));
+    render(data);
+  } catch (e) {
+    $("details").replaceChildren();
+    showError($("error"), e instanceof ApiError && e.status === 404
+      ? "This booking was not found. It may belong to another browser or account."
+      : e.message || String(e));
+  }
+}
+
+start();

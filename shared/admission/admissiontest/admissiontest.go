@@ -1,0 +1,48 @@
+// Package admissiontest gives tests a real admission Keeper: the PostgreSQL record on a test's own database and
+// the Redis cache on the shared test Redis, with show ids that clean up after themselves.
+package admissiontest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/flashseat/flashseat/shared/admission"
+	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
+	admredis "github.com/flashseat/flashseat/shared/admission/redis"
+	"github.com/flashseat/flashseat/shared/rediskey"
+)
+
+// Keeper migrates the admission record on pool and returns a keeper of the cache on rdb over it.
+func Keeper(t testing.TB, pool *pgxpool.Pool, rdb goredis.UniversalClient) *admission.Keeper {
+	t.Helper()
+	if err := admpostgres.New(pool).Migrate(context.Background()); err != nil {
+		t.Fatalf("admissiontest: migrate: %v", err)
+	}
+	return admission.NewKeeper(admpostgres.New(pool), admredis.New(rdb), nil)
+}
+
+// Show returns a unique show id whose shared cache keys are deleted when the test ends.
+func Show(t testing.TB, rdb goredis.UniversalClient, prefix string) string {
+	t.Helper()
+	id := prefix + uuid.NewString()[:13]
+	t.Cleanup(func() { Wipe(context.Background(), rdb, id) })
+	return id
+}
+
+// Wipe deletes a show's cached queue state, as a Redis that lost its data would have (but leaves the global
+// records set, as a Redis losing one show's keys would).
+func Wipe(ctx context.Context, rdb goredis.UniversalClient, show string) {
+	rdb.Del(ctx, rediskey.QueueConfig(show), rediskey.QueueActive(show), rediskey.QueueRevoked(show))
+}
+
+// SetSettings writes settings into the cache only, for tests of code that reads the cache (no record behind).
+func SetSettings(t testing.TB, rdb goredis.UniversalClient, show string, s admission.Settings) {
+	t.Helper()
+	if err := admredis.New(rdb).SetSettings(context.Background(), show, s); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,116 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/flashseat/flashseat/shared/token"
+)
+
+// Gate decides whether a request for a show may pass the waiting room.
+type Gate struct {
+	keeper   *Keeper
+	verifier *token.Verifier
+	ttl      time.Duration
+
+	mu    sync.Mutex
+	cache map[string]cached
+}
+
+type cached struct {
+	s  Settings
+	at time.Time
+}
+
+// NewGate returns a gate reading queue state through keeper and verifying tokens against keys. A show's settings
+// are cached here for at most a second, so an operator's switch reaches every replica within a second (at once
+// where the change is announced, see Forget) without a Redis call per request.
+func NewGate(keeper *Keeper, keys token.KeySource, leeway time.Duration) *Gate {
+	return &Gate{keeper: keeper, verifier: token.NewVerifier(keys, leeway), ttl: time.Second, cache: map[string]cached{}}
+}
+
+// Keeper is the gate's keeper, whose Release ends an admission.
+func (g *Gate) Keeper() *Keeper { return g.keeper }
+
+// Settings returns showID's settings. An error (wrapping ErrUnavailable) means they cannot be known: the caller
+// must refuse, never treat the queue as off.
+func (g *Gate) Settings(ctx context.Context, showID string) (Settings, error) {
+	now := time.Now()
+	g.mu.Lock()
+	c, ok := g.cache[showID]
+	g.mu.Unlock()
+	if ok && now.Sub(c.at) < g.ttl {
+		return c.s, nil
+	}
+	s, err := g.keeper.Settings(ctx, showID)
+	if err != nil {
+		return Settings{}, err
+	}
+	g.mu.Lock()
+	if len(g.cache) > 100000 { // bound memory against requests for made-up show ids
+		g.cache = map[string]cached{}
+	}
+	g.cache[showID] = cached{s: s, at: now}
+	g.mu.Unlock()
+	return s, nil
+}
+
+// Enabled reports whether showID's queue is on.
+func (g *Gate) Enabled(ctx context.Context, showID string) (bool, error) {
+	s, err := g.Settings(ctx, showID)
+	return s.Enabled, err
+}
+
+// Forget drops the cached settings of a show, for a replica that heard of a settings change.
+func (g *Gate) Forget(showID string) {
+	g.mu.Lock()
+	delete(g.cache, showID)
+	g.mu.Unlock()
+}
+
+// Check lets a request by userID for showID pass. With the queue off it returns (nil, nil). With it on, raw must
+// be a valid, unrevoked admission token for this show and this user; the claims are returned so the caller can
+// record the jti. Any refusal wraps ErrRequired; a state that cannot be read wraps ErrUnavailable.
+func (g *Gate) Check(ctx context.Context, showID, userID, raw string) (*token.Admission, error) {
+	on, err := g.Enabled(ctx, showID)
+	if err != nil || !on {
+		return nil, err
+	}
+	if raw == "" {
+		return nil, ErrRequired
+	}
+	claims, err := g.verifier.Verify(raw, showID, userID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRequired, err)
+	}
+	revoked, present, err := g.keeper.cache.Revoked(ctx, showID, claims.ID)
+	if err == nil && !present {
+		// The settings in memory are under a second old, but the cache lost the show's state since (Redis
+		// restarted empty): its revocations are gone too, so restore before trusting a "not revoked".
+		g.Forget(showID)
+		s, rerr := g.keeper.Restore(ctx, showID)
+		if rerr != nil {
+			return nil, rerr
+		}
+		if !s.Enabled {
+			return nil, nil
+		}
+		if revoked, present, err = g.keeper.cache.Revoked(ctx, showID, claims.ID); err == nil && !present {
+			err = fmt.Errorf("show %s: state lost again", showID)
+		}
+	}
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: revocation: %w", ErrUnavailable, err)
+	case revoked:
+		return nil, fmt.Errorf("%w: %w", ErrRequired, token.ErrRevoked)
+	}
+	return claims, nil
+}
+
+// Release ends the admission jti of userID to showID (booking: the fan's booking was confirmed or cancelled).
+func (g *Gate) Release(ctx context.Context, showID, userID, jti string, exp time.Time) error {
+	return g.keeper.Release(ctx, Grant{ShowID: showID, UserID: userID, JTI: jti, ExpiresAt: exp})
+}

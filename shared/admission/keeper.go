@@ -1,0 +1,296 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Record is the durable record of queue settings and admissions (PostgreSQL; admission/postgres).
+type Record interface {
+	// Settings reads a show's settings and their version; found is false when no operator ever set any.
+	Settings(ctx context.Context, show string) (s Settings, version int64, found bool, err error)
+	// Update changes a show's settings with fn (given the settings in force, or DefaultSettings) in one
+	// transaction and returns the settings before and after and the new version.
+	Update(ctx context.Context, show string, fn func(Settings) (Settings, error)) (old, now Settings, version int64, err error)
+	// Shows lists the shows with a record.
+	Shows(ctx context.Context) ([]string, error)
+	// Grants reads a show's admissions that have not expired at now: live ones and revoked ones.
+	Grants(ctx context.Context, show string, now time.Time) (live, revoked []Grant, err error)
+	// AddGrants records admissions (idempotent by show and jti).
+	AddGrants(ctx context.Context, gs []Grant) error
+	// Revoke records g as revoked (creating its row if the grant was never recorded); newly is false when it
+	// was revoked already.
+	Revoke(ctx context.Context, g Grant) (newly bool, err error)
+	// RevokeJTI revokes the admission jti of show; ErrUnknownAdmission if none is on record.
+	RevokeJTI(ctx context.Context, show, jti string) (Grant, error)
+	// RevokeUser revokes every live admission of user to show and returns them (none: an empty slice).
+	RevokeUser(ctx context.Context, show, user string, now time.Time) ([]Grant, error)
+}
+
+// Presence says what the cache knows of a show's queue.
+type Presence int
+
+// What a cache lookup can find.
+const (
+	// Unknown: the cache holds nothing for the show and cannot vouch that this means "no record" (Redis lost its
+	// data, or the show's keys went): the state must be restored from the record.
+	Unknown Presence = iota
+	// Cached: the cache holds the show's settings, revocations and active admissions.
+	Cached
+	// NoRecord: the cache is complete and the show has no record: the queue is off.
+	NoRecord
+)
+
+// Cache is the fast copy every hot path reads (Redis; admission/redis).
+type Cache interface {
+	// Lookup reads a show's settings and whether the cache can vouch for them.
+	Lookup(ctx context.Context, show string) (Settings, Presence, error)
+	// Revoked reports whether a token id of show has been revoked, and whether the show's state is cached at
+	// all (if not, "not revoked" means nothing).
+	Revoked(ctx context.Context, show, jti string) (revoked, cached bool, err error)
+	// Fill writes a show's state from the record (revocations and active admissions first, the settings last, so
+	// that settings in the cache mean the rest is there too). It changes nothing if the settings are cached.
+	Fill(ctx context.Context, show string, s Settings, version int64, live, revoked []Grant) error
+	// Put replaces cached settings with a newer version and announces the change to every replica; ok is false
+	// when the show has nothing cached (Fill it instead).
+	Put(ctx context.Context, show string, s Settings, version int64) (ok bool, err error)
+	// Release frees an admission's active slot and revokes its token id.
+	Release(ctx context.Context, g Grant) error
+	// Synced reports whether the cache holds every show with a record (set by MarkSynced, lost with Redis's data).
+	Synced(ctx context.Context) (bool, error)
+	// MarkSynced records that every show with a record is in the cache.
+	MarkSynced(ctx context.Context) error
+}
+
+// Keeper keeps the cache true to the record: it restores a show's state into the cache when a lookup finds it
+// missing, rebuilds every show's after Redis lost its data (Run), and writes every operator change to the record
+// first and the cache second.
+type Keeper struct {
+	rec   Record
+	cache Cache
+	log   *slog.Logger
+	now   func() time.Time
+
+	mu      sync.Mutex
+	flights map[string]*flight
+}
+
+type flight struct {
+	done chan struct{}
+	s    Settings
+	err  error
+}
+
+// NewKeeper returns a keeper of cache over rec.
+func NewKeeper(rec Record, cache Cache, log *slog.Logger) *Keeper {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Keeper{rec: rec, cache: cache, log: log, now: time.Now, flights: map[string]*flight{}}
+}
+
+// Record is the keeper's record, for callers that read admissions directly (a kick by user).
+func (k *Keeper) Record() Record { return k.rec }
+
+// Settings returns a show's settings: from the cache, or, when the cache cannot vouch, from the record after
+// restoring the cache. Errors wrap ErrUnavailable.
+func (k *Keeper) Settings(ctx context.Context, show string) (Settings, error) {
+	s, p, err := k.cache.Lookup(ctx, show)
+	if err != nil {
+		return Settings{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	switch p {
+	case Cached:
+		return s, nil
+	case NoRecord:
+		return DefaultSettings(), nil
+	}
+	return k.Restore(ctx, show)
+}
+
+// Restore rebuilds a show's cached state from the record and returns its settings. Concurrent calls for one
+// show share one restore.
+func (k *Keeper) Restore(ctx context.Context, show string) (Settings, error) {
+	k.mu.Lock()
+	f, ok := k.flights[show]
+	if !ok {
+		f = &flight{done: make(chan struct{})}
+		k.flights[show] = f
+		go func() {
+			// Not the caller's context: one caller giving up must not fail the others sharing the flight.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			f.s, f.err = k.restore(rctx, show)
+			cancel()
+			k.mu.Lock()
+			delete(k.flights, show)
+			k.mu.Unlock()
+			close(f.done)
+		}()
+	}
+	k.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.s, f.err
+	case <-ctx.Done():
+		return Settings{}, fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
+	}
+}
+
+func (k *Keeper) restore(ctx context.Context, show string) (Settings, error) {
+	s, version, found, err := k.rec.Settings(ctx, show)
+	if err != nil {
+		return Settings{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if !found {
+		return DefaultSettings(), nil
+	}
+	live, revoked, err := k.rec.Grants(ctx, show, k.now())
+	if err != nil {
+		return Settings{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if err := k.cache.Fill(ctx, show, s, version, live, revoked); err != nil {
+		return Settings{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	k.log.Info("admission: restored a show's queue state from the record", "show", show,
+		"enabled", s.Enabled, "live", len(live), "revoked", len(revoked))
+	return s, nil
+}
+
+// Sync restores every show with a record whose state the cache lacks, then marks the cache complete.
+func (k *Keeper) Sync(ctx context.Context) error {
+	shows, err := k.rec.Shows(ctx)
+	if err != nil {
+		return fmt.Errorf("admission: sync: %w", err)
+	}
+	for _, show := range shows {
+		_, p, err := k.cache.Lookup(ctx, show)
+		if err != nil {
+			return fmt.Errorf("admission: sync: %w", err)
+		}
+		if p == Cached {
+			continue
+		}
+		if _, err := k.restore(ctx, show); err != nil {
+			return fmt.Errorf("admission: sync %s: %w", show, err)
+		}
+	}
+	if err := k.cache.MarkSynced(ctx); err != nil {
+		return fmt.Errorf("admission: sync: %w", err)
+	}
+	return nil
+}
+
+// Run keeps the cache complete until ctx ends: every check interval it looks for the cache's completeness mark
+// (gone when Redis restarted empty or was flushed, so this also covers a reconnect) and rebuilds every show when
+// it is missing; every full interval it rebuilds whatever single show lost its keys.
+func (k *Keeper) Run(ctx context.Context, check, full time.Duration) {
+	t := time.NewTicker(check)
+	defer t.Stop()
+	var last time.Time
+	failing := false
+	for {
+		ok, err := k.cache.Synced(ctx)
+		if err == nil && (!ok || time.Since(last) >= full) {
+			if err = k.Sync(ctx); err == nil {
+				last = time.Now()
+			}
+		}
+		switch {
+		case err != nil && ctx.Err() == nil && !failing:
+			k.log.Warn("admission: cannot sync the queue cache with the record; retrying", "err", err)
+			failing = true
+		case err == nil && failing:
+			k.log.Info("admission: queue cache in sync with the record again")
+			failing = false
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Update changes a show's settings: the record first, then the cache (which announces the change to every
+// replica). It returns the settings before and after.
+func (k *Keeper) Update(ctx context.Context, show string, fn func(Settings) (Settings, error)) (old, now Settings, err error) {
+	old, now, version, err := k.rec.Update(ctx, show, fn)
+	if err != nil {
+		return old, now, err
+	}
+	ok, err := k.cache.Put(ctx, show, now, version)
+	if err == nil && !ok {
+		_, err = k.Restore(ctx, show)
+	}
+	if err != nil {
+		// Recorded: the cache catches up at its next restore or sync. Until then this replica's answer is an
+		// error, so the operator retries (the same settings again change nothing).
+		return old, now, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return old, now, nil
+}
+
+// AddGrants records admissions just made.
+func (k *Keeper) AddGrants(ctx context.Context, gs []Grant) error {
+	if len(gs) == 0 {
+		return nil
+	}
+	return k.rec.AddGrants(ctx, gs)
+}
+
+// Release ends an admission: recorded as revoked, then its active slot freed and its token id refused in the
+// cache. Booking calls it when the admitted fan's booking is confirmed or cancelled.
+func (k *Keeper) Release(ctx context.Context, g Grant) error {
+	if g.JTI == "" {
+		return nil
+	}
+	if _, err := k.rec.Revoke(ctx, g); err != nil {
+		return fmt.Errorf("admission: release %s: %w", g.JTI, err)
+	}
+	return k.cache.Release(ctx, g)
+}
+
+// Kick revokes the admission jti of show (an operator's decision) and returns it.
+func (k *Keeper) Kick(ctx context.Context, show, jti string) (Grant, error) {
+	g, err := k.rec.RevokeJTI(ctx, show, jti)
+	if err != nil {
+		return g, err
+	}
+	return g, k.cache.Release(ctx, g)
+}
+
+// KickUser revokes every live admission of user to show, and also extra: admissions the caller knows of that may
+// not be recorded yet (made this very tick). It returns what it revoked; ErrUnknownAdmission when nothing.
+func (k *Keeper) KickUser(ctx context.Context, show, user string, extra ...Grant) ([]Grant, error) {
+	gs, err := k.rec.RevokeUser(ctx, show, user, k.now())
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range extra {
+		known := false
+		for _, g := range gs {
+			known = known || g.JTI == e.JTI
+		}
+		if !known {
+			newly, err := k.rec.Revoke(ctx, e)
+			if err != nil {
+				return nil, err
+			}
+			if newly {
+				gs = append(gs, e)
+			}
+		}
+	}
+	if len(gs) == 0 {
+		return nil, fmt.Errorf("%w: user has no live admission to this show", ErrUnknownAdmission)
+	}
+	var errs []error
+	for _, g := range gs {
+		errs = append(errs, k.cache.Release(ctx, g))
+	}
+	return gs, errors.Join(errs...)
+}

@@ -1,0 +1,232 @@
+// Package postgres is the record of shared/admission in PostgreSQL (pgx/v5): every show's queue settings, and
+// every admission made with its revocation. Edge and booking both migrate it at start (idempotent, under an
+// advisory lock), so either may start first against a fresh database.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/pgschema"
+)
+
+// Record implements admission.Record.
+type Record struct {
+	pool *pgxpool.Pool
+}
+
+// New returns the record on pool. Call Migrate once at start-up.
+func New(pool *pgxpool.Pool) *Record { return &Record{pool: pool} }
+
+var _ admission.Record = (*Record)(nil)
+
+const migrateLock int64 = 0x666c61646d697431 // "fladmit1"
+
+const schema = `
+CREATE TABLE IF NOT EXISTS queue_settings (
+	show_id           text             PRIMARY KEY,
+	enabled           boolean          NOT NULL,
+	admit_per_second  double precision NOT NULL,
+	max_active        integer          NOT NULL,
+	token_ttl_seconds integer          NOT NULL,
+	paused            boolean          NOT NULL DEFAULT false,
+	version           bigint           NOT NULL DEFAULT 1,
+	updated_at        timestamptz      NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS queue_grants (
+	show_id    text        NOT NULL,
+	jti        text        NOT NULL,
+	user_id    text        NOT NULL,
+	issued_at  timestamptz NOT NULL,
+	expires_at timestamptz NOT NULL,
+	revoked_at timestamptz,
+	PRIMARY KEY (show_id, jti)
+);
+CREATE INDEX IF NOT EXISTS queue_grants_user_idx ON queue_grants (show_id, user_id);
+CREATE INDEX IF NOT EXISTS queue_grants_expiry_idx ON queue_grants (show_id, expires_at)`
+
+// Migrate creates the record's tables if they do not exist; safe from several processes at once.
+func (r *Record) Migrate(ctx context.Context) error {
+	if err := pgschema.Apply(ctx, r.pool, migrateLock, schema); err != nil {
+		return fmt.Errorf("admission/postgres: %w", err)
+	}
+	return nil
+}
+
+const settingsCols = `enabled, admit_per_second, max_active, token_ttl_seconds, paused, version`
+
+func scanSettings(row pgx.Row) (admission.Settings, int64, error) {
+	var s admission.Settings
+	var v int64
+	err := row.Scan(&s.Enabled, &s.AdmitPerSecond, &s.MaxActive, &s.TokenTTLSeconds, &s.Paused, &v)
+	return s, v, err
+}
+
+// Settings implements admission.Record.
+func (r *Record) Settings(ctx context.Context, show string) (admission.Settings, int64, bool, error) {
+	s, v, err := scanSettings(r.pool.QueryRow(ctx, `SELECT `+settingsCols+` FROM queue_settings WHERE show_id = $1`, show))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return admission.DefaultSettings(), 0, false, nil
+	case err != nil:
+		return admission.Settings{}, 0, false, fmt.Errorf("admission/postgres: settings %s: %w", show, err)
+	}
+	return s, v, true, nil
+}
+
+// Update implements admission.Record: the row is locked for the transaction, so concurrent operators' changes
+// apply one after the other and each sees the other's result.
+func (r *Record) Update(ctx context.Context, show string, fn func(admission.Settings) (admission.Settings, error)) (old, now admission.Settings, version int64, err error) {
+	err = pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		var found bool
+		old, version, err = scanSettings(tx.QueryRow(ctx,
+			`SELECT `+settingsCols+` FROM queue_settings WHERE show_id = $1 FOR UPDATE`, show))
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			old, version = admission.DefaultSettings(), 0
+		case err != nil:
+			return err
+		default:
+			found = true
+		}
+		if now, err = fn(old); err != nil {
+			return err
+		}
+		version++
+		if !found {
+			// Two first changes at once: one inserts, the other waits on the row and then updates it.
+			_, err = tx.Exec(ctx, `INSERT INTO queue_settings (show_id, `+settingsCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)
+				ON CONFLICT (show_id) DO NOTHING`, show, now.Enabled, now.AdmitPerSecond, now.MaxActive,
+				now.TokenTTLSeconds, now.Paused, version)
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE queue_settings SET enabled = $2, admit_per_second = $3, max_active = $4,
+			token_ttl_seconds = $5, paused = $6, version = $7, updated_at = now() WHERE show_id = $1`,
+			show, now.Enabled, now.AdmitPerSecond, now.MaxActive, now.TokenTTLSeconds, now.Paused, version)
+		return err
+	})
+	if err != nil {
+		return old, now, 0, fmt.Errorf("admission/postgres: update %s: %w", show, err)
+	}
+	return old, now, version, nil
+}
+
+// Shows implements admission.Record.
+func (r *Record) Shows(ctx context.Context) ([]string, error) {
+	rows, err := r.pool.Query(ctx, `SELECT show_id FROM queue_settings ORDER BY show_id`)
+	if err != nil {
+		return nil, fmt.Errorf("admission/postgres: shows: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("admission/postgres: shows: %w", err)
+	}
+	return ids, nil
+}
+
+const grantCols = `show_id, jti, user_id, issued_at, expires_at`
+
+func scanGrant(row pgx.CollectableRow) (admission.Grant, error) {
+	var g admission.Grant
+	err := row.Scan(&g.ShowID, &g.JTI, &g.UserID, &g.IssuedAt, &g.ExpiresAt)
+	return g, err
+}
+
+// Grants implements admission.Record.
+func (r *Record) Grants(ctx context.Context, show string, now time.Time) (live, revoked []admission.Grant, err error) {
+	rows, err := r.pool.Query(ctx, `SELECT `+grantCols+`, revoked_at IS NOT NULL FROM queue_grants
+		WHERE show_id = $1 AND expires_at > $2`, show, now)
+	if err != nil {
+		return nil, nil, fmt.Errorf("admission/postgres: grants %s: %w", show, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var g admission.Grant
+		var isRevoked bool
+		if err := rows.Scan(&g.ShowID, &g.JTI, &g.UserID, &g.IssuedAt, &g.ExpiresAt, &isRevoked); err != nil {
+			return nil, nil, fmt.Errorf("admission/postgres: grants %s: %w", show, err)
+		}
+		if isRevoked {
+			revoked = append(revoked, g)
+		} else {
+			live = append(live, g)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("admission/postgres: grants %s: %w", show, err)
+	}
+	return live, revoked, nil
+}
+
+// AddGrants implements admission.Record: one statement per batch (an admission tick's grants).
+func (r *Record) AddGrants(ctx context.Context, gs []admission.Grant) error {
+	if len(gs) == 0 {
+		return nil
+	}
+	shows, jtis, users := make([]string, len(gs)), make([]string, len(gs)), make([]string, len(gs))
+	iats, exps := make([]time.Time, len(gs)), make([]time.Time, len(gs))
+	for i, g := range gs {
+		shows[i], jtis[i], users[i], iats[i], exps[i] = g.ShowID, g.JTI, g.UserID, g.IssuedAt, g.ExpiresAt
+	}
+	if _, err := r.pool.Exec(ctx, `INSERT INTO queue_grants (`+grantCols+`)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[])
+		ON CONFLICT (show_id, jti) DO NOTHING`, shows, jtis, users, iats, exps); err != nil {
+		return fmt.Errorf("admission/postgres: add grants: %w", err)
+	}
+	return nil
+}
+
+// Revoke implements admission.Record.
+func (r *Record) Revoke(ctx context.Context, g admission.Grant) (bool, error) {
+	iat := g.IssuedAt
+	if iat.IsZero() {
+		iat = time.Now()
+	}
+	// The conflict update touches only a row not revoked yet, so "a row came back" means "revoked now".
+	tag, err := r.pool.Exec(ctx, `INSERT INTO queue_grants (`+grantCols+`, revoked_at)
+		VALUES ($1, $2, $3, $4, $5, now())
+		ON CONFLICT (show_id, jti) DO UPDATE SET revoked_at = now() WHERE queue_grants.revoked_at IS NULL`,
+		g.ShowID, g.JTI, g.UserID, iat, g.ExpiresAt)
+	if err != nil {
+		return false, fmt.Errorf("admission/postgres: revoke %s: %w", g.JTI, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// RevokeJTI implements admission.Record; revoking twice returns the admission again.
+func (r *Record) RevokeJTI(ctx context.Context, show, jti string) (admission.Grant, error) {
+	rows, err := r.pool.Query(ctx, `UPDATE queue_grants SET revoked_at = COALESCE(revoked_at, now())
+		WHERE show_id = $1 AND jti = $2 RETURNING `+grantCols, show, jti)
+	if err != nil {
+		return admission.Grant{}, fmt.Errorf("admission/postgres: revoke %s: %w", jti, err)
+	}
+	g, err := pgx.CollectExactlyOneRow(rows, scanGrant)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return admission.Grant{}, fmt.Errorf("%w: %s", admission.ErrUnknownAdmission, jti)
+	case err != nil:
+		return admission.Grant{}, fmt.Errorf("admission/postgres: revoke %s: %w", jti, err)
+	}
+	return g, nil
+}
+
+// RevokeUser implements admission.Record.
+func (r *Record) RevokeUser(ctx context.Context, show, user string, now time.Time) ([]admission.Grant, error) {
+	rows, err := r.pool.Query(ctx, `UPDATE queue_grants SET revoked_at = now()
+		WHERE show_id = $1 AND user_id = $2 AND revoked_at IS NULL AND expires_at > $3 RETURNING `+grantCols,
+		show, user, now)
+	if err != nil {
+		return nil, fmt.Errorf("admission/postgres: revoke user: %w", err)
+	}
+	gs, err := pgx.CollectRows(rows, scanGrant)
+	if err != nil {
+		return nil, fmt.Errorf("admission/postgres: revoke user: %w", err)
+	}
+	return gs, nil
+}

@@ -1,0 +1,234 @@
+// Package redis is the queue-state cache of shared/admission on Redis (go-redis/v9): a show's settings in
+// rediskey.QueueConfig, its active admissions in QueueActive and its revoked token ids in QueueRevoked (all under
+// the show's hash tag, so one script touches one cluster slot), plus the global QueueRecords set and QueueSynced
+// mark that tell a show without a record from a show whose state Redis lost.
+package redis
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/rediskey"
+)
+
+var (
+	//go:embed fill.lua
+	fillLua    string
+	fillScript = goredis.NewScript(fillLua)
+	//go:embed put.lua
+	putLua    string
+	putScript = goredis.NewScript(putLua)
+)
+
+// Cache implements admission.Cache.
+type Cache struct {
+	rdb goredis.UniversalClient
+}
+
+// New returns a cache on rdb.
+func New(rdb goredis.UniversalClient) *Cache { return &Cache{rdb: rdb} }
+
+var _ admission.Cache = (*Cache)(nil)
+
+var configFields = []string{rediskey.QueueEnabled, rediskey.QueueAdmitPerSecond, rediskey.QueueMaxActive,
+	rediskey.QueueTokenTTLSeconds, rediskey.QueuePaused}
+
+// Lookup implements admission.Cache: one HMGET when the show is cached, a second round trip only when not.
+func (c *Cache) Lookup(ctx context.Context, show string) (admission.Settings, admission.Presence, error) {
+	vals, err := c.rdb.HMGet(ctx, rediskey.QueueConfig(show), configFields...).Result()
+	if err != nil {
+		return admission.Settings{}, admission.Unknown, fmt.Errorf("admission/redis: settings: %w", err)
+	}
+	if s, ok := parse(vals); ok {
+		return s, admission.Cached, nil
+	}
+	p := c.rdb.Pipeline()
+	member := p.SIsMember(ctx, rediskey.QueueRecords, show)
+	synced := p.Exists(ctx, rediskey.QueueSynced)
+	if _, err := p.Exec(ctx); err != nil {
+		return admission.Settings{}, admission.Unknown, fmt.Errorf("admission/redis: records: %w", err)
+	}
+	if synced.Val() == 1 && !member.Val() {
+		return admission.DefaultSettings(), admission.NoRecord, nil
+	}
+	return admission.Settings{}, admission.Unknown, nil
+}
+
+// parse reads HMGET's values of configFields; ok is false when nothing is cached.
+func parse(vals []any) (admission.Settings, bool) {
+	str := func(i int) string { s, _ := vals[i].(string); return s }
+	if len(vals) != len(configFields) || vals[0] == nil {
+		return admission.Settings{}, false
+	}
+	s := admission.DefaultSettings()
+	s.Enabled = str(0) == "1"
+	if v, err := strconv.ParseFloat(str(1), 64); err == nil {
+		s.AdmitPerSecond = v
+	}
+	if v, err := strconv.Atoi(str(2)); err == nil {
+		s.MaxActive = v
+	}
+	if v, err := strconv.Atoi(str(3)); err == nil {
+		s.TokenTTLSeconds = v
+	}
+	s.Paused = str(4) == "1"
+	return s, true
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+func settingsArgs(s admission.Settings, version int64) []any {
+	return []any{version, flag(s.Enabled), strconv.FormatFloat(s.AdmitPerSecond, 'f', -1, 64), s.MaxActive,
+		s.TokenTTLSeconds, flag(s.Paused)}
+}
+
+// Revoked implements admission.Cache: the revocation and the settings' presence in one round trip (one slot).
+func (c *Cache) Revoked(ctx context.Context, show, jti string) (revoked, cached bool, err error) {
+	var score *goredis.FloatCmd
+	var exists *goredis.IntCmd
+	_, err = c.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		score = p.ZScore(ctx, rediskey.QueueRevoked(show), jti)
+		exists = p.Exists(ctx, rediskey.QueueConfig(show))
+		return nil
+	})
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return false, false, fmt.Errorf("admission/redis: revocation: %w", err)
+	}
+	return score.Err() == nil, exists.Val() == 1, nil
+}
+
+// Fill implements admission.Cache.
+func (c *Cache) Fill(ctx context.Context, show string, s admission.Settings, version int64, live, revoked []admission.Grant) error {
+	args := settingsArgs(s, version)
+	args = append(args, len(live))
+	for _, gs := range [][]admission.Grant{live, revoked} {
+		for _, g := range gs {
+			args = append(args, g.ExpiresAt.UnixMilli(), g.JTI)
+		}
+	}
+	keys := []string{rediskey.QueueConfig(show), rediskey.QueueActive(show), rediskey.QueueRevoked(show)}
+	if err := fillScript.Run(ctx, c.rdb, keys, args...).Err(); err != nil {
+		return fmt.Errorf("admission/redis: fill %s: %w", show, err)
+	}
+	if err := c.rdb.SAdd(ctx, rediskey.QueueRecords, show).Err(); err != nil {
+		return fmt.Errorf("admission/redis: fill %s: %w", show, err)
+	}
+	return nil
+}
+
+// Put implements admission.Cache.
+func (c *Cache) Put(ctx context.Context, show string, s admission.Settings, version int64) (bool, error) {
+	n, err := putScript.Run(ctx, c.rdb, []string{rediskey.QueueConfig(show)}, settingsArgs(s, version)...).Int()
+	if err != nil {
+		return false, fmt.Errorf("admission/redis: put %s: %w", show, err)
+	}
+	if n < 0 {
+		return false, nil
+	}
+	if err := c.rdb.SAdd(ctx, rediskey.QueueRecords, show).Err(); err != nil {
+		return false, fmt.Errorf("admission/redis: put %s: %w", show, err)
+	}
+	return true, c.announce(ctx, show)
+}
+
+// announce publishes a changed show on rediskey.QueueConfigEvents, so every replica applies the change at once
+// rather than at its next cache refresh.
+func (c *Cache) announce(ctx context.Context, show string) error {
+	if err := c.rdb.Publish(ctx, rediskey.QueueConfigEvents, show).Err(); err != nil {
+		return fmt.Errorf("admission/redis: announce settings: %w", err)
+	}
+	return nil
+}
+
+// SetSettings writes a show's settings straight into the cache and announces them, with no record behind them:
+// for tools and tests that run without PostgreSQL. A record's later version replaces them.
+func (c *Cache) SetSettings(ctx context.Context, show string, s admission.Settings) error {
+	args := make([]any, 0, 2*len(configFields))
+	for i, v := range settingsArgs(s, 0)[1:] {
+		args = append(args, configFields[i], v)
+	}
+	if err := c.rdb.HSet(ctx, rediskey.QueueConfig(show), args...).Err(); err != nil {
+		return fmt.Errorf("admission/redis: set settings: %w", err)
+	}
+	return c.announce(ctx, show)
+}
+
+// Release implements admission.Cache. Both keys share the show's hash tag, so one MULTI suffices on a cluster.
+func (c *Cache) Release(ctx context.Context, g admission.Grant) error {
+	if g.JTI == "" {
+		return nil
+	}
+	_, err := c.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.ZRem(ctx, rediskey.QueueActive(g.ShowID), g.JTI)
+		p.ZAdd(ctx, rediskey.QueueRevoked(g.ShowID), goredis.Z{Score: float64(g.ExpiresAt.UnixMilli()), Member: g.JTI})
+		// Trim revocations of tokens that have expired on their own: they are refused by exp already.
+		p.ZRemRangeByScore(ctx, rediskey.QueueRevoked(g.ShowID), "-inf", strconv.FormatInt(time.Now().UnixMilli(), 10))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("admission/redis: release %s: %w", g.JTI, err)
+	}
+	return nil
+}
+
+// Synced implements admission.Cache.
+func (c *Cache) Synced(ctx context.Context) (bool, error) {
+	n, err := c.rdb.Exists(ctx, rediskey.QueueSynced).Result()
+	if err != nil {
+		return false, fmt.Errorf("admission/redis: synced: %w", err)
+	}
+	return n == 1, nil
+}
+
+// MarkSynced implements admission.Cache.
+func (c *Cache) MarkSynced(ctx context.Context) error {
+	if err := c.rdb.Set(ctx, rediskey.QueueSynced, "1", 0).Err(); err != nil {
+		return fmt.Errorf("admission/redis: mark synced: %w", err)
+	}
+	return nil
+}
+
+// Changes delivers the show ids announced on rediskey.QueueConfigEvents until ctx ends.
+func (c *Cache) Changes(ctx context.Context) <-chan string {
+	return Subscribe(ctx, c.rdb, rediskey.QueueConfigEvents)
+}
+
+// Subscribe delivers the payloads published on channels until ctx ends. go-redis resubscribes by itself after a
+// dropped connection. A slow reader loses messages rather than holding up the subscription: every reader here
+// also refreshes on its own within a second or a tick.
+func Subscribe(ctx context.Context, rdb goredis.UniversalClient, channels ...string) <-chan string {
+	out := make(chan string, 256)
+	sub := rdb.Subscribe(ctx, channels...)
+	go func() {
+		defer close(out)
+		defer sub.Close()
+		ch := sub.Channel()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case m, ok := <-ch:
+				if !ok {
+					return
+				}
+				select {
+				case out <- m.Payload:
+				default:
+				}
+			}
+		}
+	}()
+	return out
+}

@@ -1,0 +1,170 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/rediskey"
+	"github.com/flashseat/flashseat/shared/token"
+	"github.com/flashseat/flashseat/waitroom"
+	"github.com/flashseat/flashseat/waitroom/internal/wrtest"
+	wrredis "github.com/flashseat/flashseat/waitroom/redis"
+)
+
+// TestRebuildFromReceipts: Redis forgets a queue mid-sale. Every fan who presents their place receipt gets the
+// same ticket back, so the relative order is the one before the loss; a fan joining after the rebuild goes
+// behind all of them; admitted fans' tokens still pass the gate and a kicked fan's is still refused.
+func TestRebuildFromReceipts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := client(t)
+	show := newShow(t, rdb)
+	configure(t, rdb, show, 1000, 3, 600)
+	is := issuer(t)
+	svc := newService(t, rdb, is, waitroom.Options{})
+	gate := admission.NewGate(wrtest.Keeper(t, rdb), token.NewStaticKeys(is.Keys()...), 0)
+
+	fans := users("r", 12)
+	receipts := map[string]string{}
+	seqs := map[string]int64{}
+	for _, u := range fans {
+		p, err := svc.Join(ctx, show, u)
+		if err != nil || p.Receipt == "" || p.Seq <= 0 {
+			t.Fatalf("join %s: %+v, %v", u, p, err)
+		}
+		receipts[u], seqs[u] = p.Receipt, p.Seq
+	}
+	tokens := map[string]string{} // the admitted fans' (maxActive 3)
+	var kicked string
+	for deadline := time.Now().Add(5 * time.Second); len(tokens) < 3; time.Sleep(10 * time.Millisecond) {
+		snap, err := svc.Tick(ctx, show, false)
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("tick: %d admitted, %v", len(tokens), err)
+		}
+		for _, g := range snap.Grants {
+			tokens[g.UserID] = g.Token
+			kicked = g.UserID
+		}
+	}
+	if _, err := svc.KickUser(ctx, show, kicked); err != nil {
+		t.Fatal(err)
+	}
+	var waiting []string // in queue order
+	for _, u := range fans {
+		if tokens[u] == "" {
+			waiting = append(waiting, u)
+		}
+	}
+	before := map[string]int64{}
+	for _, u := range waiting {
+		p, err := svc.Status(ctx, show, u)
+		if err != nil || p.Status != waitroom.Waiting {
+			t.Fatalf("status %s: %+v, %v", u, p, err)
+		}
+		before[u] = p.Position
+	}
+
+	// Redis loses every key of the show (the records set stays: as when a node loses one slot's keys).
+	if err := rdb.Del(ctx, wrredis.Keys(show)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Before anyone re-joins, the gate already refuses a hold without admission, and restores the show.
+	if _, err := gate.Check(ctx, show, "nobody", ""); !errors.Is(err, admission.ErrRequired) {
+		t.Fatalf("gate after the loss: got %v, want ErrRequired", err)
+	}
+	late, err := svc.Join(ctx, show, "late")
+	if err != nil || late.Status != waitroom.Waiting {
+		t.Fatalf("late joiner: %+v, %v", late, err)
+	}
+	order := append([]string(nil), waiting...)
+	rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	for _, u := range order {
+		p, err := svc.JoinWithReceipt(ctx, show, u, receipts[u])
+		if err != nil || p.Seq != seqs[u] || p.Position != before[u] {
+			t.Fatalf("re-join %s with receipt: %+v, %v; want seq %d position %d", u, p, err, seqs[u], before[u])
+		}
+		if late.Seq <= p.Seq {
+			t.Fatalf("late joiner's ticket %d is not behind %s's %d", late.Seq, u, p.Seq)
+		}
+	}
+	sorted := append([]string(nil), waiting...)
+	sort.Slice(sorted, func(i, j int) bool { return seqs[sorted[i]] < seqs[sorted[j]] })
+	for i := range sorted {
+		if sorted[i] != waiting[i] {
+			t.Fatalf("order after the rebuild: %v, want %v", sorted, waiting)
+		}
+	}
+	// A receipt is the fan's own: someone else presenting it gets a ticket of their own at the back.
+	thief, err := svc.JoinWithReceipt(ctx, show, "thief", receipts[waiting[0]])
+	if err != nil || thief.Seq <= late.Seq {
+		t.Fatalf("stolen receipt: %+v, %v", thief, err)
+	}
+
+	for u, raw := range tokens {
+		_, err := gate.Check(ctx, show, u, raw)
+		switch {
+		case u == kicked && !errors.Is(err, token.ErrRevoked):
+			t.Fatalf("kicked fan %s after the rebuild: got %v, want ErrRevoked", u, err)
+		case u != kicked && err != nil:
+			t.Fatalf("admitted fan %s after the rebuild: %v", u, err)
+		}
+		if u == kicked {
+			continue
+		}
+		p, err := svc.Status(ctx, show, u)
+		if err != nil || p.Status != waitroom.Admitted || p.Grant.Token != raw {
+			t.Fatalf("admitted fan %s's status after the rebuild: %+v, %v", u, p, err)
+		}
+	}
+	if n := rdb.ZCard(ctx, rediskey.QueueActive(show)).Val(); n != 2 {
+		t.Fatalf("active after the rebuild: %d, want 2 (the admitted fans not kicked)", n)
+	}
+	// The queue goes on from the old cursor: the next admission (the kicked fan's slot) is the first fan who
+	// was waiting.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		snap, err := svc.Tick(ctx, show, false)
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("no admission after the rebuild: %v", err)
+		}
+		if len(snap.Grants) > 0 {
+			if len(snap.Grants) != 1 || snap.Grants[0].UserID != waiting[0] {
+				t.Fatalf("admitted after the rebuild: %+v, want only %s", snap.Grants, waiting[0])
+			}
+			break
+		}
+	}
+}
+
+// TestLostSettingsNeverClose: a queue whose settings Redis lost is never answered "closed": the settings come
+// back from the record on the next join or tick, and streams hear nothing in between.
+func TestLostSettingsNeverClose(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := client(t)
+	show := newShow(t, rdb)
+	configure(t, rdb, show, 0.001, 10, 600)
+	svc := newService(t, rdb, issuer(t), waitroom.Options{})
+	w, p, err := svc.Watch(ctx, show, "s1", "")
+	if err != nil || p.Status != waitroom.Waiting {
+		t.Fatalf("watch: %+v, %v", p, err)
+	}
+	defer svc.Unwatch(w)
+	rdb.Del(ctx, rediskey.QueueConfig(show))
+	snap, err := svc.Tick(ctx, show, false)
+	if err != nil || snap.Phase != waitroom.PhaseOpen {
+		t.Fatalf("tick after the loss: %+v, %v", snap, err)
+	}
+	if u := w.Current(); u.Status != waitroom.Waiting || u.Position != 1 {
+		t.Fatalf("stream after the loss: %+v", u)
+	}
+	rdb.Del(ctx, rediskey.QueueConfig(show))
+	if p, err := svc.Join(ctx, show, "s2"); err != nil || p.Status != waitroom.Waiting || p.Position != 2 {
+		t.Fatalf("join after the loss: %+v, %v", p, err)
+	}
+}
