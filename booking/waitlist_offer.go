@@ -96,6 +96,9 @@ func (w *Waitlist) Offer(ctx context.Context, showID string) ([]WaitlistEntry, e
 		}
 		e.Status, e.Offer = WaitlistOffered, &WaitlistOffer{BookingID: b.ID, SeatIDs: b.SeatIDs, ExpiresAt: b.ExpiresAt}
 		made = append(made, e)
+		if w.cfg.OnOffer != nil {
+			w.cfg.OnOffer()
+		}
 		w.log.InfoContext(ctx, "waitlist offer", "show", showID, "entry", e.ID, "booking", b.ID, "seats", len(seats))
 		w.signal(ctx, showID, e.UserID)
 	}
@@ -212,6 +215,9 @@ func (w *Waitlist) endOffer(ctx context.Context, bookingID string, to WaitlistSt
 		return err
 	}
 	w.log.InfoContext(ctx, "waitlist offer ended", "show", e.ShowID, "entry", e.ID, "booking", bookingID, "status", to)
+	if w.cfg.OnOfferEnd != nil {
+		w.cfg.OnOfferEnd(to)
+	}
 	w.signal(ctx, e.ShowID, e.UserID)
 	return nil
 }
