@@ -32,6 +32,11 @@ const offerRounds = 64
 
 // Offer makes every offer the show's free seats allow now. It returns the offers made.
 func (w *Waitlist) Offer(ctx context.Context, showID string) ([]WaitlistEntry, error) {
+	// Most shows whose seats come back have nobody waiting: find out before taking the lock (a connection and a
+	// round trip of its own). Under the lock the line is read again.
+	if line, err := w.store.InLine(ctx, showID); err != nil || len(line) == 0 {
+		return nil, err
+	}
 	unlock, err := w.store.LockOffers(ctx, showID)
 	if err != nil {
 		return nil, err
