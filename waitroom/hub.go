@@ -279,6 +279,21 @@ func (h *Hub) Users(show string) []string {
 	return dedupe(out)
 }
 
+// Places returns the tickets of the show's local streaming fans who are waiting (0: in the pre-opening pool), as
+// this replica last heard them from the store: after the store lost the queue, they are put back at these.
+func (h *Hub) Places(show string) map[string]int64 {
+	hs := h.show(show)
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	out := make(map[string]int64, len(hs.watchers))
+	for w := range hs.watchers {
+		if w.grant == nil {
+			out[w.User] = max(out[w.User], w.seq)
+		}
+	}
+	return out
+}
+
 // Conns is the number of local streams, for metrics and tests.
 func (h *Hub) Conns() int {
 	h.mu.Lock()

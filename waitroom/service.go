@@ -327,6 +327,16 @@ func (s *Service) Inspect(ctx context.Context, show, user string) (Place, error)
 	return s.place(ctx, show, e)
 }
 
+// StatusWithReceipt is Status for a fan presenting a place receipt: a fan the store no longer knows (it lost its
+// data) whose receipt is valid is joined back at the receipted place rather than told to join again.
+func (s *Service) StatusWithReceipt(ctx context.Context, show, user, receipt string) (Place, error) {
+	p, err := s.Status(ctx, show, user)
+	if errors.Is(err, ErrNotInQueue) && s.verifyReceipt(show, user, receipt).ok {
+		return s.JoinWithReceipt(ctx, show, user, receipt)
+	}
+	return p, err
+}
+
 // Watch joins (idempotently, presenting receipt) and subscribes a local stream; the caller must Unwatch.
 func (s *Service) Watch(ctx context.Context, show, user, receipt string) (*Watcher, Place, error) {
 	p, err := s.JoinWithReceipt(ctx, show, user, receipt)
@@ -555,9 +565,9 @@ func (s *Service) Tick(ctx context.Context, show string, pulse bool) (snap Snaps
 		defer func() { s.opt.Observe(snap, time.Since(start), err) }()
 	}
 	snap, err = s.store.Admit(ctx, show, nonce(), s.opt.Grace, s.opt.MaxScan)
-	if errors.Is(err, ErrNoSettings) || errors.Is(err, ErrNoState) {
-		// The store lost the show's state: restore it and tick again. Until it is back nothing is sent to the
-		// show's streams, so fans keep their places on screen and are never told "closed".
+	// The store lost the show's state (settings, then the queue's own): restore and tick again. Until it is back
+	// nothing is sent to the show's streams, so fans keep their places on screen and are never told "closed".
+	for attempt := 0; attempt < 3 && (errors.Is(err, ErrNoSettings) || errors.Is(err, ErrNoState)); attempt++ {
 		switch rerr := s.recover(ctx, show, err); {
 		case errors.Is(rerr, errQueueOff):
 			snap, err = Snapshot{Show: show, Phase: PhaseClosed, At: time.Now()}, nil

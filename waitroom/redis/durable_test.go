@@ -168,3 +168,58 @@ func TestLostSettingsNeverClose(t *testing.T) {
 		t.Fatalf("join after the loss: %+v, %v", p, err)
 	}
 }
+
+// TestStreamingFansKeepPlacesAfterLoss: fans streaming from a replica when Redis loses the whole queue are put
+// back at their tickets by that replica's next tick, without re-joining; a polling fan gets the place back with
+// the receipt on the next status.
+func TestStreamingFansKeepPlacesAfterLoss(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := client(t)
+	show := newShow(t, rdb)
+	configure(t, rdb, show, 0.001, 10, 600) // positions only
+	svc := newService(t, rdb, issuer(t), waitroom.Options{})
+	var watchers []*waitroom.Watcher
+	seqs := map[string]int64{}
+	for _, u := range users("st", 4) {
+		w, p, err := svc.Watch(ctx, show, u, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer svc.Unwatch(w)
+		watchers, seqs[u] = append(watchers, w), p.Seq
+	}
+	poller, err := svc.Join(ctx, show, "poller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Tick(ctx, show, false); err != nil {
+		t.Fatal(err)
+	}
+
+	rdb.Del(ctx, wrredis.Keys(show)...)
+	if _, err := svc.Tick(ctx, show, false); err != nil {
+		t.Fatalf("tick after the loss: %v", err)
+	}
+	got, err := wrredis.New(rdb).Seqs(ctx, show, users("st", 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u, seq := range seqs {
+		if got[u] != seq {
+			t.Fatalf("streaming fan %s back at ticket %d, want %d", u, got[u], seq)
+		}
+	}
+	for _, w := range watchers {
+		if u := w.Current(); u.Status != waitroom.Waiting || u.Position != seqs[w.User] {
+			t.Fatalf("stream of %s after the loss: %+v", w.User, u)
+		}
+	}
+	if _, err := svc.Status(ctx, show, "poller"); !errors.Is(err, waitroom.ErrNotInQueue) {
+		t.Fatalf("poller without receipt: got %v, want ErrNotInQueue", err)
+	}
+	p, err := svc.StatusWithReceipt(ctx, show, "poller", poller.Receipt)
+	if err != nil || p.Seq != poller.Seq || p.Position != poller.Position {
+		t.Fatalf("poller with receipt: %+v, %v; want ticket %d", p, err, poller.Seq)
+	}
+}
