@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -15,9 +16,11 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.yaml.in/yaml/v4"
 
 	"github.com/flashseat/flashseat/booking"
 	bookinghttp "github.com/flashseat/flashseat/booking/http"
+	"github.com/flashseat/flashseat/booking/webhook"
 	"github.com/flashseat/flashseat/edge/console"
 	edgehttp "github.com/flashseat/flashseat/edge/http"
 	"github.com/flashseat/flashseat/shared/audit"
@@ -28,6 +31,17 @@ import (
 // fails here, not in a client generator.
 func openAPI(t *testing.T) *openapi3.T {
 	t.Helper()
+	raw, err := os.ReadFile("openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(raw, &root); err != nil {
+		t.Fatalf("openapi.yaml: %v", err)
+	}
+	// YAML parsers keep the last of two equal keys without a word: two branches that both add a path or a
+	// schema would silently lose one of them.
+	duplicateKeys(t, &root)
 	doc, err := openapi3.NewLoader().LoadFromFile("openapi.yaml")
 	if err != nil {
 		t.Fatalf("openapi.yaml: %v", err)
@@ -36,6 +50,23 @@ func openAPI(t *testing.T) *openapi3.T {
 		t.Fatalf("openapi.yaml is not a valid OpenAPI document: %v", err)
 	}
 	return doc
+}
+
+func duplicateKeys(t *testing.T, n *yaml.Node) {
+	t.Helper()
+	if n.Kind == yaml.MappingNode {
+		seen := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if line, dup := seen[k.Value]; dup {
+				t.Errorf("openapi.yaml:%d: key %q repeats the one on line %d", k.Line, k.Value, line)
+			}
+			seen[k.Value] = k.Line
+		}
+	}
+	for _, c := range n.Content {
+		duplicateKeys(t, c)
+	}
 }
 
 func TestOpenAPIValid(t *testing.T) {
@@ -49,7 +80,7 @@ func served(t *testing.T) map[string]bool {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	b := bookinghttp.New(bookinghttp.Config{Payments: &booking.Payments{}, Waitlist: &booking.Waitlist{},
-		Audit: &audit.Log{}})
+		Webhooks: &webhook.Service{}, Contacts: &booking.Contacts{}, Audit: &audit.Log{}})
 	e := edgehttp.New(edgehttp.Config{
 		Proxy:    edgehttp.ProxyConfig{Target: &url.URL{Scheme: "http", Host: "127.0.0.1:1"}},
 		Registry: prometheus.NewRegistry(),

@@ -152,6 +152,12 @@ type Booking struct {
 	AdmissionExp time.Time
 	PaymentID    string
 	Tickets      []Ticket
+	// NextActionURL is, while the booking's payment waits for a 3-D Secure challenge, where its owner answers it
+	// (set by Payments.BookingView only).
+	NextActionURL string
+	// Language is the fan's page language when the hold was made (Accept-Language), for their notifications;
+	// written with the hold, not read back with the booking.
+	Language string
 }
 
 // Ticket is an issued ticket as a booking lists it.

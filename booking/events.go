@@ -25,6 +25,7 @@ const (
 	EventQueueOpened       = "queue.opened"
 	EventQueuePaused       = "queue.paused"
 	EventQueueSoldOut      = "queue.sold_out"
+	EventQueueClosed       = "queue.closed"
 )
 
 const (
@@ -66,18 +67,25 @@ type EventPublisher interface {
 // method PaymentStore names).
 type OutboxStore interface {
 	RelayOutbox(ctx context.Context, limit int, publish func(OutboxEvent) error) (int, error)
+	// PruneOutbox deletes up to limit rows published before before, and returns how many it deleted.
+	PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // Relay moves the outbox into the event stream: each row is published, and only then marked published, in a
 // transaction that other replicas' relays skip (FOR UPDATE SKIP LOCKED). An event is therefore published at
 // least once and in outbox order per relay; a crash between the publish and the commit publishes it again with
 // the same ID, which consumers drop.
+//
+// Published rows are kept for Keep (default 72h: the stream holds the events; the rows are for looking back) and
+// then deleted, an hour's worth of passes apart, so the table does not grow with every hold ever made.
 type Relay struct {
 	store OutboxStore
 	pub   EventPublisher
 	every time.Duration
 	log   *slog.Logger
 	kick  chan struct{}
+	// Keep is how long published rows stay in the outbox; set before Run.
+	Keep time.Duration
 }
 
 // NewRelay returns a relay polling every every (default 100ms).
@@ -88,7 +96,7 @@ func NewRelay(store OutboxStore, pub EventPublisher, every time.Duration, log *s
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Relay{store: store, pub: pub, every: every, log: log, kick: make(chan struct{}, 1)}
+	return &Relay{store: store, pub: pub, every: every, log: log, kick: make(chan struct{}, 1), Keep: 72 * time.Hour}
 }
 
 // Nudge asks for a pass now (after a commit that wrote outbox rows), instead of at the next tick.
@@ -103,6 +111,8 @@ func (r *Relay) Nudge() {
 func (r *Relay) Run(ctx context.Context) {
 	t := time.NewTicker(r.every)
 	defer t.Stop()
+	prune := time.NewTicker(time.Hour)
+	defer prune.Stop()
 	var lastErr time.Time
 	for {
 		n, err := r.Pass(ctx)
@@ -119,6 +129,23 @@ func (r *Relay) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		case <-r.kick:
+		case <-prune.C:
+			r.Prune(ctx)
+		}
+	}
+}
+
+// Prune deletes the rows published longer than Keep ago, a batch at a time.
+func (r *Relay) Prune(ctx context.Context) {
+	before := time.Now().Add(-r.Keep)
+	for ctx.Err() == nil {
+		n, err := r.store.PruneOutbox(ctx, before, 5000)
+		if err != nil {
+			r.log.WarnContext(ctx, "prune outbox", "err", err)
+			return
+		}
+		if n < 5000 {
+			return
 		}
 	}
 }

@@ -21,6 +21,7 @@ type HoldRequest struct {
 	AdmissionToken string // raw token from the header or cookie; needed when the show's queue is on
 	IdempotencyKey string
 	ttl            time.Duration // the hold's TTL when not the Service's HoldTTL (waitlist offers)
+	Language       string        // the fan's page language, for notifications ("" unknown)
 }
 
 // hash identifies the request body for idempotency: same show and same seats in the same order.
@@ -245,6 +246,7 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 		SeatIDs:   append([]string(nil), r.SeatIDs...),
 		Currency:  show.Currency,
 		ExpiresAt: now.Add(ttl),
+		Language:  r.Language,
 		CreatedAt: now,
 	}
 	for _, st := range seats {

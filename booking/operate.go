@@ -137,3 +137,8 @@ func (p *Payments) GatewayState() string {
 	}
 	return ""
 }
+
+// OnSale reports whether the show's sale is open at now: opened, not closed by an operator, show not started.
+func (sh Show) OnSale(now time.Time) bool {
+	return !now.Before(sh.SaleStartsAt) && sh.SaleClosedAt.IsZero() && now.Before(sh.StartsAt)
+}

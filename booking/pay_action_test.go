@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -114,13 +115,16 @@ func TestPay3DSPassedByWebhook(t *testing.T) {
 	if err != nil || !again.Replayed || !again.Pending || again.NextActionURL != res.NextActionURL {
 		t.Fatalf("replay = %+v, %v; want the same challenge", again, err)
 	}
+	if v, err := e.pay.BookingView(context.Background(), b.ID, "u1"); err != nil || v.NextActionURL != res.NextActionURL {
+		t.Fatalf("booking while the challenge waits: %q, %v; want its challenge URL for a fan who left the page", v.NextActionURL, err)
+	}
 	if st := e.sim.Stats(); st.Authorizations != 0 || st.Declines != 0 {
 		t.Fatalf("before the challenge: %+v, want nothing authorized or declined", st)
 	}
 	answer(t, res.NextActionURL, "complete")
 	e.waitStatus(t, b.ID, booking.StatusConfirmed, false)
 	view, err := e.pay.BookingView(context.Background(), b.ID, "u1")
-	if err != nil || len(view.Tickets) != 2 {
+	if err != nil || len(view.Tickets) != 2 || view.NextActionURL != "" {
 		t.Fatalf("confirmed booking = %+v, %v; want 2 tickets", view, err)
 	}
 	done, err := e.payWith(b, sim.Card3DS, "k1")
@@ -194,4 +198,25 @@ func TestPay3DSAbandoned(t *testing.T) {
 		t.Fatalf("paying again: %+v, %v", ok, err)
 	}
 	e.settle(t, e.pay)
+}
+
+// TestPayRefusesCardNumbers: a card number sent as the payment method is refused before anything is stored or
+// sent to the gateway, and the answer does not repeat it.
+func TestPayRefusesCardNumbers(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	b := e.hold(t, "u1", "H3")
+	for _, pan := range []string{"4242424242424242", "4242 4242 4242 4242", "4000-0000-0000-3220"} {
+		_, err := e.payWith(b, pan, "k-"+pan)
+		if !errors.Is(err, booking.ErrValidation) || strings.Contains(err.Error(), "4242") || strings.Contains(err.Error(), "3220") {
+			t.Fatalf("pay with %q: %v, want a validation error that does not repeat it", pan, err)
+		}
+	}
+	var n int
+	if err := e.Pool.QueryRow(context.Background(), `SELECT count(*) FROM payment_attempts`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("attempts stored: %d (%v), want none", n, err)
+	}
+	if st := e.sim.Stats(); st.Requests != 0 {
+		t.Fatalf("gateway saw %d requests, want none", st.Requests)
+	}
 }

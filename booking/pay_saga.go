@@ -184,6 +184,10 @@ func validatePay(r PayRequest) error {
 		return Unprocessable("paymentMethod is required")
 	case len(r.PaymentMethod) > 100:
 		return Unprocessable("paymentMethod is too long")
+	case cardNumberLike(r.PaymentMethod):
+		// A card number must never be stored, logged or echoed here: refuse it without repeating it.
+		return Unprocessable("paymentMethod looks like a card number: send the card to the payment gateway's " +
+			"tokenization and pay with the payment method id it returns")
 	}
 	for _, c := range r.PaymentMethod {
 		if !(c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
@@ -191,6 +195,22 @@ func validatePay(r PayRequest) error {
 		}
 	}
 	return nil
+}
+
+// cardNumberLike reports whether s, once spaces and dashes are gone, is 12 to 19 digits: what a card number
+// (a PAN) looks like, and no gateway's payment method id does.
+func cardNumberLike(s string) bool {
+	n := 0
+	for _, c := range s {
+		switch {
+		case c >= '0' && c <= '9':
+			n++
+		case c == ' ' || c == '-':
+		default:
+			return false
+		}
+	}
+	return n >= 12 && n <= 19
 }
 
 // Pay runs the saga of one payment:
@@ -672,9 +692,21 @@ func (p *Payments) BookingView(ctx context.Context, id, userID string) (Booking,
 	if err != nil {
 		return Booking{}, err
 	}
-	if b.Status == StatusConfirmed || b.Status == StatusRefunded {
+	switch b.Status {
+	case StatusConfirmed, StatusRefunded:
 		if b.Tickets, err = p.store.Tickets(ctx, b.ID); err != nil {
 			return Booking{}, err
+		}
+	case StatusPaymentPending:
+		// A fan who left the challenge page (a back button, a closed tab) can go back to it from here.
+		as, err := p.store.AttemptsOf(ctx, b.ID)
+		if err != nil {
+			return Booking{}, err
+		}
+		for _, a := range as {
+			if a.State == AttemptPending && a.NextActionURL != "" {
+				b.NextActionURL = a.NextActionURL
+			}
 		}
 	}
 	return b, nil

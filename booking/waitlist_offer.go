@@ -57,7 +57,7 @@ func (w *Waitlist) Offer(ctx context.Context, showID string) ([]WaitlistEntry, e
 			return made, nil
 		}
 		e := line[at]
-		b, err := w.svc.HoldOffer(ctx, e.UserID, showID, seats, w.cfg.OfferTTL)
+		b, err := w.svc.HoldOffer(ctx, e.UserID, showID, seats, w.cfg.OfferTTL, e.Language)
 		switch {
 		case IsConflict(err):
 			// A fresh hold took a seat between the read and the claim: look again.
@@ -142,8 +142,8 @@ func pickOfferSeats(layout []Seat, free func(int) bool, n int, category string) 
 
 // HoldOffer takes a hold for a waitlist offer: the same validation, claim (hold.lua), fencing and ledger row as
 // any hold, with the offer's TTL and no waiting-room admission (the waitlist admitted the fan).
-func (s *Service) HoldOffer(ctx context.Context, userID, showID string, seatIDs []string, ttl time.Duration) (Booking, error) {
-	r := HoldRequest{UserID: userID, ShowID: showID, SeatIDs: seatIDs, ttl: ttl}
+func (s *Service) HoldOffer(ctx context.Context, userID, showID string, seatIDs []string, ttl time.Duration, lang string) (Booking, error) {
+	r := HoldRequest{UserID: userID, ShowID: showID, SeatIDs: seatIDs, ttl: ttl, Language: lang}
 	show, seats, err := s.validateHold(ctx, r)
 	if err != nil {
 		return Booking{}, err

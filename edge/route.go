@@ -14,7 +14,7 @@ type Class int
 const (
 	ClassAPI   Class = iota // the booking API and pages behind the edge
 	ClassQueue              // the waiting room: /queue/..., its JWKS
-	ClassOps                // /healthz, /readyz, /metrics: never limited
+	ClassOps                // /healthz, /readyz: never limited
 )
 
 func (c Class) String() string {
@@ -51,7 +51,7 @@ type Route struct {
 func Classify(method, path string) Class {
 	p := strings.ToLower(path)
 	switch {
-	case p == "/healthz" || p == "/readyz" || p == "/metrics":
+	case p == "/healthz" || p == "/readyz":
 		return ClassOps
 	case p == "/queue" || strings.HasPrefix(p, "/queue/") || p == "/.well-known/jwks.json":
 		return ClassQueue

@@ -24,7 +24,7 @@ func TestMatch(t *testing.T) {
 		{"deeper seat path", "GET", "/api/v1/shows/s1/seats/A1", Open, "", ClassAPI},
 		{"queue", "POST", "/queue/s1/join", Open, "", ClassQueue},
 		{"jwks", "GET", "/.well-known/jwks.json", Open, "", ClassQueue},
-		{"ops", "GET", "/metrics", Open, "", ClassOps},
+		{"metrics are not public", "GET", "/metrics", Open, "", ClassAPI},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

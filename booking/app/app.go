@@ -20,6 +20,7 @@ import (
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
 	admredis "github.com/flashseat/flashseat/shared/admission/redis"
 	"github.com/flashseat/flashseat/shared/audit"
+	"github.com/flashseat/flashseat/shared/ops"
 	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -83,6 +84,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := bookinghttp.NewMetrics(reg)
+	checks := []store.Check{
+		{Name: "postgres", Ping: pool.Ping},
+		{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
+	}
+	storesUp := func(ctx context.Context) error { _, err := store.Probe(ctx, checks); return err }
 
 	var keys token.KeySource = cfg.AdmissionKeys
 	if keys == nil {
@@ -116,7 +122,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	}
 	defer pays.Close() // after the workers below: sagas still in flight stop where they are, for the next start
 
-	ev := newEventing(cfg, svc, pg, rdb, log)
+	ev, err := newEventing(cfg, svc, pg, rdb, log)
+	if err != nil {
+		return err
+	}
 
 	var guests *token.UserIssuer
 	if cfg.AuthGuest {
@@ -139,17 +148,24 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		StaffToken:    cfg.StaffToken,
 		Feed:          hub,
 		WaitlistFeed:  ev.waitlistFeed,
+		Webhooks:      ev.webhooks,
+		Contacts:      ev.contacts,
 		Logger:        log,
-		Gatherer:      reg,
 		Metrics:       metrics,
 		BodyLimit:     cfg.BodyLimit,
-		Ready: []store.Check{
-			{Name: "postgres", Ping: pool.Ping},
-			{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
-		},
+		Ready:         checks,
 	})
+	reg.MustRegister(bookinghttp.NewShowCollector(svc), ops.StoreUp("booking_store_up", checks))
 
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
+	// The operations server stops with the workers (the deferred stop below runs first).
+	waitOps, err := ops.Start(workers, ops.Config{Addr: cfg.OpsAddr, Gatherer: reg, Ready: storesUp, Log: log,
+		Bound: cfg.OpsBound})
+	if err != nil {
+		stopWorkers()
+		return fmt.Errorf("booking: OPS_ADDR: %w", err)
+	}
+	defer waitOps()
 	var wg sync.WaitGroup
 	ev.start(workers, &wg)
 	wg.Add(8)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +20,12 @@ import (
 // Config is everything booking reads from its environment. LoadConfig fills in the defaults, so `make run` works
 // with no variables set.
 type Config struct {
-	Addr              string        // BOOKING_ADDR, default :8081
+	Addr string // BOOKING_ADDR, default :8081
+	// OpsAddr (OPS_ADDR) serves /metrics, /debug/pprof, /healthz and /readyz away from the public port; unset, they
+	// are not served (make run, compose and the cluster set it).
+	OpsAddr string
+	// OpsBound, if set (tests), is told the operations address once it listens.
+	OpsBound          func(addr string)
 	DatabaseURL       string        // DATABASE_URL
 	RedisURL          string        // REDIS_URL, default redis://127.0.0.1:6379/0
 	RedisClusterAddrs []string      // REDIS_CLUSTER_ADDRS, comma-separated; when set, a cluster client is used
@@ -54,6 +60,8 @@ type Config struct {
 	Payment  PaymentConfig    // PAYMENT_*, TICKET_SIGNING_KEY (payments.go)
 	Events   EventsConfig     // EVENTS_* (events.go)
 	Waitlist WaitlistSettings // WAITLIST_* (waitlist.go)
+	Webhooks WebhookSettings  // WEBHOOK_* (webhooks.go)
+	Notify   NotifyConfig     // SMTP_*, NOTIFY_WEBHOOK_* (notify.go)
 }
 
 // DefaultDatabaseURL matches `make services`.
@@ -106,6 +114,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	cfg := Config{
 		Addr:              str("BOOKING_ADDR", ":8081"),
+		OpsAddr:           str("OPS_ADDR", ""),
 		DatabaseURL:       str("DATABASE_URL", DefaultDatabaseURL),
 		RedisURL:          str("REDIS_URL", "redis://127.0.0.1:6379/0"),
 		HoldTTL:           dur("HOLD_TTL", 10*time.Minute),
@@ -136,6 +145,15 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	errs = append(errs, perrs...)
 	cfg.Waitlist, perrs = loadWaitlistSettings(str, dur)
 	errs = append(errs, perrs...)
+	cfg.Webhooks, perrs = loadWebhookSettings(str, dur)
+	errs = append(errs, perrs...)
+	cfg.Notify, perrs = loadNotifyConfig(str)
+	errs = append(errs, perrs...)
+	if cfg.OpsAddr != "" {
+		if _, _, err := net.SplitHostPort(cfg.OpsAddr); err != nil {
+			errs = append(errs, fmt.Errorf("OPS_ADDR: %q is not host:port", cfg.OpsAddr))
+		}
+	}
 	if cfg.HoldTTL < time.Second {
 		errs = append(errs, errors.New("HOLD_TTL must be at least 1s"))
 	}

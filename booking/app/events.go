@@ -13,8 +13,10 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/booking/notify"
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/redis"
+	"github.com/flashseat/flashseat/booking/webhook"
 )
 
 // EventsConfig is the lifecycle event stream's part of Config.
@@ -31,6 +33,9 @@ type EventsConfig struct {
 	// ClaimIdle is how long an event may stay unacknowledged by a consumer before another consumer of its group
 	// takes it over (EVENTS_CLAIM_IDLE, default 30s): the redelivery after a replica died mid-event.
 	ClaimIdle time.Duration
+	// OutboxKeep is how long published outbox rows are kept before they are deleted (EVENTS_OUTBOX_KEEP, default
+	// 72h).
+	OutboxKeep time.Duration
 }
 
 func loadEventsConfig(str func(k, def string) string, dur func(k string, def time.Duration) time.Duration) (EventsConfig, []error) {
@@ -40,6 +45,7 @@ func loadEventsConfig(str func(k, def string) string, dur func(k string, def tim
 		MaxLen:        100_000,
 		RelayInterval: dur("EVENTS_RELAY_INTERVAL", 100*time.Millisecond),
 		ClaimIdle:     dur("EVENTS_CLAIM_IDLE", 30*time.Second),
+		OutboxKeep:    dur("EVENTS_OUTBOX_KEEP", 72*time.Hour),
 	}
 	if v := str("EVENTS_MAXLEN", ""); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -86,20 +92,35 @@ type eventing struct {
 	relay        *booking.Relay
 	waitlist     *booking.Waitlist
 	waitlistFeed *redis.Hub
+	webhooks     *webhook.Service
+	fans         *notify.Fans // nil: notifications off
+	contacts     *booking.Contacts
 }
 
-func newEventing(cfg Config, svc *booking.Service, store *postgres.Store, rdb goredis.UniversalClient, log *slog.Logger) *eventing {
-	return &eventing{cfg: cfg, rdb: rdb, log: log,
-		relay: booking.NewRelay(store, newStream(cfg, rdb), cfg.Events.RelayInterval, log),
+func newEventing(cfg Config, svc *booking.Service, store *postgres.Store, rdb goredis.UniversalClient, log *slog.Logger) (*eventing, error) {
+	fans, err := newFans(cfg, svc, store, log)
+	if err != nil {
+		return nil, err
+	}
+	relay := booking.NewRelay(store, newStream(cfg, rdb), cfg.Events.RelayInterval, log)
+	relay.Keep = cfg.Events.OutboxKeep
+	return &eventing{cfg: cfg, rdb: rdb, log: log, fans: fans, contacts: booking.NewContacts(store),
+		relay: relay,
 		waitlist: booking.NewWaitlist(svc, store, booking.WaitlistConfig{OfferTTL: cfg.Waitlist.OfferTTL,
 			PassLimit: cfg.Waitlist.PassLimit, SweepEvery: cfg.Waitlist.SweepEvery,
 			Signal: redis.NewWaitlistSignal(rdb), Logger: log}),
 		waitlistFeed: redis.NewWaitlistHub(rdb),
-	}
+		webhooks: webhook.New(store, webhook.Config{Timeout: cfg.Webhooks.Timeout, MaxAttempts: cfg.Webhooks.MaxAttempts,
+			RetryBase: cfg.Webhooks.RetryBase, Logger: log}),
+	}, nil
 }
 
 // Consumer groups of the event stream.
-const groupWaitlist = "waitlist"
+const (
+	groupWaitlist = "waitlist"
+	groupWebhooks = "webhooks"
+	groupNotify   = "notify"
+)
 
 // start runs the workers until ctx ends; wg tells when they have.
 func (e *eventing) start(ctx context.Context, wg *sync.WaitGroup) {
@@ -110,5 +131,10 @@ func (e *eventing) start(ctx context.Context, wg *sync.WaitGroup) {
 	run(func() { e.relay.Run(ctx) })
 	run(func() { e.waitlist.Run(ctx) })
 	run(func() { newConsumer(e.cfg, e.rdb, groupWaitlist, e.log).Run(ctx, e.waitlist.HandleEvent) })
+	run(func() { e.webhooks.Run(ctx) })
+	run(func() { newConsumer(e.cfg, e.rdb, groupWebhooks, e.log).Run(ctx, e.webhooks.HandleEvent) })
+	if e.fans != nil {
+		run(func() { newConsumer(e.cfg, e.rdb, groupNotify, e.log).Run(ctx, e.fans.HandleEvent) })
+	}
 	run(func() { <-ctx.Done(); e.waitlistFeed.Close() })
 }

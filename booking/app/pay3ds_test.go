@@ -57,6 +57,9 @@ func TestPay3DSOverHTTP(t *testing.T) {
 		!strings.HasPrefix(next["url"].(string), gw["apiBase"].(string)+sim.ChallengePath) {
 		t.Fatalf("202 = %s", r.body)
 	}
+	if g := st.do("GET", "/api/v1/bookings/"+id, tok, nil); !strings.Contains(string(g.body), `"nextAction":{"type":"redirect_to_url","url":`) {
+		t.Fatalf("the pending booking does not lead back to its challenge: %s", g.body)
+	}
 	u, _ := url.Parse(next["url"].(string))
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	done, err := noRedirect.PostForm(u.Scheme+"://"+u.Host+u.Path, url.Values{"challenge": {u.Query().Get("challenge")},

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"mime"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/booking/internal/bookingtest"
+	"github.com/flashseat/flashseat/booking/internal/smtptest"
 	"github.com/flashseat/flashseat/booking/payment/sim"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
@@ -114,8 +116,9 @@ func TestWaitlist(t *testing.T) {
 // it, and the fan pays it with no waiting-room admission although the show's queue is now on; the entry is then
 // ACCEPTED. Another fan's offer they leave is cancelled. Operators see the whole line. Bad input is a 4xx problem.
 func TestWaitlistOfferOverHTTP(t *testing.T) {
+	mail := smtptest.Start(t)
 	st := newStack(t, "HOLD_TTL", "1s", "WAITLIST_OFFER_TTL", "20s", "RECONCILE_INTERVAL", "200ms",
-		"EVENTS_RELAY_INTERVAL", "20ms")
+		"EVENTS_RELAY_INTERVAL", "20ms", "SMTP_ADDR", mail.Addr)
 	v := st.do("POST", "/admin/v1/venues", adminToken, map[string]any{"name": "Box", "city": "Pune",
 		"halls": []any{map[string]any{"name": "1", "rows": []any{map[string]any{"row": "A", "seats": 2, "category": "GOLD"}}}}})
 	hall := v.json(t)["halls"].([]any)[0].(map[string]any)["hallId"].(string)
@@ -130,6 +133,7 @@ func TestWaitlistOfferOverHTTP(t *testing.T) {
 
 	blocker, fan, other := st.guest(), st.guest(), st.guest()
 	st.hold(blocker, show, "A1", "A2")
+	st.do("PUT", "/api/v1/me/contact", fan, map[string]string{"email": "waiting@example.com", "language": "en"})
 	if j := st.do("POST", path, fan, map[string]any{"seats": 2, "category": "GOLD"}, "Accept-Language", "hi-IN,hi;q=0.9"); j.status != 201 ||
 		j.json(t)["status"] != "WAITING" || j.json(t)["position"] != float64(1) {
 		t.Fatalf("join: %d %s", j.status, j.body)
@@ -178,6 +182,16 @@ func TestWaitlistOfferOverHTTP(t *testing.T) {
 		t.Fatalf("entry: %d %s", g.status, g.body)
 	}
 	bookingID := offer["bookingId"].(string)
+	// The fan is told by mail too, with the seats and the deadline.
+	mails := mail.Wait(1, 15*time.Second)
+	if len(mails) == 0 || !strings.Contains(strings.ReplaceAll(string(mails[0].Data), "=\r\n", ""), bookingID) {
+		t.Fatalf("no offer mail naming %s: %d mails", bookingID, len(mails))
+	}
+	// In the language of the page the fan joined from (Hindi), not their contact's.
+	pm, _ := mails[0].Parse()
+	if subject, _ := new(mime.WordDecoder).DecodeHeader(pm.Header.Get("Subject")); !strings.Contains(subject, "सीटें") {
+		t.Fatalf("offer mail subject %q, want the Hindi offer", subject)
+	}
 	if paid := st.pay(fan, bookingID, sim.CardOK, "k1"); paid.status != 200 {
 		t.Fatalf("pay the offer without admission: %d %s", paid.status, paid.body)
 	}

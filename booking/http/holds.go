@@ -61,6 +61,7 @@ func (s *Server) hold(c *fiber.Ctx) error {
 		SeatIDs:        req.SeatIDs,
 		AdmissionToken: AdmissionToken(c, req.ShowID),
 		IdempotencyKey: key,
+		Language:       pageLanguage(c),
 	})
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/booking/webhook"
 	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/store"
@@ -46,13 +47,14 @@ type Config struct {
 	AdminToken    string
 	StaffToken    string
 	Feed          SeatFeed
+	Webhooks      *webhook.Service  // operators' webhooks (webhooks.go); nil leaves them out
+	Contacts      *booking.Contacts // fans' contacts for notifications (contact.go); nil leaves them out
 	// WaitlistFeed delivers the ids of fans whose waitlist entry changed, per show (booking/redis's
 	// NewWaitlistHub); nil turns the waitlist stream off (503).
 	WaitlistFeed SeatFeed
 	Logger       *slog.Logger
 	Registry     prometheus.Registerer // nil: metrics are not registered
 	Metrics      *Metrics              // made (and registered with Registry) when nil
-	Gatherer     prometheus.Gatherer   // serves /metrics; nil: /metrics is 404
 	Ready        []store.Check         // the stores /readyz pings; each is reported by name
 	BodyLimit    int                   // default 64 KiB
 	InFlight     int                   // hot requests (hold, seat map) run at once; default 32 per CPU
@@ -135,7 +137,6 @@ func (s *Server) routes() {
 	a := s.app
 	a.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	a.Get("/readyz", s.readyz)
-	a.Get("/metrics", s.metricsHandler())
 
 	a.Get("/", s.homePage)
 	a.Get("/shows/:showId", s.showPage)
@@ -158,6 +159,8 @@ func (s *Server) routes() {
 
 	s.paymentRoutes(a, v1)
 	s.waitlistRoutes(v1)
+	s.webhookRoutes()
+	s.contactRoutes(v1)
 
 	admin := a.Group("/admin/v1", s.RequireAdmin)
 	admin.Post("/venues", s.createVenue)

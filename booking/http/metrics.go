@@ -8,10 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Metrics are booking's Prometheus metrics.
@@ -91,11 +88,4 @@ func (m *Metrics) observe(route, method string, status int, d time.Duration) {
 	// Route and method may live in fiber's buffers; the cached key keeps copies.
 	next[seriesKey{strings.Clone(route), strings.Clone(method), status}] = e
 	m.series.Store(&next)
-}
-
-func (s *Server) metricsHandler() fiber.Handler {
-	if s.cfg.Gatherer == nil {
-		return func(c *fiber.Ctx) error { return fiber.ErrNotFound }
-	}
-	return adaptor.HTTPHandler(promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
 }

@@ -34,12 +34,17 @@ type bookingDetailJSON struct {
 	Show            *bookingShowJSON  `json:"show,omitempty"`
 	Seats           []bookingSeatJSON `json:"seats"`
 	RefundableUntil *time.Time        `json:"refundableUntil,omitempty"`
+	// NextAction is the pending 3-D Secure challenge of a PAYMENT_PENDING booking (GET /api/v1/bookings/{id}).
+	NextAction *nextActionJSON `json:"nextAction,omitempty"`
 }
 
 // bookingDetail renders b with its show and seats. A show that cannot be read (a store hiccup) leaves those out
 // rather than failing the booking itself.
 func (s *Server) bookingDetail(ctx context.Context, b booking.Booking) bookingDetailJSON {
 	out := bookingDetailJSON{bookingJSON: BookingJSON(b).(bookingJSON), CreatedAt: b.CreatedAt, Seats: []bookingSeatJSON{}}
+	if b.NextActionURL != "" {
+		out.NextAction = &nextActionJSON{Type: "redirect_to_url", URL: b.NextActionURL}
+	}
 	show, err := s.svc.Show(ctx, b.ShowID)
 	if err != nil {
 		return out

@@ -30,8 +30,8 @@ func (s *Store) BumpEpoch(ctx context.Context, showID string) (int64, error) {
 // The same statement writes the booking.held event to the outbox.
 var createHold = `WITH b AS (
 	INSERT INTO bookings (id, user_id, show_id, status, seat_ids, total_amount, currency, fence, expires_at,
-		admission_jti, admission_exp, created_at, updated_at)
-	VALUES ($1, $2, $3, 'HELD', $4, $5, $6, $7, $8, NULLIF($9, ''), $10, $11, $11)
+		admission_jti, admission_exp, created_at, updated_at, language)
+	VALUES ($1, $2, $3, 'HELD', $4, $5, $6, $7, $8, NULLIF($9, ''), $10, $11, $11, $12)
 	RETURNING *
 ), o AS (INSERT INTO outbox (aggregate_id, type, payload) SELECT id, '` + booking.EventHeld + `', ` + bookingPayload + ` FROM b)
 INSERT INTO seat_fences (show_id, seat_id, fence)
@@ -46,7 +46,7 @@ func (s *Store) CreateHold(ctx context.Context, b *booking.Booking) error {
 		admExp = &b.AdmissionExp
 	}
 	rows, err := s.pool.Query(ctx, createHold, b.ID, b.UserID, b.ShowID, b.SeatIDs, b.TotalAmount, b.Currency,
-		b.Fence, b.ExpiresAt, b.AdmissionJTI, admExp, b.CreatedAt)
+		b.Fence, b.ExpiresAt, b.AdmissionJTI, admExp, b.CreatedAt, b.Language)
 	if err != nil {
 		return fmt.Errorf("postgres: create hold: %w", err)
 	}

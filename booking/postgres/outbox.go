@@ -1,6 +1,12 @@
 package postgres
 
-import "github.com/flashseat/flashseat/booking"
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/flashseat/flashseat/booking"
+)
 
 // Lifecycle events go into the outbox in the statement (or transaction) that makes them true, so an event exists
 // exactly when its change committed; booking.Relay publishes them. These helpers build that SQL.
@@ -51,3 +57,13 @@ var checkInEvent = `INSERT INTO outbox (aggregate_id, type, payload)
 		'showId', show_id, 'seatId', seat_id, 'userId', user_id, 'checkedInAt', ` + utcText("checked_in_at") + `,
 		'by', checked_in_by)
 	FROM t`
+
+// PruneOutbox implements booking.OutboxStore.
+func (s *Store) PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM outbox WHERE id IN (SELECT id FROM outbox
+		WHERE published_at IS NOT NULL AND published_at < $1 LIMIT $2)`, before, limit)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: prune outbox: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}

@@ -96,6 +96,16 @@ func TestOutboxToStreamNoConsumer(t *testing.T) {
 	if got := rdb.XLen(ctx, key).Val(); got != n {
 		t.Fatalf("stream holds %d entries, want %d", got, n)
 	}
+	// Published rows are pruned after Keep; an unpublished one never is.
+	if _, err := pool.Exec(ctx, `INSERT INTO outbox (aggregate_id, type, payload) VALUES ('bk_late', 'booking.held', '{}')`); err != nil {
+		t.Fatal(err)
+	}
+	relay.Keep = time.Nanosecond
+	relay.Prune(ctx)
+	var left int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox`).Scan(&left); err != nil || left != 1 {
+		t.Fatalf("%d outbox rows after pruning (%v), want only the unpublished one", left, err)
+	}
 
 	var mu sync.Mutex
 	var order []booking.LifecycleEvent
@@ -112,10 +122,7 @@ func TestOutboxToStreamNoConsumer(t *testing.T) {
 	cancel()
 	mu.Lock()
 	defer mu.Unlock()
-	var first int64
-	if err := pool.QueryRow(ctx, `SELECT min(id) FROM outbox`).Scan(&first); err != nil {
-		t.Fatal(err)
-	}
+	first := int64(1) // the outbox's first id in a fresh database
 	for i, e := range order[:n] {
 		if want := fmt.Sprintf("ob_%d", first+int64(i)); e.ID != want || e.Type != booking.EventHeld ||
 			e.ShowID != "sh_x" || e.Subject != fmt.Sprintf("bk_%d", i) || e.At.IsZero() {

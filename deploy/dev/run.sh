@@ -26,9 +26,12 @@ while IFS='=' read -r key value; do
   [ -n "$key" ] && [ -z "${!key:-}" ] && export "$key=$value"
 done < .run/secrets.env
 
+# Booking and the edge share the database: the edge keeps the waiting room's record there (Redis is its cache).
 export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/flashseat?sslmode=disable}
 export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379/0}
 export EDGE_ADDR=${EDGE_ADDR:-:8080} BOOKING_ADDR=${BOOKING_ADDR:-:8081} PAYSIM_ADDR=${PAYSIM_ADDR:-:8082}
+# Metrics and pprof, away from the public ports (each binary reads OPS_ADDR; these set it per process below).
+EDGE_OPS_ADDR=${EDGE_OPS_ADDR:-127.0.0.1:9080} BOOKING_OPS_ADDR=${BOOKING_OPS_ADDR:-127.0.0.1:9081}
 export BOOKING_URL=${BOOKING_URL:-http://127.0.0.1${BOOKING_ADDR}}
 export PAYMENT_GATEWAY_URL=${PAYMENT_GATEWAY_URL:-http://127.0.0.1${PAYSIM_ADDR}}
 export PAYMENT_WEBHOOK_URL=${PAYMENT_WEBHOOK_URL:-${BOOKING_URL}/webhooks/payments}
@@ -44,9 +47,9 @@ stop() { trap - INT TERM EXIT; kill -TERM "${pids[@]}" 2>/dev/null || true; wait
 trap stop INT TERM EXIT
 
 bin/paysim >>.run/paysim.log 2>&1 & pids+=($!)
-bin/booking >>.run/booking.log 2>&1 & pids+=($!)
+OPS_ADDR=$BOOKING_OPS_ADDR bin/booking >>.run/booking.log 2>&1 & pids+=($!)
 for _ in $(seq 100); do curl -fsS "http://127.0.0.1${BOOKING_ADDR}/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
-bin/edge >>.run/edge.log 2>&1 & pids+=($!)
+OPS_ADDR=$EDGE_OPS_ADDR bin/edge >>.run/edge.log 2>&1 & pids+=($!)
 for _ in $(seq 100); do curl -fsS "http://127.0.0.1${EDGE_ADDR}/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 
 show=$(curl -fsS "http://127.0.0.1${EDGE_ADDR}/api/v1/events?city=Bangalore" | sed -nE 's/.*"showId":"([^"]+)".*/\1/p' | head -1)
@@ -59,7 +62,12 @@ cat <<MSG
     demo show       http://localhost${EDGE_ADDR}/api/v1/shows/${show}/seats
     show page       http://localhost${EDGE_ADDR}/shows/${show}
     waiting room    http://localhost${EDGE_ADDR}/queue/${show}
+    my bookings     http://localhost${EDGE_ADDR}/bookings
+    test cards      4242 4242 4242 4242 pays, 4000 0000 0000 0002 declines, 4000 0000 0000 3220 asks for
+                    3-D Secure, 4000 0000 0000 0259 is slow (any future expiry, any 3 digits)
+    operator console http://localhost${EDGE_ADDR}/admin (sign in with the admin token)
     admin token     ${ADMIN_TOKEN}
+    metrics, pprof  http://${EDGE_OPS_ADDR}/metrics (edge), http://${BOOKING_OPS_ADDR}/metrics (booking)
 
 MSG
 wait -n "${pids[@]}"

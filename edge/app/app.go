@@ -25,6 +25,7 @@ import (
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
 	admredis "github.com/flashseat/flashseat/shared/admission/redis"
 	"github.com/flashseat/flashseat/shared/audit"
+	"github.com/flashseat/flashseat/shared/ops"
 	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 	wrpostgres "github.com/flashseat/flashseat/waitroom/postgres"
@@ -93,6 +94,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	}
 
 	reg := prometheus.NewRegistry()
+	stores := []store.Check{
+		{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
+		{Name: "postgres", Ping: func(ctx context.Context) error { return pool.Ping(ctx) }},
+	}
+	reg.MustRegister(ops.StoreUp("edge_store_up", stores))
 	srv := edgehttp.New(edgehttp.Config{
 		Proxy: edgehttp.ProxyConfig{
 			Target:          cfg.BookingURL,
@@ -109,15 +115,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		BodyLimit:   cfg.BodyLimit,
 		ReadTimeout: cfg.ReadTimeout,
 		IdleTimeout: cfg.IdleTimeout,
-		Ready: []store.Check{
-			{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
-			{Name: "postgres", Ping: func(ctx context.Context) error { return pool.Ping(ctx) }},
-		},
-		Users:      users,
-		Gate:       gate,
-		Admission:  token.NewVerifier(keys, cfg.TokenLeeway),
-		Limits:     limits,
-		RateExempt: cfg.RateExempt,
+		Ready:       stores,
+		Users:       users,
+		Gate:        gate,
+		Admission:   token.NewVerifier(keys, cfg.TokenLeeway),
+		Limits:      limits,
+		RateExempt:  cfg.RateExempt,
 	})
 
 	work, stopWork := context.WithCancel(context.Background())
@@ -134,6 +137,18 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	mountWaitroom(ctx, e)
 
 	srv.Forward()
+
+	waitOps, err := ops.Start(work, ops.Config{Addr: cfg.OpsAddr, Gatherer: reg, Log: log, Bound: cfg.OpsBound,
+		Ready: func(ctx context.Context) error {
+			_, err := store.Probe(ctx, append(stores, store.Check{Name: "booking", Ping: srv.Proxy().Healthy}))
+			return err
+		}})
+	if err != nil {
+		stopWork()
+		workers.Wait()
+		return fmt.Errorf("edge: OPS_ADDR: %w", err)
+	}
+	defer waitOps()
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

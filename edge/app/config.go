@@ -20,7 +20,12 @@ import (
 // Config is everything the edge reads from its environment. LoadConfig fills the defaults, so `make run` works
 // with no variables set.
 type Config struct {
-	Addr       string   // EDGE_ADDR, default :8080
+	Addr string // EDGE_ADDR, default :8080
+	// OpsAddr (OPS_ADDR) serves /metrics, /debug/pprof, /healthz and /readyz away from the public port; unset, they
+	// are not served there (make run, compose and the cluster set it). OpsBound, if set (tests), is told the
+	// address once it listens.
+	OpsAddr    string
+	OpsBound   func(addr string)
 	BookingURL *url.URL // BOOKING_URL, default http://127.0.0.1:8081
 	RedisURL   string   // REDIS_URL, default redis://127.0.0.1:6379/0
 	// DATABASE_URL, default the local dev database: the record of every show's queue settings, admissions,
@@ -82,6 +87,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	l := loader{getenv: getenv}
 	cfg := Config{
 		Addr:            l.str("EDGE_ADDR", ":8080"),
+		OpsAddr:         l.str("OPS_ADDR", ""),
 		RedisURL:        l.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
 		DatabaseURL:     l.str("DATABASE_URL", DefaultDatabaseURL),
 		DialTimeout:     l.duration("UPSTREAM_DIAL_TIMEOUT", 2*time.Second),
@@ -105,6 +111,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		l.fail("BOOKING_URL must be an http(s) URL")
 	} else {
 		cfg.BookingURL = u
+	}
+	if cfg.OpsAddr != "" {
+		if _, _, err := net.SplitHostPort(cfg.OpsAddr); err != nil {
+			l.fail("OPS_ADDR must be host:port")
+		}
 	}
 	for _, a := range strings.Split(l.str("REDIS_CLUSTER_ADDRS", ""), ",") {
 		if a = strings.TrimSpace(a); a != "" {

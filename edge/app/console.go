@@ -35,6 +35,9 @@ func mountConsole(ctx context.Context, e *Edge, svc *waitroom.Service) *console.
 	con := console.New(console.Config{AdminToken: e.Config.Waitroom.AdminToken, Redis: e.Redis,
 		SessionTTL: cc.SessionTTL, Secure: e.Config.Waitroom.SecureCookies, Figures: figures, Log: e.Log})
 	con.Mount(e.Router)
+	if e.Registry != nil {
+		e.Registry.MustRegister(console.NewShowCollector(figures))
+	}
 	e.Workers.Add(2)
 	go func() { defer e.Workers.Done(); figures.Run(e.Work) }()
 	go func() {

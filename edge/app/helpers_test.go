@@ -30,21 +30,31 @@ const (
 // failing the test if the shutdown was not clean.
 func startEdge(t testing.TB, env map[string]string) string {
 	t.Helper()
+	base, _ := startEdgeOps(t, env)
+	return base
+}
+
+// startEdgeOps is startEdge with the operations endpoints on a port of their own, whose base URL it returns too.
+func startEdgeOps(t testing.TB, env map[string]string) (base, opsBase string) {
+	t.Helper()
 	_, dbURL := pgtest.NewWithURL(t)
-	base := map[string]string{
+	vars := map[string]string{
 		"DATABASE_URL":          dbURL,
+		"OPS_ADDR":              "127.0.0.1:0",
 		"EDGE_ADDR":             "127.0.0.1:0",
 		"ADMISSION_SIGNING_KEY": testSeed,
 		"AUTH_SECRET":           testSecret,
 		"SHUTDOWN_TIMEOUT":      "3s",
 	}
 	for k, v := range env {
-		base[k] = v
+		vars[k] = v
 	}
-	cfg, err := LoadConfig(func(k string) string { return base[k] })
+	cfg, err := LoadConfig(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
+	opsAddr := make(chan string, 1)
+	cfg.OpsBound = func(a string) { opsAddr <- a }
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
 	done := make(chan error, 1)
@@ -63,12 +73,12 @@ func startEdge(t testing.TB, env map[string]string) string {
 				t.Error("edge did not shut down")
 			}
 		})
-		return "http://" + a
+		return "http://" + a, "http://" + <-opsAddr
 	case err := <-done:
 		cancel()
 		t.Fatalf("Run: %v", err)
 	}
-	return ""
+	return "", ""
 }
 
 // testRedis connects to the real Redis.

@@ -44,19 +44,26 @@ func echoUpstream(t *testing.T) *httptest.Server {
 func TestForwarding(t *testing.T) {
 	t.Parallel()
 	up := echoUpstream(t)
-	edge := startEdge(t, map[string]string{"BOOKING_URL": up.URL})
+	edge, ops := startEdgeOps(t, map[string]string{"BOOKING_URL": up.URL})
 	// Both of the proxy's paths keep the same header hygiene: ordinary requests go by fasthttp's client, those
 	// that may be answered with an event stream by net/http's Transport.
 	for _, path := range []struct{ name, accept string }{{"fast", "application/json"}, {"transport", "text/event-stream"}} {
 		t.Run(path.name, func(t *testing.T) { testForwardingHeaders(t, up, edge, path.accept) })
 	}
 
-	resp, body := do(t, "GET", edge+"/metrics", "", nil)
+	resp, body := do(t, "GET", ops+"/metrics", "", nil)
 	for _, series := range []string{`edge_requests_total{class="api",code="201",method="POST"}`,
 		"edge_request_duration_seconds_bucket", "go_goroutines", `edge_ratelimit_keys{class="api",key="ip"}`} {
 		if resp.StatusCode != 200 || !strings.Contains(string(body), series) {
 			t.Errorf("/metrics lacks %s (status %d)", series, resp.StatusCode)
 		}
+	}
+	// The public port does not serve them: /metrics goes to the upstream like any other path.
+	if _, public := do(t, "GET", edge+"/metrics", "", nil); strings.Contains(string(public), "go_goroutines") {
+		t.Error("the public port serves the metrics")
+	}
+	if resp, _ := do(t, "GET", ops+"/debug/pprof/", "", nil); resp.StatusCode != 200 {
+		t.Errorf("pprof on the operations port: %d", resp.StatusCode)
 	}
 }
 

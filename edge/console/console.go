@@ -21,6 +21,7 @@ import (
 	edgehttp "github.com/flashseat/flashseat/edge/http"
 	"github.com/flashseat/flashseat/edge/ratelimit"
 	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/session"
 )
 
 // Cookie carries the console session. Its path is /admin: no other route of the platform ever sees it.
@@ -104,7 +105,7 @@ func (con *Console) forward(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := checkCSRF(c); err != nil {
+	if err := session.CheckCSRF(c, true); err != nil {
 		return err
 	}
 	c.Request().Header.Set(fiber.HeaderAuthorization, "Bearer "+con.cfg.AdminToken)
@@ -143,7 +144,8 @@ type sessionJSON struct {
 // signIn exchanges the operator token for a session cookie. Attempts are limited per client address, so the
 // token cannot be guessed through this form faster than the limit allows.
 func (con *Console) signIn(c *fiber.Ctx) error {
-	if err := checkCSRF(c); err != nil {
+	// The platform's CSRF rule (shared/session) holds for sign-in too: only the console's own script signs in.
+	if err := session.CheckCSRF(c, true); err != nil {
 		return err
 	}
 	if ok, wait := con.signIns.Allow(edge.LimitKey(edgehttp.ClientAddr(c)), time.Now()); !ok {
@@ -180,7 +182,7 @@ func (con *Console) whoami(c *fiber.Ctx) error {
 
 // signOut ends the session on every replica and clears the cookie.
 func (con *Console) signOut(c *fiber.Ctx) error {
-	if err := checkCSRF(c); err != nil {
+	if err := session.CheckCSRF(c, true); err != nil {
 		return err
 	}
 	ss, err := con.session(c, c.Cookies(Cookie))
@@ -223,18 +225,4 @@ func tokenEqual(got, want string) bool {
 	}
 	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
-}
-
-// checkCSRF applies the platform's CSRF rule to the console: every state-changing request must carry
-// X-Requested-With: flashseat, which a cross-site form cannot send.
-func checkCSRF(c *fiber.Ctx) error {
-	switch c.Method() {
-	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
-		return nil
-	}
-	if !strings.EqualFold(c.Get("X-Requested-With"), "flashseat") {
-		return problem.New(http.StatusForbidden, "csrf",
-			"A request authenticated by the session cookie must carry the header X-Requested-With: flashseat.")
-	}
-	return nil
 }

@@ -18,8 +18,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/makiuchi-d/gozxing"
 	"github.com/makiuchi-d/gozxing/qrcode"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/loadtest/platformtest"
+	"github.com/flashseat/flashseat/shared/rediskey"
 )
 
 // The cards the test types. None may ever reach booking: the page sends them to the gateway's tokenization only.
@@ -31,10 +33,11 @@ const (
 )
 
 // TestCheckoutInBrowser pays in a real browser through the real edge, booking and payment simulator, nothing
-// stubbed: a fan holds seats on the seat map, is declined at the checkout and told so, pays with another card
+// stubbed, with the show's waiting room on: a fan admitted by the queue holds seats on the seat map, is declined at the checkout and told so, pays with another card
 // and lands on Confirmed with the tickets' QR codes, whose decoded codes check in once; a second booking paid with
 // the 3-D Secure card goes through the simulator's challenge page and ends Confirmed too, a third with the slow
-// card shows its payment pending until it is confirmed, a failed challenge leaves a booking to pay again; My bookings cancels a hold and refunds a paid booking (not one
+// card shows its payment pending until it is confirmed, a failed challenge leaves a booking to pay again, a hold lost
+// under the fan (Redis forgot its locks) is a 410 the page explains, leading back to the seats; My bookings cancels a hold and refunds a paid booking (not one
 // whose tickets were used). No
 // card number reaches booking, no page logs an error, no URL carries a token.
 func TestCheckoutInBrowser(t *testing.T) {
@@ -42,7 +45,7 @@ func TestCheckoutInBrowser(t *testing.T) {
 		t.Skip("browser")
 	}
 	p, c := journeyPlatform(t)
-	show := newShow(t, c, showSpec{title: "Hayavadana " + uuid.NewString()[:6], saleIn: -time.Minute})
+	show := newShow(t, c, showSpec{title: "Hayavadana " + uuid.NewString()[:6], saleIn: -time.Minute, queue: true, admitRate: 5})
 	fan := platformtest.NewBrowser(t).Fan("fan", 3*time.Minute)
 	leaks := watchCards(fan, p.BaseURL, cardDecline, cardOK, card3DS, cardSlow)
 
@@ -114,6 +117,12 @@ func TestCheckoutInBrowser(t *testing.T) {
 	fan.WaitFor("the card form", `!document.getElementById("pay-section").hidden`)
 	typeCard(fan, card3DS)
 	fan.WaitFor("the challenge page", `location.host === "`+payURL.Host+`" && document.querySelector('button[value="fail"]') !== null`)
+	// The fan leaves the bank's page and comes back to the checkout later: it shows the payment pending and leads
+	// back to the same challenge.
+	fan.Go(p.BaseURL + "/checkout/" + id5)
+	fan.WaitFor("the way back to the challenge", `!document.getElementById("resume").hidden && document.getElementById("status").textContent.startsWith("Payment pending")`)
+	fan.JS(`document.getElementById("resume-link").click()`)
+	fan.WaitFor("the challenge page again", `location.host === "`+payURL.Host+`" && document.querySelector('button[value="fail"]') !== null`)
 	fan.JS(`document.querySelector('button[value="fail"]').click()`)
 	fan.WaitFor("not paid", `location.pathname === "/bookings/`+id5+`" && document.getElementById("title").textContent === "Not paid yet"`)
 	if got := fan.Text(`document.getElementById("error").textContent`); !strings.Contains(got, "authentication failed") {
@@ -146,17 +155,48 @@ func TestCheckoutInBrowser(t *testing.T) {
 	fan.JS(button(id2, "Refund") + `.click()`)
 	fan.WaitFor("the refund", `document.querySelector("#b-`+id2+`")?.dataset.status === "REFUNDED" && document.querySelector("#b-`+id2+` .result").textContent.startsWith("Refunded")`)
 
+	// A hold whose seat locks Redis lost (a failover) while the fan was on the checkout: pay answers 410, and the
+	// page says the hold was lost and leads back to the seats.
+	id6 := holdOnSeatMap(t, fan, p.BaseURL, show, "A1")
+	fan.WaitFor("the card form", `!document.getElementById("pay-section").hidden`)
+	opt, err := goredis.ParseURL(p.RedisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := goredis.NewClient(opt)
+	defer rdb.Close()
+	if err := rdb.Del(context.Background(), rediskey.Seat(show, "A1")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	typeCard(fan, cardOK)
+	fan.WaitFor("the lost hold", `document.getElementById("error").textContent.includes("was lost") && !document.getElementById("back").hidden`)
+	if href := fan.Text(`document.getElementById("back-link").getAttribute("href")`); href != "/shows/"+show {
+		t.Errorf("after a lost hold the page links to %q", href)
+	}
+	if hidden := fan.Text(`String(document.getElementById("pay-section").hidden)`); fan.Path() != "/checkout/"+id6 || hidden != "true" {
+		t.Errorf("after a lost hold: at %s, card form hidden %s", fan.Path(), hidden)
+	}
+
 	methods, err := pgxQuery(t, p, `SELECT payment_method FROM payment_attempts`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(methods) != 6 {
-		t.Errorf("payment attempts %v, want 6 (decline, ok, 3-D Secure, slow, failed 3-D Secure, ok)", methods)
+	if len(methods) != 7 {
+		t.Errorf("payment attempts %v, want 7 (decline, ok, 3-D Secure, slow, failed 3-D Secure, ok, lost hold)", methods)
 	}
 	for _, m := range methods {
 		if !strings.HasPrefix(m, "pm_") {
 			t.Errorf("booking was sent payment method %q, not a gateway's pm_ id", m)
 		}
+	}
+	queued := 0
+	for _, u := range fan.URLs() {
+		if strings.Contains(u, "/queue/"+show) {
+			queued++
+		}
+	}
+	if queued == 0 {
+		t.Error("the fan never went through the show's waiting room")
 	}
 	if l := leaks(); len(l) > 0 {
 		t.Errorf("card numbers reached booking: %v", l)
@@ -164,17 +204,29 @@ func TestCheckoutInBrowser(t *testing.T) {
 }
 
 // holdOnSeatMap selects seats on the show page and holds them, landing on the checkout; it returns the booking.
+// Coming back from the waiting room, the seat map may load twice (a second navigation after the one the test
+// waited for drops the selection), so a selection that leads nowhere within seconds is made again.
 func holdOnSeatMap(t *testing.T, fan *platformtest.Fan, base, show string, seats ...string) string {
 	t.Helper()
 	fan.Go(base + "/shows/" + show)
-	fan.WaitFor("the seat map", seat(seats[0])+` !== null && document.getElementById("live").textContent.startsWith("Live")`)
-	for _, s := range seats {
-		fan.JS(seat(s) + `.click()`)
+	for try := 1; ; try++ {
+		fan.WaitFor("the seat map", seat(seats[0])+` !== null && document.getElementById("live").textContent.startsWith("Live")`)
+		for _, s := range seats {
+			fan.JS(seat(s) + `.click()`)
+		}
+		fan.WaitFor("selected", seat(seats[len(seats)-1])+`.getAttribute("aria-pressed") === "true"`)
+		fan.JS(`document.getElementById("hold").click()`)
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if p := fan.Path(); strings.HasPrefix(p, "/checkout/") {
+				return strings.TrimPrefix(p, "/checkout/")
+			}
+		}
+		if try == 3 {
+			t.Fatalf("holding %v never reached the checkout (at %s: %q)", seats, fan.Path(),
+				fan.Text(`document.getElementById("error")?.textContent || ""`))
+		}
+		t.Logf("holding %v: no checkout after 10s (at %s), selecting again", seats, fan.Path())
 	}
-	fan.WaitFor("selected", seat(seats[len(seats)-1])+`.getAttribute("aria-pressed") === "true"`)
-	fan.JS(`document.getElementById("hold").click()`)
-	fan.WaitFor("the checkout", `location.pathname.startsWith("/checkout/")`)
-	return strings.TrimPrefix(fan.Path(), "/checkout/")
 }
 
 // typeCard fills the card form as a person would and presses Pay.

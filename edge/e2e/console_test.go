@@ -196,3 +196,39 @@ func mustURL(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+// TestShowGauges: the per-show gauges are on the operations addresses only, for shows with an open sale.
+func TestShowGauges(t *testing.T) {
+	p := start(t, map[string]string{"ADMIN_TOKEN": adminToken})
+	if s, b := send(t, "GET", p.bookingOps+"/metrics", "", nil); s != 200 ||
+		!strings.Contains(string(b), `booking_show_seats_available{show="`+p.show+`"}`) ||
+		!strings.Contains(string(b), `booking_show_seats_sold{show="`+p.show+`"} 0`) ||
+		!strings.Contains(string(b), `booking_store_up{store="postgres"} 1`) ||
+		!strings.Contains(string(b), `booking_store_up{store="redis"} 1`) {
+		t.Fatalf("booking metrics: %d %s", s, b)
+	}
+	// The edge gathers the figures once scraped; a second scrape a moment later carries them.
+	want := `waitroom_show_waiting{show="` + p.show + `"} 0`
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s, b := send(t, "GET", p.edgeOps+"/metrics", "", nil)
+		if s == 200 && strings.Contains(string(b), want) && strings.Contains(string(b), "waitroom_show_admitted_total{show=") &&
+			strings.Contains(string(b), `edge_store_up{store="redis"} 1`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("edge metrics lack %s: %d %s", want, s, b)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// A closed sale's series go away.
+	if s, b := send(t, "POST", p.edge+"/admin/v1/shows/"+p.show+"/close", "", map[string]string{"Authorization": "Bearer " + adminToken}); s != 200 {
+		t.Fatalf("close: %d %s", s, b)
+	}
+	if _, b := send(t, "GET", p.bookingOps+"/metrics", "", nil); strings.Contains(string(b), `show="`+p.show+`"`) {
+		t.Fatalf("a closed sale is still exported: %s", b)
+	}
+	if s, b := send(t, "GET", p.edge+"/metrics", "", nil); strings.Contains(string(b), "booking_show_seats") {
+		t.Fatalf("the public port serves metrics: %d", s)
+	}
+}

@@ -33,9 +33,11 @@ const (
 // platform is booking and the edge in front of it.
 type platform struct {
 	edge, booking string
-	show          string
-	issuer        *token.Issuer
-	rdb           *redis.Client
+	// edgeOps and bookingOps are the services' operations addresses (OPS_ADDR): /metrics, pprof, probes.
+	edgeOps, bookingOps string
+	show                string
+	issuer              *token.Issuer
+	rdb                 *redis.Client
 }
 
 // start runs booking on a fresh database with the demo show, and the edge in front of it; both stop at cleanup.
@@ -59,12 +61,14 @@ func start(tb testing.TB, edgeEnv map[string]string) *platform {
 		tb.Fatal(err)
 	}
 	bcfg.AdmissionKeys = token.NewStaticKeys(issuer.Keys()...)
+	bookingOps := make(chan string, 1)
+	bcfg.OpsAddr, bcfg.OpsBound = "127.0.0.1:0", func(a string) { bookingOps <- "http://" + a }
 	booking := run(tb, func(ctx context.Context, ready func(string)) error {
 		return bookingapp.Run(ctx, bcfg, slog.New(slog.DiscardHandler), ready)
 	})
 
 	env := map[string]string{"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": booking, "ADMISSION_SIGNING_KEY": seed,
-		"AUTH_SECRET": secret, "DATABASE_URL": dbURL}
+		"AUTH_SECRET": secret, "DATABASE_URL": dbURL, "OPS_ADDR": "127.0.0.1:0"}
 	for k, v := range edgeEnv {
 		env[k] = v
 	}
@@ -72,6 +76,8 @@ func start(tb testing.TB, edgeEnv map[string]string) *platform {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	edgeOps := make(chan string, 1)
+	ecfg.OpsBound = func(a string) { edgeOps <- "http://" + a }
 	edge := run(tb, func(ctx context.Context, ready func(string)) error {
 		return edgeapp.Run(ctx, ecfg, slog.New(slog.DiscardHandler), ready)
 	})
@@ -89,7 +95,8 @@ func start(tb testing.TB, edgeEnv map[string]string) *platform {
 	}
 	show := events.Events[0].Shows[0].ShowID
 	tb.Cleanup(func() { deleteShowKeys(ctx, rdb, show) })
-	return &platform{edge: edge, booking: booking, show: show, issuer: issuer, rdb: rdb}
+	return &platform{edge: edge, booking: booking, edgeOps: <-edgeOps, bookingOps: <-bookingOps, show: show,
+		issuer: issuer, rdb: rdb}
 }
 
 // run starts a service's Run on a loopback port and returns its base URL; cleanup cancels and waits for it.

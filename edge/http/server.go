@@ -13,8 +13,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/flashseat/flashseat/edge"
 	"github.com/flashseat/flashseat/edge/ratelimit"
@@ -101,10 +99,10 @@ func New(cfg Config) *Server {
 			s.log.Error("panic serving request", "panic", e, "path", c.Path(), "requestId", RequestID(c))
 		},
 	}), s.authenticate, s.limit, s.gate)
+	s.App.Get("/queue/:showId/gate", s.gateCheck)
 	s.App.Get("/healthz", s.healthz)
 	s.App.Get("/readyz", s.readyz)
-	metrics := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
-	s.App.Get("/metrics", func(c *fiber.Ctx) error { metrics(c.Context()); return nil })
+	// /metrics and pprof are on the operations address (OPS_ADDR, shared/ops), never on the public port.
 	return s
 }
 

@@ -3,7 +3,7 @@
 // still pending is followed live; a booking back on hold after a failed payment offers to pay again.
 import { get, ApiError, session } from "./api.js";
 import { showError } from "./ui.js";
-import { el, summary, showFacts, bookingPath, follow } from "./order.js";
+import { el, summary, showFacts, bookingPath, follow, resume } from "./order.js";
 
 const root = document.getElementById("booking");
 const bookingId = root.dataset.booking;
@@ -37,6 +37,7 @@ function render(b) {
   $("tickets").hidden = true;
   $("actions").hidden = true;
   status("");
+  resume(b);
   switch (b.status) {
     case "CONFIRMED":
       $("title").textContent = "Confirmed";
@@ -48,7 +49,7 @@ function render(b) {
     case "PAYMENT_PENDING":
       $("title").textContent = "Payment pending";
       status("Payment pending: waiting for the payment provider to confirm. This page updates by itself.");
-      follow(bookingId, (d) => { if (d.status !== "PAYMENT_PENDING") render(d); },
+      follow(bookingId, (d) => { if (d.status !== "PAYMENT_PENDING") render(d); else resume(d); },
         () => status("Payment pending: reconnecting…"));
       return;
     case "HELD": {

@@ -4,7 +4,7 @@
 // Secure challenge, 402 another card, 410 back to the seats, 409 and 503 explained.
 import { get, post, ApiError, session, idempotencyKey } from "./api.js";
 import { showError, clearError } from "./ui.js";
-import { el, summary, bookingPath, follow } from "./order.js";
+import { el, summary, bookingPath, follow, resume } from "./order.js";
 
 const root = document.getElementById("checkout");
 const bookingId = root.dataset.booking;
@@ -96,8 +96,9 @@ function render(b) {
 async function pending() {
   $("pay-section").hidden = true;
   status("Payment pending: waiting for the payment provider to confirm. This page updates by itself.");
-  const b = await follow(bookingId, (d) => { booking = d; }, () => status("Payment pending: reconnecting…"));
+  const b = await follow(bookingId, (d) => { booking = d; resume(d); }, () => status("Payment pending: reconnecting…"));
   status("");
+  resume(b);
   if (b.status === "CONFIRMED") {
     location.replace(bookingURL);
   } else if (b.status === "HELD") {
@@ -250,6 +251,8 @@ async function loadStripe() {
 
 async function start() {
   $("card-form").addEventListener("submit", pay);
+  // Back from the bank's page, a browser may show this page as it was left ("Taking you there…"): read it afresh.
+  window.addEventListener("pageshow", (e) => { if (e.persisted) location.reload(); });
   try {
     await session();
     if (gateway.provider === "stripe") await loadStripe();

@@ -48,6 +48,15 @@ export function summary(b) {
   return box;
 }
 
+// resume offers the way back to a 3-D Secure challenge the fan left (a back button, a closed tab) while the
+// booking waits for it: the page's #resume link, shown only then.
+export function resume(b) {
+  const link = document.getElementById("resume-link");
+  const waiting = b.status === "PAYMENT_PENDING" && b.nextAction && b.nextAction.type === "redirect_to_url";
+  if (waiting) link.href = b.nextAction.url;
+  document.getElementById("resume").hidden = !waiting;
+}
+
 // bookingPath is the API address of a booking.
 export const bookingPath = (id) => "/api/v1/bookings/" + encodeURIComponent(id);
 

@@ -1,0 +1,62 @@
+package app
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/booking/notify"
+	"github.com/flashseat/flashseat/booking/postgres"
+)
+
+// NotifyConfig is the fan notifications' part of Config. With neither SMTP_ADDR nor NOTIFY_WEBHOOK_URL set, fans
+// are not notified.
+type NotifyConfig struct {
+	SMTP    notify.SMTPConfig    // SMTP_ADDR (host:port), SMTP_FROM, SMTP_USERNAME, SMTP_PASSWORD
+	Webhook notify.WebhookConfig // NOTIFY_WEBHOOK_URL, NOTIFY_WEBHOOK_SECRET
+}
+
+func loadNotifyConfig(str func(k, def string) string) (NotifyConfig, []error) {
+	c := NotifyConfig{
+		SMTP: notify.SMTPConfig{Addr: str("SMTP_ADDR", ""), From: str("SMTP_FROM", "flashseat <tickets@flashseat.local>"),
+			Username: str("SMTP_USERNAME", ""), Password: str("SMTP_PASSWORD", ""), Timeout: 10 * time.Second},
+		Webhook: notify.WebhookConfig{URL: str("NOTIFY_WEBHOOK_URL", ""), Secret: str("NOTIFY_WEBHOOK_SECRET", "")},
+	}
+	var errs []error
+	if c.SMTP.Addr != "" {
+		if _, err := notify.NewSMTP(c.SMTP); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.Webhook.URL != "" {
+		if _, err := notify.NewWebhook(c.Webhook); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return c, errs
+}
+
+// newFans is the fan notifier of cfg, or nil when no way to reach fans is configured. The configuration was
+// validated by LoadConfig.
+func newFans(cfg Config, svc *booking.Service, store *postgres.Store, log *slog.Logger) (*notify.Fans, error) {
+	var ns []notify.Notifier
+	if cfg.Notify.SMTP.Addr != "" {
+		n, err := notify.NewSMTP(cfg.Notify.SMTP)
+		if err != nil {
+			return nil, err
+		}
+		ns = append(ns, n)
+	}
+	if cfg.Notify.Webhook.URL != "" {
+		n, err := notify.NewWebhook(cfg.Notify.Webhook)
+		if err != nil {
+			return nil, err
+		}
+		ns = append(ns, n)
+	}
+	if len(ns) == 0 {
+		log.Info("fan notifications off: set SMTP_ADDR or NOTIFY_WEBHOOK_URL")
+		return nil, nil
+	}
+	return notify.New(store, svc, log, ns...)
+}

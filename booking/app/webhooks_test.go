@@ -1,0 +1,122 @@
+package app_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flashseat/flashseat/booking/payment"
+	"github.com/flashseat/flashseat/booking/webhook"
+)
+
+// TestWebhooksOverHTTP: an operator registers an endpoint for a show; a hold in that show reaches it through the
+// whole pipeline (outbox, relay, stream, the webhooks consumer group, the sender), signed with the endpoint's
+// secret; the delivery is listed, replayed and received again; the endpoint is deleted. Bad input is a 4xx.
+func TestWebhooksOverHTTP(t *testing.T) {
+	t.Parallel()
+	c := client{t: t, base: startBooking(t, map[string]string{"EVENTS_RELAY_INTERVAL": "20ms"}, nil)}
+	show := seedShow(c)
+	var mu sync.Mutex
+	var got []map[string]any
+	var secret string
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if err := payment.VerifySignature(body, r.Header.Get(webhook.SignatureHeader), secret, time.Minute, time.Now()); err != nil {
+			t.Errorf("delivery signature: %v", err)
+		}
+		var m map[string]any
+		_ = json.Unmarshal(body, &m)
+		got = append(got, m)
+	}))
+	defer recv.Close()
+
+	var ep struct {
+		ID, URL, ShowID, Secret string
+		Events                  []string
+	}
+	mu.Lock()
+	if st := c.call("POST", "/admin/v1/webhooks", testAdmin, map[string]any{"url": recv.URL, "showId": show,
+		"events": []string{"booking.held"}}, &ep); st != 201 || ep.Secret == "" || ep.ShowID != show {
+		t.Fatalf("register: %d %+v", st, ep)
+	}
+	secret = ep.Secret
+	mu.Unlock()
+	var fan struct{ Token string }
+	c.call("POST", "/api/v1/auth/guest", "", nil, &fan)
+	var b struct{ BookingID string }
+	if st := c.call("POST", "/api/v1/bookings/hold", fan.Token, map[string]any{"showId": show, "seatIds": []string{"A1"}}, &b); st != 201 {
+		t.Fatalf("hold: %d", st)
+	}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(got) }
+	for deadline := time.Now().Add(10 * time.Second); count() == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no delivery")
+		}
+	}
+	mu.Lock()
+	first := got[0]
+	mu.Unlock()
+	if first["type"] != "booking.held" || first["subject"] != b.BookingID || first["showId"] != show {
+		t.Fatalf("delivered %v", first)
+	}
+
+	var list struct{ Webhooks []map[string]any }
+	if st := c.call("GET", "/admin/v1/webhooks", testAdmin, nil, &list); st != 200 || len(list.Webhooks) != 1 ||
+		list.Webhooks[0]["secret"] != nil {
+		t.Fatalf("list: %d %v (the secret is shown once only)", st, list)
+	}
+	var ds struct{ Deliveries []map[string]any }
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		c.call("GET", "/admin/v1/webhooks/"+ep.ID+"/deliveries", testAdmin, nil, &ds)
+		if len(ds.Deliveries) == 1 && ds.Deliveries[0]["status"] == "DELIVERED" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deliveries %v, want one DELIVERED", ds)
+		}
+	}
+	var replayed map[string]any
+	if st := c.call("POST", "/admin/v1/webhooks/"+ep.ID+"/deliveries/"+ds.Deliveries[0]["id"].(string)+"/replay",
+		testAdmin, nil, &replayed); st != 202 || replayed["status"] != "PENDING" {
+		t.Fatalf("replay: %d %v", st, replayed)
+	}
+	for deadline := time.Now().Add(10 * time.Second); count() < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("replay not delivered")
+		}
+	}
+	if st := c.call("DELETE", "/admin/v1/webhooks/"+ep.ID, testAdmin, nil, nil); st != 204 {
+		t.Fatalf("delete: %d", st)
+	}
+
+	for _, tc := range []struct {
+		name, method, path, auth string
+		body                     any
+		want                     int
+	}{
+		{"no token", "GET", "/admin/v1/webhooks", "", nil, 401},
+		{"fan token", "GET", "/admin/v1/webhooks", fan.Token, nil, 403},
+		{"no url", "POST", "/admin/v1/webhooks", testAdmin, map[string]any{}, 400},
+		{"bad url", "POST", "/admin/v1/webhooks", testAdmin, map[string]any{"url": "ftp://x"}, 422},
+		{"unknown show", "POST", "/admin/v1/webhooks", testAdmin, map[string]any{"url": "https://x.example", "showId": "nope"}, 404},
+		{"unknown event", "POST", "/admin/v1/webhooks", testAdmin, map[string]any{"url": "https://x.example", "events": []string{"x"}}, 422},
+		{"events not a list", "POST", "/admin/v1/webhooks", testAdmin, map[string]any{"url": "https://x.example", "events": "x"}, 400},
+		{"delete again", "DELETE", "/admin/v1/webhooks/" + ep.ID, testAdmin, nil, 404},
+		{"deliveries of nothing", "GET", "/admin/v1/webhooks/we_nope/deliveries", testAdmin, nil, 404},
+		{"bad limit", "GET", "/admin/v1/webhooks/" + ep.ID + "/deliveries?limit=0", testAdmin, nil, 400},
+		{"replay of nothing", "POST", "/admin/v1/webhooks/" + ep.ID + "/deliveries/whd_nope/replay", testAdmin, nil, 404},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p struct{ Status int }
+			if st := c.call(tc.method, tc.path, tc.auth, tc.body, &p); st != tc.want || p.Status != tc.want {
+				t.Fatalf("got %d (problem %d), want %d", st, p.Status, tc.want)
+			}
+		})
+	}
+}

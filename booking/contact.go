@@ -1,0 +1,70 @@
+package booking
+
+import (
+	"context"
+	"net/mail"
+	"strings"
+)
+
+// Contact is how a guest fan is reached: the e-mail they gave (PUT /api/v1/me/contact) and the language of the
+// page they gave it from. Guests have no account; the contact belongs to their user id.
+type Contact struct {
+	UserID   string
+	Email    string
+	Language string
+}
+
+// ContactStore keeps contacts; booking/postgres implements it.
+type ContactStore interface {
+	SetContact(ctx context.Context, c Contact) error
+	// Contact is the user's contact; ErrNotFound when they gave none.
+	Contact(ctx context.Context, userID string) (Contact, error)
+}
+
+// ValidEmail checks an address as given by a fan: one bare address (no display name), at most 254 bytes, with a
+// dot in its domain.
+func ValidEmail(s string) bool {
+	if s == "" || len(s) > 254 || strings.ContainsAny(s, " \t\r\n<>") {
+		return false
+	}
+	a, err := mail.ParseAddress(s)
+	if err != nil || a.Address != s || a.Name != "" {
+		return false
+	}
+	at := strings.LastIndexByte(s, '@')
+	return at > 0 && strings.Contains(s[at+1:], ".") && !strings.HasSuffix(s, ".")
+}
+
+// ValidLanguage accepts a primary language tag: 2 to 8 lower-case letters ("en", "hi").
+func ValidLanguage(s string) bool {
+	if len(s) < 2 || len(s) > 8 {
+		return false
+	}
+	return strings.Trim(s, "abcdefghijklmnopqrstuvwxyz") == ""
+}
+
+// Contacts sets and reads fans' contacts.
+type Contacts struct{ store ContactStore }
+
+// NewContacts returns the contacts of store.
+func NewContacts(store ContactStore) *Contacts { return &Contacts{store: store} }
+
+// Set records the fan's contact after validating it.
+func (c *Contacts) Set(ctx context.Context, ct Contact) (Contact, error) {
+	ct.Email = strings.TrimSpace(ct.Email)
+	if !ValidEmail(ct.Email) {
+		return Contact{}, Unprocessable("email must be one e-mail address such as fan@example.com")
+	}
+	if ct.Language != "" && !ValidLanguage(ct.Language) {
+		return Contact{}, Unprocessable("language must be a language tag such as en or hi")
+	}
+	if err := c.store.SetContact(ctx, ct); err != nil {
+		return Contact{}, err
+	}
+	return ct, nil
+}
+
+// Get is the fan's contact; ErrNotFound when they gave none.
+func (c *Contacts) Get(ctx context.Context, userID string) (Contact, error) {
+	return c.store.Contact(ctx, userID)
+}

@@ -1,0 +1,48 @@
+package http
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/flashseat/flashseat/booking"
+)
+
+// contactRoutes adds the fan's contact: where their notifications go.
+func (s *Server) contactRoutes(v1 fiber.Router) {
+	if s.cfg.Contacts == nil {
+		return
+	}
+	v1.Put("/me/contact", s.RequireUser, s.putContact)
+	v1.Get("/me/contact", s.RequireUser, s.getContact)
+}
+
+// putContact records the guest fan's e-mail, body {"email","language"?}; without a language, the request's
+// Accept-Language is kept, the language their messages are written in.
+func (s *Server) putContact(c *fiber.Ctx) error {
+	var req struct {
+		Email    *string `json:"email"`
+		Language string  `json:"language"`
+	}
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if req.Email == nil {
+		return booking.Invalid("email is required")
+	}
+	if req.Language == "" {
+		req.Language = pageLanguage(c)
+	}
+	ct, err := s.cfg.Contacts.Set(c.UserContext(), booking.Contact{UserID: UserID(c), Email: *req.Email, Language: req.Language})
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"email": ct.Email, "language": ct.Language})
+}
+
+// getContact answers the fan's contact; 404 when they gave none.
+func (s *Server) getContact(c *fiber.Ctx) error {
+	ct, err := s.cfg.Contacts.Get(c.UserContext(), UserID(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"email": ct.Email, "language": ct.Language})
+}

@@ -1,0 +1,269 @@
+// Package notify tells fans what happened to their bookings: booking confirmed (with the tickets' QR codes as
+// inline images), a waitlist offer, a refund. It is a consumer group ("notify") of the lifecycle event stream;
+// each message is rendered from templates in the fan's page language and sent through every configured Notifier:
+// SMTP (net/smtp) to the e-mail the fan gave, and a webhook (a signed JSON POST to a gateway of the operator's,
+// e.g. for SMS or push).
+package notify
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	htmltemplate "html/template"
+	"log/slog"
+	"strconv"
+	"strings"
+	texttemplate "text/template"
+	"time"
+
+	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/booking/ticket"
+)
+
+// Message is one notification to one fan.
+type Message struct {
+	UserID   string
+	To       string // the fan's e-mail; empty when they gave none
+	Language string // the language it is written in
+	Kind     string // confirmed, offer, refund
+	EventID  string // the event's dedupe id, for receivers that dedupe
+	Subject  string
+	Text     string
+	HTML     string
+	Inline   []Attachment // images the HTML refers to as cid:<ContentID>
+}
+
+// Attachment is a file sent with a message.
+type Attachment struct {
+	Name        string
+	ContentType string
+	ContentID   string
+	Data        []byte
+}
+
+// Notifier sends messages. SMTP and Webhook implement it.
+type Notifier interface {
+	// Notify sends m; ErrNoAddress when m lacks what this notifier needs (an SMTP notifier and no e-mail).
+	Notify(ctx context.Context, m Message) error
+}
+
+// ErrNoAddress: the fan cannot be reached by this notifier.
+var ErrNoAddress = errors.New("notify: no address for this fan")
+
+// Store is what Fans reads and records; booking/postgres implements it.
+type Store interface {
+	Contact(ctx context.Context, userID string) (booking.Contact, error)
+	BookingLanguage(ctx context.Context, bookingID string) (string, error)
+	Tickets(ctx context.Context, bookingID string) ([]booking.Ticket, error)
+	// BeginNotification claims an event's notification; false when it was sent already.
+	BeginNotification(ctx context.Context, eventID, userID, kind string) (bool, error)
+	FinishNotification(ctx context.Context, eventID string, sendErr error) error
+}
+
+// Shows reads shows (booking.Service).
+type Shows interface {
+	Show(ctx context.Context, id string) (booking.Show, error)
+}
+
+//go:embed templates/*.tmpl
+var templateFiles embed.FS
+
+// Languages are the languages messages are written in; any other falls back to English.
+var Languages = []string{"en", "hi"}
+
+// Fans notifies fans of their bookings' events.
+type Fans struct {
+	store     Store
+	shows     Shows
+	notifiers []Notifier
+	log       *slog.Logger
+	text      map[string]*texttemplate.Template
+	html      map[string]*htmltemplate.Template
+}
+
+// New returns Fans sending through notifiers.
+func New(store Store, shows Shows, log *slog.Logger, notifiers ...Notifier) (*Fans, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	f := &Fans{store: store, shows: shows, notifiers: notifiers, log: log,
+		text: map[string]*texttemplate.Template{}, html: map[string]*htmltemplate.Template{}}
+	funcs := map[string]any{"join": strings.Join}
+	for _, lang := range Languages {
+		t, err := texttemplate.New(lang).Funcs(funcs).ParseFS(templateFiles, "templates/"+lang+".txt.tmpl")
+		if err != nil {
+			return nil, fmt.Errorf("notify: templates %s: %w", lang, err)
+		}
+		h, err := htmltemplate.New(lang).Funcs(funcs).ParseFS(templateFiles, "templates/"+lang+".html.tmpl")
+		if err != nil {
+			return nil, fmt.Errorf("notify: templates %s: %w", lang, err)
+		}
+		f.text[lang], f.html[lang] = t, h
+	}
+	return f, nil
+}
+
+// payload is the part of an event's data the messages use.
+type payload struct {
+	BookingID string   `json:"bookingId"`
+	UserID    string   `json:"userId"`
+	SeatIDs   []string `json:"seatIds"`
+	ExpiresAt string   `json:"expiresAt"`
+	Amount    int64    `json:"amount"`
+	Currency  string   `json:"currency"`
+	Language  string   `json:"language"`
+}
+
+// view is what the templates see.
+type view struct {
+	BookingID string
+	Show      booking.Show
+	When      string // the show's start, in UTC
+	Until     string // an offer's expiry, in UTC
+	SeatIDs   []string
+	Amount    string
+	Tickets   []ticketView
+}
+
+type ticketView struct {
+	booking.Ticket
+	ContentID string
+}
+
+var kinds = map[string]string{
+	booking.EventConfirmed:       "confirmed",
+	booking.EventWaitlistOffered: "offer",
+	booking.EventRefunded:        "refund",
+}
+
+// HandleEvent is the notify consumer group's handler: it sends the event's message, once per event id however
+// often the stream delivers it. A fan nobody can reach (no notifier applies) is skipped, not retried.
+func (f *Fans) HandleEvent(ctx context.Context, e booking.LifecycleEvent) error {
+	kind, ok := kinds[e.Type]
+	if !ok {
+		return nil
+	}
+	var p payload
+	if err := json.Unmarshal(e.Data, &p); err != nil || p.UserID == "" {
+		f.log.WarnContext(ctx, "notify: event without a fan", "event", e.ID, "type", e.Type)
+		return nil
+	}
+	first, err := f.store.BeginNotification(ctx, e.ID, p.UserID, kind)
+	if err != nil || !first {
+		return err
+	}
+	m, err := f.compose(ctx, e, kind, p)
+	if err == nil {
+		err = f.send(ctx, m)
+	}
+	if ferr := f.store.FinishNotification(context.WithoutCancel(ctx), e.ID, err); ferr != nil {
+		return errors.Join(err, ferr)
+	}
+	if errors.Is(err, ErrNoAddress) {
+		return nil // recorded as FAILED; nothing to retry
+	}
+	return err
+}
+
+// send sends m through every notifier that can reach the fan; ErrNoAddress when none can.
+func (f *Fans) send(ctx context.Context, m Message) error {
+	var errs []error
+	sent := 0
+	for _, n := range f.notifiers {
+		err := n.Notify(ctx, m)
+		switch {
+		case err == nil:
+			sent++
+		case errors.Is(err, ErrNoAddress):
+		default:
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if sent == 0 {
+		return ErrNoAddress
+	}
+	return nil
+}
+
+// compose renders the event's message in the fan's language: the booking's page language, else the language the
+// fan gave their contact in, else English.
+func (f *Fans) compose(ctx context.Context, e booking.LifecycleEvent, kind string, p payload) (Message, error) {
+	m := Message{UserID: p.UserID, Kind: kind, EventID: e.ID}
+	contact, err := f.store.Contact(ctx, p.UserID)
+	if err != nil && !errors.Is(err, booking.ErrNotFound) {
+		return m, err
+	}
+	m.To = contact.Email
+	lang := p.Language
+	if p.BookingID != "" && lang == "" {
+		if lang, err = f.store.BookingLanguage(ctx, p.BookingID); err != nil && !errors.Is(err, booking.ErrNotFound) {
+			return m, err
+		}
+	}
+	if lang == "" {
+		lang = contact.Language
+	}
+	if _, ok := f.text[lang]; !ok {
+		lang = "en"
+	}
+	m.Language = lang
+	show, err := f.shows.Show(ctx, e.ShowID)
+	if err != nil {
+		return m, err
+	}
+	v := view{BookingID: p.BookingID, Show: show, When: show.StartsAt.UTC().Format("Mon 2 Jan 2006 15:04 MST"),
+		SeatIDs: p.SeatIDs, Amount: money(p.Amount, p.Currency)}
+	if t, err := time.Parse(time.RFC3339, p.ExpiresAt); err == nil {
+		v.Until = t.UTC().Format("15:04 MST, 2 Jan")
+	}
+	if kind == "confirmed" {
+		ts, err := f.store.Tickets(ctx, p.BookingID)
+		if err != nil {
+			return m, err
+		}
+		for _, t := range ts {
+			png, err := ticket.QR(t.Code, 256)
+			if err != nil {
+				return m, err
+			}
+			cid := t.ID + "@flashseat"
+			v.Tickets = append(v.Tickets, ticketView{Ticket: t, ContentID: cid})
+			m.Inline = append(m.Inline, Attachment{Name: "ticket-" + t.SeatID + ".png", ContentType: "image/png",
+				ContentID: cid, Data: png})
+		}
+	}
+	var sb strings.Builder
+	if err := f.text[lang].ExecuteTemplate(&sb, kind+".subject", v); err != nil {
+		return m, err
+	}
+	m.Subject = strings.TrimSpace(sb.String())
+	sb.Reset()
+	if err := f.text[lang].ExecuteTemplate(&sb, kind+".text", v); err != nil {
+		return m, err
+	}
+	m.Text = sb.String()
+	sb.Reset()
+	if err := f.html[lang].ExecuteTemplate(&sb, kind+".html", v); err != nil {
+		return m, err
+	}
+	m.HTML = sb.String()
+	return m, nil
+}
+
+// money renders minor units with their currency: 45000 INR is "INR 450.00".
+func money(minor int64, currency string) string {
+	if currency == "" {
+		return ""
+	}
+	sign := ""
+	if minor < 0 {
+		sign, minor = "-", -minor
+	}
+	cents := strconv.FormatInt(minor%100+100, 10)[1:]
+	return currency + " " + sign + strconv.FormatInt(minor/100, 10) + "." + cents
+}

@@ -1,0 +1,70 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/flashseat/flashseat/booking"
+)
+
+var _ booking.ContactStore = (*Store)(nil)
+
+// SetContact implements booking.ContactStore. A contact given without a language keeps the one recorded.
+func (s *Store) SetContact(ctx context.Context, c booking.Contact) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO contacts (user_id, email, language) VALUES ($1, $2, $3)
+		ON CONFLICT (user_id) DO UPDATE SET email = EXCLUDED.email,
+			language = CASE WHEN EXCLUDED.language = '' THEN contacts.language ELSE EXCLUDED.language END,
+			updated_at = now()`, c.UserID, c.Email, c.Language)
+	if err != nil {
+		return fmt.Errorf("postgres: set contact: %w", err)
+	}
+	return nil
+}
+
+// Contact implements booking.ContactStore.
+func (s *Store) Contact(ctx context.Context, userID string) (booking.Contact, error) {
+	c := booking.Contact{UserID: userID}
+	if err := s.pool.QueryRow(ctx, `SELECT email, language FROM contacts WHERE user_id = $1`, userID).Scan(&c.Email,
+		&c.Language); err != nil {
+		return booking.Contact{}, notFound("contact of user", userID, err)
+	}
+	return c, nil
+}
+
+// BookingLanguage is the page language of the request that created the booking ("" unknown).
+func (s *Store) BookingLanguage(ctx context.Context, bookingID string) (string, error) {
+	var lang string
+	if err := s.pool.QueryRow(ctx, `SELECT language FROM bookings WHERE id = $1`, bookingID).Scan(&lang); err != nil {
+		return "", notFound("booking", bookingID, err)
+	}
+	return lang, nil
+}
+
+// BeginNotification records that the notification of an event is being sent; false when it was sent already (a
+// redelivered event). One that failed, or whose sender died, may be sent again.
+func (s *Store) BeginNotification(ctx context.Context, eventID, userID, kind string) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `INSERT INTO notifications (event_id, user_id, kind, status) VALUES ($1, $2, $3, 'SENDING')
+		ON CONFLICT (event_id) DO UPDATE SET status = 'SENDING', error = '' WHERE notifications.status <> 'SENT'`,
+		eventID, userID, kind)
+	if err != nil {
+		return false, fmt.Errorf("postgres: begin notification: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// FinishNotification records the outcome of sending an event's notification.
+func (s *Store) FinishNotification(ctx context.Context, eventID string, sendErr error) error {
+	status, msg := "SENT", ""
+	if sendErr != nil {
+		status, msg = "FAILED", sendErr.Error()
+		if len(msg) > 500 {
+			msg = msg[:500]
+		}
+	}
+	_, err := s.pool.Exec(ctx, `UPDATE notifications SET status = $2, error = $3,
+		sent_at = CASE WHEN $2 = 'SENT' THEN now() END WHERE event_id = $1`, eventID, status, msg)
+	if err != nil {
+		return fmt.Errorf("postgres: finish notification: %w", err)
+	}
+	return nil
+}

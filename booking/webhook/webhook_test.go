@@ -1,0 +1,195 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/booking/payment"
+	"github.com/flashseat/flashseat/booking/postgres"
+	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	"github.com/flashseat/flashseat/booking/webhook"
+)
+
+// receiver is an operator's endpoint: it checks every delivery's signature with the endpoint's secret and answers
+// the statuses queued in fail (then 200).
+type receiver struct {
+	srv    *httptest.Server
+	secret string
+	fail   atomic.Int64 // answer 500 this many more times
+	mu     sync.Mutex
+	got    []map[string]any
+	bad    int
+}
+
+func newReceiver(t *testing.T) *receiver {
+	r := &receiver{}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if err := payment.VerifySignature(body, req.Header.Get(webhook.SignatureHeader), r.secret, 5*time.Minute, time.Now()); err != nil {
+			r.bad++
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if r.fail.Load() > 0 {
+			r.fail.Add(-1)
+			http.Error(w, "down", http.StatusInternalServerError)
+			return
+		}
+		var m map[string]any
+		_ = json.Unmarshal(body, &m)
+		if m["id"] != req.Header.Get(webhook.EventIDHeader) {
+			r.bad++
+		}
+		r.got = append(r.got, m)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) count() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.got) }
+
+func event(id, typ, show string) booking.LifecycleEvent {
+	return booking.LifecycleEvent{ID: id, Type: typ, ShowID: show, Subject: "bk_1", At: time.Now(),
+		Data: json.RawMessage(`{"showId":"` + show + `","bookingId":"bk_1"}`)}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// TestWebhookDeliveries: endpoints for one show, for every show, and for one event type get exactly the events
+// that match them, signed with their own secret; an event delivered twice by the stream is sent once; an endpoint
+// that fails is retried with backoff until it answers, and one that keeps failing ends FAILED; a replay sends it
+// again; a deleted endpoint gets nothing more.
+func TestWebhookDeliveries(t *testing.T) {
+	t.Parallel()
+	store := postgres.New(pgtest.New(t))
+	svc := webhook.New(store, webhook.Config{RetryBase: 50 * time.Millisecond, MaxAttempts: 3, PollEvery: 20 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go svc.Run(ctx)
+
+	showA, all, confirmed := newReceiver(t), newReceiver(t), newReceiver(t)
+	reg := func(r *receiver, show string, types ...string) webhook.Endpoint {
+		e, err := svc.Register(ctx, webhook.Registration{URL: r.srv.URL + "/hook", ShowID: show, Types: types})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.secret = e.Secret
+		return e
+	}
+	epA := reg(showA, "sh_a")
+	epAll := reg(all, "")
+	reg(confirmed, "", booking.EventConfirmed)
+
+	for _, e := range []booking.LifecycleEvent{event("ob_1", booking.EventHeld, "sh_a"), event("ob_2", booking.EventHeld, "sh_b"),
+		event("ob_3", booking.EventConfirmed, "sh_b"), event("ob_1", booking.EventHeld, "sh_a")} { // ob_1 redelivered
+		if err := svc.HandleEvent(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "deliveries", func() bool { return showA.count() == 1 && all.count() == 3 && confirmed.count() == 1 })
+	time.Sleep(100 * time.Millisecond)
+	if showA.count() != 1 || all.count() != 3 || confirmed.count() != 1 || showA.bad+all.bad+confirmed.bad != 0 {
+		t.Fatalf("show A got %d, all %d, confirmed-only %d (bad signatures %d), want 1, 3, 1 and none bad",
+			showA.count(), all.count(), confirmed.count(), showA.bad+all.bad+confirmed.bad)
+	}
+	if got := confirmed.got[0]; got["type"] != booking.EventConfirmed || got["id"] != "ob_3" || got["showId"] != "sh_b" {
+		t.Fatalf("body %v", got)
+	}
+
+	// Two failures, then success: three attempts, backing off.
+	showA.fail.Store(2)
+	start := time.Now()
+	if err := svc.HandleEvent(ctx, event("ob_4", booking.EventExpired, "sh_a")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the retried delivery", func() bool { return showA.count() == 2 })
+	if took := time.Since(start); took < 150*time.Millisecond {
+		t.Fatalf("delivered after %s: the retries did not back off (50ms, then 100ms)", took)
+	}
+	var ds []webhook.Delivery
+	var err error
+	waitFor(t, "the delivery recorded", func() bool {
+		ds, err = svc.Deliveries(ctx, epA.ID, 10)
+		return err != nil || (len(ds) > 0 && ds[0].Status != webhook.Pending)
+	})
+	if err != nil || len(ds) != 2 || ds[0].EventID != "ob_4" || ds[0].Status != webhook.Delivered || ds[0].Attempts != 3 {
+		t.Fatalf("deliveries %+v %v, want ob_4 DELIVERED after 3 attempts, newest first", ds, err)
+	}
+
+	// An endpoint that keeps failing: FAILED after MaxAttempts, then replayed once it works again.
+	showA.fail.Store(100)
+	if err := svc.HandleEvent(ctx, event("ob_5", booking.EventCancelled, "sh_a")); err != nil {
+		t.Fatal(err)
+	}
+	var failed webhook.Delivery
+	waitFor(t, "the delivery to fail", func() bool {
+		ds, _ := svc.Deliveries(ctx, epA.ID, 1)
+		if len(ds) == 1 && ds[0].Status == webhook.Failed {
+			failed = ds[0]
+			return true
+		}
+		return false
+	})
+	if failed.Attempts != 3 || failed.LastStatus != 500 || failed.LastError == "" {
+		t.Fatalf("failed delivery %+v, want 3 attempts, last status 500 and its error", failed)
+	}
+	showA.fail.Store(0)
+	if d, err := svc.Replay(ctx, epA.ID, failed.ID); err != nil || d.Status != webhook.Pending {
+		t.Fatalf("replay: %+v %v", d, err)
+	}
+	waitFor(t, "the replayed delivery", func() bool { return showA.count() == 3 })
+	if _, err := svc.Replay(ctx, epAll.ID, failed.ID); !errors.Is(err, booking.ErrNotFound) {
+		t.Fatalf("replaying another endpoint's delivery: %v, want ErrNotFound", err)
+	}
+
+	waitFor(t, "every event at the all-shows endpoint", func() bool { return all.count() == 5 }) // ob_1..ob_5
+	if err := svc.Delete(ctx, epAll.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Delete(ctx, epAll.ID); !errors.Is(err, booking.ErrNotFound) {
+		t.Fatalf("second delete: %v, want ErrNotFound", err)
+	}
+	if err := svc.HandleEvent(ctx, event("ob_6", booking.EventHeld, "sh_z")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond)
+	if all.count() != 5 {
+		t.Fatalf("a deleted endpoint got %d deliveries, want still 5", all.count())
+	}
+	eps, _ := svc.Endpoints(ctx)
+	if len(eps) != 2 {
+		t.Fatalf("%d endpoints listed, want 2 after the delete", len(eps))
+	}
+}
+
+// TestWebhookRegistrationRefusals: bad URLs, show ids and event types are refused as validation errors.
+func TestWebhookRegistrationRefusals(t *testing.T) {
+	t.Parallel()
+	svc := webhook.New(postgres.New(pgtest.New(t)), webhook.Config{})
+	for _, r := range []webhook.Registration{
+		{URL: ""}, {URL: "ftp://x/y"}, {URL: "/relative"}, {URL: "http://user:pw@host/"},
+		{URL: "https://ok.example/h", ShowID: "bad id!"}, {URL: "https://ok.example/h", Types: []string{"booking.nope"}},
+	} {
+		if _, err := svc.Register(context.Background(), r); !errors.Is(err, booking.ErrValidation) {
+			t.Errorf("%+v: %v, want ErrValidation", r, err)
+		}
+	}
+}
