@@ -84,6 +84,8 @@ type showJSON struct {
 	QueueEnabled   bool             `json:"queueEnabled"`
 	// MaxSeatsPerBooking is MAX_SEATS_PER_BOOKING: the most seats one hold (or waitlist entry) may ask for.
 	MaxSeatsPerBooking int `json:"maxSeatsPerBooking"`
+	// SaleClosedAt is when an operator closed the sale; absent while it is open.
+	SaleClosedAt *time.Time `json:"saleClosedAt,omitempty"`
 }
 
 func (s *Server) showDetail(c *fiber.Ctx) error {
@@ -99,7 +101,7 @@ func (s *Server) showDetail(c *fiber.Ctx) error {
 	return c.JSON(showJSON{ShowID: sh.ID, EventID: sh.EventID, Title: sh.Title, StartsAt: sh.StartsAt,
 		SaleStartsAt: sh.SaleStartsAt, Venue: sh.Venue, City: sh.City, Hall: sh.Hall, Currency: sh.Currency,
 		Prices: sh.Prices, AvailableSeats: counts.Available, TotalSeats: counts.Total,
-		QueueEnabled: s.svc.QueueEnabled(c.UserContext(), id), MaxSeatsPerBooking: s.svc.MaxSeats()})
+		QueueEnabled: s.svc.QueueEnabled(c.UserContext(), id), MaxSeatsPerBooking: s.svc.MaxSeats(), SaleClosedAt: closedAt(sh)})
 }
 
 type seatJSON struct {

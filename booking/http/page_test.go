@@ -62,6 +62,10 @@ func TestPagesServe(t *testing.T) {
 			t.Errorf("home?%s offers no way to clear the filters", tc.query)
 		}
 	}
+	if b := string(h.do("GET", "/?genre=jazz&city=BANGALORE", "", "").body); !strings.Contains(b, "<option selected>Jazz</option>") ||
+		!strings.Contains(b, "<option selected>Bangalore</option>") {
+		t.Errorf("filters in another case are not shown selected")
+	}
 	if r := h.do("GET", "/?genre=Nothing", "", ""); !strings.Contains(string(r.body), "No upcoming shows match") {
 		t.Errorf("an empty result says nothing: %s", r.body)
 	}

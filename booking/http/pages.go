@@ -65,9 +65,10 @@ func (s *Server) homePage(c *fiber.Ctx) error {
 		slices.Sort(l)
 	}
 	d.Choices = []choice{
-		{Name: "city", Label: "City", Any: "Any city", Options: cities, Selected: q.City},
-		{Name: "genre", Label: "Genre", Any: "Any genre", Options: genres, Selected: q.Genre},
-		{Name: "language", Label: "Language", Any: "Any language", Options: languages, Selected: q.Language},
+		{Name: "city", Label: "City", Any: "Any city", Options: cities, Selected: spelled(cities, q.City)},
+		{Name: "genre", Label: "Genre", Any: "Any genre", Options: genres, Selected: spelled(genres, q.Genre)},
+		{Name: "language", Label: "Language", Any: "Any language", Options: languages,
+			Selected: spelled(languages, q.Language)},
 	}
 	return s.render(c, fiber.StatusOK, "home", Page{Title: "Upcoming shows", Nav: "home", Scripts: []string{"home.js"},
 		Cache: cachePublic,
@@ -79,6 +80,17 @@ func appendNew(l []string, v string) []string {
 		return l
 	}
 	return append(l, v)
+}
+
+// spelled returns the option a filter matches as the catalog spells it (filters ignore case), so the form shows it
+// selected.
+func spelled(options []string, v string) string {
+	for _, o := range options {
+		if strings.EqualFold(o, v) {
+			return o
+		}
+	}
+	return v
 }
 
 type priceRow struct {
