@@ -67,6 +67,16 @@ func (s *Service) restore(ctx context.Context, show string) error {
 		if err := s.store.Restore(ctx, show, d); err != nil {
 			return nil, err
 		}
+		// Fans streaming from this replica hold their tickets in its memory, which is as good a proof as a
+		// receipt (the store gave them): put them back now rather than when each reconnects.
+		for u, seq := range s.Hub.Places(show) {
+			if _, err := s.store.Join(ctx, show, u, seq); err != nil {
+				var seqs *SeqsError
+				if !errors.As(err, &seqs) { // a fan without a ticket to restore waits for the next tick's rejoin
+					return nil, err
+				}
+			}
+		}
 		level := slog.LevelInfo
 		if d.Ceiling == 0 { // a queue's first use, not a recovery
 			level = slog.LevelDebug

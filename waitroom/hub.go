@@ -279,6 +279,21 @@ func (h *Hub) Users(show string) []string {
 	return dedupe(out)
 }
 
+// Places returns the tickets of the show's local streaming fans who are waiting (0: in the pre-opening pool), as
+// this replica last heard them from the store: after the store lost the queue, they are put back at these.
+func (h *Hub) Places(show string) map[string]int64 {
+	hs := h.show(show)
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	out := make(map[string]int64, len(hs.watchers))
+	for w := range hs.watchers {
+		if w.grant == nil {
+			out[w.User] = max(out[w.User], w.seq)
+		}
+	}
+	return out
+}
+
 // Conns is the number of local streams, for metrics and tests.
 func (h *Hub) Conns() int {
 	h.mu.Lock()
@@ -302,6 +317,28 @@ func dedupe(s []string) []string {
 		if _, ok := seen[v]; !ok {
 			seen[v] = struct{}{}
 			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// waiting returns, of users, those streaming a show from this replica with a ticket and no grant, with their
+// ticket.
+func (h *Hub) waiting(show string, users []string) map[string]int64 {
+	if len(users) == 0 {
+		return nil
+	}
+	want := make(map[string]bool, len(users))
+	for _, u := range users {
+		want[u] = true
+	}
+	hs := h.show(show)
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	out := map[string]int64{}
+	for w := range hs.watchers {
+		if want[w.User] && w.grant == nil && w.seq > 0 {
+			out[w.User] = w.seq
 		}
 	}
 	return out

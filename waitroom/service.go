@@ -33,8 +33,9 @@ type Store interface {
 	Grants(ctx context.Context, show string, users []string) (map[string]Grant, error)
 	// Seqs reads the tickets of users still in the queue.
 	Seqs(ctx context.Context, show string, users []string) (map[string]int64, error)
-	// Touch refreshes the heartbeats of users (batched by the caller).
-	Touch(ctx context.Context, show string, users []string) error
+	// Touch refreshes the heartbeats of users (batched by the caller) and returns those not in the queue (left
+	// it, or forgotten by a store that lost its data).
+	Touch(ctx context.Context, show string, users []string) ([]string, error)
 	// Seed returns the show's shuffle seed, creating it if needed.
 	Seed(ctx context.Context, show, fresh string) (string, error)
 	// DrawLock takes the show's draw lock for ttl; false if another replica holds it. DrawUnlock drops it.
@@ -327,6 +328,16 @@ func (s *Service) Inspect(ctx context.Context, show, user string) (Place, error)
 	return s.place(ctx, show, e)
 }
 
+// StatusWithReceipt is Status for a fan presenting a place receipt: a fan the store no longer knows (it lost its
+// data) whose receipt is valid is joined back at the receipted place rather than told to join again.
+func (s *Service) StatusWithReceipt(ctx context.Context, show, user, receipt string) (Place, error) {
+	p, err := s.Status(ctx, show, user)
+	if errors.Is(err, ErrNotInQueue) && s.verifyReceipt(show, user, receipt).ok {
+		return s.JoinWithReceipt(ctx, show, user, receipt)
+	}
+	return p, err
+}
+
 // Watch joins (idempotently, presenting receipt) and subscribes a local stream; the caller must Unwatch.
 func (s *Service) Watch(ctx context.Context, show, user, receipt string) (*Watcher, Place, error) {
 	p, err := s.JoinWithReceipt(ctx, show, user, receipt)
@@ -555,9 +566,9 @@ func (s *Service) Tick(ctx context.Context, show string, pulse bool) (snap Snaps
 		defer func() { s.opt.Observe(snap, time.Since(start), err) }()
 	}
 	snap, err = s.store.Admit(ctx, show, nonce(), s.opt.Grace, s.opt.MaxScan)
-	if errors.Is(err, ErrNoSettings) || errors.Is(err, ErrNoState) {
-		// The store lost the show's state: restore it and tick again. Until it is back nothing is sent to the
-		// show's streams, so fans keep their places on screen and are never told "closed".
+	// The store lost the show's state (settings, then the queue's own): restore and tick again. Until it is back
+	// nothing is sent to the show's streams, so fans keep their places on screen and are never told "closed".
+	for attempt := 0; attempt < 3 && (errors.Is(err, ErrNoSettings) || errors.Is(err, ErrNoState)); attempt++ {
 		switch rerr := s.recover(ctx, show, err); {
 		case errors.Is(rerr, errQueueOff):
 			snap, err = Snapshot{Show: show, Phase: PhaseClosed, At: time.Now()}, nil
@@ -650,9 +661,19 @@ func (s *Service) resolveGrants(ctx context.Context, show string, users []string
 
 // rejoin joins live local fans who have neither a ticket nor a grant, and hands their watchers the result.
 func (s *Service) rejoin(ctx context.Context, show string, users []string) error {
-	seqs := map[string]int64{}
+	tickets := make(map[string]int64, len(users))
 	for _, u := range users {
-		e, err := s.join(ctx, show, u, 0)
+		tickets[u] = 0
+	}
+	return s.rejoinAt(ctx, show, tickets)
+}
+
+// rejoinAt joins live local fans again, each at the ticket it held (0: none; a ticket the cursor has passed is
+// not given back), and hands their watchers the result.
+func (s *Service) rejoinAt(ctx context.Context, show string, tickets map[string]int64) error {
+	seqs := map[string]int64{}
+	for u, ticket := range tickets {
+		e, err := s.join(ctx, show, u, ticket)
 		if err != nil {
 			return err
 		}
@@ -739,8 +760,21 @@ func (s *Service) flushHeartbeats(ctx context.Context) {
 		if len(users) == 0 {
 			continue
 		}
-		if err := s.store.Touch(ctx, show, dedupe(users)); err != nil && ctx.Err() == nil {
-			s.logFailure("heartbeat", show, err)
+		missing, err := s.store.Touch(ctx, show, dedupe(users))
+		if err != nil {
+			if ctx.Err() == nil {
+				s.logFailure("heartbeat", show, err)
+			}
+			continue
+		}
+		// A fan streaming from here with a ticket and no grant is waiting in line; missing from the queue, the
+		// store lost it (a Redis restarted empty, restored from the record without the fans). The stream stays
+		// open, so the fan will not come back with its receipt: put it back at the ticket it holds, which its
+		// receipt proves and this replica was told by the store.
+		if tickets := s.Hub.waiting(show, missing); len(tickets) > 0 {
+			if err := s.rejoinAt(ctx, show, tickets); err != nil && ctx.Err() == nil {
+				s.logFailure("restore streams", show, err)
+			}
 		}
 	}
 }

@@ -70,8 +70,11 @@ func TestLoadConfig(t *testing.T) {
 func TestEndToEnd(t *testing.T) {
 	t.Parallel()
 	key, _ := token.GenerateKey()
-	bookingURL := startBooking(t, nil, token.NewStaticKeys(key.Public()))
-	edgeURL := startEdge(t, bookingURL, key)
+	// One database for both, as deployed: the edge keeps the waiting room's record there, and booking's gate
+	// reads it.
+	_, dbURL := pgtest.NewWithURL(t)
+	bookingURL := startBooking(t, map[string]string{"DATABASE_URL": dbURL}, token.NewStaticKeys(key.Public()))
+	edgeURL := startEdge(t, bookingURL, dbURL, key)
 	c := client{t: t, base: edgeURL}
 	show := seedShow(client{t: t, base: bookingURL})
 	t.Cleanup(func() { bookingtest.DeleteShowKeys(bookingtest.Redis(t), show) })
@@ -166,9 +169,10 @@ func TestEndToEnd(t *testing.T) {
 	}
 }
 
-func startEdge(t testing.TB, bookingURL string, key token.Key) string {
+func startEdge(t testing.TB, bookingURL, dbURL string, key token.Key) string {
 	t.Helper()
 	vars := map[string]string{
+		"DATABASE_URL":          dbURL,
 		"EDGE_ADDR":             "127.0.0.1:0",
 		"BOOKING_URL":           bookingURL,
 		"AUTH_SECRET":           testSecret,

@@ -50,6 +50,7 @@ func (s *Server) searchEvents(c *fiber.Ctx) error {
 		}
 		out = append(out, ej)
 	}
+	c.Set(fiber.HeaderCacheControl, cachePublic)
 	return c.JSON(fiber.Map{"events": out})
 }
 
@@ -94,6 +95,7 @@ func (s *Server) showDetail(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	c.Set(fiber.HeaderCacheControl, cachePublic)
 	return c.JSON(showJSON{ShowID: sh.ID, EventID: sh.EventID, Title: sh.Title, StartsAt: sh.StartsAt,
 		SaleStartsAt: sh.SaleStartsAt, Venue: sh.Venue, City: sh.City, Hall: sh.Hall, Currency: sh.Currency,
 		Prices: sh.Prices, AvailableSeats: counts.Available, TotalSeats: counts.Total,

@@ -33,8 +33,20 @@ type Page struct {
 	ConnectSrc []string
 	// ScriptSrc and FrameSrc add origins for a third party's script and frames (Stripe.js and its card fields).
 	ScriptSrc, FrameSrc []string
-	Data                any
+	// Cache is the page's Cache-Control; empty is "no-cache" (a browser or CDN revalidates every time).
+	Cache string
+	Data  any
 }
+
+// Cache policies of pages and catalog reads, for browsers and a CDN in front of the edge.
+const (
+	// cachePublic: the same for every fan and briefly stale at worst (availability moves by the second): a CDN
+	// serves it for a few seconds, then keeps serving the last copy while it revalidates in the background.
+	cachePublic = "public, max-age=5, stale-while-revalidate=30"
+	// cachePrivate: a page behind the waiting room's gate. A shared cache must never keep it, or it would hand
+	// the seat map to fans the gate never saw.
+	cachePrivate = "private, no-cache"
+)
 
 // site holds the parsed templates and the assets with their version.
 type site struct {
@@ -133,7 +145,10 @@ func (s *Server) render(c *fiber.Ctx, status int, name string, p Page) error {
 	src := func(extra []string) string { return strings.Join(append([]string{"'self'"}, extra...), " ") }
 	c.Status(status)
 	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
-	c.Set(fiber.HeaderCacheControl, "no-cache")
+	if p.Cache == "" {
+		p.Cache = "no-cache"
+	}
+	c.Set(fiber.HeaderCacheControl, p.Cache)
 	c.Set("Content-Security-Policy", "default-src 'self'; script-src "+src(p.ScriptSrc)+"; style-src 'self'; img-src 'self' data:; "+
 		"connect-src "+src(p.ConnectSrc)+"; frame-src "+src(p.FrameSrc)+"; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	c.Set("Referrer-Policy", "same-origin")

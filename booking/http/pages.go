@@ -70,7 +70,8 @@ func (s *Server) homePage(c *fiber.Ctx) error {
 		{Name: "language", Label: "Language", Any: "Any language", Options: languages, Selected: q.Language},
 	}
 	return s.render(c, fiber.StatusOK, "home", Page{Title: "Upcoming shows", Nav: "home", Scripts: []string{"home.js"},
-		Data: d})
+		Cache: cachePublic,
+		Data:  d})
 }
 
 func appendNew(l []string, v string) []string {
@@ -119,7 +120,7 @@ func (s *Server) showPage(c *fiber.Ctx) error {
 	if s.cfg.Waitlist != nil {
 		scripts = append(scripts, "waitlist.js") // the waitlist panel, shown when the show is sold out (waitlist.go)
 	}
-	return s.render(c, fiber.StatusOK, "show", Page{Title: sh.Title, Scripts: scripts, Data: d})
+	return s.render(c, fiber.StatusOK, "show", Page{Title: sh.Title, Scripts: scripts, Cache: cachePrivate, Data: d})
 }
 
 // money formats minor units as the pages show prices: "450.00 INR" (two decimals, as every currency the

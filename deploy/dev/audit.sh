@@ -53,7 +53,8 @@ table=$(printf '%s\n' \
   "" \
   "\`make audit\` on $(date -u +%Y-%m-%d), $LIGHTHOUSE with $($CHROME_PATH --version 2>/dev/null | head -1), its default mobile" \
   "profile (emulated mid-range phone, simulated slow 4G, 4x CPU slowdown), against \`make run\`'s demo show on this" \
-  "machine. Targets: performance >= 90, accessibility >= 95." \
+  "machine (load average $(cut -d' ' -f1-3 /proc/loadavg) when it ended: Lighthouse's simulated timings grow with" \
+  "the machine's load, total blocking time most). Targets: performance >= 90, accessibility >= 95." \
   "" \
   "| page | performance | accessibility | FCP | LCP | TBT | CLS | bytes |" \
   "| --- | --- | --- | --- | --- | --- | --- | --- |" \

@@ -26,6 +26,7 @@ while IFS='=' read -r key value; do
   [ -n "$key" ] && [ -z "${!key:-}" ] && export "$key=$value"
 done < .run/secrets.env
 
+# Booking and the edge share the database: the edge keeps the waiting room's record there (Redis is its cache).
 export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/flashseat?sslmode=disable}
 export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379/0}
 export EDGE_ADDR=${EDGE_ADDR:-:8080} BOOKING_ADDR=${BOOKING_ADDR:-:8081} PAYSIM_ADDR=${PAYSIM_ADDR:-:8082}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite drives besides Go itself: stripe-mock (the official Stripe API mock, a Go program)
-# for the Stripe adapter's tests, and Debian's Chromium for the waiting-room page's browser test.
+# for the Stripe adapter's tests, Debian's Chromium for the pages' browser tests, and Debian's nginx for the CDN
+# kit's test (deploy/cdn).
 set -euo pipefail
 GOBIN=$(go env GOPATH)/bin
 STRIPE_MOCK_VERSION=v0.203.0
@@ -14,4 +15,9 @@ if ! command -v chromium >/dev/null; then
   echo "tools: installing chromium" >&2
   as_root apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null
+fi
+if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
+  echo "tools: installing nginx" >&2
+  as_root apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq nginx-light >/dev/null
 fi

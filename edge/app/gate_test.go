@@ -49,6 +49,7 @@ func TestGate(t *testing.T) {
 	}
 	u1, u2 := userToken(t, "u1"), userToken(t, "u2")
 	seats := edge + "/api/v1/shows/" + show + "/seats"
+	gateURL := func(show string) string { return edge + "/queue/" + show + "/gate" }
 	hold := `{"showId":"` + show + `","seatIds":["A1"]}`
 
 	tests := []struct {
@@ -118,6 +119,20 @@ func TestGate(t *testing.T) {
 			201},
 		{"seat map by cookies", "GET", seats, "", map[string]string{
 			"Cookie": session.Cookie + "=" + u1 + "; " + admission.CookieName(show) + "=" + valid}, 201},
+		// GET /queue/{id}/gate: the same decision as a status alone, for a CDN's auth_request; a browser's Accept
+		// gets no redirect.
+		{"gate: valid token", "GET", gateURL(show), "", map[string]string{admission.Header: valid}, 204},
+		{"gate: valid cookies", "GET", gateURL(show), "", map[string]string{"Accept": "text/html",
+			"Cookie": session.Cookie + "=" + u1 + "; " + admission.CookieName(show) + "=" + valid}, 204},
+		{"gate: no token", "GET", gateURL(show), "", map[string]string{"Authorization": "Bearer " + u1}, 401},
+		{"gate: no token, browser", "GET", gateURL(show), "", map[string]string{"Accept": "text/html"}, 401},
+		{"gate: another user's token", "GET", gateURL(show), "", map[string]string{"Authorization": "Bearer " + u2,
+			admission.Header: valid}, 403},
+		{"gate: revoked", "GET", gateURL(show), "", map[string]string{admission.Header: revoked}, 403},
+		{"gate: expired, browser", "GET", gateURL(show), "", map[string]string{"Accept": "text/html",
+			"Cookie": admission.CookieName(show) + "=" + issue("u1", show, now.Add(-time.Hour))}, 403},
+		{"gate: another show's token", "GET", gateURL(show), "", map[string]string{admission.Header: issue("u1", other, now)}, 403},
+		{"gate: queue off", "GET", gateURL(open), "", nil, 204},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

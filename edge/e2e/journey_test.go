@@ -181,4 +181,31 @@ func TestFanJourneyInBrowser(t *testing.T) {
 	if got := booking(b, aBooking); got != "404" {
 		t.Errorf("A's booking seen by B: %q", got)
 	}
+
+	// Checkout: A pays with the card that approves; B's first card is declined, B is told and pays with another
+	// within the hold. Both end on their tickets, and each ticket's QR code, decoded as a scanner would, is
+	// accepted at the door once.
+	typeCard(a, cardOK)
+	typeCard(b, cardDecline)
+	b.WaitFor("the decline", `document.getElementById("error").textContent.trim() !== ""`)
+	if got := b.Text(`document.getElementById("error").textContent`); !strings.Contains(strings.ToLower(got), "declined") {
+		t.Errorf("B's decline: %q", got)
+	}
+	if !strings.HasPrefix(b.Path(), "/checkout/") {
+		t.Fatalf("after a decline B is on %s", b.Path())
+	}
+	typeCard(b, cardOK)
+	for _, fb := range []struct {
+		f  *platformtest.Fan
+		id string
+	}{{a, aBooking}, {b, bBooking}} {
+		confirmed(t, fb.f, fb.id, 2)
+		srcs := fb.f.Text(`[...document.querySelectorAll("#tickets img")].map((i) => i.getAttribute("src")).join(" ")`)
+		for _, src := range strings.Fields(srcs) {
+			code := decodeQR(t, fb.f, src)
+			if first, again := checkIn(t, p, code), checkIn(t, p, code); first != 200 || again != 409 {
+				t.Errorf("%s: check-in of %s: %d then %d, want 200 then 409", fb.f.Name, src, first, again)
+			}
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/flashseat/flashseat/edge"
 	"github.com/flashseat/flashseat/edge/ratelimit"
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/session"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -117,12 +118,22 @@ func (s *Server) gate(c *fiber.Ctx) error {
 			return c.Next() // booking answers 400 for a hold without a show
 		}
 	}
+	if err := s.admit(ctx, c, show, raw, r.Write); err != nil {
+		return err
+	}
+	return c.Next()
+}
+
+// admit decides whether the request may reach show's protected routes: nil when the queue is off or the
+// admission token (raw, else the show's cookie) is valid for the caller. A write needs a user token; a read
+// without one (a browser following the waiting room's redirect) accepts the token for its own subject.
+func (s *Server) admit(ctx context.Context, c *fiber.Ctx, show, raw string, write bool) error {
 	if raw == "" {
 		raw = c.Cookies(admission.CookieName(show))
 	}
-	subject := user
+	subject := User(c)
 	if subject == "" {
-		if r.Write {
+		if write {
 			on, err := s.cfg.Gate.Enabled(ctx, show)
 			if err != nil {
 				return fmt.Errorf("%w: %v", edge.ErrUnavailable, err)
@@ -130,10 +141,8 @@ func (s *Server) gate(c *fiber.Ctx) error {
 			if on {
 				return edge.ErrUnauthenticated
 			}
-			return c.Next()
+			return nil
 		}
-		// Reading the seat map needs no user token, so a browser following the waiting room's redirect carries
-		// only its admission token: the token, verified, is then the credential for its own subject.
 		subject = unverifiedSubject(raw)
 	}
 	if _, err := s.cfg.Gate.Check(ctx, show, subject, raw); err != nil {
@@ -142,7 +151,39 @@ func (s *Server) gate(c *fiber.Ctx) error {
 		}
 		return fmt.Errorf("%w: %v", edge.ErrUnavailable, err)
 	}
-	return c.Next()
+	return nil
+}
+
+// gateCheck is GET /queue/{showId}/gate: the gate's answer for a show's protected reads, without the request
+// itself, for a CDN or an nginx auth_request in front of the edge. 204: pass (queue off, or a valid admission
+// token in the header or the show's cookie); 401: the queue is on and no token was sent; 403: the token was
+// refused (expired, revoked, another show's or user's, forged). It never redirects (auth_request reads only the
+// status), and no answer may be cached: admission and revocation change by the second.
+func (s *Server) gateCheck(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	show := c.Params("showId")
+	if show == "" || len(show) > 128 || strings.ContainsAny(show, "/?#%") {
+		return fmt.Errorf("%w: show id", edge.ErrBadRequest)
+	}
+	show = strings.Clone(show)
+	if s.cfg.Gate == nil {
+		return c.SendStatus(fiber.StatusNoContent)
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	defer cancel()
+	raw := c.Get(admission.Header)
+	err := s.admit(ctx, c, show, raw, false)
+	var refused *edge.AdmissionError
+	switch {
+	case err == nil:
+		return c.SendStatus(fiber.StatusNoContent)
+	case errors.As(err, &refused) && raw == "" && c.Cookies(admission.CookieName(show)) == "":
+		return edge.ErrUnauthenticated
+	case errors.As(err, &refused):
+		return problem.New(fiber.StatusForbidden, problem.QueueRequired, "The admission token was refused.").
+			With("queueUrl", edge.QueueURL(show)).With("showId", show)
+	}
+	return err
 }
 
 // verifyUnboundToken checks an admission token on a route that does not name its show (paying a booking):

@@ -99,6 +99,7 @@ func New(cfg Config) *Server {
 			s.log.Error("panic serving request", "panic", e, "path", c.Path(), "requestId", RequestID(c))
 		},
 	}), s.authenticate, s.limit, s.gate)
+	s.App.Get("/queue/:showId/gate", s.gateCheck)
 	s.App.Get("/healthz", s.healthz)
 	s.App.Get("/readyz", s.readyz)
 	// /metrics and pprof are on the operations address (OPS_ADDR, shared/ops), never on the public port.

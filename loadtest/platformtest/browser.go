@@ -101,16 +101,23 @@ const (
 	PhoneHeight = 844
 )
 
-// Fan opens a tab in a new browser context, in a phone-sized viewport, that gives up after timeout.
+// Fan opens a tab in a new browser context, in a phone-sized viewport, that gives up after timeout. It reports to
+// the test that started the browser; a subtest uses FanFor.
 func (b *Browser) Fan(name string, timeout time.Duration) *Fan {
 	b.t.Helper()
+	return b.FanFor(b.t, name, timeout)
+}
+
+// FanFor is Fan reporting to t (a subtest): the tab closes when t ends, and its failures are t's.
+func (b *Browser) FanFor(t testing.TB, name string, timeout time.Duration) *Fan {
+	t.Helper()
 	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
 	ctx, cancelT := context.WithTimeout(ctx, timeout)
-	f := &Fan{Name: name, Ctx: ctx, t: b.t}
+	f := &Fan{Name: name, Ctx: ctx, t: t}
 	console := chromedp.Console(ctx)
 	requests := chromedp.Events(ctx, network.RequestWillBeSent)
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(PhoneWidth, PhoneHeight, chromedp.EmulateMobile)); err != nil {
-		b.t.Fatalf("%s: viewport: %v", name, err)
+		t.Fatalf("%s: viewport: %v", name, err)
 	}
 	f.OnNewDocument(streamRecorder)
 	var wg sync.WaitGroup
@@ -142,16 +149,16 @@ func (b *Browser) Fan(name string, timeout time.Duration) *Fan {
 			f.mu.Unlock()
 		}
 	}()
-	b.t.Cleanup(func() {
+	t.Cleanup(func() {
 		cancelT()
 		cancel()
 		wg.Wait()
 		for _, p := range f.Problems() {
-			b.t.Errorf("%s: console: %s", name, p)
+			t.Errorf("%s: console: %s", name, p)
 		}
 		for _, u := range f.URLs() {
 			if TokenInURL(u) {
-				b.t.Errorf("%s: a token in a URL: %s", name, u)
+				t.Errorf("%s: a token in a URL: %s", name, u)
 			}
 		}
 	})

@@ -260,3 +260,26 @@ func TestSyncMarksComplete(t *testing.T) {
 		t.Fatalf("show without record: got %v %v, want NoRecord", p, err)
 	}
 }
+
+func TestPruneKeepsLiveAdmissions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rec := admpostgres.New(pgtest.New(t))
+	if err := rec.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := rec.AddGrants(ctx, []admission.Grant{
+		{ShowID: "s", JTI: "old", UserID: "u1", IssuedAt: now.Add(-49 * time.Hour), ExpiresAt: now.Add(-48 * time.Hour)},
+		{ShowID: "s", JTI: "live", UserID: "u2", IssuedAt: now, ExpiresAt: now.Add(time.Hour)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rec.Prune(ctx, now.Add(-24*time.Hour)); err != nil || n != 1 {
+		t.Fatalf("prune: %d, %v; want 1", n, err)
+	}
+	live, _, err := rec.Grants(ctx, "s", now)
+	if err != nil || len(live) != 1 || live[0].JTI != "live" {
+		t.Fatalf("after prune: %+v, %v", live, err)
+	}
+}

@@ -29,7 +29,12 @@ type Record interface {
 	RevokeJTI(ctx context.Context, show, jti string) (Grant, error)
 	// RevokeUser revokes every live admission of user to show and returns them (none: an empty slice).
 	RevokeUser(ctx context.Context, show, user string, now time.Time) ([]Grant, error)
+	// Prune forgets admissions that expired before before: an expired token is refused by its exp alone.
+	Prune(ctx context.Context, before time.Time) (int64, error)
 }
+
+// pruneAfter is how long an expired admission stays on record (for lookups and audits) before Prune drops it.
+const pruneAfter = 24 * time.Hour
 
 // Presence says what the cache knows of a show's queue.
 type Presence int
@@ -181,6 +186,10 @@ func (k *Keeper) Sync(ctx context.Context) error {
 	if err := k.cache.MarkSynced(ctx); err != nil {
 		return fmt.Errorf("admission: sync: %w", err)
 	}
+	// Every replica runs this; the DELETE is idempotent and touches only rows a day past their expiry.
+	if _, err := k.rec.Prune(ctx, k.now().Add(-pruneAfter)); err != nil {
+		return fmt.Errorf("admission: prune: %w", err)
+	}
 	return nil
 }
 
@@ -224,7 +233,11 @@ func (k *Keeper) Update(ctx context.Context, show string, fn func(Settings) (Set
 	}
 	ok, err := k.cache.Put(ctx, show, now, version)
 	if err == nil && !ok {
-		_, err = k.Restore(ctx, show)
+		// Nothing cached: restore the whole state, then put again, since a restore already in flight may have
+		// read the record before this change.
+		if _, err = k.Restore(ctx, show); err == nil {
+			_, err = k.cache.Put(ctx, show, now, version)
+		}
 	}
 	if err != nil {
 		// Recorded: the cache catches up at its next restore or sync. Until then this replica's answer is an

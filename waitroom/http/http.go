@@ -281,11 +281,12 @@ func (h *Handler) status(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p, err := h.svc.Status(c.UserContext(), show, user)
+	receipt := presentedReceipt(c, show)
+	p, err := h.svc.StatusWithReceipt(c.UserContext(), show, user, receipt)
 	if err != nil {
 		return err
 	}
-	p.Receipt = h.svc.Receipt(show, user, p, presentedReceipt(c, show))
+	p.Receipt = h.svc.Receipt(show, user, p, receipt)
 	return h.sendPlace(c, show, p)
 }
 

@@ -168,3 +168,121 @@ func TestLostSettingsNeverClose(t *testing.T) {
 		t.Fatalf("join after the loss: %+v, %v", p, err)
 	}
 }
+
+// TestStreamingFansKeepPlacesAfterLoss: fans streaming from a replica when Redis loses the whole queue are put
+// back at their tickets by that replica's next tick, without re-joining; a polling fan gets the place back with
+// the receipt on the next status.
+func TestStreamingFansKeepPlacesAfterLoss(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := client(t)
+	show := newShow(t, rdb)
+	configure(t, rdb, show, 0.001, 10, 600) // positions only
+	svc := newService(t, rdb, issuer(t), waitroom.Options{})
+	var watchers []*waitroom.Watcher
+	seqs := map[string]int64{}
+	for _, u := range users("st", 4) {
+		w, p, err := svc.Watch(ctx, show, u, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer svc.Unwatch(w)
+		watchers, seqs[u] = append(watchers, w), p.Seq
+	}
+	poller, err := svc.Join(ctx, show, "poller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Tick(ctx, show, false); err != nil {
+		t.Fatal(err)
+	}
+
+	rdb.Del(ctx, wrredis.Keys(show)...)
+	if _, err := svc.Tick(ctx, show, false); err != nil {
+		t.Fatalf("tick after the loss: %v", err)
+	}
+	got, err := wrredis.New(rdb).Seqs(ctx, show, users("st", 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u, seq := range seqs {
+		if got[u] != seq {
+			t.Fatalf("streaming fan %s back at ticket %d, want %d", u, got[u], seq)
+		}
+	}
+	for _, w := range watchers {
+		if u := w.Current(); u.Status != waitroom.Waiting || u.Position != seqs[w.User] {
+			t.Fatalf("stream of %s after the loss: %+v", w.User, u)
+		}
+	}
+	if _, err := svc.Status(ctx, show, "poller"); !errors.Is(err, waitroom.ErrNotInQueue) {
+		t.Fatalf("poller without receipt: got %v, want ErrNotInQueue", err)
+	}
+	p, err := svc.StatusWithReceipt(ctx, show, "poller", poller.Receipt)
+	if err != nil || p.Seq != poller.Seq || p.Position != poller.Position {
+		t.Fatalf("poller with receipt: %+v, %v; want ticket %d", p, err, poller.Seq)
+	}
+}
+
+// TestOpenStreamsSurviveALoss: fans whose event streams stay open while Redis loses the queue never re-join with
+// their receipt (their browser has no reason to reconnect). The replica holding their streams puts them back at
+// their tickets at its next heartbeat flush, so the line keeps its order and moves on.
+func TestOpenStreamsSurviveALoss(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rdb := client(t)
+	show := newShow(t, rdb)
+	configure(t, rdb, show, 1000, 1, 600)
+	svc := newService(t, rdb, issuer(t), waitroom.Options{Tick: 20 * time.Millisecond, HeartbeatEvery: 50 * time.Millisecond})
+
+	fans := users("s", 6)
+	seqs := map[string]int64{}
+	for _, u := range fans {
+		w, p, err := svc.Watch(ctx, show, u, "")
+		if err != nil || p.Seq <= 0 {
+			t.Fatalf("watch %s: %+v, %v", u, p, err)
+		}
+		defer svc.Unwatch(w)
+		seqs[u] = p.Seq
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = svc.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	admitted := func() (first string) {
+		for _, u := range fans {
+			if p, err := svc.Inspect(ctx, show, u); err == nil && p.Status == waitroom.Admitted {
+				return u
+			}
+		}
+		return ""
+	}
+	var first string
+	for deadline := time.Now().Add(5 * time.Second); first == ""; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("nobody admitted")
+		}
+		first = admitted()
+	}
+
+	if err := rdb.Del(ctx, wrredis.Keys(show)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Every fan still waiting is back at its own ticket, without joining again itself.
+	for _, u := range fans {
+		if u == first {
+			continue
+		}
+		var p waitroom.Place
+		var err error
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if p, err = svc.Inspect(ctx, show, u); err == nil && p.Seq == seqs[u] {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("fan %s after the loss: %+v, %v; want back at ticket %d", u, p, err, seqs[u])
+			}
+		}
+	}
+}

@@ -294,19 +294,22 @@ func (s *Store) Seqs(ctx context.Context, show string, users []string) (map[stri
 }
 
 // Touch implements waitroom.Store, in chunks so no single script runs long.
-func (s *Store) Touch(ctx context.Context, show string, users []string) error {
+func (s *Store) Touch(ctx context.Context, show string, users []string) ([]string, error) {
+	var missing []string
 	for len(users) > 0 {
 		n := min(len(users), 1000)
 		args := make([]any, n)
 		for i, u := range users[:n] {
 			args[i] = u
 		}
-		if err := touchScript.Run(ctx, s.rdb, []string{Heartbeat(show)}, args...).Err(); err != nil {
-			return storeErr("touch", err)
+		r, err := touchScript.Run(ctx, s.rdb, []string{Heartbeat(show)}, args...).StringSlice()
+		if err != nil {
+			return missing, storeErr("touch", err)
 		}
+		missing = append(missing, r...)
 		users = users[n:]
 	}
-	return nil
+	return missing, nil
 }
 
 // Seed implements waitroom.Store: SETNX makes the first seed the only one.

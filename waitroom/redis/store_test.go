@@ -351,7 +351,7 @@ func TestExpiredGrantFreesSlot(t *testing.T) {
 			if _, err := svc.Status(ctx, show, "e2"); err != nil { // still waiting, heartbeat by polling
 				t.Fatal(err)
 			}
-			if err := wrredis.New(rdb).Touch(ctx, show, []string{"e2"}); err != nil {
+			if _, err := wrredis.New(rdb).Touch(ctx, show, []string{"e2"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -376,7 +376,7 @@ func TestAbandonedSkipped(t *testing.T) {
 		}
 	}
 	time.Sleep(2500 * time.Millisecond)
-	if err := store.Touch(ctx, show, []string{"stay1", "stay2"}); err != nil { // their streams are open
+	if _, err := store.Touch(ctx, show, []string{"stay1", "stay2"}); err != nil { // their streams are open
 		t.Fatal(err)
 	}
 	if _, err := svc.Tick(ctx, show, false); err != nil { // starts the tick clock

@@ -230,3 +230,12 @@ func (r *Record) RevokeUser(ctx context.Context, show, user string, now time.Tim
 	}
 	return gs, nil
 }
+
+// Prune implements admission.Record.
+func (r *Record) Prune(ctx context.Context, before time.Time) (int64, error) {
+	tag, err := r.pool.Exec(ctx, `DELETE FROM queue_grants WHERE expires_at < $1`, before)
+	if err != nil {
+		return 0, fmt.Errorf("admission/postgres: prune: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
