@@ -47,6 +47,11 @@ func TestStoresUnreachable(t *testing.T) {
 		{"POST", "/api/v1/shows/" + live.Show.ID + "/waitlist", fan, `{"seats":1}`, ""},
 		{"GET", "/admin/v1/shows/" + live.Show.ID + "/stats", adminToken, "", "postgres"},
 		{"POST", "/admin/v1/events", adminToken, `{"title":"Gig","kind":"concert","durationMinutes":90}`, "postgres"},
+		{"GET", "/admin/v1/stats", adminToken, "", "both"},
+		{"GET", "/admin/v1/audit", adminToken, "", "postgres"},
+		{"PATCH", "/admin/v1/shows/" + live.Show.ID, adminToken, `{"saleStartsAt":"2020-01-01T00:00:00Z"}`, "postgres"},
+		{"POST", "/admin/v1/shows/" + live.Show.ID + "/close", adminToken, "", "postgres"},
+		{"GET", "/admin/v1/users/fan-outage/bookings", adminToken, "", "postgres"},
 	}
 	cases := []struct {
 		name string

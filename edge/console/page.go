@@ -53,7 +53,7 @@ func (con *Console) asset(c *fiber.Ctx) error {
 // secureHeaders keep the console to its own origin: no framing (clickjacking a control), no scripts or
 // connections elsewhere.
 func (con *Console) secureHeaders(c *fiber.Ctx) {
-	c.Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+	c.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 	c.Set("X-Frame-Options", "DENY")
 	c.Set("Referrer-Policy", "same-origin")
 	c.Set("X-Content-Type-Options", "nosniff")

@@ -60,6 +60,7 @@ type Show struct {
 // QueueSettings is the body of PUT /admin/v1/shows/{id}/queue; GET adds the counters.
 type QueueSettings struct {
 	Enabled         bool    `json:"enabled"`
+	Paused          bool    `json:"paused"`
 	AdmitPerSecond  float64 `json:"admitPerSecond"`
 	MaxActive       int     `json:"maxActive"`
 	TokenTTLSeconds int     `json:"tokenTtlSeconds"`

@@ -78,7 +78,11 @@ function startLive() {
   live.onopen = () => { $('status').textContent = 'Live: figures update every second.'; };
   live.onerror = async () => {
     $('status').textContent = 'Reconnecting to live figures…';
-    try { await api('GET', '/admin/session'); } catch (e) { /* signedOut already ran on 401 */ }
+    try {
+      await api('GET', '/admin/session');
+    } catch (e) {
+      if (e.status === 401) signedOut('Your session has ended; sign in again.');
+    }
   };
 }
 
