@@ -86,6 +86,8 @@ type Relay struct {
 	kick  chan struct{}
 	// Keep is how long published rows stay in the outbox; set before Run.
 	Keep time.Duration
+	// OnRelayed is told how many events each pass published (metrics); nil is fine. Set before Run.
+	OnRelayed func(n int)
 }
 
 // NewRelay returns a relay polling every every (default 100ms).
@@ -159,6 +161,9 @@ func (r *Relay) Pass(ctx context.Context) (int, error) {
 	})
 	if err == nil {
 		err = pubErr
+	}
+	if n > 0 && r.OnRelayed != nil {
+		r.OnRelayed(n)
 	}
 	return n, err
 }

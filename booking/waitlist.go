@@ -108,6 +108,10 @@ type WaitlistConfig struct {
 	SweepEvery time.Duration
 	Signal     WaitlistSignal // nil: no live signal
 	Logger     *slog.Logger
+	// OnOffer is told of every offer made, and OnOfferEnd of every offer ended (ACCEPTED or LAPSED), for
+	// metrics; nil is fine.
+	OnOffer    func()
+	OnOfferEnd func(WaitlistStatus)
 }
 
 // Waitlist lets fans of a sold-out show queue for seats that come back (expired or cancelled holds, refunds) and

@@ -32,6 +32,11 @@ const offerRounds = 64
 
 // Offer makes every offer the show's free seats allow now. It returns the offers made.
 func (w *Waitlist) Offer(ctx context.Context, showID string) ([]WaitlistEntry, error) {
+	// Most shows whose seats come back have nobody waiting: find out before taking the lock (a connection and a
+	// round trip of its own). Under the lock the line is read again.
+	if line, err := w.store.InLine(ctx, showID); err != nil || len(line) == 0 {
+		return nil, err
+	}
 	unlock, err := w.store.LockOffers(ctx, showID)
 	if err != nil {
 		return nil, err
@@ -42,6 +47,7 @@ func (w *Waitlist) Offer(ctx context.Context, showID string) ([]WaitlistEntry, e
 		return nil, err
 	}
 	var made []WaitlistEntry
+	conflicts := 0
 	for range offerRounds {
 		line, err := w.store.InLine(ctx, showID)
 		if err != nil || len(line) == 0 {
@@ -60,7 +66,17 @@ func (w *Waitlist) Offer(ctx context.Context, showID string) ([]WaitlistEntry, e
 		b, err := w.svc.HoldOffer(ctx, e.UserID, showID, seats, w.cfg.OfferTTL, e.Language)
 		switch {
 		case IsConflict(err):
-			// A fresh hold took a seat between the read and the claim: look again.
+			// A fresh hold took a seat between the read and the claim, or this process's seat snapshot has not
+			// heard yet that it came back (it refuses for at most alternativesMaxAge): look again shortly, a few
+			// times; the next event or the sweep tries after that.
+			if conflicts++; conflicts > 5 {
+				return made, nil
+			}
+			select {
+			case <-ctx.Done():
+				return made, ctx.Err()
+			case <-time.After(time.Duration(conflicts) * alternativesMaxAge / 2):
+			}
 			continue
 		case errors.Is(err, ErrTooManySeats), errors.Is(err, ErrSaleNotOpen):
 			// The fan holds other seats of the show up to the cap, or the sale ended: no offer now.
@@ -85,6 +101,9 @@ func (w *Waitlist) Offer(ctx context.Context, showID string) ([]WaitlistEntry, e
 		}
 		e.Status, e.Offer = WaitlistOffered, &WaitlistOffer{BookingID: b.ID, SeatIDs: b.SeatIDs, ExpiresAt: b.ExpiresAt}
 		made = append(made, e)
+		if w.cfg.OnOffer != nil {
+			w.cfg.OnOffer()
+		}
 		w.log.InfoContext(ctx, "waitlist offer", "show", showID, "entry", e.ID, "booking", b.ID, "seats", len(seats))
 		w.signal(ctx, showID, e.UserID)
 	}
@@ -201,6 +220,9 @@ func (w *Waitlist) endOffer(ctx context.Context, bookingID string, to WaitlistSt
 		return err
 	}
 	w.log.InfoContext(ctx, "waitlist offer ended", "show", e.ShowID, "entry", e.ID, "booking", bookingID, "status", to)
+	if w.cfg.OnOfferEnd != nil {
+		w.cfg.OnOfferEnd(to)
+	}
 	w.signal(ctx, e.ShowID, e.UserID)
 	return nil
 }

@@ -327,8 +327,13 @@ func checkPodSpec(t *testing.T, d *appsv1.Deployment) {
 			t.Errorf("%s: no memory limit", where)
 		}
 		gomem := false
+		seen := map[string]bool{}
 		for _, e := range c.Env {
 			gomem = gomem || e.Name == "GOMEMLIMIT"
+			if seen[e.Name] {
+				t.Errorf("%s: %s is set twice (the later wins, silently)", where, e.Name)
+			}
+			seen[e.Name] = true
 		}
 		if !gomem {
 			t.Errorf("%s: no GOMEMLIMIT", where)

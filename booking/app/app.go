@@ -122,7 +122,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	}
 	defer pays.Close() // after the workers below: sagas still in flight stop where they are, for the next start
 
-	ev, err := newEventing(cfg, svc, pg, rdb, log)
+	ev, err := newEventing(cfg, svc, pg, rdb, reg, log)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/booking"
@@ -97,22 +99,81 @@ type eventing struct {
 	contacts     *booking.Contacts
 }
 
-func newEventing(cfg Config, svc *booking.Service, store *postgres.Store, rdb goredis.UniversalClient, log *slog.Logger) (*eventing, error) {
+func newEventing(cfg Config, svc *booking.Service, store *postgres.Store, rdb goredis.UniversalClient,
+	reg prometheus.Registerer, log *slog.Logger) (*eventing, error) {
+	m := newEventMetrics()
+	if reg != nil {
+		if err := m.register(reg); err != nil {
+			return nil, err
+		}
+	}
 	fans, err := newFans(cfg, svc, store, log)
 	if err != nil {
 		return nil, err
 	}
+	if fans != nil {
+		fans.OnSent = func(kind string, err error) { m.notifications.WithLabelValues(kind, outcome(err)).Inc() }
+	}
 	relay := booking.NewRelay(store, newStream(cfg, rdb), cfg.Events.RelayInterval, log)
 	relay.Keep = cfg.Events.OutboxKeep
+	relay.OnRelayed = func(n int) { m.relayed.Add(float64(n)) }
 	return &eventing{cfg: cfg, rdb: rdb, log: log, fans: fans, contacts: booking.NewContacts(store),
 		relay: relay,
 		waitlist: booking.NewWaitlist(svc, store, booking.WaitlistConfig{OfferTTL: cfg.Waitlist.OfferTTL,
 			PassLimit: cfg.Waitlist.PassLimit, SweepEvery: cfg.Waitlist.SweepEvery,
-			Signal: redis.NewWaitlistSignal(rdb), Logger: log}),
+			Signal: redis.NewWaitlistSignal(rdb), Logger: log,
+			OnOffer:    func() { m.offers.WithLabelValues("OFFERED").Inc() },
+			OnOfferEnd: func(s booking.WaitlistStatus) { m.offers.WithLabelValues(string(s)).Inc() }}),
 		waitlistFeed: redis.NewWaitlistHub(rdb),
 		webhooks: webhook.New(store, webhook.Config{Timeout: cfg.Webhooks.Timeout, MaxAttempts: cfg.Webhooks.MaxAttempts,
-			RetryBase: cfg.Webhooks.RetryBase, Logger: log}),
+			RetryBase: cfg.Webhooks.RetryBase, Logger: log, OnAttempt: func(r webhook.Result) {
+				switch {
+				case r.OK:
+					m.webhooks.WithLabelValues("delivered").Inc()
+				case r.GiveUp:
+					m.webhooks.WithLabelValues("failed").Inc()
+				default:
+					m.webhooks.WithLabelValues("retry").Inc()
+				}
+			}}),
 	}, nil
+}
+
+// eventMetrics count what the event stream's workers do.
+type eventMetrics struct {
+	relayed       prometheus.Counter
+	offers        *prometheus.CounterVec
+	webhooks      *prometheus.CounterVec
+	notifications *prometheus.CounterVec
+}
+
+func newEventMetrics() *eventMetrics {
+	return &eventMetrics{
+		relayed: prometheus.NewCounter(prometheus.CounterOpts{Name: "booking_events_relayed_total",
+			Help: "Outbox events appended to the event stream by this replica."}),
+		offers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "booking_waitlist_offers_total",
+			Help: "Waitlist offers by what happened: OFFERED (made), ACCEPTED, LAPSED."}, []string{"status"}),
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "booking_webhook_attempts_total",
+			Help: "Operator webhook delivery attempts by outcome: delivered, retry, failed (gave up)."}, []string{"outcome"}),
+		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "booking_notifications_total",
+			Help: "Fan notifications by kind and outcome: sent, unreachable (no notifier applies), error."},
+			[]string{"kind", "outcome"}),
+	}
+}
+
+func (m *eventMetrics) register(reg prometheus.Registerer) error {
+	return errors.Join(reg.Register(m.relayed), reg.Register(m.offers), reg.Register(m.webhooks),
+		reg.Register(m.notifications))
+}
+
+func outcome(err error) string {
+	switch {
+	case err == nil:
+		return "sent"
+	case errors.Is(err, notify.ErrNoAddress):
+		return "unreachable"
+	}
+	return "error"
 }
 
 // Consumer groups of the event stream.

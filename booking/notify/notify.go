@@ -81,6 +81,8 @@ type Fans struct {
 	log       *slog.Logger
 	text      map[string]*texttemplate.Template
 	html      map[string]*htmltemplate.Template
+	// OnSent is told each notification's kind and outcome (metrics); nil is fine. Set before use.
+	OnSent func(kind string, err error)
 }
 
 // New returns Fans sending through notifiers.
@@ -157,6 +159,9 @@ func (f *Fans) HandleEvent(ctx context.Context, e booking.LifecycleEvent) error 
 	m, err := f.compose(ctx, e, kind, p)
 	if err == nil {
 		err = f.send(ctx, m)
+	}
+	if f.OnSent != nil {
+		f.OnSent(kind, err)
 	}
 	if ferr := f.store.FinishNotification(context.WithoutCancel(ctx), e.ID, err); ferr != nil {
 		return errors.Join(err, ferr)

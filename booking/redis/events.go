@@ -102,13 +102,17 @@ func (c *Consumer) EnsureGroup(ctx context.Context) error {
 // Run consumes until ctx ends: each round first takes over entries idle too long (another consumer's, or its
 // own failures'), then reads new ones. Redis errors are retried after a pause (a lost group is recreated).
 func (c *Consumer) Run(ctx context.Context, h Handler) {
+	var logged time.Time
 	for ctx.Err() == nil {
 		err := c.EnsureGroup(ctx)
 		if err == nil {
 			err = c.Round(ctx, h)
 		}
 		if err != nil && ctx.Err() == nil {
-			c.log.WarnContext(ctx, "event consumer", "err", err)
+			if time.Since(logged) > 30*time.Second { // an outage fails every round: say so now and then
+				c.log.WarnContext(ctx, "event consumer", "err", err)
+				logged = time.Now()
+			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):

@@ -113,6 +113,9 @@ type Config struct {
 	Client      *http.Client  // default one with Timeout
 	Now         func() time.Time
 	Logger      *slog.Logger
+	// OnAttempt is told the result of every delivery attempt (metrics): delivered, failed for good, or to be
+	// retried; nil is fine.
+	OnAttempt func(Result)
 }
 
 // Service manages endpoints and sends deliveries.
@@ -297,6 +300,9 @@ func (s *Service) Send(ctx context.Context) int {
 			defer wg.Done()
 			defer func() { <-sem }()
 			r := s.attempt(ctx, d)
+			if s.cfg.OnAttempt != nil {
+				s.cfg.OnAttempt(r)
+			}
 			if err := s.store.Record(context.WithoutCancel(ctx), d.ID, r); err != nil {
 				s.log.WarnContext(ctx, "webhooks: record attempt", "delivery", d.ID, "err", err)
 			}

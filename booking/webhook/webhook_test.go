@@ -80,7 +80,18 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestWebhookDeliveries(t *testing.T) {
 	t.Parallel()
 	store := postgres.New(pgtest.New(t))
-	svc := webhook.New(store, webhook.Config{RetryBase: 50 * time.Millisecond, MaxAttempts: 3, PollEvery: 20 * time.Millisecond})
+	var delivered, retried, gaveUp atomic.Int64
+	svc := webhook.New(store, webhook.Config{RetryBase: 50 * time.Millisecond, MaxAttempts: 3, PollEvery: 20 * time.Millisecond,
+		OnAttempt: func(r webhook.Result) {
+			switch {
+			case r.OK:
+				delivered.Add(1)
+			case r.GiveUp:
+				gaveUp.Add(1)
+			default:
+				retried.Add(1)
+			}
+		}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go svc.Run(ctx)
@@ -173,6 +184,11 @@ func TestWebhookDeliveries(t *testing.T) {
 	time.Sleep(150 * time.Millisecond)
 	if all.count() != 5 {
 		t.Fatalf("a deleted endpoint got %d deliveries, want still 5", all.count())
+	}
+	// The metrics hook saw every attempt: ob_4's two failures, ob_5's two retries and its giving up.
+	if retried.Load() != 4 || gaveUp.Load() != 1 || delivered.Load() < 7 {
+		t.Errorf("attempts seen: %d delivered, %d to retry, %d given up; want at least 7, 4 and 1",
+			delivered.Load(), retried.Load(), gaveUp.Load())
 	}
 	eps, _ := svc.Endpoints(ctx)
 	if len(eps) != 2 {

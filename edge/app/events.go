@@ -27,7 +27,8 @@ func (l *loader) events(cfg *Config) {
 }
 
 // queueEvents appends a queue event to the stream when a show's queue changes phase: queue.opened (admitting),
-// queue.sold_out (no seat free or held: admission stops), queue.closed (the operator switched the queue off). The
+// queue.paused (the operator paused admission; fans keep their places), queue.sold_out (no seat free or held:
+// admission stops), queue.closed (the operator switched the queue off). The
 // waiting room has no outbox; a transition is announced by the one replica that records it first in Redis
 // (SET ... GET on a key of the show), with the dedupe id q_<show>_<type>_<tick time in ms>. A replica that dies
 // between recording and appending loses that event: at most once, unlike booking's events.
@@ -47,6 +48,7 @@ func newQueueEvents(rdb redis.UniversalClient, cfg eventstream.Config, log *slog
 // queueEventTypes maps a phase to its event; phases before the opening have none.
 var queueEventTypes = map[waitroom.Phase]string{
 	waitroom.PhaseOpen:    "queue.opened",
+	waitroom.PhasePaused:  "queue.paused",
 	waitroom.PhaseSoldOut: "queue.sold_out",
 	waitroom.PhaseClosed:  "queue.closed",
 }

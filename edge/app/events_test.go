@@ -15,8 +15,8 @@ import (
 	"github.com/flashseat/flashseat/shared/rediskey"
 )
 
-// TestQueueEvents: two edge replicas tick a show's queue; when it opens and when it sells out, one queue event of
-// each is appended to the event stream (not one per replica), each with its dedupe id and the show.
+// TestQueueEvents: two edge replicas tick a show's queue; when it opens, is paused, resumes and sells out, one
+// queue event of each is appended to the event stream (not one per replica), each with its dedupe id and the show.
 func TestQueueEvents(t *testing.T) {
 	t.Parallel()
 	rdb := testRedis(t)
@@ -74,10 +74,23 @@ func TestQueueEvents(t *testing.T) {
 		return evs
 	}
 	waitTypes("queue.opened")
+	pause := func(p bool) {
+		t.Helper()
+		admissiontest.SetSettings(t, rdb, show, admission.Settings{Enabled: true, Paused: p, AdmitPerSecond: 1,
+			MaxActive: 1, TokenTTLSeconds: 60})
+	}
+	pause(true)
+	waitTypes("queue.opened", "queue.paused")
+	pause(false)
+	waitTypes("queue.opened", "queue.paused", "queue.opened")
 	rdb.HSet(ctx, rediskey.ShowInfo(show), rediskey.InfoAvailable, 0, rediskey.InfoHeld, 0)
 	rdb.Publish(ctx, rediskey.AvailabilityEvents, show)
-	evs := waitTypes("queue.opened", "queue.sold_out")
-	if evs[0].ID == evs[1].ID {
-		t.Fatalf("two events share the dedupe id %s", evs[0].ID)
+	evs := waitTypes("queue.opened", "queue.paused", "queue.opened", "queue.sold_out")
+	seen := map[string]bool{}
+	for _, e := range evs {
+		if seen[e.ID] {
+			t.Fatalf("two events share the dedupe id %s", e.ID)
+		}
+		seen[e.ID] = true
 	}
 }

@@ -53,9 +53,13 @@ func start(tb testing.TB, edgeEnv map[string]string) *platform {
 		tb.Fatal(err)
 	}
 	issuer := token.NewIssuer(key)
+	// An event stream of its own: consumer groups of other tests' bookings must not take this one's events.
+	stream := "{flashseat:events-test}:" + uuid.NewString()
+	tb.Cleanup(func() { rdb.Del(context.Background(), stream) })
 	bcfg, err := bookingapp.LoadConfig(func(k string) string {
 		return map[string]string{"BOOKING_ADDR": "127.0.0.1:0", "DATABASE_URL": dbURL, "AUTH_SECRET": secret,
-			"SEED_DEMO": "true", "ADMIN_TOKEN": "adm_e2e_e2e_e2e_e2e_e2e", "LOG_LEVEL": "error"}[k]
+			"SEED_DEMO": "true", "ADMIN_TOKEN": "adm_e2e_e2e_e2e_e2e_e2e", "LOG_LEVEL": "error",
+			"EVENTS_STREAM": stream}[k]
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -68,7 +72,7 @@ func start(tb testing.TB, edgeEnv map[string]string) *platform {
 	})
 
 	env := map[string]string{"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": booking, "ADMISSION_SIGNING_KEY": seed,
-		"AUTH_SECRET": secret, "DATABASE_URL": dbURL, "OPS_ADDR": "127.0.0.1:0"}
+		"AUTH_SECRET": secret, "DATABASE_URL": dbURL, "OPS_ADDR": "127.0.0.1:0", "EVENTS_STREAM": stream}
 	for k, v := range edgeEnv {
 		env[k] = v
 	}

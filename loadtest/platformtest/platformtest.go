@@ -13,12 +13,15 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
 	"strconv"
 	"testing"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	bookingapp "github.com/flashseat/flashseat/booking/app"
 	"github.com/flashseat/flashseat/booking/payment/sim"
@@ -107,6 +110,14 @@ func Start(t testing.TB, opts Options) *Platform {
 	})
 	p.PaymentURL = "http://" + loopback(payAddr)
 
+	stream := "{flashseat:events-test}:" + strconv.FormatInt(time.Now().UnixNano(), 36) + strconv.Itoa(rand.Int())
+	t.Cleanup(func() {
+		if opt, err := goredis.ParseURL(redisURL); err == nil {
+			rdb := goredis.NewClient(opt)
+			rdb.Del(context.Background(), stream)
+			rdb.Close()
+		}
+	})
 	bookingDB := dbURL
 	if opts.MaxConns > 0 {
 		bookingDB = withParam(dbURL, "pool_max_conns", strconv.Itoa(opts.MaxConns))
@@ -118,6 +129,8 @@ func Start(t testing.TB, opts Options) *Platform {
 		"PAYMENT_GATEWAY_URL": p.PaymentURL, "PAYMENT_WEBHOOK_SECRET": webhookSecret,
 		"TICKET_SIGNING_KEY": base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)),
 		"LOG_LEVEL":          "warn",
+		// An event stream of its own on the shared Redis: other platforms' consumer groups must not take its events.
+		"EVENTS_STREAM": stream,
 	}
 	maps.Copy(env, opts.Booking)
 	bcfg, err := bookingapp.LoadConfig(getenv(env))
@@ -135,7 +148,7 @@ func Start(t testing.TB, opts Options) *Platform {
 	eenv := map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": p.BookingURL, "REDIS_URL": redisURL, "DATABASE_URL": dbURL,
 		"AUTH_SECRET": p.AuthSecret, "ADMIN_TOKEN": p.AdminToken, "ADMISSION_SIGNING_KEY": token.EncodeSeed(key),
-		"ADMISSION_KEY_ID": key.ID,
+		"ADMISSION_KEY_ID": key.ID, "EVENTS_STREAM": stream,
 	}
 	maps.Copy(eenv, opts.Edge)
 	ecfg, err := edgeapp.LoadConfig(getenv(eenv))

@@ -42,6 +42,7 @@ function signedIn(s) {
   $('token').value = '';
   startLive();
   loadAudit();
+  loadHooks();
 }
 
 function signedOut(msg) {
@@ -376,6 +377,60 @@ async function loadAudit() {
   }
 }
 $('audit-refresh').addEventListener('click', loadAudit);
+
+// ---- webhooks: endpoints per show or for all, their deliveries, replay ----
+async function loadHooks() {
+  try {
+    const r = await api('GET', '/admin/v1/webhooks');
+    $('hooks').replaceChildren(...r.webhooks.map((h) => el('li', {}, `${h.url} (${h.showId || 'every show'}) `,
+      el('button', { type: 'button', text: 'Deliveries', 'aria-label': `Deliveries to ${h.url}`, onclick: () => loadDeliveries(h) }), ' ',
+      el('button', { type: 'button', text: 'Delete', 'aria-label': `Delete the webhook to ${h.url}`, onclick: () => hookAct(async () => {
+        await api('DELETE', `/admin/v1/webhooks/${encodeURIComponent(h.id)}`);
+        $('deliveries-h').hidden = true;
+        $('deliveries').replaceChildren();
+      }) }))));
+  } catch (e) {
+    $('hook-error').textContent = `The webhooks could not be read: ${e.message}`;
+  }
+}
+
+async function hookAct(f) {
+  $('hook-error').textContent = '';
+  try { await f(); } catch (e) { $('hook-error').textContent = e.message; }
+  await loadHooks();
+}
+
+async function loadDeliveries(h) {
+  $('hook-error').textContent = '';
+  try {
+    const r = await api('GET', `/admin/v1/webhooks/${encodeURIComponent(h.id)}/deliveries?limit=20`);
+    $('deliveries-h').textContent = `Deliveries to ${h.url}`;
+    $('deliveries-h').hidden = false;
+    $('deliveries').replaceChildren(...r.deliveries.map((d) => el('li', {},
+      `${d.createdAt} ${d.eventType} (${d.eventId}): ${d.status} after ${d.attempts} attempt(s)` +
+      `${d.lastStatus ? `, last answer ${d.lastStatus}` : ''}${d.lastError ? `: ${d.lastError}` : ''} `,
+      el('button', { type: 'button', text: 'Replay', 'aria-label': `Replay ${d.eventType} ${d.eventId}`, onclick: async () => {
+        try {
+          await api('POST', `/admin/v1/webhooks/${encodeURIComponent(h.id)}/deliveries/${encodeURIComponent(d.id)}/replay`);
+          $('hook-result').textContent = `Replaying ${d.eventType} ${d.eventId}.`;
+        } catch (e) { $('hook-error').textContent = e.message; }
+        loadDeliveries(h);
+      } }))));
+  } catch (e) {
+    $('hook-error').textContent = `The deliveries could not be read: ${e.message}`;
+  }
+}
+
+$('hook-form').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const body = { url: $('hook-url').value };
+  if ($('hook-show').value.trim()) body.showId = $('hook-show').value.trim();
+  hookAct(async () => {
+    const r = await api('POST', '/admin/v1/webhooks', body);
+    $('hook-result').textContent = `Registered. Its signing secret, shown this once: ${r.secret}`;
+    $('hook-form').reset();
+  });
+});
 
 // ---- start ----
 api('GET', '/admin/session').then(signedIn, () => signedOut(''));

@@ -1,0 +1,66 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flashseat/flashseat/loadtest/platformtest"
+)
+
+// TestConsoleWebhooksInBrowser: an operator signs in to the console, registers a webhook for every show and is
+// shown its secret once; a fan's hold reaches the endpoint; the operator opens its deliveries, sees the delivery,
+// replays it (the endpoint receives it again) and deletes the webhook.
+func TestConsoleWebhooksInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser")
+	}
+	p := start(t, map[string]string{"ADMIN_TOKEN": adminToken})
+	var got atomic.Int64
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Flashseat-Signature") != "" {
+			got.Add(1)
+		}
+	}))
+	defer recv.Close()
+
+	op := platformtest.NewBrowser(t).Fan("operator", 90*time.Second)
+	op.AllowMissing("/favicon.ico") // the console has no icon of its own (not this test's concern)
+	op.Go(p.edge + "/admin")
+	op.JS(`document.getElementById("token").value = "` + adminToken + `"; document.getElementById("opname").value = "ana";` +
+		`document.querySelector("#signin-form button[type=submit]").click()`)
+	op.WaitFor("the console", `!document.getElementById("app").hidden`)
+	op.JS(`document.getElementById("hook-url").value = "` + recv.URL + `/hook";` +
+		`document.querySelector("#hook-form button[type=submit]").click()`)
+	op.WaitFor("the webhook listed", `document.querySelectorAll("#hooks li").length === 1`)
+	if res := op.Text(`document.getElementById("hook-result").textContent`); !strings.Contains(res, "whsec_") {
+		t.Errorf("registration result %q, want the secret shown once", res)
+	}
+
+	_, tok := guest(t, p)
+	hold := fmt.Sprintf(`{"showId":%q,"seatIds":["C3"]}`, p.show)
+	if status, b := send(t, "POST", p.edge+"/api/v1/bookings/hold", hold, map[string]string{"Authorization": "Bearer " + tok}); status != 201 {
+		t.Fatalf("hold: %d %s", status, b)
+	}
+	for deadline := time.Now().Add(15 * time.Second); got.Load() == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the hold's event never reached the webhook")
+		}
+	}
+
+	deliveries := `document.querySelector('#hooks button[aria-label^="Deliveries"]').click()`
+	op.JS(deliveries)
+	op.WaitFor("the delivery listed", `[...document.querySelectorAll("#deliveries li")].some((li) => /booking\.held .*DELIVERED/.test(li.textContent))`)
+	op.JS(`document.querySelector('#deliveries button[aria-label^="Replay booking.held"]').click()`)
+	for deadline := time.Now().Add(15 * time.Second); got.Load() < 2; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the replay never reached the webhook")
+		}
+	}
+	op.JS(`document.querySelector('#hooks button[aria-label^="Delete"]').click()`)
+	op.WaitFor("the webhook gone", `document.querySelectorAll("#hooks li").length === 0`)
+}
