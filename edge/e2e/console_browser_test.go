@@ -26,7 +26,7 @@ func TestOperatorConsoleInBrowser(t *testing.T) {
 	ctx := context.Background()
 	title := "Hayavadana " + uuid.NewString()[:6]
 	show := newShow(t, c, showSpec{title: title, saleIn: -time.Minute})
-	op := platformtest.NewBrowser(t).Fan("operator", 3*time.Minute)
+	op := platformtest.NewBrowser(t).Fan("operator", 6*time.Minute)
 	card := `document.querySelector('article[data-show="` + show + `"]')`
 	fig := func(name string) string { return card + `.querySelector('[data-f="` + name + `"]').textContent` }
 	set := func(sel, v string) {

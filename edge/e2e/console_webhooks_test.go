@@ -28,7 +28,7 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	}))
 	defer recv.Close()
 
-	op := platformtest.NewBrowser(t).Fan("operator", 90*time.Second)
+	op := platformtest.NewBrowser(t).Fan("operator", 4*time.Minute)
 	op.AllowMissing("/favicon.ico") // the console has no icon of its own (not this test's concern)
 	op.Go(p.edge + "/admin")
 	op.JS(`document.getElementById("token").value = "` + adminToken + `"; document.getElementById("opname").value = "ana";` +

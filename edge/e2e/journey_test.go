@@ -91,7 +91,7 @@ func TestFanJourneyInBrowser(t *testing.T) {
 	title := "Tughlaq " + uuid.NewString()[:6]
 	show := newShow(t, c, showSpec{title: title, saleIn: -time.Minute, queue: true, admitRate: 1})
 	br := platformtest.NewBrowser(t)
-	a, b := br.Fan("fan A", 3*time.Minute), br.Fan("fan B", 3*time.Minute)
+	a, b := br.Fan("fan A", 6*time.Minute), br.Fan("fan B", 6*time.Minute)
 
 	// Fan A: home, the show's link, the queue (the edge sends a browser without admission there), the seats.
 	a.Go(p.BaseURL + "/")

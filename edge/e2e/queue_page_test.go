@@ -196,7 +196,7 @@ func TestQueuePageKeepsThePlaceWhenRedisIsDown(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fan := platformtest.NewBrowser(t).Fan("fan", 90*time.Second)
+	fan := platformtest.NewBrowser(t).Fan("fan", 4*time.Minute)
 	fan.Go(p.BaseURL + "/queue/" + show)
 	fan.WaitFor("waiting", `!document.getElementById("waiting").hidden && document.getElementById("position").textContent !== "…"`)
 	r.Kill()
