@@ -15,6 +15,10 @@ const (
 	ClassAPI   Class = iota // the booking API and pages behind the edge
 	ClassQueue              // the waiting room: /queue/..., its JWKS
 	ClassOps                // /healthz, /readyz: never limited
+	// ClassStatic: the pages' stylesheet and scripts (/assets/...) and the favicon: immutable files, cached by
+	// browsers and CDNs, never limited. A page load fetches several at once, and counting them against the fan's
+	// API budget turned the next page or API call away with 429.
+	ClassStatic
 )
 
 func (c Class) String() string {
@@ -23,6 +27,8 @@ func (c Class) String() string {
 		return "queue"
 	case ClassOps:
 		return "ops"
+	case ClassStatic:
+		return "static"
 	}
 	return "api"
 }
@@ -55,6 +61,8 @@ func Classify(method, path string) Class {
 		return ClassOps
 	case p == "/queue" || strings.HasPrefix(p, "/queue/") || p == "/.well-known/jwks.json":
 		return ClassQueue
+	case (method == http.MethodGet || method == http.MethodHead) && (strings.HasPrefix(p, "/assets/") || p == "/favicon.ico"):
+		return ClassStatic
 	}
 	return ClassAPI
 }

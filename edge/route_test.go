@@ -25,6 +25,9 @@ func TestMatch(t *testing.T) {
 		{"queue", "POST", "/queue/s1/join", Open, "", ClassQueue},
 		{"jwks", "GET", "/.well-known/jwks.json", Open, "", ClassQueue},
 		{"metrics are not public", "GET", "/metrics", Open, "", ClassAPI},
+		{"a page's script", "GET", "/assets/abc123/seatmap.js", Open, "", ClassStatic},
+		{"favicon", "GET", "/favicon.ico", Open, "", ClassStatic},
+		{"not a read of an asset", "POST", "/assets/abc123/seatmap.js", Open, "", ClassAPI},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

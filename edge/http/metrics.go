@@ -26,7 +26,7 @@ type Metrics struct {
 	requestsBy      map[requestKey]prometheus.Counter
 }
 
-const numClasses = int(edge.ClassOps) + 1
+const numClasses = int(edge.ClassStatic) + 1
 
 type requestKey struct {
 	class  edge.Class
