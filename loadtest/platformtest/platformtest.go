@@ -149,6 +149,10 @@ func Start(t testing.TB, opts Options) *Platform {
 		"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": p.BookingURL, "REDIS_URL": redisURL, "DATABASE_URL": dbURL,
 		"AUTH_SECRET": p.AuthSecret, "ADMIN_TOKEN": p.AdminToken, "ADMISSION_SIGNING_KEY": token.EncodeSeed(key),
 		"ADMISSION_KEY_ID": key.ID, "EVENTS_STREAM": stream,
+		// A browser test's fan walks through many pages and bookings in seconds; at the default per-user limit
+		// (10/s, burst 30) a full make test turned its checkout away with 429 now and then. Rate limits have tests
+		// of their own (edge/app); here they would only make the journeys flaky. Options.Edge may set them back.
+		"RATE_PER_USER": "200", "RATE_PER_USER_BURST": "1000",
 	}
 	maps.Copy(eenv, opts.Edge)
 	ecfg, err := edgeapp.LoadConfig(getenv(eenv))
