@@ -17,6 +17,16 @@ import (
 // reserved in the Record before a ticket under it is handed out, the cursor is recorded at most a second behind,
 // admissions are recorded in the tick that makes them. A store that finds a piece missing says so (ErrNoSettings,
 // ErrNoState, *SeqsError) rather than guessing, and recover puts it back.
+//
+// Admitted stays admitted. The script admits in Redis; the record is written after it, so there is always a
+// moment when an admission exists only in Redis. Rather than make admission wait for PostgreSQL per fan, the
+// token waits: issue records a batch of grants, and only then signs and stores their tokens, and only a stored or
+// just-issued token is ever handed to a fan (status, stream, cookie). Every token in a fan's hands is thus for an
+// admission restore brings back. An admission the script made and nobody recorded (its replica died in between,
+// or PostgreSQL was down) was never delivered; it stays in the store's unrecorded set until some tick records it,
+// and the cursor recorded for rebuilds (Snapshot.DurableCursor) stays below its ticket, so if Redis is lost first
+// the fan's place is still ahead of the rebuilt cursor and the fan, back with its receipt or its open stream, is
+// admitted again before anyone behind it.
 
 // seqBlock is how many tickets one reservation covers: one PostgreSQL write per seqBlock joins.
 const seqBlock = 2000
