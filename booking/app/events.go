@@ -19,6 +19,7 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/booking/webhook"
+	"github.com/flashseat/flashseat/shared/eventstream"
 )
 
 // EventsConfig is the lifecycle event stream's part of Config.
@@ -66,10 +67,9 @@ func loadEventsConfig(str func(k, def string) string, dur func(k string, def tim
 	return c, errs
 }
 
-// newStream is the event stream of cfg on rdb.
-func newStream(cfg Config, rdb goredis.UniversalClient) *redis.Stream {
-	return redis.NewStream(rdb, redis.StreamConfig{Key: cfg.Events.Stream, MaxLen: cfg.Events.MaxLen,
-		MaxAge: cfg.Events.MaxAge})
+// streamConfig is the event stream of cfg.
+func streamConfig(cfg Config) eventstream.Config {
+	return eventstream.Config{Key: cfg.Events.Stream, MaxLen: cfg.Events.MaxLen, MaxAge: cfg.Events.MaxAge}
 }
 
 // consumerName names this process within consumer groups: host and pid, so a restarted process is a new
@@ -91,7 +91,7 @@ type eventing struct {
 	cfg          Config
 	rdb          goredis.UniversalClient
 	log          *slog.Logger
-	relay        *booking.Relay
+	relay        *eventstream.Relay
 	waitlist     *booking.Waitlist
 	waitlistFeed *redis.Hub
 	webhooks     *webhook.Service
@@ -114,7 +114,7 @@ func newEventing(cfg Config, svc *booking.Service, store *postgres.Store, rdb go
 	if fans != nil {
 		fans.OnSent = func(kind string, err error) { m.notifications.WithLabelValues(kind, outcome(err)).Inc() }
 	}
-	relay := booking.NewRelay(store, newStream(cfg, rdb), cfg.Events.RelayInterval, log)
+	relay := eventstream.NewRelay(store.Outbox(), rdb, streamConfig(cfg), cfg.Events.RelayInterval, log)
 	relay.Keep = cfg.Events.OutboxKeep
 	relay.OnRelayed = func(n int) { m.relayed.Add(float64(n)) }
 	return &eventing{cfg: cfg, rdb: rdb, log: log, fans: fans, contacts: booking.NewContacts(store),

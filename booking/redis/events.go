@@ -20,8 +20,8 @@ const DefaultEventStream = eventstream.DefaultKey
 // StreamConfig names the event stream and bounds it (see eventstream.Config).
 type StreamConfig = eventstream.Config
 
-// Stream appends lifecycle events to the Redis stream with bounded retention; it implements
-// booking.EventPublisher.
+// Stream appends lifecycle events to the Redis stream with bounded retention (the pay saga's recovery publishes
+// through it; the outbox relays use eventstream.Relay).
 type Stream struct {
 	rdb redis.UniversalClient
 	cfg StreamConfig

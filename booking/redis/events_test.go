@@ -15,6 +15,7 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/booking/redis"
+	"github.com/flashseat/flashseat/shared/eventstream"
 )
 
 // testStream returns a stream key of the test's own, deleted at the end.
@@ -74,7 +75,7 @@ func TestOutboxToStreamNoConsumer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	relay := booking.NewRelay(postgres.New(pool), redis.NewStream(rdb, redis.StreamConfig{Key: key}), 0, nil)
+	relay := eventstream.NewRelay(postgres.New(pool).Outbox(), rdb, eventstream.Config{Key: key}, 0, nil)
 	total := 0
 	for {
 		k, err := relay.Pass(ctx)
