@@ -126,7 +126,7 @@ func newEventing(cfg Config, svc *booking.Service, store *postgres.Store, rdb go
 			OnOfferEnd: func(s booking.WaitlistStatus) { m.offers.WithLabelValues(string(s)).Inc() }}),
 		waitlistFeed: redis.NewWaitlistHub(rdb),
 		webhooks: webhook.New(store, webhook.Config{Timeout: cfg.Webhooks.Timeout, MaxAttempts: cfg.Webhooks.MaxAttempts,
-			RetryBase: cfg.Webhooks.RetryBase, Logger: log, OnAttempt: func(r webhook.Result) {
+			RetryBase: cfg.Webhooks.RetryBase, AllowPrivate: cfg.Webhooks.AllowPrivate, Logger: log, OnAttempt: func(r webhook.Result) {
 				switch {
 				case r.OK:
 					m.webhooks.WithLabelValues("delivered").Inc()
