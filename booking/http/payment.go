@@ -13,6 +13,7 @@ import (
 
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/payment"
+	"github.com/flashseat/flashseat/booking/ticket/qr"
 	"github.com/flashseat/flashseat/shared/admission"
 )
 
@@ -244,7 +245,11 @@ func (s *Server) ticketQR(c *fiber.Ctx) error {
 			return booking.Invalid("size must be an integer from 64 to 1024")
 		}
 	}
-	png, err := s.cfg.Payments.TicketQR(c.UserContext(), id, UserID(c), size)
+	t, err := s.cfg.Payments.Ticket(c.UserContext(), id, UserID(c))
+	if err != nil {
+		return err
+	}
+	png, err := qr.PNG(t.Code, size)
 	if err != nil {
 		return err
 	}
