@@ -11,6 +11,7 @@ import (
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/session"
 	"github.com/flashseat/flashseat/shared/store"
+	"github.com/flashseat/flashseat/shared/store/driver"
 )
 
 // storeRetryAfter is the Retry-After, in seconds, of a store-unavailable answer: a Redis or PostgreSQL restart
@@ -89,7 +90,7 @@ func (s *Server) toProblem(c *fiber.Ctx, err error) *problem.Problem {
 	if !errors.Is(err, booking.ErrPaymentFailed) {
 		// A failed payment is the gateway's outage, answered with the breaker's own Retry-After; whatever network
 		// error it carries is not a store's.
-		err = store.Classify(err)
+		err = driver.Classify(err)
 	}
 	if m, ok := match(err); ok {
 		if m.slug == problem.StoreUnavailable {
