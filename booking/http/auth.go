@@ -123,7 +123,7 @@ type guestResponse struct {
 // guest signs a token for a new guest identity.
 func (s *Server) guest(c *fiber.Ctx) error {
 	if s.cfg.Guests == nil {
-		return fiber.NewError(fiber.StatusNotFound, "guest sign-up is off")
+		return errGuestsOff
 	}
 	id := booking.NewID("g_")
 	now := time.Now()

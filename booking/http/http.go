@@ -172,7 +172,7 @@ func (s *Server) routes() {
 
 func (s *Server) readyz(c *fiber.Ctx) error {
 	if s.closing.Load() {
-		return fiber.NewError(fiber.StatusServiceUnavailable, "shutting down")
+		return errShuttingDown
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 	defer cancel()

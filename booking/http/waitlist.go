@@ -13,11 +13,6 @@ import (
 	"github.com/flashseat/flashseat/booking"
 )
 
-// The waitlist's part of the error table (see codes).
-func init() {
-	codes = append(codes, code{booking.ErrNotSoldOut, fiber.StatusConflict, "not-sold-out"})
-}
-
 func (s *Server) waitlistRoutes(v1 fiber.Router) {
 	if s.cfg.Waitlist == nil {
 		return

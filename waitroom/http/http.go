@@ -22,6 +22,7 @@ import (
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/session"
 	"github.com/flashseat/flashseat/shared/store"
+	"github.com/flashseat/flashseat/shared/store/driver"
 	"github.com/flashseat/flashseat/shared/token"
 	"github.com/flashseat/flashseat/waitroom"
 )
@@ -145,7 +146,7 @@ func (h *Handler) wrap(fn fiber.Handler) fiber.Handler {
 		if _, ok := problem.FromFiber(err); ok {
 			return err
 		}
-		err = store.Classify(err)
+		err = driver.Classify(err)
 		for _, code := range codes {
 			if errors.Is(err, code.err) {
 				detail := code.detail
