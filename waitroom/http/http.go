@@ -328,11 +328,10 @@ func (h *Handler) jwks(c *fiber.Ctx) error {
 }
 
 func (h *Handler) admin(c *fiber.Ctx) error {
-	raw := c.Get(fiber.HeaderAuthorization)
-	if len(raw) <= 7 || !strings.EqualFold(raw[:7], "bearer ") {
+	got := session.Bearer(c)
+	if got == "" {
 		return errAdminMissing
 	}
-	got := strings.TrimSpace(raw[7:])
 	if h.cfg.AdminToken == "" || subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.AdminToken)) != 1 {
 		return errAdminWrong
 	}
