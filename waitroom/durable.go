@@ -141,13 +141,10 @@ func (s *Service) recordCursor(ctx context.Context, show string, snap Snapshot) 
 	}
 	now := time.Now()
 	s.mu.Lock()
-	last := s.cursors[show]
+	last, _ := s.cursors.Get(show)
 	due := snap.Cursor > last.cursor && now.Sub(last.at) >= cursorEvery
 	if due {
-		if len(s.cursors) > 100000 {
-			s.cursors = map[string]savedCursor{}
-		}
-		s.cursors[show] = savedCursor{cursor: snap.Cursor, at: now}
+		s.cursors.Add(show, savedCursor{cursor: snap.Cursor, at: now})
 	}
 	s.mu.Unlock()
 	if !due {
@@ -156,7 +153,7 @@ func (s *Service) recordCursor(ctx context.Context, show string, snap Snapshot) 
 	if err := s.record.SaveCursor(ctx, show, snap.Cursor); err != nil {
 		s.logFailure("record cursor", show, err)
 		s.mu.Lock()
-		s.cursors[show] = last // try again next tick
+		s.cursors.Add(show, last) // try again next tick
 		s.mu.Unlock()
 	}
 }
