@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -39,7 +40,7 @@ func Run(m *testing.M) int {
 }
 
 // RunEach runs the package's tests once per target, single Redis first, so every storage test also runs on a
-// Redis Cluster. It returns the first failing pass's code (0 when both pass), after stopping the cluster.
+// Redis Cluster. With -bench it runs one pass, on the first target. It returns the first failing pass's code (0 when both pass), after stopping the cluster.
 func RunEach(m *testing.M) int {
 	ts, err := targets()
 	if err != nil {
@@ -47,6 +48,13 @@ func RunEach(m *testing.M) int {
 		return 2
 	}
 	defer stopCluster()
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
+		// Benchmarks measure one Redis against a baseline on it; a second pass would print every figure twice.
+		ts = ts[:1]
+	}
 	code := 0
 	for _, target := range ts {
 		pkg.mu.Lock()
@@ -61,6 +69,13 @@ func RunEach(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// Pass is the target New gives tests now: in a RunEach package, the current pass's.
+func Pass() Target {
+	pkg.mu.Lock()
+	defer pkg.mu.Unlock()
+	return pkg.pass
 }
 
 // clusterAddrs returns the shared cluster's nodes, starting it on first use: REDIS_CLUSTER_ADDRS's cluster when

@@ -70,10 +70,7 @@ func (r *Redis) Env() map[string]string {
 // single Redis. The client and the test's keys are gone when the test ends.
 func New(t testing.TB) *Redis {
 	t.Helper()
-	pkg.mu.Lock()
-	target := pkg.pass
-	pkg.mu.Unlock()
-	return On(t, target)
+	return On(t, Pass())
 }
 
 // NewCluster returns a client on the package's shared cluster, whatever the current pass.
