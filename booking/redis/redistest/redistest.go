@@ -32,6 +32,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/shared/rediskey"
+	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
 // Target is the kind of Redis a test runs against.
@@ -82,16 +83,42 @@ func NewCluster(t testing.TB) *Redis {
 // On returns a client on target, as New does.
 func On(t testing.TB, target Target) *Redis {
 	t.Helper()
-	r := &Redis{Prefix: prefix(), Target: target}
 	if target == Cluster {
-		r.Addrs = clusterAddrs(t)
+		return open(t, target, "", clusterAddrs(t))
+	}
+	url := os.Getenv("REDIS_URL")
+	if url == "" {
+		url = DefaultURL
+	}
+	return open(t, target, url, nil)
+}
+
+// Private returns a Redis of the test's own on the current pass's target (a redis-server, or a six-node cluster
+// of its own), which the test may flush or kill; it is stopped at the end of the test.
+func Private(t testing.TB) *Redis {
+	t.Helper()
+	if Pass() == Cluster {
+		return open(t, Cluster, "", storetest.StartCluster(t, 3, 1).Addrs)
+	}
+	return open(t, Single, storetest.StartRedis(t, "--notify-keyspace-events", "Ex").URL, nil)
+}
+
+// Flush deletes every key on every master, as a Redis restarted without persistence would have lost them. Only
+// for a Private Redis: others are shared with tests running at the same time.
+func (r *Redis) Flush(ctx context.Context) error {
+	if c, ok := r.Client.(*goredis.ClusterClient); ok {
+		return c.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error { return c.FlushDB(ctx).Err() })
+	}
+	return r.Client.FlushDB(ctx).Err()
+}
+
+func open(t testing.TB, target Target, url string, addrs []string) *Redis {
+	t.Helper()
+	r := &Redis{Prefix: prefix(), Target: target, URL: url, Addrs: addrs}
+	if target == Cluster {
 		r.Client = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: r.Addrs, PoolSize: 64,
 			ClusterStateReloadInterval: 2 * time.Second})
 	} else {
-		r.URL = os.Getenv("REDIS_URL")
-		if r.URL == "" {
-			r.URL = DefaultURL
-		}
 		opt, err := goredis.ParseURL(r.URL)
 		if err != nil {
 			t.Fatalf("redistest: REDIS_URL: %v", err)
