@@ -78,14 +78,15 @@ func Pass() Target {
 	return pkg.pass
 }
 
-// clusterAddrs returns the shared cluster's nodes, starting it on first use: REDIS_CLUSTER_ADDRS's cluster when
-// set, else three masters and three replicas from the machine's redis-server.
+// clusterAddrs returns the shared cluster's nodes, starting it on first use: REDIS_TEST_CLUSTER_ADDRS's cluster
+// when set (a test variable of its own: the apps read REDIS_CLUSTER_ADDRS, and tests that start apps from the
+// environment must not be moved onto it), else three masters and three replicas from the machine's redis-server.
 func clusterAddrs(t testing.TB) []string {
 	t.Helper()
 	pkg.mu.Lock()
 	defer pkg.mu.Unlock()
 	if pkg.cluster == nil && pkg.clusterErr == nil {
-		if v := os.Getenv("REDIS_CLUSTER_ADDRS"); v != "" {
+		if v := os.Getenv("REDIS_TEST_CLUSTER_ADDRS"); v != "" {
 			pkg.cluster = strings.Split(v, ",")
 		} else {
 			pkg.owner = &mainTB{}

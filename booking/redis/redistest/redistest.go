@@ -15,7 +15,7 @@
 //
 // Either way the package starts at most one cluster, on first use, shared by its tests and stopped after them.
 // REDIS_TEST_TARGETS ("single", "cluster" or "single,cluster", the default) narrows the targets;
-// REDIS_CLUSTER_ADDRS points the cluster target at a running cluster instead of starting one.
+// REDIS_TEST_CLUSTER_ADDRS points the cluster target at a running cluster instead of starting one.
 package redistest
 
 import (
