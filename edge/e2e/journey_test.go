@@ -95,7 +95,7 @@ func TestFanJourneyInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
 	}
-	p, c := journeyPlatformOn(t, redistest.NewCluster(t).Addrs)
+	p, c := journeyPlatformOn(t, redistest.Prefer(t, redistest.Cluster).Addrs)
 	title := "Tughlaq " + uuid.NewString()[:6]
 	show := newShow(t, c, showSpec{title: title, saleIn: -time.Minute, queue: true, admitRate: 1})
 	br := platformtest.NewBrowser(t)

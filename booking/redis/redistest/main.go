@@ -24,7 +24,7 @@ var pkg = struct {
 }{targets: []Target{Single, Cluster}, pass: Single}
 
 // Run runs the package's tests once, with New on single Redis (or on the cluster when REDIS_TEST_TARGETS is just
-// "cluster"); a test asking for the cluster (Each, NewCluster) gets the package's shared one. It returns m.Run's
+// "cluster"); a test asking for the cluster (Each, Prefer) gets the package's shared one. It returns m.Run's
 // code, after stopping the cluster.
 func Run(m *testing.M) int {
 	ts, err := targets()

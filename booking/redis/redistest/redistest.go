@@ -11,7 +11,7 @@
 // A package's TestMain chooses how its tests meet the cluster:
 //
 //	func TestMain(m *testing.M) { os.Exit(redistest.RunEach(m)) } // every test on each target (storage tests)
-//	func TestMain(m *testing.M) { os.Exit(redistest.Run(m)) }     // single Redis; Each and Cluster on request
+//	func TestMain(m *testing.M) { os.Exit(redistest.Run(m)) }     // single Redis; Each and Prefer on request
 //
 // Either way the package starts at most one cluster, on first use, shared by its tests and stopped after them.
 // REDIS_TEST_TARGETS ("single", "cluster" or "single,cluster", the default) narrows the targets;
@@ -74,10 +74,16 @@ func New(t testing.TB) *Redis {
 	return On(t, Pass())
 }
 
-// NewCluster returns a client on the package's shared cluster, whatever the current pass.
-func NewCluster(t testing.TB) *Redis {
+// Prefer returns a client on target when REDIS_TEST_TARGETS includes it (the cluster: the package's shared one),
+// else on the first target there is: for a test too costly to run on each, run on the one it would add most on.
+func Prefer(t testing.TB, target Target) *Redis {
 	t.Helper()
-	return On(t, Cluster)
+	pkg.mu.Lock()
+	if !slices.Contains(pkg.targets, target) {
+		target = pkg.targets[0]
+	}
+	pkg.mu.Unlock()
+	return On(t, target)
 }
 
 // On returns a client on target, as New does.
