@@ -40,8 +40,14 @@ func Run(m *testing.M) int {
 }
 
 // RunEach runs the package's tests once per target, single Redis first, so every storage test also runs on a
-// Redis Cluster. With -bench it runs one pass, on the first target. It returns the first failing pass's code (0 when both pass), after stopping the cluster.
-func RunEach(m *testing.M) int {
+// Redis Cluster. With -bench it runs one pass, on the first target. It returns the first failing pass's code (0
+// when every pass passed), after stopping the cluster.
+func RunEach(m *testing.M) int { return RunEachOf(m, "") }
+
+// RunEachOf is RunEach with the cluster pass narrowed to the tests matching the -run pattern cluster, unless the
+// command line's own -run narrows both passes: for a package whose tests are mostly about something else, the
+// ones about Redis run on the cluster too.
+func RunEachOf(m *testing.M, cluster string) int {
 	ts, err := targets()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "redistest:", err)
@@ -55,17 +61,25 @@ func RunEach(m *testing.M) int {
 		// Benchmarks measure one Redis against a baseline on it; a second pass would print every figure twice.
 		ts = ts[:1]
 	}
+	run := flag.Lookup("test.run")
+	narrow := cluster != "" && run != nil && run.Value.String() == ""
 	code := 0
 	for _, target := range ts {
 		pkg.mu.Lock()
 		pkg.targets, pkg.pass, pkg.each = ts, target, true
 		pkg.mu.Unlock()
+		if narrow && target == Cluster {
+			_ = run.Value.Set(cluster)
+		}
 		if len(ts) > 1 {
 			// Test names repeat across passes; this line says which Redis a failure below happened on.
 			fmt.Printf("redistest: the package's tests on %s Redis\n", target)
 		}
 		if c := m.Run(); c != 0 && code == 0 {
 			code = c
+		}
+		if narrow {
+			_ = run.Value.Set("")
 		}
 	}
 	return code
