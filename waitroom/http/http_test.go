@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +25,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"gopkg.in/cenkalti/backoff.v1"
 
+	"github.com/flashseat/flashseat/booking/redis/redistest"
 	edgehttp "github.com/flashseat/flashseat/edge/http"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/audit"
@@ -58,7 +58,7 @@ var guestIssuer, _ = token.NewUserIssuer(userSecret)
 // mounts it.
 type server struct {
 	base   string
-	rdb    *goredis.Client
+	rdb    goredis.UniversalClient
 	svc    *waitroom.Service
 	users  *token.UserIssuer
 	issuer *token.Issuer
@@ -68,20 +68,7 @@ type server struct {
 	shows []string
 }
 
-func redisClient(t testing.TB) *goredis.Client {
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	opts, err := goredis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.PoolSize = 64
-	rdb := goredis.NewClient(opts)
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
+func redisClient(t testing.TB) goredis.UniversalClient { return redistest.New(t).Client }
 
 func newServer(t testing.TB, opt waitroom.Options, extra func(app *fiber.App)) *server {
 	t.Helper()

@@ -38,7 +38,7 @@ func (r *hookedRecord) AddGrants(ctx context.Context, gs []admission.Grant) erro
 }
 
 // onRecord is a replica whose admissions are recorded through rec (on the test's database).
-func onRecord(t testing.TB, rdb *goredis.Client, is *token.Issuer, rec *hookedRecord) *waitroom.Service {
+func onRecord(t testing.TB, rdb goredis.UniversalClient, is *token.Issuer, rec *hookedRecord) *waitroom.Service {
 	t.Helper()
 	return waitroom.New(wrredis.New(rdb), wrpostgres.New(wrtest.Database(t)),
 		admission.NewKeeper(rec, admredis.New(rdb), nil), is, waitroom.Options{})
