@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -185,10 +186,31 @@ func TestWorkerInFrontOfTheEdge(t *testing.T) {
 	if resp, _ := do("GET", seats(open), "", nil); resp.StatusCode != 200 || !fromEdge(resp) {
 		t.Errorf("seat map of a show without a queue: %d (from the edge %v), want it passed", resp.StatusCode, fromEdge(resp))
 	}
+	// The seat stream comes through as it is written: its opening at once, then the event of the hold below.
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	sreq, _ := http.NewRequestWithContext(sctx, "GET", cdn+seats(queued)+"/stream", nil)
+	sreq.Header.Set("Authorization", bearer)
+	sreq.Header.Set(admission.Header, adm)
+	stream, err := http.DefaultClient.Do(sreq)
+	if err != nil || stream.StatusCode != 200 || !fromEdge(stream) {
+		t.Fatalf("seat stream through the worker: %v %v", stream, err)
+	}
+	defer stream.Body.Close()
+	lines := bufio.NewScanner(stream.Body)
+	if !lines.Scan() || lines.Text() != "retry: 2000" {
+		t.Fatalf("seat stream's first line: %q (%v), want it at once", lines.Text(), lines.Err())
+	}
 	if resp, _ := do("POST", "/api/v1/bookings/hold", `{"showId":"`+queued+`","seatIds":["`+seatMap.Seats[0].SeatID+`"]}`,
 		map[string]string{"Authorization": bearer, "Content-Type": "application/json", "Idempotency-Key": "worker-hold-1", admission.Header: adm}); resp.StatusCode != 201 {
 		t.Errorf("admitted hold through the worker: %d, want 201", resp.StatusCode)
 	}
+	for lines.Scan() && lines.Text() != "event: seat" {
+	}
+	if lines.Text() != "event: seat" {
+		t.Errorf("no seat event through the worker's stream within 15 s of the hold: %v", lines.Err())
+	}
+	cancel()
 
 	// Revocation is the origin's: the worker still passes the token, the edge refuses it.
 	jti := claim(t, adm, "jti")
