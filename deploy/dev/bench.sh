@@ -68,6 +68,8 @@ gob go test -run '^$' -bench SeatMapProxyOverhead -benchtime "$(n 2000x 20000x)"
 gob go test -run '^$' -bench 'Join|AdmitTick|AdmitScript' -benchtime "$(n 500x 5000x)" ./waitroom/redis/
 gob env WAITROOM_BENCH_STREAMS="$(n 2000 50000)" go test -run '^$' -bench Streams -benchtime 1x -timeout 30m ./waitroom/http/
 gob go test -run '^$' -bench HotShow -benchtime 1x ./booking/app/
+# The open-loop search writes every rate it tried into $out/slo.md (the table below) and $out/slo.html (the curves).
+gob env BENCH_SLO_OUT="$out" BENCH_SLO_STEP="$(n 1s 3s)" go test -run '^$' -bench HoldSLO -benchtime 1x ./booking/app/
 gob go test -run '^$' -bench Checkout -benchtime "$(n 50x 500x)" ./booking/
 
 # --- BENCHMARKS.md ------------------------------------------------------------------------------------------
@@ -100,6 +102,7 @@ end='<!-- bench:end -->'
     where="through the edge"; [ $s = hold-storm-direct ] && where="direct to booking"
     echo "| holds decided/s, p99 ($where) | $(storm '^hold-storm at' "$f") | row-lock $(storm '^row-lock' "$f") | \`$(cmdline "$out/$s")\` |"
   done
+  echo "| holds/s at p99 ≤ 50 ms, < 0.1% errors (open loop, direct) | $(metric HoldSLO slo-rate-booking)/s | row-lock $(metric HoldSLO slo-rate-rowlock)/s ($(metric HoldSLO x-slo)×) | \`go test -bench HoldSLO ./booking/app/\` |"
   echo "| seat map through the edge vs direct | $(metric SeatMapProxyOverhead edge-req/s) req/s | direct $(metric SeatMapProxyOverhead direct-req/s) req/s | \`go test -bench SeatMapProxyOverhead ./edge/e2e/\` |"
   echo "| queue joins/s | $(metric Join joins/s) | raw Redis ZADD $(metric Join zadd/s)/s | \`go test -bench Join ./waitroom/redis/\` |"
   echo "| SSE streams held by one edge, memory each | $(metric Streams alive-after-5s) of $(metric Streams streams), $(metric Streams rss-B/stream) B RSS | — | \`go test -bench Streams ./waitroom/http/\` |"
@@ -117,6 +120,12 @@ end='<!-- bench:end -->'
   echo
   sed -n '/^| design/,/^$/p;/^Ratio/p' "$out"/hold-storm-direct/*/report.md
   echo
+  if [ -f "$out/slo.md" ]; then
+    echo "### Holds at a latency SLO: every rate tried (BenchmarkHoldSLO, same run; curves in \`$out/slo.html\`)"
+    echo
+    cat "$out/slo.md"
+    echo
+  fi
   for s in smoke premiere; do
     [ -d "$out/$s" ] && sed 's/^### /### Scenario: /' "$out"/$s/*/report.md && echo
   done
