@@ -52,9 +52,10 @@ func (h *Handler) events(c *fiber.Ctx) error {
 	}
 	// The server does not call the hijack handler if the connection fails first; the watcher is let go then.
 	abandon := time.AfterFunc(time.Minute, func() {
-		if sc.ended.CompareAndSwap(false, true) {
-			h.svc.Unwatch(w)
-		}
+		sc.mu.Lock()
+		sc.ended = true
+		sc.mu.Unlock()
+		h.svc.Unwatch(w)
 	})
 	fc.HijackSetNoResponse(true)
 	fc.Hijack(func(conn net.Conn) {
@@ -62,12 +63,14 @@ func (h *Handler) events(c *fiber.Ctx) error {
 			_ = conn.Close() // kept by the server, closed by nobody else
 			return
 		}
+		sc.mu.Lock()
 		sc.conn = conn
 		head := fc.Response.Header.AppendBytes(make([]byte, 0, 512))
 		body := append(make([]byte, 0, 256), "retry: 2000\n\n"...)
 		body, more := sc.st.event(body, w.Current(), true)
 		_ = conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 		_, err := conn.Write(appendChunk(head, body))
+		sc.mu.Unlock()
 		switch {
 		case err != nil:
 			h.streams.end(sc, false)

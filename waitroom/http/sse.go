@@ -46,14 +46,18 @@ const (
 
 // sseConn is one open stream.
 type sseConn struct {
-	conn  net.Conn
 	w     *waitroom.Watcher
-	st    stream
+	owner *streams
 	state atomic.Int32
 	beat  atomic.Bool // a heartbeat comment is due
-	ended atomic.Bool
-	owner *streams
-	done  chan struct{} // closed at the end, for a server that closes hijacked connections itself
+	// done is closed at the end, for a server that closes hijacked connections itself: it then hands the
+	// connection to a new client, so nothing may touch conn after done is closed (mu orders that).
+	done chan struct{}
+
+	mu    sync.Mutex // guards what follows: one writer at a time, and none after the end
+	conn  net.Conn
+	st    stream
+	ended bool
 }
 
 func newStreams(svc *waitroom.Service, heartbeat time.Duration) *streams {
@@ -142,40 +146,62 @@ func (s *streams) write() {
 // flush writes what c's fan should hear now: the event their state calls for, if due, else a heartbeat comment
 // if one is due. It ends the stream on a write error or after a final event.
 func (c *sseConn) flush(body, frame []byte) ([]byte, []byte) {
-	if c.ended.Load() {
+	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
 		return body, frame
 	}
 	body, more := c.st.event(body, c.w.Current(), false)
 	if c.beat.Swap(false) && len(body) == 0 {
 		body = append(body, ": hb\n\n"...)
 	}
+	graceful := true
 	if len(body) > 0 {
 		frame = appendChunk(frame, body)
 		_ = c.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 		if _, err := c.conn.Write(frame); err != nil {
-			c.owner.end(c, false)
-			return body, frame
+			more, graceful = false, false
 		}
 	}
-	if !more {
-		c.owner.end(c, true)
+	if more {
+		c.mu.Unlock()
+		return body, frame
 	}
+	c.endLocked(graceful)
+	c.mu.Unlock()
+	c.owner.forget(c)
 	return body, frame
 }
 
 // end closes c's stream once: the last chunk (when the connection still works), the connection, the watcher.
 func (s *streams) end(c *sseConn, graceful bool) {
-	if !c.ended.CompareAndSwap(false, true) {
-		return
+	c.mu.Lock()
+	ended := c.endLocked(graceful)
+	c.mu.Unlock()
+	if ended {
+		s.forget(c)
 	}
-	s.mu.Lock()
-	delete(s.all, c)
-	s.mu.Unlock()
+}
+
+// endLocked ends c's connection, with mu held, and reports whether this call did.
+func (c *sseConn) endLocked(graceful bool) bool {
+	if c.ended {
+		return false
+	}
+	c.ended = true
 	if graceful {
-		_ = c.conn.SetWriteDeadline(time.Now().Add(time.Second))
+		_ = c.conn.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 		_, _ = c.conn.Write([]byte("0\r\n\r\n"))
 	}
 	_ = c.conn.Close()
+	return true
+}
+
+// forget lets an ended stream go: its watcher, its place among the open streams, and the connection itself.
+func (s *streams) forget(c *sseConn) {
+	s.mu.Lock()
+	delete(s.all, c)
+	s.mu.Unlock()
 	s.svc.Unwatch(c.w)
 	if c.done != nil {
 		close(c.done)
@@ -221,6 +247,13 @@ func (s *streams) close() {
 	s.ready = nil
 	s.mu.Unlock()
 	s.wake.Broadcast()
+	// A writer blocked on a stalled client gives up now instead of at its deadline, so the shutdown does not wait
+	// on it. Only on kept connections: the server may hand another one to a new client once done is closed.
+	for _, c := range open {
+		if c.done == nil {
+			_ = c.conn.SetWriteDeadline(time.Now())
+		}
+	}
 	for _, c := range open {
 		s.end(c, true)
 	}
