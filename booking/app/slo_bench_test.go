@@ -31,10 +31,10 @@ import (
 //	go test -run '^$' -bench HoldSLO -benchtime 1x ./booking/app/
 //
 // BENCH_SLO_STEP (default 3s) is the length of one step, BENCH_WARMUP (default 1s) the unmeasured step each
-// design gets first, BENCH_SLO_WORKERS (default 1000) the generator's pool per design, and BENCH_SLO_OUT a
+// design gets first, BENCH_SLO_WORKERS (default 2000) the generator's pool per design, and BENCH_SLO_OUT a
 // directory to write slo.md (a table of every step) and slo.html (the curves) into.
 func BenchmarkHoldSLO(b *testing.B) {
-	workers := 1000
+	workers := 2000
 	if v, err := strconv.Atoi(os.Getenv("BENCH_SLO_WORKERS")); err == nil && v > 0 {
 		workers = v
 	}
@@ -84,9 +84,10 @@ type sloStep struct {
 	Design            int
 	Rate              float64 // offered, requests per second
 	Sent, Decisions   int     // requests due in the step; of them, answered 201, 409 or 422
+	Unsent            int     // given up unsent, at least a second late: in the percentiles at that lateness
 	Held, Errors      int
 	Elapsed           time.Duration // from the first due time to the last answer
-	P50, P99, Max     time.Duration // from each request's due time to its answer, over decisions
+	P50, P99, Max     time.Duration // from each request's due time to its answer, over decisions and the unsent
 	LateP99           time.Duration // p99 of how late requests were sent after their due time
 	MaxInFlight       int           // the pool's high-water mark; equal to Workers means it was exhausted
 	Workers           int
@@ -95,6 +96,7 @@ type sloStep struct {
 	SLO               time.Duration
 	MaxErrors         float64
 	GeneratorLimiting bool // requests went out late while workers were free: the generator could not keep up
+	SecondTry         bool // the rate's second try, after it failed once
 }
 
 func (s sloStep) String() string {
@@ -109,6 +111,12 @@ func (s sloStep) String() string {
 	if s.GeneratorLimiting {
 		note += ", generator late"
 	}
+	if s.SecondTry {
+		note += ", second try"
+	}
+	if s.Unsent > 0 {
+		note += fmt.Sprintf(", %d given up unsent", s.Unsent)
+	}
 	return fmt.Sprintf("%6.0f/s offered: p50 %v, p99 %v, max %v; %d of %d decided, %d errors, %.0f/s answered; "+
 		"sent late p99 %v, in flight max %d, generator %.0f%% CPU%s: %s", s.Rate, ms(s.P50), ms(s.P99), ms(s.Max),
 		s.Decisions, s.Sent, s.Errors, float64(s.Decisions)/s.Elapsed.Seconds(), ms(s.LateP99), s.MaxInFlight,
@@ -117,23 +125,29 @@ func (s sloStep) String() string {
 
 func ms(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
 
-// rateSearch is one design's search for its highest passing rate.
+// rateSearch is one design's search for its highest passing rate. A rate fails only when two tries miss the
+// target: on this shared machine another process can stall the servers for 100 ms or more, which alone puts
+// more than 1% of a 3 s step over 50 ms at any rate. The second try comes on the design's next turn, after the
+// other design's step, and both designs are searched under the same rule.
 type rateSearch struct {
 	lo, hi float64 // highest passing and lowest failing rate so far (0: none yet)
+	again  float64 // a rate that failed once, to try again
 	steps  int
 }
 
 const (
-	sloMaxSteps = 14 // per design: 9 doublings from 250/s reach 128,000/s, and a few bisections
+	sloMaxSteps = 20 // per design: 9 doublings from 250/s reach 128,000/s, bisections, second tries
 	sloMinRate  = 10 // below this a design is declared unable to meet the target at all
 )
 
 func (s *rateSearch) done() bool {
-	return s.steps >= sloMaxSteps || (s.lo > 0 && s.hi > 0 && s.hi/s.lo <= 1.1) || (s.lo == 0 && s.hi > 0 && s.hi <= sloMinRate)
+	return (s.again == 0 && s.steps >= sloMaxSteps) || (s.lo > 0 && s.hi > 0 && s.hi/s.lo <= 1.1) || (s.lo == 0 && s.hi > 0 && s.hi <= sloMinRate)
 }
 
 func (s *rateSearch) next(start float64) float64 {
 	switch {
+	case s.again > 0:
+		return s.again
 	case s.lo == 0 && s.hi == 0:
 		return start
 	case s.hi == 0:
@@ -148,13 +162,20 @@ func (s *rateSearch) next(start float64) float64 {
 	return math.Round(r)
 }
 
-func (s *rateSearch) record(rate float64, pass bool) {
+// record notes a step's outcome and reports whether it was the second try of its rate.
+func (s *rateSearch) record(rate float64, pass bool) (second bool) {
 	s.steps++
+	second, s.again = s.again > 0, 0
+	if !pass && !second {
+		s.again = rate
+		return false
+	}
 	if pass {
 		s.lo = rate
 	} else {
 		s.hi = rate
 	}
+	return second
 }
 
 // TestSLOLoadHelper is the load process of BenchmarkHoldSLO; it does nothing in a normal test run.
@@ -188,7 +209,7 @@ func TestSLOLoadHelper(t *testing.T) {
 			rate := s.next(job.Start)
 			st := f.openLoop(rate, job.Step, job)
 			st.Design = i
-			s.record(rate, st.Pass)
+			st.SecondTry = s.record(rate, st.Pass)
 			steps = append(steps, st)
 			ran = true
 		}
@@ -209,6 +230,11 @@ func (f *fleet) openLoop(rate float64, dur time.Duration, job sloJob) sloStep {
 	var next, inFlight, maxInFlight atomic.Int64
 	cpu0 := processCPU()
 	start := time.Now().Add(20 * time.Millisecond) // every worker is waiting on its first due time by then
+	// Past its capacity a server would take ever longer to work through a step's backlog; a step sends nothing
+	// after this, and what it has not sent by then counts as late as it was then (a lower bound): the step
+	// has failed either way, and the search goes on in bounded time.
+	giveUp := start.Add(dur + time.Second)
+	var unsent atomic.Int64
 	var wg sync.WaitGroup
 	for _, c := range f.clients {
 		wg.Go(func() {
@@ -218,6 +244,11 @@ func (f *fleet) openLoop(rate float64, dur time.Duration, job sloJob) sloStep {
 					return
 				}
 				due := start.Add(time.Duration(float64(i) * period))
+				if time.Now().After(giveUp) {
+					late[i], lat[i] = giveUp.Sub(due), -2
+					unsent.Add(1)
+					continue
+				}
 				if d := time.Until(due); d > 0 {
 					time.Sleep(d)
 				}
@@ -253,8 +284,11 @@ func (f *fleet) openLoop(rate float64, dur time.Duration, job sloJob) sloStep {
 		Workers: len(f.clients), SLO: job.SLO, MaxErrors: job.MaxErrors}
 	st.GeneratorCPU = (processCPU() - cpu0).Seconds() / st.Elapsed.Seconds()
 	ok := make([]time.Duration, 0, n)
+	st.Unsent = int(unsent.Load())
 	for i, d := range lat {
 		switch {
+		case d == -2:
+			ok = append(ok, late[i])
 		case d < 0:
 			st.Errors++
 		default:
@@ -264,7 +298,7 @@ func (f *fleet) openLoop(rate float64, dur time.Duration, job sloJob) sloStep {
 			}
 		}
 	}
-	st.Decisions = len(ok)
+	st.Decisions = len(ok) - st.Unsent
 	slices.Sort(ok)
 	slices.Sort(late)
 	if len(ok) > 0 {
