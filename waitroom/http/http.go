@@ -57,10 +57,10 @@ type Auditor interface {
 
 // Handler serves the waiting room.
 type Handler struct {
-	cfg  Config
-	svc  *waitroom.Service
-	log  *slog.Logger
-	stop chan struct{}
+	cfg     Config
+	svc     *waitroom.Service
+	log     *slog.Logger
+	streams *streams
 }
 
 // New returns a handler.
@@ -74,20 +74,19 @@ func New(cfg Config) *Handler {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = 15 * time.Second
 	}
-	return &Handler{cfg: cfg, svc: cfg.Service, log: cfg.Log, stop: make(chan struct{})}
+	return &Handler{cfg: cfg, svc: cfg.Service, log: cfg.Log, streams: newStreams(cfg.Service, cfg.Heartbeat)}
 }
 
 // Close ends every open stream (at shutdown, so the server can drain).
-func (h *Handler) Close() {
-	select {
-	case <-h.stop:
-	default:
-		close(h.stop)
-	}
-}
+func (h *Handler) Close() { h.streams.close() }
 
-// Mount adds the waiting room's routes to r.
+// Mount adds the waiting room's routes to r. Mounted on the app itself (not a group), it has the server keep the
+// connections its streams take over (events.go), so that a held stream needs no goroutine of its own; nothing
+// else in the process hijacks connections.
 func (h *Handler) Mount(r fiber.Router) {
+	if app, ok := r.(*fiber.App); ok {
+		app.Server().KeepHijackedConns = true
+	}
 	r.Post("/queue/:showId/join", h.wrap(h.join))
 	r.Get("/queue/:showId/status", h.wrap(h.status))
 	r.Get("/queue/:showId/events", h.wrap(h.events))
