@@ -2,7 +2,9 @@ package redis_test
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,11 +26,15 @@ import (
 type hookedRecord struct {
 	admission.Record
 	before, after func()
+	down          atomic.Bool // PostgreSQL unreachable: recording fails
 }
 
 func (r *hookedRecord) AddGrants(ctx context.Context, gs []admission.Grant) error {
 	if r.before != nil {
 		r.before()
+	}
+	if r.down.Load() {
+		return errors.New("record down")
 	}
 	err := r.Record.AddGrants(ctx, gs)
 	if r.after != nil {
@@ -269,5 +275,70 @@ func TestOverdueAdmissionsRecorded(t *testing.T) {
 	}
 	if n := rdb.ZCard(ctx, wrredis.Unrecorded(show)).Val(); n != 0 {
 		t.Fatalf("%d admissions still marked unrecorded", n)
+	}
+}
+
+// TestNoTokensWhileRecordDown: while admissions cannot be recorded, a fan the script admitted is told to retry
+// (503), never handed a token, and the replica admits nobody else meanwhile; once the record is back the fan gets
+// its token and the line moves on.
+func TestNoTokensWhileRecordDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := client(t)
+	show := newShow(t, rdb)
+	configure(t, rdb, show, 5, 100, 600)
+	rec := &hookedRecord{Record: admpostgres.New(wrtest.Database(t))}
+	svc := onRecord(t, rdb, issuer(t), rec)
+	fans := users("d", 10)
+	for _, u := range fans {
+		if _, err := svc.Join(ctx, show, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec.down.Store(true)
+	var first []waitroom.Grant
+	for deadline := time.Now().Add(5 * time.Second); len(first) == 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("nobody admitted")
+		}
+		snap, err := svc.Tick(ctx, show, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first = snap.Grants
+	}
+	for _, g := range first {
+		if g.Token != "" {
+			t.Fatalf("a token was signed for %s though its admission is not recorded", g.UserID)
+		}
+		if p, err := svc.Status(ctx, show, g.UserID); !errors.Is(err, waitroom.ErrUnavailable) {
+			t.Fatalf("status of %s, admitted but not recorded: %+v, %v; want ErrUnavailable", g.UserID, p, err)
+		}
+	}
+	// The rate would admit a fan every 200 ms; for the next second the replica admits nobody.
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		snap, err := svc.Tick(ctx, show, false)
+		if err != nil || len(snap.Grants) > 0 {
+			t.Fatalf("tick while the record is down: %d admitted, %v", len(snap.Grants), err)
+		}
+	}
+	rec.down.Store(false)
+	for _, g := range first {
+		p, err := svc.Status(ctx, show, g.UserID)
+		if err != nil || p.Status != waitroom.Admitted || p.Grant.Token == "" {
+			t.Fatalf("status of %s with the record back: %+v, %v", g.UserID, p, err)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		snap, err := svc.Tick(ctx, show, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(snap.Grants) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("admission did not resume with the record back")
+		}
 	}
 }
