@@ -141,12 +141,9 @@ func (s *Service) issue(ctx context.Context, show string, gs []Grant) (int64, er
 	cancel()
 	s.mu.Lock()
 	if err != nil {
-		if len(s.failedAt) > 10000 {
-			s.failedAt = map[string]time.Time{}
-		}
-		s.failedAt[show] = time.Now()
+		s.failedAt.Add(show, time.Now())
 	} else {
-		delete(s.failedAt, show)
+		s.failedAt.Remove(show)
 	}
 	s.mu.Unlock()
 	if err != nil {
@@ -183,7 +180,7 @@ func (s *Service) issueTick(ctx context.Context, snap *Snapshot) ([]Grant, error
 func (s *Service) recordFailing(show string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	at, ok := s.failedAt[show]
+	at, ok := s.failedAt.Get(show)
 	return ok && time.Since(at) < recordPause
 }
 
@@ -196,13 +193,10 @@ func (s *Service) recordCursor(ctx context.Context, show string, snap Snapshot) 
 	}
 	now := time.Now()
 	s.mu.Lock()
-	last := s.cursors[show]
+	last, _ := s.cursors.Get(show)
 	due := cursor > last.cursor && now.Sub(last.at) >= cursorEvery
 	if due {
-		if len(s.cursors) > 100000 {
-			s.cursors = map[string]savedCursor{}
-		}
-		s.cursors[show] = savedCursor{cursor: cursor, at: now}
+		s.cursors.Add(show, savedCursor{cursor: cursor, at: now})
 	}
 	s.mu.Unlock()
 	if !due {
@@ -211,7 +205,7 @@ func (s *Service) recordCursor(ctx context.Context, show string, snap Snapshot) 
 	if err := s.record.SaveCursor(ctx, show, cursor); err != nil {
 		s.logFailure("record cursor", show, err)
 		s.mu.Lock()
-		s.cursors[show] = last // try again next tick
+		s.cursors.Add(show, last) // try again next tick
 		s.mu.Unlock()
 	}
 }

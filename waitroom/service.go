@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/flashseat/flashseat/shared/admission"
@@ -123,17 +124,35 @@ type Service struct {
 	Hub      *Hub
 	flights  singleflight.Group // restores and reservations, one at a time per show on this replica
 
-	mu       sync.Mutex
-	polled   map[string]map[string]struct{} // show -> users who polled since the last heartbeat flush
-	seeded   map[string]bool
-	loggedAt map[string]time.Time // show -> when its last tick failure was logged
-	failedAt map[string]time.Time // show -> when recording its admissions last failed here (none: it worked)
-	cursors  map[string]savedCursor
+	mu     sync.Mutex
+	polled map[string]map[string]struct{} // show -> users who polled since the last heartbeat flush
+
+	// Per-show memory, each a bounded LRU: full, it forgets the show least recently touched, never all at once
+	// (which would make every show re-seed, re-log and re-record in the same tick). loggedAt and cursors are read
+	// and written under mu, each check-and-set in one step.
+	seeded   *lru.Cache[string, struct{}]
+	loggedAt *lru.Cache[string, time.Time] // kind and show -> when its last failure was logged
+	cursors  *lru.Cache[string, savedCursor]
+	failedAt *lru.Cache[string, time.Time] // show -> when recording its admissions last failed here (none: it worked)
 }
+
+// Bounds of the per-show memory.
+const (
+	maxSeeded   = 100000
+	maxLoggedAt = 10000
+	maxCursors  = 100000
+	maxFailedAt = 10000
+)
 
 type savedCursor struct {
 	cursor int64
 	at     time.Time
+}
+
+// newLRU returns an empty bounded LRU; lru.New errs only for a size below 1.
+func newLRU[V any](size int) *lru.Cache[string, V] {
+	c, _ := lru.New[string, V](size)
+	return c
 }
 
 // New returns a service over store and its record, with the shows' settings and admissions kept by queues,
@@ -159,8 +178,9 @@ func New(store Store, record Record, queues *admission.Keeper, issuer *token.Iss
 	}
 	return &Service{store: store, record: record, queues: queues, issuer: issuer,
 		receipts: token.NewReceiptVerifier(token.NewStaticKeys(issuer.Keys()...), 5*time.Second),
-		opt:      opt, log: opt.Logger, Hub: NewHub(), polled: map[string]map[string]struct{}{}, seeded: map[string]bool{},
-		loggedAt: map[string]time.Time{}, failedAt: map[string]time.Time{}, cursors: map[string]savedCursor{}}
+		opt:      opt, log: opt.Logger, Hub: NewHub(), polled: map[string]map[string]struct{}{},
+		seeded: newLRU[struct{}](maxSeeded), loggedAt: newLRU[time.Time](maxLoggedAt), cursors: newLRU[savedCursor](maxCursors),
+		failedAt: newLRU[time.Time](maxFailedAt)}
 }
 
 // ValidID accepts a show id: 1 to 128 letters, digits, '_', '-', '.' or ':'. Show ids go into Redis keys (inside
@@ -400,10 +420,7 @@ func (s *Service) sign(g *Grant, show string) error {
 }
 
 func (s *Service) ensureSeed(ctx context.Context, show string) error {
-	s.mu.Lock()
-	done := s.seeded[show]
-	s.mu.Unlock()
-	if done {
+	if s.seeded.Contains(show) {
 		return nil
 	}
 	fresh, err := NewSeed()
@@ -418,12 +435,7 @@ func (s *Service) ensureSeed(ctx context.Context, show string) error {
 	if _, err := s.store.Seed(ctx, show, seed); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	if len(s.seeded) > 100000 {
-		s.seeded = map[string]bool{}
-	}
-	s.seeded[show] = true
-	s.mu.Unlock()
+	s.seeded.Add(show, struct{}{})
 	return nil
 }
 
@@ -799,12 +811,9 @@ func (s *Service) logFailure(kind, show string, err error) {
 	key := kind + " " + show
 	now := time.Now()
 	s.mu.Lock()
-	last, seen := s.loggedAt[key]
+	last, seen := s.loggedAt.Get(key)
 	if !seen || now.Sub(last) >= 10*time.Second {
-		if len(s.loggedAt) > 10000 {
-			s.loggedAt = map[string]time.Time{}
-		}
-		s.loggedAt[key] = now
+		s.loggedAt.Add(key, now)
 	}
 	s.mu.Unlock()
 	if seen && now.Sub(last) < 10*time.Second {

@@ -9,7 +9,7 @@ import (
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/shared/rediskey"
-	"github.com/flashseat/flashseat/shared/store"
+	"github.com/flashseat/flashseat/shared/store/driver"
 	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
@@ -18,7 +18,7 @@ import (
 func TestWatchExpiriesOnCluster(t *testing.T) {
 	t.Parallel()
 	cluster := storetest.StartCluster(t, 3, 1)
-	rdb, err := store.OpenRedis("", cluster.Addrs, 0) // booking's own cluster client
+	rdb, err := driver.OpenRedis("", cluster.Addrs, 0) // booking's own cluster client
 	if err != nil {
 		t.Fatal(err)
 	}

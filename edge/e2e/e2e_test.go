@@ -59,7 +59,7 @@ func start(tb testing.TB, edgeEnv map[string]string) *platform {
 	bcfg, err := bookingapp.LoadConfig(func(k string) string {
 		return map[string]string{"BOOKING_ADDR": "127.0.0.1:0", "DATABASE_URL": dbURL, "AUTH_SECRET": secret,
 			"SEED_DEMO": "true", "ADMIN_TOKEN": "adm_e2e_e2e_e2e_e2e_e2e", "LOG_LEVEL": "error",
-			"EVENTS_STREAM": stream}[k]
+			"EVENTS_STREAM": stream, "WEBHOOK_ALLOW_PRIVATE": "true"}[k]
 	})
 	if err != nil {
 		tb.Fatal(err)

@@ -131,6 +131,8 @@ func Start(t testing.TB, opts Options) *Platform {
 		"LOG_LEVEL":          "warn",
 		// An event stream of its own on the shared Redis: other platforms' consumer groups must not take its events.
 		"EVENTS_STREAM": stream,
+		// Tests' webhook receivers are httptest servers on loopback.
+		"WEBHOOK_ALLOW_PRIVATE": "true",
 	}
 	maps.Copy(env, opts.Booking)
 	bcfg, err := bookingapp.LoadConfig(getenv(env))

@@ -32,7 +32,7 @@ import (
 
 	admredis "github.com/flashseat/flashseat/shared/admission/redis"
 	"github.com/flashseat/flashseat/shared/rediskey"
-	"github.com/flashseat/flashseat/shared/store"
+	"github.com/flashseat/flashseat/shared/store/driver"
 	"github.com/flashseat/flashseat/waitroom"
 )
 
@@ -161,7 +161,7 @@ func (s *Store) join(ctx context.Context, show, user string, join bool, receipte
 // cannot serve now (store.Unavailable: a refused connection, a timeout, an exhausted pool, LOADING) is
 // ErrUnavailable, which callers may retry; a refused command stays an internal error.
 func storeErr(op string, err error) error {
-	if store.Unavailable(err) {
+	if driver.Unavailable(err) {
 		return fmt.Errorf("waitroom/redis: %s: %w: %w", op, waitroom.ErrUnavailable, err)
 	}
 	return fmt.Errorf("waitroom/redis: %s: %w", op, err)
