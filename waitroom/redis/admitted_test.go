@@ -142,15 +142,31 @@ func TestAdmittedStaysAdmitted(t *testing.T) {
 				wipe()
 			}
 
-			// A second replica serves the fans from now on, admitting as it goes.
+			// A second replica serves the fans from now on. Every fan comes back once (its status, with its
+			// receipt, as the page does after a lost stream) before the queue moves on: the line holds the
+			// places of the fans who are there, and a fan not back yet cannot be admitted in its turn.
 			svc2 := newService(t, rdb, is, waitroom.Options{Tick: 20 * time.Millisecond})
+			admittedAt := map[string]time.Time{}
+			var mu sync.Mutex
+			note := func(u string, p waitroom.Place) {
+				mu.Lock()
+				defer mu.Unlock()
+				if old, ok := seen[u]; ok && old != p.Grant.Token {
+					t.Errorf("fan %s was handed token %q and then %q", u, old, p.Grant.Token)
+				}
+				seen[u], admittedAt[u] = p.Grant.Token, time.Now()
+			}
+			for _, u := range fans {
+				if p, err := svc2.StatusWithReceipt(ctx, show, u, receipts[u]); err != nil {
+					t.Fatalf("fan %s back: %v", u, err)
+				} else if p.Status == waitroom.Admitted {
+					note(u, p)
+				}
+			}
 			runCtx, stop := context.WithCancel(ctx)
 			ran := make(chan struct{})
 			go func() { defer close(ran); _ = svc2.Run(runCtx) }()
 			defer func() { stop(); <-ran }()
-
-			admittedAt := map[string]time.Time{}
-			var mu sync.Mutex
 			var wg sync.WaitGroup
 			for _, u := range fans {
 				wg.Add(1)
@@ -158,16 +174,10 @@ func TestAdmittedStaysAdmitted(t *testing.T) {
 					defer wg.Done()
 					for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && runCtx.Err() == nil; time.Sleep(20 * time.Millisecond) {
 						p, err := svc2.StatusWithReceipt(runCtx, show, u, receipts[u])
-						if err != nil || p.Status != waitroom.Admitted {
-							continue
+						if err == nil && p.Status == waitroom.Admitted {
+							note(u, p)
+							return
 						}
-						mu.Lock()
-						defer mu.Unlock()
-						if old, ok := seen[u]; ok && old != p.Grant.Token {
-							t.Errorf("fan %s was handed token %q and then %q", u, old, p.Grant.Token)
-						}
-						seen[u], admittedAt[u] = p.Grant.Token, time.Now()
-						return
 					}
 				}()
 			}
@@ -315,8 +325,8 @@ func TestNoTokensWhileRecordDown(t *testing.T) {
 			t.Fatalf("status of %s, admitted but not recorded: %+v, %v; want ErrUnavailable", g.UserID, p, err)
 		}
 	}
-	// The rate would admit a fan every 200 ms; for the next second the replica admits nobody.
-	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+	// The rate would admit a fan every 200 ms; for the next 600 ms (well inside the 2 s pause) it admits nobody.
+	for end := time.Now().Add(600 * time.Millisecond); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		snap, err := svc.Tick(ctx, show, false)
 		if err != nil || len(snap.Grants) > 0 {
 			t.Fatalf("tick while the record is down: %d admitted, %v", len(snap.Grants), err)
