@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -52,6 +53,23 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 		}
 	}
 
+	// The receiver counts a delivery before the sender records it DELIVERED, and the page reads the list once per
+	// click: wait for the record, so the page is not shown a delivery still PENDING.
+	auth := map[string]string{"Authorization": "Bearer " + adminToken}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, hooks := send(t, "GET", p.edge+"/admin/v1/webhooks", "", auth)
+		var list struct{ Webhooks []struct{ ID string } }
+		_ = json.Unmarshal(hooks, &list)
+		if len(list.Webhooks) == 1 {
+			_, ds := send(t, "GET", p.edge+"/admin/v1/webhooks/"+list.Webhooks[0].ID+"/deliveries", "", auth)
+			if strings.Contains(string(ds), `"DELIVERED"`) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the delivery was never recorded DELIVERED")
+		}
+	}
 	deliveries := `document.querySelector('#hooks button[aria-label^="Deliveries"]').click()`
 	op.JS(deliveries)
 	op.WaitFor("the delivery listed", `[...document.querySelectorAll("#deliveries li")].some((li) => /booking\.held .*DELIVERED/.test(li.textContent))`)
