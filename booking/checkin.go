@@ -38,12 +38,3 @@ func (p *Payments) Ticket(ctx context.Context, id, userID string) (TicketInfo, e
 	}
 	return t, nil
 }
-
-// TicketQR renders one of the user's tickets as a QR code PNG.
-func (p *Payments) TicketQR(ctx context.Context, id, userID string, size int) ([]byte, error) {
-	t, err := p.Ticket(ctx, id, userID)
-	if err != nil {
-		return nil, err
-	}
-	return ticket.QR(t.Code, size)
-}

@@ -6,7 +6,10 @@ import (
 	"strings"
 )
 
-// Errors the domain returns. Callers compare with errors.Is; the HTTP layer maps each to one problem type.
+// Errors the domain returns, each a kind: every error the domain hands out wraps exactly one of them (with %w, or
+// as ConflictError and QueueError do), callers compare with errors.Is, and the HTTP layer's one table
+// (booking/http/errors.go) maps each kind to a status and a problem type. A new kind needs a row there; a test
+// fails until it has one.
 var (
 	ErrNotFound         = errors.New("not found")
 	ErrInvalid          = errors.New("invalid input")             // malformed request
@@ -24,6 +27,21 @@ var (
 	ErrQueueRequired    = errors.New("admission required")        // the show's queue is on and no valid admission
 	ErrStale            = errors.New("fencing token superseded")  // a newer hold has claimed one of the seats
 )
+
+// Errors of payments, refunds and check-in.
+var (
+	ErrPaymentDeclined  = errors.New("payment declined")          // 402: the booking stays HELD
+	ErrPaymentFailed    = errors.New("payment gateway failed")    // 502/503: nothing was reserved
+	ErrNotConfirmed     = errors.New("booking is not confirmed")  // refund of a booking that was never paid
+	ErrRefundWindow     = errors.New("refund window closed")      // too close to the show
+	ErrTicketInvalid    = errors.New("ticket code invalid")       // forged, tampered, unknown key
+	ErrAlreadyCheckedIn = errors.New("ticket already checked in") // second scan
+	ErrTicketVoid       = errors.New("ticket void")               // its booking was refunded
+	ErrWebhook          = errors.New("webhook rejected")          // bad signature or body
+)
+
+// ErrNotSoldOut refuses a waitlist entry for a show that still has seats on sale: the fan should book them.
+var ErrNotSoldOut = errors.New("show not sold out")
 
 // ConflictError is ErrSeatsUnavailable with the seats that were taken and nearby seats that were free when the
 // hold failed.

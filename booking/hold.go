@@ -360,6 +360,11 @@ func (s *Service) Cancel(ctx context.Context, id, userID string) (Booking, []str
 	return b, freed, nil
 }
 
+// releaseAdmission ends the waiting-room admission b was made under, unless another of the fan's bookings made
+// under it is still HELD or PAYMENT_PENDING. One admission can carry several bookings: a hold whose answer an
+// outage lost (booking killed after the commit) is made again by the fan under the same token, and the first
+// expires unseen; ending the admission then would refuse the payment of the booking the fan is paying for. The
+// admission ends with the last of them (or at its token's expiry, if two end at once and each sees the other).
 func (s *Service) releaseAdmission(ctx context.Context, b Booking) {
 	if b.AdmissionJTI == "" {
 		return
@@ -367,7 +372,27 @@ func (s *Service) releaseAdmission(ctx context.Context, b Booking) {
 	if s.gate == nil {
 		return
 	}
+	if live, err := s.admissionInUse(ctx, b); err != nil {
+		s.log.WarnContext(ctx, "release admission: the fan's other bookings", "booking", b.ID, "err", err)
+	} else if live {
+		return
+	}
 	if err := s.gate.Release(ctx, b.ShowID, b.UserID, b.AdmissionJTI, b.AdmissionExp); err != nil {
 		s.log.ErrorContext(ctx, "release admission", "booking", b.ID, "err", err)
 	}
+}
+
+// admissionInUse reports whether another of b's user's recent bookings made under b's admission is still live.
+func (s *Service) admissionInUse(ctx context.Context, b Booking) (bool, error) {
+	bs, err := s.store.BookingsOf(ctx, b.UserID, 50)
+	if err != nil {
+		return false, err
+	}
+	for _, o := range bs {
+		if o.ID != b.ID && o.AdmissionJTI == b.AdmissionJTI && o.ShowID == b.ShowID &&
+			(o.Status == StatusHeld || o.Status == StatusPaymentPending) {
+			return true, nil
+		}
+	}
+	return false, nil
 }

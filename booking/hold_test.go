@@ -435,6 +435,7 @@ func TestTwoReplicas(t *testing.T) {
 	ctx := context.Background()
 	svcs := []*booking.Service{e.Svc, other}
 	var won atomic.Int64
+	var expires atomic.Int64 // the winning hold's expiry, in Unix nanoseconds
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i := range 400 {
@@ -445,10 +446,11 @@ func TestTwoReplicas(t *testing.T) {
 			if i%3 == 0 {
 				seats = []string{"J2", "J3"}
 			}
-			_, _, err := svcs[i%2].Hold(ctx, booking.HoldRequest{UserID: fmt.Sprint("u", i), ShowID: e.Show.ID, SeatIDs: seats})
+			b, _, err := svcs[i%2].Hold(ctx, booking.HoldRequest{UserID: fmt.Sprint("u", i), ShowID: e.Show.ID, SeatIDs: seats})
 			switch {
 			case err == nil:
 				won.Add(1)
+				expires.Store(b.ExpiresAt.UnixNano())
 			case !errors.Is(err, booking.ErrSeatsUnavailable):
 				t.Errorf("hold: %v", err)
 			}
@@ -460,7 +462,8 @@ func TestTwoReplicas(t *testing.T) {
 	} else if n != 1 {
 		t.Fatalf("the race took %s, longer than the %s hold: the machine is too loaded for this test to decide", took, ttl)
 	}
-	time.Sleep(ttl - time.Since(start) + 100*time.Millisecond)
+	// The winner may have been served well after start on a loaded machine: wait for its own expiry.
+	time.Sleep(time.Until(time.Unix(0, expires.Load())) + 100*time.Millisecond)
 	wg.Add(2)
 	go func() { defer wg.Done(); e.Svc.Reconcile(ctx) }()
 	go func() { defer wg.Done(); other.Reconcile(ctx) }()

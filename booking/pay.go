@@ -2,25 +2,12 @@ package booking
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
 // Payments, as the pay saga (pay_saga.go), its recovery worker (pay_recover.go), refunds (refund.go), webhooks
 // (pay_webhook.go) and check-in (checkin.go) see them. The gateway speaks booking/payment's vocabulary; tickets are
 // signed with booking/ticket. Both are technology-free, so the domain may use them.
-
-// Errors of payments, refunds and check-in, beside the booking errors (errors.go). The HTTP layer maps each.
-var (
-	ErrPaymentDeclined  = errors.New("payment declined")          // 402: the booking stays HELD
-	ErrPaymentFailed    = errors.New("payment gateway failed")    // 502/503: nothing was reserved
-	ErrNotConfirmed     = errors.New("booking is not confirmed")  // refund of a booking that was never paid
-	ErrRefundWindow     = errors.New("refund window closed")      // too close to the show
-	ErrTicketInvalid    = errors.New("ticket code invalid")       // forged, tampered, unknown key
-	ErrAlreadyCheckedIn = errors.New("ticket already checked in") // second scan
-	ErrTicketVoid       = errors.New("ticket void")               // its booking was refunded
-	ErrWebhook          = errors.New("webhook rejected")          // bad signature or body
-)
 
 // AttemptState is where the money of one payment attempt stands.
 type AttemptState string

@@ -8,9 +8,6 @@ import (
 	"time"
 )
 
-// ErrNotSoldOut refuses a waitlist entry for a show that still has seats on sale: the fan should book them.
-var ErrNotSoldOut = errors.New("show not sold out")
-
 // WaitlistStatus is where a fan's waitlist entry stands.
 type WaitlistStatus string
 

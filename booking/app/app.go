@@ -22,12 +22,13 @@ import (
 	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/ops"
 	"github.com/flashseat/flashseat/shared/store"
+	"github.com/flashseat/flashseat/shared/store/driver"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
 // OpenRedis connects to the configured Redis: a cluster client when cluster addresses are given.
 func OpenRedis(ctx context.Context, cfg Config) (goredis.UniversalClient, error) {
-	rdb, err := store.OpenRedis(cfg.RedisURL, cfg.RedisClusterAddrs, 512)
+	rdb, err := driver.OpenRedis(cfg.RedisURL, cfg.RedisClusterAddrs, 512)
 	if err != nil {
 		return nil, err
 	}

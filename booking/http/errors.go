@@ -11,6 +11,7 @@ import (
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/session"
 	"github.com/flashseat/flashseat/shared/store"
+	"github.com/flashseat/flashseat/shared/store/driver"
 )
 
 // storeRetryAfter is the Retry-After, in seconds, of a store-unavailable answer: a Redis or PostgreSQL restart
@@ -24,8 +25,17 @@ type code struct {
 	slug   string
 }
 
-// codes is the one table from domain errors to problems; the first entry whose error matches (errors.Is) wins.
-// Payments add their entries from their own file with an init that appends here.
+// Errors of the HTTP layer itself, not of the domain: they go through the table like any other, so that no
+// handler picks a status.
+var (
+	errShuttingDown = errors.New("shutting down")        // readiness while the server drains
+	errBusy         = errors.New("too busy, try again")  // a hot route's line did not move in time (limiter)
+	errGuestsOff    = errors.New("guest sign-up is off") // POST /v1/auth/guest without a guest issuer
+)
+
+// codes is the one table from errors to problems, for every kind of error booking's domain returns
+// (booking/errors.go; TestCodesCoverDomain keeps it complete) and the HTTP layer's own. The first entry whose
+// error matches (errors.Is) wins.
 var codes = []code{
 	// First: a store error can ride inside any other (a hold that could not be read back), and the client must
 	// learn it can retry, not that its request was wrong.
@@ -46,6 +56,21 @@ var codes = []code{
 	{booking.ErrUnauthorized, fiber.StatusUnauthorized, problem.Unauthorized},
 	{booking.ErrForbidden, fiber.StatusForbidden, problem.Forbidden},
 	{session.ErrCSRF, fiber.StatusForbidden, problem.CSRF},
+	{booking.ErrNotSoldOut, fiber.StatusConflict, "not-sold-out"},
+
+	// Payments, refunds, tickets and check-in.
+	{booking.ErrPaymentDeclined, fiber.StatusPaymentRequired, problem.PaymentDeclined},
+	{booking.ErrPaymentFailed, fiber.StatusServiceUnavailable, problem.ServiceUnavailable},
+	{booking.ErrNotConfirmed, fiber.StatusConflict, problem.Conflict},
+	{booking.ErrRefundWindow, fiber.StatusConflict, "refund-window-closed"},
+	{booking.ErrTicketInvalid, fiber.StatusBadRequest, "ticket-invalid"},
+	{booking.ErrAlreadyCheckedIn, fiber.StatusConflict, "already-checked-in"},
+	{booking.ErrTicketVoid, fiber.StatusConflict, "ticket-void"},
+	{booking.ErrWebhook, fiber.StatusBadRequest, problem.BadRequest},
+
+	{errShuttingDown, fiber.StatusServiceUnavailable, problem.ServiceUnavailable},
+	{errBusy, fiber.StatusServiceUnavailable, problem.ServiceUnavailable},
+	{errGuestsOff, fiber.StatusNotFound, problem.NotFound},
 }
 
 // toProblem turns any error into the problem the client sees. Unknown errors are internal: the client gets a
@@ -65,12 +90,9 @@ func (s *Server) toProblem(c *fiber.Ctx, err error) *problem.Problem {
 	if !errors.Is(err, booking.ErrPaymentFailed) {
 		// A failed payment is the gateway's outage, answered with the breaker's own Retry-After; whatever network
 		// error it carries is not a store's.
-		err = store.Classify(err)
+		err = driver.Classify(err)
 	}
-	for _, m := range codes {
-		if !errors.Is(err, m.err) {
-			continue
-		}
+	if m, ok := match(err); ok {
 		if m.slug == problem.StoreUnavailable {
 			s.log.WarnContext(c.UserContext(), "store unavailable", "method", c.Method(), "path", string([]byte(c.Path())), "err", err)
 			return problem.StoreDown("a store is briefly unreachable; retry shortly", storeRetryAfter)
@@ -90,6 +112,16 @@ func (s *Server) toProblem(c *fiber.Ctx, err error) *problem.Problem {
 	}
 	s.log.ErrorContext(c.UserContext(), "internal error", "method", c.Method(), "path", string([]byte(c.Path())), "err", err)
 	return problem.New(fiber.StatusInternalServerError, problem.Internal, "internal error")
+}
+
+// match finds err's row of the table.
+func match(err error) (code, bool) {
+	for _, m := range codes {
+		if errors.Is(err, m.err) {
+			return m, true
+		}
+	}
+	return code{}, false
 }
 
 func (s *Server) errorHandler(c *fiber.Ctx, err error) error {

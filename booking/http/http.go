@@ -70,7 +70,7 @@ type Server struct {
 	metrics *Metrics
 	done    chan struct{}
 	closing atomic.Bool
-	users   userCache
+	users   *token.UserCache // verified user tokens; nil when Users is
 	limit   *limiter
 }
 
@@ -94,6 +94,9 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, svc: cfg.Service, log: cfg.Logger, metrics: cfg.Metrics, done: make(chan struct{}),
 		limit: newLimiter(cfg.InFlight, 5*time.Second)}
+	if cfg.Users != nil {
+		s.users = token.NewUserCache(cfg.Users, userCacheSize, userCacheTTL)
+	}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "booking",
 		BodyLimit:             cfg.BodyLimit,
@@ -172,7 +175,7 @@ func (s *Server) routes() {
 
 func (s *Server) readyz(c *fiber.Ctx) error {
 	if s.closing.Load() {
-		return fiber.NewError(fiber.StatusServiceUnavailable, "shutting down")
+		return errShuttingDown
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 	defer cancel()

@@ -36,7 +36,7 @@ func (l *limiter) handler(c *fiber.Ctx) error {
 			t.Stop()
 		case <-t.C:
 			c.Set(fiber.HeaderRetryAfter, "1")
-			return fiber.NewError(fiber.StatusServiceUnavailable, "too busy, try again")
+			return errBusy
 		}
 	}
 	defer func() { <-l.slots }()

@@ -13,23 +13,9 @@ import (
 
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/payment"
+	"github.com/flashseat/flashseat/booking/ticket/qr"
 	"github.com/flashseat/flashseat/shared/admission"
-	"github.com/flashseat/flashseat/shared/problem"
 )
-
-// The payments' part of the error table (see codes).
-func init() {
-	codes = append(codes,
-		code{booking.ErrPaymentDeclined, fiber.StatusPaymentRequired, problem.PaymentDeclined},
-		code{booking.ErrPaymentFailed, fiber.StatusServiceUnavailable, problem.ServiceUnavailable},
-		code{booking.ErrNotConfirmed, fiber.StatusConflict, problem.Conflict},
-		code{booking.ErrRefundWindow, fiber.StatusConflict, "refund-window-closed"},
-		code{booking.ErrTicketInvalid, fiber.StatusBadRequest, "ticket-invalid"},
-		code{booking.ErrAlreadyCheckedIn, fiber.StatusConflict, "already-checked-in"},
-		code{booking.ErrTicketVoid, fiber.StatusConflict, "ticket-void"},
-		code{booking.ErrWebhook, fiber.StatusBadRequest, problem.BadRequest},
-	)
-}
 
 // paymentRoutes adds pay, refund, tickets, check-in and the gateway's webhook when payments are configured.
 func (s *Server) paymentRoutes(a *fiber.App, v1 fiber.Router) {
@@ -259,7 +245,11 @@ func (s *Server) ticketQR(c *fiber.Ctx) error {
 			return booking.Invalid("size must be an integer from 64 to 1024")
 		}
 	}
-	png, err := s.cfg.Payments.TicketQR(c.UserContext(), id, UserID(c), size)
+	t, err := s.cfg.Payments.Ticket(c.UserContext(), id, UserID(c))
+	if err != nil {
+		return err
+	}
+	png, err := qr.PNG(t.Code, size)
 	if err != nil {
 		return err
 	}

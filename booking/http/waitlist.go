@@ -13,11 +13,6 @@ import (
 	"github.com/flashseat/flashseat/booking"
 )
 
-// The waitlist's part of the error table (see codes).
-func init() {
-	codes = append(codes, code{booking.ErrNotSoldOut, fiber.StatusConflict, "not-sold-out"})
-}
-
 func (s *Server) waitlistRoutes(v1 fiber.Router) {
 	if s.cfg.Waitlist == nil {
 		return
@@ -145,7 +140,8 @@ func (s *Server) waitlistStream(c *fiber.Ctx) error {
 	}
 	user := UserID(c)
 	heartbeat, done, wl, log := s.cfg.Heartbeat, s.done, s.cfg.Waitlist, s.log
-	// The writer runs after the handler returned, on the connection's goroutine: it must not touch c.
+	// The writer runs after the handler returned, on a goroutine fasthttp starts for it (its writes go through a
+	// pipe the connection copies to the socket): it must not touch c, which fiber reuses for the next request.
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer stop()
 		send := func() bool {

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/booking"
-	"github.com/flashseat/flashseat/booking/ticket"
+	"github.com/flashseat/flashseat/booking/ticket/qr"
 )
 
 // Message is one notification to one fan.
@@ -232,7 +232,7 @@ func (f *Fans) compose(ctx context.Context, e booking.LifecycleEvent, kind strin
 			return m, err
 		}
 		for _, t := range ts {
-			png, err := ticket.QR(t.Code, 256)
+			png, err := qr.PNG(t.Code, 256)
 			if err != nil {
 				return m, err
 			}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/flashseat/flashseat/booking/internal/smtptest"
 	"github.com/flashseat/flashseat/booking/notify"
-	"github.com/flashseat/flashseat/booking/ticket"
+	"github.com/flashseat/flashseat/booking/ticket/qr"
 )
 
 // part is one leaf of a parsed MIME message.
@@ -70,8 +70,8 @@ func TestSMTPMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qr1, _ := ticket.QR("code-one", 128)
-	qr2, _ := ticket.QR("code-two", 128)
+	qr1, _ := qr.PNG("code-one", 128)
+	qr2, _ := qr.PNG("code-two", 128)
 	m := notify.Message{UserID: "u1", To: "fan@example.com", Language: "hi", Kind: "confirmed", EventID: "ob_7",
 		Subject: "आपके टिकट", Text: "नमस्ते\nseat A1\n", HTML: `<p><img src="cid:tk1@flashseat"><img src="cid:tk2@flashseat"></p>`,
 		Inline: []notify.Attachment{{Name: "a1.png", ContentType: "image/png", ContentID: "tk1@flashseat", Data: qr1},

@@ -11,7 +11,7 @@ import (
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/booking/redis/redistest"
 	"github.com/flashseat/flashseat/shared/rediskey"
-	"github.com/flashseat/flashseat/shared/store"
+	"github.com/flashseat/flashseat/shared/store/driver"
 	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
@@ -25,7 +25,7 @@ func TestWatchExpiriesOnCluster(t *testing.T) {
 		t.Skip("it starts a cluster of its own, to kill a master: once per package run is enough")
 	}
 	cluster := storetest.StartCluster(t, 3, 1)
-	rdb, err := store.OpenRedis("", cluster.Addrs, 0) // booking's own cluster client
+	rdb, err := driver.OpenRedis("", cluster.Addrs, 0) // booking's own cluster client
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/flashseat/flashseat/shared/store"
+	"github.com/flashseat/flashseat/shared/store/driver"
 )
 
 // notifyConfig is the Redis setting that turns keyspace notifications on.
@@ -82,7 +82,7 @@ func KeepNotifications(ctx context.Context, rdb redis.UniversalClient, interval 
 			if changed {
 				log.Info("redis keyspace notifications enabled", notifyConfig, "E,x")
 			}
-		case ctx.Err() != nil, store.Unavailable(err):
+		case ctx.Err() != nil, driver.Unavailable(err):
 		case !refused:
 			refused = true
 			log.Warn("redis refused CONFIG SET notify-keyspace-events; expired holds are released by the "+

@@ -1,6 +1,6 @@
 // Package ticket makes and checks ticket codes that a scanner at the venue door can verify offline: a compact
 // payload (ticket, show, seat, key id) signed with Ed25519, encoded as base64url(payload) "." base64url(signature)
-// and rendered as a QR code. A scanner needs only the public keys; whether a ticket is still valid (not refunded,
+// and rendered as a QR code (booking/ticket/qr). A scanner needs only the public keys; whether a ticket is still valid (not refunded,
 // not already used) is the check-in service's question, answered from the database.
 package ticket
 
@@ -11,13 +11,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"image"
-	"image/draw"
-	"image/png"
 	"strings"
 
 	"github.com/flashseat/flashseat/shared/token"
-	qrcode "github.com/skip2/go-qrcode"
 )
 
 // Errors of Verify; every one wraps ErrInvalid, so a caller that does not care why can test for that alone.
@@ -210,32 +206,4 @@ func LoadKey(seed string) (key token.Key, generated bool, err error) {
 	}
 	key.ID = token.Thumbprint(key.Private.Public().(ed25519.PublicKey))[:8]
 	return key, generated, nil
-}
-
-// QR renders code as a PNG QR code of size×size pixels (a size of 0 or less picks 256), with medium error
-// correction so a creased printout still scans.
-//
-// Every module is a whole number of pixels, centred in a white margin that takes up the rest: scaled to exactly
-// size pixels, a module of, say, 3.9 pixels has blurred, uneven edges, and ZXing's decoder misread about one
-// ticket code in thirty at 256 pixels.
-func QR(code string, size int) ([]byte, error) {
-	if size <= 0 {
-		size = 256
-	}
-	q, err := qrcode.New(code, qrcode.Medium)
-	if err != nil {
-		return nil, fmt.Errorf("ticket: qr: %w", err)
-	}
-	modules := len(q.Bitmap()) // with go-qrcode's quiet zone
-	qr := q.Image(-max(1, size/modules))
-	w := qr.Bounds().Dx()
-	img := image.NewGray(image.Rect(0, 0, max(size, w), max(size, w)))
-	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
-	off := (img.Bounds().Dx() - w) / 2
-	draw.Draw(img, image.Rect(off, off, off+w, off+w), qr, qr.Bounds().Min, draw.Src)
-	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
-		return nil, fmt.Errorf("ticket: qr: %w", err)
-	}
-	return b.Bytes(), nil
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/ops"
 	"github.com/flashseat/flashseat/shared/store"
+	"github.com/flashseat/flashseat/shared/store/driver"
 	"github.com/flashseat/flashseat/shared/token"
 	wrpostgres "github.com/flashseat/flashseat/waitroom/postgres"
 )
@@ -68,7 +69,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	if cfg.AuthSecretGenerated {
 		log.Warn("AUTH_SECRET not set: generated one for this process only; user tokens from booking will not verify")
 	}
-	rdb, err := store.OpenRedis(cfg.RedisURL, cfg.RedisClusterAddrs, 0)
+	rdb, err := driver.OpenRedis(cfg.RedisURL, cfg.RedisClusterAddrs, 0)
 	if err != nil {
 		return err
 	}

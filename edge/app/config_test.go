@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/edge"
-	"github.com/flashseat/flashseat/shared/store"
+	"github.com/flashseat/flashseat/shared/store/driver"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -117,7 +117,7 @@ func TestLoadConfigRedisCluster(t *testing.T) {
 	if got := cfg.RedisClusterAddrs; len(got) != 2 || got[0] != "10.0.0.1:7000" || got[1] != "10.0.0.2:7000" {
 		t.Fatalf("cluster addresses = %q", got)
 	}
-	rdb, err := store.OpenRedis(cfg.RedisURL, cfg.RedisClusterAddrs, 0)
+	rdb, err := driver.OpenRedis(cfg.RedisURL, cfg.RedisClusterAddrs, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,8 @@ func startOn(tb testing.TB, r *redistest.Redis, edgeEnv map[string]string) *plat
 	// other tests' bookings must not take this one's events.
 	stream := "{flashseat:events-test}:" + r.ID("events")
 	benv := map[string]string{"BOOKING_ADDR": "127.0.0.1:0", "DATABASE_URL": dbURL, "AUTH_SECRET": secret,
-		"SEED_DEMO": "true", "ADMIN_TOKEN": "adm_e2e_e2e_e2e_e2e_e2e", "LOG_LEVEL": "error", "EVENTS_STREAM": stream}
+		"SEED_DEMO": "true", "ADMIN_TOKEN": "adm_e2e_e2e_e2e_e2e_e2e", "LOG_LEVEL": "error", "EVENTS_STREAM": stream,
+		"WEBHOOK_ALLOW_PRIVATE": "true"}
 	maps.Copy(benv, r.Env())
 	bcfg, err := bookingapp.LoadConfig(func(k string) string { return benv[k] })
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/flashseat/flashseat/loadtest"
 	"github.com/flashseat/flashseat/shared/rediskey"
-	"github.com/flashseat/flashseat/shared/store"
+	"github.com/flashseat/flashseat/shared/store/driver"
 )
 
 // Config says where the stores are and which shows to judge.
@@ -75,7 +75,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	var rdb redis.UniversalClient
 	if cfg.RedisURL != "" || len(cfg.RedisClusterAddrs) > 0 {
-		rdb, err = store.OpenRedis(cfg.RedisURL, cfg.RedisClusterAddrs, 2)
+		rdb, err = driver.OpenRedis(cfg.RedisURL, cfg.RedisClusterAddrs, 2)
 		if err != nil {
 			return Result{}, fmt.Errorf("redis: %w", err)
 		}

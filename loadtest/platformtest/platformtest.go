@@ -26,7 +26,7 @@ import (
 	"github.com/flashseat/flashseat/booking/payment/sim"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	edgeapp "github.com/flashseat/flashseat/edge/app"
-	"github.com/flashseat/flashseat/shared/store"
+	"github.com/flashseat/flashseat/shared/store/driver"
 	"github.com/flashseat/flashseat/shared/store/storetest"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -123,7 +123,7 @@ func Start(t testing.TB, opts Options) *Platform {
 
 	stream := "{flashseat:events-test}:" + strconv.FormatInt(time.Now().UnixNano(), 36) + strconv.Itoa(rand.Int())
 	t.Cleanup(func() {
-		if rdb, err := store.OpenRedis(redisURL, opts.RedisClusterAddrs, 1); err == nil {
+		if rdb, err := driver.OpenRedis(redisURL, opts.RedisClusterAddrs, 1); err == nil {
 			rdb.Del(context.Background(), stream)
 			rdb.Close()
 		}
@@ -141,6 +141,8 @@ func Start(t testing.TB, opts Options) *Platform {
 		"LOG_LEVEL":          "warn",
 		// An event stream of its own on the shared Redis: other platforms' consumer groups must not take its events.
 		"EVENTS_STREAM": stream,
+		// Tests' webhook receivers are httptest servers on loopback.
+		"WEBHOOK_ALLOW_PRIVATE": "true",
 	}
 	maps.Copy(env, redisEnv)
 	maps.Copy(env, opts.Booking)

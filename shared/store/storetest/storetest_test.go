@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/flashseat/flashseat/shared/store"
+	"github.com/flashseat/flashseat/shared/store/driver"
 	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
@@ -38,10 +38,10 @@ func TestPrivateServers(t *testing.T) {
 		}
 		pg.Stop("fast")
 		_, err = c.Exec(ctx, "SELECT 1")
-		if err == nil || !store.Unavailable(err) {
+		if err == nil || !driver.Unavailable(err) {
 			t.Fatalf("a query on a connection to a stopped server: %v, want unavailable", err)
 		}
-		if err := query(); !store.Unavailable(err) {
+		if err := query(); !driver.Unavailable(err) {
 			t.Fatalf("a connection to a stopped server: %v, want unavailable", err)
 		}
 		pg.Start()
@@ -58,7 +58,7 @@ func TestPrivateServers(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.Kill()
-		if err := rdb.Get(ctx, "k").Err(); !store.Unavailable(err) {
+		if err := rdb.Get(ctx, "k").Err(); !driver.Unavailable(err) {
 			t.Fatalf("killed: %v, want unavailable", err)
 		}
 		r.Start()

@@ -1,4 +1,4 @@
-package store_test
+package driver_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/shared/store"
+	"github.com/flashseat/flashseat/shared/store/driver"
 	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
@@ -106,10 +107,10 @@ func TestUnavailableFromRealStores(t *testing.T) {
 			if err == nil {
 				t.Fatal("got no error")
 			}
-			if got := store.Unavailable(fmt.Errorf("adapter: %w", err)); got != tt.want {
+			if got := driver.Unavailable(fmt.Errorf("adapter: %w", err)); got != tt.want {
 				t.Fatalf("Unavailable(%v) = %v, want %v", err, got, tt.want)
 			}
-			got := store.Classify(err)
+			got := driver.Classify(err)
 			if errors.Is(got, store.ErrUnavailable) != tt.want {
 				t.Fatalf("Classify(%v) = %v, want ErrUnavailable in the chain: %v", err, got, tt.want)
 			}
@@ -118,7 +119,7 @@ func TestUnavailableFromRealStores(t *testing.T) {
 			}
 		})
 	}
-	if store.Classify(nil) != nil {
+	if driver.Classify(nil) != nil {
 		t.Fatal("Classify(nil) is not nil")
 	}
 }
@@ -127,7 +128,7 @@ func TestUnavailableFromRealStores(t *testing.T) {
 // without waiting for go-redis's default minute.
 func TestOpenRedisCluster(t *testing.T) {
 	t.Parallel()
-	rdb, err := store.OpenRedis("", []string{"127.0.0.1:7000"}, 8)
+	rdb, err := driver.OpenRedis("", []string{"127.0.0.1:7000"}, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestOpenRedisCluster(t *testing.T) {
 	if got := c.Options().ClusterStateReloadInterval; got <= 0 || got > 5*time.Second {
 		t.Fatalf("cluster state reload interval %s, want a few seconds", got)
 	}
-	if _, err := store.OpenRedis("not a url", nil, 0); err == nil {
+	if _, err := driver.OpenRedis("not a url", nil, 0); err == nil {
 		t.Fatal("a bad REDIS_URL was accepted")
 	}
 }
