@@ -12,10 +12,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
-	"github.com/flashseat/flashseat/booking/redis/redistest"
 	"github.com/flashseat/flashseat/shared/admission"
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
 	"github.com/flashseat/flashseat/shared/eventstream"
+	"github.com/flashseat/flashseat/shared/store/redistest"
 )
 
 // env is a migrated admission record on a database of the test's own and an event stream of its own.
