@@ -19,10 +19,10 @@ import (
 // events reads the lifecycle event stream's settings (EVENTS_STREAM, EVENTS_MAXLEN, EVENTS_MAX_AGE), the same
 // variables booking reads: both append to one stream.
 func (l *loader) events(cfg *Config) {
-	cfg.Events = eventstream.Config{Key: l.str("EVENTS_STREAM", eventstream.DefaultKey),
-		MaxLen: int64(l.integer("EVENTS_MAXLEN", 100_000)), MaxAge: l.duration("EVENTS_MAX_AGE", 0)}
+	cfg.Events = eventstream.Config{Key: l.String("EVENTS_STREAM", eventstream.DefaultKey),
+		MaxLen: int64(l.Int("EVENTS_MAXLEN", 100_000)), MaxAge: l.Duration("EVENTS_MAX_AGE", 0)}
 	if cfg.Events.MaxLen < 100 {
-		l.fail("EVENTS_MAXLEN must be at least 100")
+		l.Fail("EVENTS_MAXLEN must be at least 100")
 	}
 }
 
