@@ -64,3 +64,34 @@ func TestCatalogCacheConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// BenchmarkCatalogCacheRead compares, in one run, a read of a cached show as the hold path does it (a sync.Map
+// load, touching the LRU one time in touchEvery) with a bare load, and with a locked LRU read on every hold (the
+// design not taken): run it with -cpu 1,2,8 and compare the ratios.
+func BenchmarkCatalogCacheRead(b *testing.B) {
+	var c catalogCache
+	c.store(&c.shows, "s1", Show{ID: "s1"})
+	b.Run("load", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				c.shows.Load("s1")
+			}
+		})
+	})
+	b.Run("load+touch", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, ok := c.shows.Load("s1"); ok {
+					c.touch("s1")
+				}
+			}
+		})
+	})
+	b.Run("lru-get-every-read", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				c.order.Get("s1")
+			}
+		})
+	})
+}
