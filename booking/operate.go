@@ -91,7 +91,7 @@ func (s *Service) operatorShow(ctx context.Context, showID string) (Show, error)
 // showChanged makes a changed show definition visible: this replica's cache, ShowInfo, and the other replicas
 // (through Locks.AnnounceShow, whose subscribers call ShowChanged).
 func (s *Service) showChanged(ctx context.Context, sh Show) error {
-	s.cache.shows.Store(sh.ID, sh)
+	s.cache.store(&s.cache.shows, sh.ID, sh)
 	if err := s.PublishInfo(ctx, sh.ID); err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (s *Service) showChanged(ctx context.Context, sh Show) error {
 // ShowChanged drops the cached definition of a show an operator changed on another replica, so the next read
 // comes from the ledger.
 func (s *Service) ShowChanged(showID string) {
-	s.cache.shows.Delete(showID)
+	s.cache.forget(showID)
 }
 
 // AdminBooking returns any user's booking, for the operator.

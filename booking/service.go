@@ -3,9 +3,11 @@ package booking
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -198,6 +200,7 @@ func (s *Service) MaxSeats() int { return s.cfg.MaxSeats }
 // and then every replica drops its copy at once (ShowChanged).
 func (s *Service) Show(ctx context.Context, id string) (Show, error) {
 	if sh, ok := s.cache.shows.Load(id); ok {
+		s.cache.touch(id)
 		return sh.(Show), nil
 	}
 	sh, err := s.store.Show(ctx, id)
@@ -237,26 +240,60 @@ func (s *Service) layoutIndex(ctx context.Context, showID string) ([]Seat, map[s
 
 // catalogCache keeps shows and layouts, which never change once created. Every hold reads both, so they sit
 // in sync.Maps, read without a lock: a mutex here was one cache line bounced between all CPUs per request.
+//
+// The maps are bounded by an LRU of show ids (golang-lru), which when full forgets the show least recently used,
+// never every show at once: dropping the whole cache in the middle of a sale sent every hold of every show to
+// PostgreSQL together. Reads touch the LRU only one time in touchEvery, so the hot path stays lock-free while a
+// show in use still counts as recently used.
 type catalogCache struct {
 	shows   sync.Map // show id -> Show
 	layouts sync.Map // show id -> *layoutEntry
-	n       atomic.Int64
+
+	mu    sync.Mutex                   // serializes changes to the maps with the LRU's, so the two agree
+	order *lru.Cache[string, struct{}] // the show ids in the maps; nil until the first store
 }
+
+const (
+	catalogCacheSize = 10000 // shows; each with its layout
+	touchEvery       = 64
+)
 
 type layoutEntry struct {
 	seats []Seat
 	index map[string]int // seat id -> position in seats
 }
 
-// store caches v. Only what the store returned is cached (unknown ids never are), and the whole cache is
-// dropped after 20,000 stores, which bounds it without bookkeeping on the read path.
+// store caches v under key in m (shows or layouts). Only what the store returned is cached (unknown ids never
+// are).
 func (c *catalogCache) store(m *sync.Map, key string, v any) {
-	if c.n.Add(1) > 20000 {
-		c.n.Store(0)
-		c.shows.Clear()
-		c.layouts.Clear()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.order == nil {
+		c.order, _ = lru.NewWithEvict(catalogCacheSize, func(id string, _ struct{}) { // errs only for size < 1
+			c.shows.Delete(id)
+			c.layouts.Delete(id)
+		})
 	}
+	c.order.Add(key, struct{}{}) // may evict another show, under c.mu
 	m.Store(key, v)
+}
+
+// touch marks a show as used, one read in touchEvery.
+func (c *catalogCache) touch(id string) {
+	if rand.N(touchEvery) == 0 {
+		c.mu.Lock()
+		if c.order != nil {
+			c.order.Get(id)
+		}
+		c.mu.Unlock()
+	}
+}
+
+// forget drops a show's cached definition (its layout never changes).
+func (c *catalogCache) forget(id string) {
+	c.mu.Lock()
+	c.shows.Delete(id)
+	c.mu.Unlock()
 }
 
 // markDirty schedules a ShowInfo rewrite for the show. Rewrites are coalesced: a burst of holds on a hot show

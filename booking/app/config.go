@@ -6,14 +6,13 @@ package app
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/flashseat/flashseat/shared/env"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -69,128 +68,74 @@ const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/flashseat?sslmode
 
 // LoadConfig reads the configuration through getenv (os.Getenv in main, a map in tests) and validates it.
 func LoadConfig(getenv func(string) string) (Config, error) {
-	var errs []error
-	str := func(k, def string) string {
-		if v := strings.TrimSpace(getenv(k)); v != "" {
-			return v
-		}
-		return def
-	}
-	dur := func(k string, def time.Duration) time.Duration {
-		v := str(k, "")
-		if v == "" {
-			return def
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			errs = append(errs, fmt.Errorf("%s: want a positive duration like 10m, got %q", k, v))
-			return def
-		}
-		return d
-	}
-	integer := func(k string, def, lo, hi int) int {
-		v := str(k, "")
-		if v == "" {
-			return def
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < lo || n > hi {
-			errs = append(errs, fmt.Errorf("%s: want an integer in [%d, %d], got %q", k, lo, hi, v))
-			return def
-		}
-		return n
-	}
-	boolean := func(k string, def bool) bool {
-		v := str(k, "")
-		if v == "" {
-			return def
-		}
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: want true or false, got %q", k, v))
-			return def
-		}
-		return b
-	}
+	r := env.New(getenv)
 	cfg := Config{
-		Addr:              str("BOOKING_ADDR", ":8081"),
-		OpsAddr:           str("OPS_ADDR", ""),
-		DatabaseURL:       str("DATABASE_URL", DefaultDatabaseURL),
-		RedisURL:          str("REDIS_URL", "redis://127.0.0.1:6379/0"),
-		HoldTTL:           dur("HOLD_TTL", 10*time.Minute),
-		MaxSeats:          integer("MAX_SEATS_PER_BOOKING", 10, 1, 100),
-		ReconcileInterval: dur("RECONCILE_INTERVAL", 30*time.Second),
-		RefundWindow:      dur("REFUND_WINDOW", 48*time.Hour),
-		ShutdownTimeout:   dur("SHUTDOWN_TIMEOUT", 10*time.Second),
-		BodyLimit:         integer("BODY_LIMIT", 64<<10, 1<<10, 16<<20),
-		AdminToken:        str("ADMIN_TOKEN", ""),
-		StaffToken:        str("STAFF_TOKEN", ""),
-		AuthGuest:         boolean("AUTH_GUEST", true),
-		CookieSecure:      boolean("COOKIE_SECURE", false),
-		AdmissionJWKSURL:  str("ADMISSION_JWKS_URL", "http://127.0.0.1:8080/.well-known/jwks.json"),
-		TokenLeeway:       dur("TOKEN_LEEWAY", 5*time.Second),
-		SeedDemo:          boolean("SEED_DEMO", false),
+		Addr:              r.String("BOOKING_ADDR", ":8081"),
+		OpsAddr:           r.String("OPS_ADDR", ""),
+		DatabaseURL:       r.String("DATABASE_URL", DefaultDatabaseURL),
+		RedisURL:          r.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		HoldTTL:           r.PositiveDuration("HOLD_TTL", 10*time.Minute),
+		MaxSeats:          r.IntIn("MAX_SEATS_PER_BOOKING", 10, 1, 100),
+		ReconcileInterval: r.PositiveDuration("RECONCILE_INTERVAL", 30*time.Second),
+		RefundWindow:      r.PositiveDuration("REFUND_WINDOW", 48*time.Hour),
+		ShutdownTimeout:   r.PositiveDuration("SHUTDOWN_TIMEOUT", 10*time.Second),
+		BodyLimit:         r.IntIn("BODY_LIMIT", 64<<10, 1<<10, 16<<20),
+		AdminToken:        r.String("ADMIN_TOKEN", ""),
+		StaffToken:        r.String("STAFF_TOKEN", ""),
+		AuthGuest:         r.Bool("AUTH_GUEST", true),
+		CookieSecure:      r.Bool("COOKIE_SECURE", false),
+		AdmissionJWKSURL:  r.String("ADMISSION_JWKS_URL", "http://127.0.0.1:8080/.well-known/jwks.json"),
+		TokenLeeway:       r.PositiveDuration("TOKEN_LEEWAY", 5*time.Second),
+		SeedDemo:          r.Bool("SEED_DEMO", false),
 	}
-	if v := str("REDIS_CLUSTER_ADDRS", ""); v != "" {
-		for _, a := range strings.Split(v, ",") {
-			if a = strings.TrimSpace(a); a != "" {
-				cfg.RedisClusterAddrs = append(cfg.RedisClusterAddrs, a)
-			}
-		}
-	}
-	var perrs []error
-	cfg.Payment, perrs = loadPaymentConfig(str, dur)
-	errs = append(errs, perrs...)
-	cfg.Events, perrs = loadEventsConfig(str, dur)
-	errs = append(errs, perrs...)
-	cfg.Waitlist, perrs = loadWaitlistSettings(str, dur)
-	errs = append(errs, perrs...)
-	cfg.Webhooks, perrs = loadWebhookSettings(str, dur)
-	errs = append(errs, perrs...)
-	cfg.Notify, perrs = loadNotifyConfig(str)
-	errs = append(errs, perrs...)
+	cfg.RedisClusterAddrs = r.List("REDIS_CLUSTER_ADDRS")
+	cfg.Payment = loadPaymentConfig(r)
+	cfg.Events = loadEventsConfig(r)
+	cfg.Waitlist = loadWaitlistSettings(r)
+	cfg.Webhooks = loadWebhookSettings(r)
+	cfg.Notify = loadNotifyConfig(r)
 	if cfg.OpsAddr != "" {
 		if _, _, err := net.SplitHostPort(cfg.OpsAddr); err != nil {
-			errs = append(errs, fmt.Errorf("OPS_ADDR: %q is not host:port", cfg.OpsAddr))
+			r.Fail("OPS_ADDR: %q is not host:port", cfg.OpsAddr)
 		}
 	}
 	if cfg.HoldTTL < time.Second {
-		errs = append(errs, errors.New("HOLD_TTL must be at least 1s"))
+		r.Fail("HOLD_TTL must be at least 1s")
 	}
-	switch v := str("GOGC", "400"); v {
+	switch v := r.String("GOGC", "400"); v {
 	case "off":
 		cfg.GCPercent = -1
 	default:
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
-			errs = append(errs, fmt.Errorf("GOGC: %q is not a positive number or off", v))
+			r.Fail("GOGC: %q is not a positive number or off", v)
 		}
 		cfg.GCPercent = n
 	}
-	if err := cfg.LogLevel.UnmarshalText([]byte(str("LOG_LEVEL", "info"))); err != nil {
-		errs = append(errs, fmt.Errorf("LOG_LEVEL: %w", err))
+	if err := cfg.LogLevel.UnmarshalText([]byte(r.String("LOG_LEVEL", "info"))); err != nil {
+		r.Fail("LOG_LEVEL: %w", err)
 	}
 	if cfg.AdminToken == "" {
 		cfg.AdminToken, cfg.AdminTokenGenerated = random(32), true
 	} else if len(cfg.AdminToken) < 16 {
-		errs = append(errs, errors.New("ADMIN_TOKEN must be at least 16 characters"))
+		r.Fail("ADMIN_TOKEN must be at least 16 characters")
 	}
 	if cfg.StaffToken != "" && len(cfg.StaffToken) < 16 {
-		errs = append(errs, errors.New("STAFF_TOKEN must be at least 16 characters"))
+		r.Fail("STAFF_TOKEN must be at least 16 characters")
 	}
-	if s := str("AUTH_SECRET", ""); s != "" {
+	if s := r.String("AUTH_SECRET", ""); s != "" {
 		cfg.AuthSecret = []byte(s)
 		if len(cfg.AuthSecret) < token.MinSecretLen {
-			errs = append(errs, fmt.Errorf("AUTH_SECRET must be at least %d bytes", token.MinSecretLen))
+			r.Fail("AUTH_SECRET must be at least %d bytes", token.MinSecretLen)
 		}
 	} else {
 		cfg.AuthSecret, cfg.AuthSecretGenerated = []byte(random(48)), true
 	}
-	if u := str("AUTH_JWKS_URL", ""); u != "" {
-		cfg.AuthExternal = &token.External{JWKSURL: u, Issuer: str("AUTH_ISSUER", ""), Audience: str("AUTH_AUDIENCE", "")}
+	if u := r.String("AUTH_JWKS_URL", ""); u != "" {
+		cfg.AuthExternal = &token.External{JWKSURL: u, Issuer: r.String("AUTH_ISSUER", ""), Audience: r.String("AUTH_AUDIENCE", "")}
 	}
-	if len(errs) > 0 {
-		return Config{}, fmt.Errorf("booking config: %w", errors.Join(errs...))
+	if err := r.Err(); err != nil {
+		return Config{}, fmt.Errorf("booking config: %w", err)
 	}
 	return cfg, nil
 }

@@ -3,12 +3,10 @@ package app
 import (
 	"context"
 	"errors"
-	"sync"
-
-	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +17,7 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/booking/webhook"
+	"github.com/flashseat/flashseat/shared/env"
 	"github.com/flashseat/flashseat/shared/eventstream"
 )
 
@@ -44,39 +43,21 @@ type EventsConfig struct {
 	MaxDeliveries int64
 }
 
-func loadEventsConfig(str func(k, def string) string, dur func(k string, def time.Duration) time.Duration) (EventsConfig, []error) {
-	var errs []error
+func loadEventsConfig(r *env.Reader) EventsConfig {
 	c := EventsConfig{
-		Stream:        str("EVENTS_STREAM", redis.DefaultEventStream),
-		MaxLen:        100_000,
-		RelayInterval: dur("EVENTS_RELAY_INTERVAL", 100*time.Millisecond),
-		ClaimIdle:     dur("EVENTS_CLAIM_IDLE", 30*time.Second),
-		OutboxKeep:    dur("EVENTS_OUTBOX_KEEP", 72*time.Hour),
-		MaxDeliveries: 20,
+		Stream:        r.String("EVENTS_STREAM", redis.DefaultEventStream),
+		MaxLen:        int64(r.IntIn("EVENTS_MAXLEN", 100_000, 100, 1<<40)),
+		RelayInterval: r.PositiveDuration("EVENTS_RELAY_INTERVAL", 100*time.Millisecond),
+		ClaimIdle:     r.PositiveDuration("EVENTS_CLAIM_IDLE", 30*time.Second),
+		OutboxKeep:    r.PositiveDuration("EVENTS_OUTBOX_KEEP", 72*time.Hour),
+		// Zero, as in the edge, which appends to the same stream: no age limit.
+		MaxAge:        r.Duration("EVENTS_MAX_AGE", 0),
+		MaxDeliveries: int64(r.IntIn("EVENTS_MAX_DELIVERIES", 20, 1, 1000)),
 	}
-	if v := str("EVENTS_MAX_DELIVERIES", ""); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 || n > 1000 {
-			errs = append(errs, fmt.Errorf("EVENTS_MAX_DELIVERIES: want an integer in [1, 1000], got %q", v))
-		} else {
-			c.MaxDeliveries = n
-		}
+	if c.MaxAge > 0 && c.MaxAge < time.Minute {
+		r.Fail("EVENTS_MAX_AGE: want at least 1m, got %s", c.MaxAge)
 	}
-	if v := str("EVENTS_MAXLEN", ""); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 100 || n > 1<<40 {
-			errs = append(errs, fmt.Errorf("EVENTS_MAXLEN: want an integer of at least 100, got %q", v))
-		} else {
-			c.MaxLen = n
-		}
-	}
-	if str("EVENTS_MAX_AGE", "") != "" {
-		c.MaxAge = dur("EVENTS_MAX_AGE", 0)
-		if c.MaxAge > 0 && c.MaxAge < time.Minute {
-			errs = append(errs, fmt.Errorf("EVENTS_MAX_AGE: want at least 1m, got %s", c.MaxAge))
-		}
-	}
-	return c, errs
+	return c
 }
 
 // streamConfig is the event stream of cfg.

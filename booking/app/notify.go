@@ -7,6 +7,7 @@ import (
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/notify"
 	"github.com/flashseat/flashseat/booking/postgres"
+	"github.com/flashseat/flashseat/shared/env"
 )
 
 // NotifyConfig is the fan notifications' part of Config. With neither SMTP_ADDR nor NOTIFY_WEBHOOK_URL set, fans
@@ -16,24 +17,23 @@ type NotifyConfig struct {
 	Webhook notify.WebhookConfig // NOTIFY_WEBHOOK_URL, NOTIFY_WEBHOOK_SECRET
 }
 
-func loadNotifyConfig(str func(k, def string) string) (NotifyConfig, []error) {
+func loadNotifyConfig(r *env.Reader) NotifyConfig {
 	c := NotifyConfig{
-		SMTP: notify.SMTPConfig{Addr: str("SMTP_ADDR", ""), From: str("SMTP_FROM", "flashseat <tickets@flashseat.local>"),
-			Username: str("SMTP_USERNAME", ""), Password: str("SMTP_PASSWORD", ""), Timeout: 10 * time.Second},
-		Webhook: notify.WebhookConfig{URL: str("NOTIFY_WEBHOOK_URL", ""), Secret: str("NOTIFY_WEBHOOK_SECRET", "")},
+		SMTP: notify.SMTPConfig{Addr: r.String("SMTP_ADDR", ""), From: r.String("SMTP_FROM", "flashseat <tickets@flashseat.local>"),
+			Username: r.String("SMTP_USERNAME", ""), Password: r.String("SMTP_PASSWORD", ""), Timeout: 10 * time.Second},
+		Webhook: notify.WebhookConfig{URL: r.String("NOTIFY_WEBHOOK_URL", ""), Secret: r.String("NOTIFY_WEBHOOK_SECRET", "")},
 	}
-	var errs []error
 	if c.SMTP.Addr != "" {
 		if _, err := notify.NewSMTP(c.SMTP); err != nil {
-			errs = append(errs, err)
+			r.Fail("%w", err)
 		}
 	}
 	if c.Webhook.URL != "" {
 		if _, err := notify.NewWebhook(c.Webhook); err != nil {
-			errs = append(errs, err)
+			r.Fail("%w", err)
 		}
 	}
-	return c, errs
+	return c
 }
 
 // newFans is the fan notifier of cfg, or nil when no way to reach fans is configured. The configuration was

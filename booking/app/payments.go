@@ -1,11 +1,8 @@
 package app
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 	"github.com/flashseat/flashseat/booking/payment"
 	"github.com/flashseat/flashseat/booking/payment/stripe"
 	"github.com/flashseat/flashseat/booking/ticket"
+	"github.com/flashseat/flashseat/shared/env"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -47,63 +45,43 @@ type PaymentConfig struct {
 	TicketKeyGenerated bool
 }
 
-// loadPaymentConfig reads PaymentConfig with LoadConfig's own readers (which record their parse errors); the
-// other problems are returned for LoadConfig to report with its own.
-func loadPaymentConfig(str func(k, def string) string, dur func(k string, def time.Duration) time.Duration) (PaymentConfig, []error) {
-	var errs []error
+// loadPaymentConfig reads PaymentConfig through r, which collects its problems with LoadConfig's.
+func loadPaymentConfig(r *env.Reader) PaymentConfig {
 	c := PaymentConfig{
-		GatewayURL:      str("PAYMENT_GATEWAY_URL", "http://127.0.0.1:8082"),
-		APIKey:          str("PAYMENT_API_KEY", "sk_test_flashseat"),
-		Timeout:         dur("PAYMENT_TIMEOUT", 5*time.Second),
-		WebhookSecret:   str("PAYMENT_WEBHOOK_SECRET", ""),
-		RecoverInterval: dur("PAYMENT_RECOVER_INTERVAL", 2*time.Second),
-		PublishableKey:  str("PAYMENT_PUBLISHABLE_KEY", "pk_test_flashseat"),
-		ActionWindow:    dur("PAYMENT_ACTION_WINDOW", 5*time.Minute),
+		GatewayURL:      r.String("PAYMENT_GATEWAY_URL", "http://127.0.0.1:8082"),
+		APIKey:          r.String("PAYMENT_API_KEY", "sk_test_flashseat"),
+		Timeout:         r.PositiveDuration("PAYMENT_TIMEOUT", 5*time.Second),
+		WebhookSecret:   r.String("PAYMENT_WEBHOOK_SECRET", ""),
+		RecoverInterval: r.PositiveDuration("PAYMENT_RECOVER_INTERVAL", 2*time.Second),
+		PublishableKey:  r.String("PAYMENT_PUBLISHABLE_KEY", "pk_test_flashseat"),
+		ActionWindow:    r.PositiveDuration("PAYMENT_ACTION_WINDOW", 5*time.Minute),
 	}
-	c.PublicURL = strings.TrimRight(str("PAYMENT_PUBLIC_URL", c.GatewayURL), "/")
+	c.PublicURL = strings.TrimRight(r.String("PAYMENT_PUBLIC_URL", c.GatewayURL), "/")
 	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
 		(u.Path != "" && u.Path != "/") {
-		errs = append(errs, fmt.Errorf("PAYMENT_PUBLIC_URL: want an http(s) origin, got %q", c.PublicURL))
+		r.Fail("PAYMENT_PUBLIC_URL: want an http(s) origin, got %q", c.PublicURL)
 	}
 	if !strings.HasPrefix(c.PublishableKey, "pk_") {
-		errs = append(errs, errors.New("PAYMENT_PUBLISHABLE_KEY: want a publishable key (pk_...)"))
+		r.Fail("PAYMENT_PUBLISHABLE_KEY: want a publishable key (pk_...)")
 	}
-	c.Breaker = payment.BreakerConfig{Window: dur("PAYMENT_BREAKER_WINDOW", 30*time.Second),
-		Cooldown: dur("PAYMENT_BREAKER_COOLDOWN", 10*time.Second)}
-	intVar := func(k string, def, lo, hi int) int {
-		v := str(k, "")
-		if v == "" {
-			return def
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < lo || n > hi {
-			errs = append(errs, fmt.Errorf("%s: want an integer in [%d, %d], got %q", k, lo, hi, v))
-			return def
-		}
-		return n
+	c.Breaker = payment.BreakerConfig{
+		Window:       r.PositiveDuration("PAYMENT_BREAKER_WINDOW", 30*time.Second),
+		Cooldown:     r.PositiveDuration("PAYMENT_BREAKER_COOLDOWN", 10*time.Second),
+		MinCalls:     r.IntIn("PAYMENT_BREAKER_MIN_CALLS", 20, 1, 100000),
+		Probes:       r.IntIn("PAYMENT_BREAKER_PROBES", 3, 1, 1000),
+		FailureRatio: r.Float("PAYMENT_BREAKER_FAILURE_RATIO", 0.5),
 	}
-	c.Breaker.MinCalls = intVar("PAYMENT_BREAKER_MIN_CALLS", 20, 1, 100000)
-	c.Breaker.Probes = intVar("PAYMENT_BREAKER_PROBES", 3, 1, 1000)
-	c.Breaker.FailureRatio = 0.5
-	if v := str("PAYMENT_BREAKER_FAILURE_RATIO", ""); v != "" {
-		r, err := strconv.ParseFloat(v, 64)
-		if err != nil || r <= 0 || r > 1 {
-			errs = append(errs, fmt.Errorf("PAYMENT_BREAKER_FAILURE_RATIO: want a number in (0, 1], got %q", v))
-		} else {
-			c.Breaker.FailureRatio = r
-		}
-	}
-	if c.Breaker.Window <= 0 || c.Breaker.Cooldown <= 0 {
-		errs = append(errs, errors.New("PAYMENT_BREAKER_WINDOW and PAYMENT_BREAKER_COOLDOWN: want positive durations"))
+	if c.Breaker.FailureRatio <= 0 || c.Breaker.FailureRatio > 1 {
+		r.Fail("PAYMENT_BREAKER_FAILURE_RATIO: want a number in (0, 1], got %v", c.Breaker.FailureRatio)
 	}
 	if u, err := url.Parse(c.GatewayURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("PAYMENT_GATEWAY_URL: want an http(s) URL, got %q", c.GatewayURL))
+		r.Fail("PAYMENT_GATEWAY_URL: want an http(s) URL, got %q", c.GatewayURL)
 	}
 	var err error
-	if c.TicketKey, c.TicketKeyGenerated, err = ticket.LoadKey(str("TICKET_SIGNING_KEY", "")); err != nil {
-		errs = append(errs, fmt.Errorf("TICKET_SIGNING_KEY: %w", err))
+	if c.TicketKey, c.TicketKeyGenerated, err = ticket.LoadKey(r.String("TICKET_SIGNING_KEY", "")); err != nil {
+		r.Fail("TICKET_SIGNING_KEY: %w", err)
 	}
-	return c, errs
+	return c
 }
 
 // Public is what browsers are told of the gateway. Stripe itself (api.stripe.com) is "stripe", whose checkout

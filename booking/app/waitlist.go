@@ -1,9 +1,9 @@
 package app
 
 import (
-	"fmt"
-	"strconv"
 	"time"
+
+	"github.com/flashseat/flashseat/shared/env"
 )
 
 // WaitlistSettings is the waitlist's part of Config.
@@ -13,23 +13,14 @@ type WaitlistSettings struct {
 	SweepEvery time.Duration // WAITLIST_SWEEP_INTERVAL: the safety sweep's period; default 30s
 }
 
-func loadWaitlistSettings(str func(k, def string) string, dur func(k string, def time.Duration) time.Duration) (WaitlistSettings, []error) {
-	var errs []error
+func loadWaitlistSettings(r *env.Reader) WaitlistSettings {
 	c := WaitlistSettings{
-		OfferTTL:   dur("WAITLIST_OFFER_TTL", 15*time.Minute),
-		PassLimit:  3,
-		SweepEvery: dur("WAITLIST_SWEEP_INTERVAL", 30*time.Second),
-	}
-	if v := str("WAITLIST_PASS_LIMIT", ""); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
-			errs = append(errs, fmt.Errorf("WAITLIST_PASS_LIMIT: want an integer in [1, 1000], got %q", v))
-		} else {
-			c.PassLimit = n
-		}
+		OfferTTL:   r.PositiveDuration("WAITLIST_OFFER_TTL", 15*time.Minute),
+		PassLimit:  r.IntIn("WAITLIST_PASS_LIMIT", 3, 1, 1000),
+		SweepEvery: r.PositiveDuration("WAITLIST_SWEEP_INTERVAL", 30*time.Second),
 	}
 	if c.OfferTTL < time.Second {
-		errs = append(errs, fmt.Errorf("WAITLIST_OFFER_TTL: want at least 1s, got %s", c.OfferTTL))
+		r.Fail("WAITLIST_OFFER_TTL: want at least 1s, got %s", c.OfferTTL)
 	}
-	return c, errs
+	return c
 }

@@ -1,9 +1,9 @@
 package app
 
 import (
-	"fmt"
-	"strconv"
 	"time"
+
+	"github.com/flashseat/flashseat/shared/env"
 )
 
 // WebhookSettings is the operator webhooks' part of Config.
@@ -17,24 +17,12 @@ type WebhookSettings struct {
 	AllowPrivate bool
 }
 
-func loadWebhookSettings(str func(k, def string) string, dur func(k string, def time.Duration) time.Duration) (WebhookSettings, []error) {
-	var errs []error
-	c := WebhookSettings{Timeout: dur("WEBHOOK_TIMEOUT", 10*time.Second), MaxAttempts: 12,
-		RetryBase: dur("WEBHOOK_RETRY_BASE", 10*time.Second)}
-	if v := str("WEBHOOK_ALLOW_PRIVATE", ""); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("WEBHOOK_ALLOW_PRIVATE: want true or false, got %q", v))
-		}
-		c.AllowPrivate = b
+func loadWebhookSettings(r *env.Reader) WebhookSettings {
+	return WebhookSettings{
+		Timeout:     r.PositiveDuration("WEBHOOK_TIMEOUT", 10*time.Second),
+		MaxAttempts: r.IntIn("WEBHOOK_MAX_ATTEMPTS", 12, 1, 100),
+		RetryBase:   r.PositiveDuration("WEBHOOK_RETRY_BASE", 10*time.Second),
+		// Off unless set: such endpoints are refused (server-side request forgery).
+		AllowPrivate: r.Bool("WEBHOOK_ALLOW_PRIVATE", false),
 	}
-	if v := str("WEBHOOK_MAX_ATTEMPTS", ""); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			errs = append(errs, fmt.Errorf("WEBHOOK_MAX_ATTEMPTS: want an integer in [1, 100], got %q", v))
-		} else {
-			c.MaxAttempts = n
-		}
-	}
-	return c, errs
 }

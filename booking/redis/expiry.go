@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashseat/flashseat/shared/store/driver"
 )
 
 // expiredPattern is the keyevent channel of expirations in any database.
@@ -30,7 +32,7 @@ func WatchExpiries(ctx context.Context, rdb redis.UniversalClient, fn func(showI
 	}
 	cluster, ok := rdb.(*redis.ClusterClient)
 	if !ok {
-		watch(ctx, rdb.PSubscribe(ctx, expiredPattern), handle)
+		driver.Listen(ctx, rdb, driver.Listener{Patterns: []string{expiredPattern}, Message: handle})
 		return
 	}
 	watchMasters(ctx, cluster, handle)
@@ -73,9 +75,9 @@ func watchMasters(ctx context.Context, cluster *redis.ClusterClient, handle func
 			go func() {
 				defer close(done)
 				defer node.Close()
-				// watch returns when the node's connection is lost for good (the node died); the next refresh
-				// subscribes again if the node is still, or once more, a master.
-				watch(sctx, node.PSubscribe(sctx, expiredPattern), handle)
+				// Listen returns when the refresh below cancels sctx (the node is no longer a master); a lost
+				// connection to a node that still is one is restored by go-redis within Listen.
+				driver.Listen(sctx, node, driver.Listener{Patterns: []string{expiredPattern}, Message: handle})
 			}()
 			subs[addr] = sub{cancel: cancel, done: done}
 		}

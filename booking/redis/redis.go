@@ -18,6 +18,7 @@ import (
 
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/shared/rediskey"
+	"github.com/flashseat/flashseat/shared/store/driver"
 )
 
 var (
@@ -306,7 +307,8 @@ func (l *Locks) AnnounceShow(ctx context.Context, showID string) error {
 
 // WatchShows calls fn with the id of every show an operator changed (AnnounceShow), until ctx ends.
 func WatchShows(ctx context.Context, rdb redis.UniversalClient, fn func(showID string)) {
-	watch(ctx, rdb.Subscribe(ctx, rediskey.ShowEvents), func(m *redis.Message) { fn(m.Payload) })
+	driver.Listen(ctx, rdb, driver.Listener{Channels: []string{rediskey.ShowEvents},
+		Message: func(m *redis.Message) { fn(m.Payload) }})
 }
 
 // PublishSeats announces seat changes.

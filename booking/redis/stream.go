@@ -11,6 +11,7 @@ import (
 
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/shared/rediskey"
+	"github.com/flashseat/flashseat/shared/store/driver"
 )
 
 // Hub fans a show's seat events out to this process's stream clients: one Redis subscription per show however
@@ -25,7 +26,7 @@ type Hub struct {
 }
 
 type feed struct {
-	ps   *redis.PubSub
+	stop context.CancelFunc // ends the feed's subscription
 	subs map[chan []byte]struct{}
 }
 
@@ -38,21 +39,25 @@ func NewHub(rdb redis.UniversalClient) *Hub {
 const subBuffer = 256
 
 // Subscribe returns a channel of the show's events (seat events: JSON {"seatId","status"}) and a function to stop. The
-// channel is closed when the client fell behind or the hub's subscription failed.
+// channel is closed when the client fell behind or the hub's subscription was interrupted (a dropped connection
+// loses what was published meanwhile): either way the client reconnects and reloads the seat map.
 func (h *Hub) Subscribe(ctx context.Context, showID string) (<-chan []byte, func()) {
 	ch := make(chan []byte, subBuffer)
 	h.mu.Lock()
 	f, ok := h.shows[showID]
 	if !ok {
-		f = &feed{ps: h.rdb.Subscribe(context.WithoutCancel(ctx), h.channel(showID)),
-			subs: map[chan []byte]struct{}{}}
+		fctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		f = &feed{stop: stop, subs: map[chan []byte]struct{}{}}
+		ready := make(chan struct{})
+		go h.pump(fctx, showID, f, ready)
 		// Wait for Redis to confirm the subscription, so that a client who reads the seat map after its stream
 		// opened misses no change in between.
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, _ = f.ps.Receive(rctx)
-		cancel()
+		select {
+		case <-ready:
+		case <-time.After(2 * time.Second):
+		case <-ctx.Done():
+		}
 		h.shows[showID] = f
-		go h.pump(showID, f)
 	}
 	f.subs[ch] = struct{}{}
 	h.mu.Unlock()
@@ -71,30 +76,40 @@ func (h *Hub) drop(showID string, f *feed, ch chan []byte) {
 	}
 	h.mu.Unlock()
 	if last {
-		_ = f.ps.Close() // ends pump
+		f.stop() // ends pump
 	}
 }
 
-func (h *Hub) pump(showID string, f *feed) {
-	for msg := range f.ps.Channel() {
-		b := []byte(msg.Payload)
+// pump fans the show's messages out to its clients until the feed is stopped, cutting off a client that falls
+// behind, and every client when the subscription was interrupted.
+func (h *Hub) pump(ctx context.Context, showID string, f *feed, ready chan struct{}) {
+	cutAll := func() {
 		h.mu.Lock()
 		for ch := range f.subs {
-			select {
-			case ch <- b:
-			default:
-				delete(f.subs, ch)
-				close(ch)
-			}
+			delete(f.subs, ch)
+			close(ch)
 		}
 		h.mu.Unlock()
 	}
+	driver.Listen(ctx, h.rdb, driver.Listener{Channels: []string{h.channel(showID)}, Ready: ready,
+		Message: func(msg *redis.Message) {
+			b := []byte(msg.Payload)
+			h.mu.Lock()
+			for ch := range f.subs {
+				select {
+				case ch <- b:
+				default:
+					delete(f.subs, ch)
+					close(ch)
+				}
+			}
+			h.mu.Unlock()
+		},
+		Resubscribed: cutAll,
+	})
 	// The subscription ended: close whoever is still listening so they reconnect.
+	cutAll()
 	h.mu.Lock()
-	for ch := range f.subs {
-		delete(f.subs, ch)
-		close(ch)
-	}
 	if h.shows[showID] == f {
 		delete(h.shows, showID)
 	}
@@ -108,14 +123,14 @@ func (h *Hub) Close() {
 	h.shows = map[string]*feed{}
 	h.mu.Unlock()
 	for _, f := range fs {
-		_ = f.ps.Close()
+		f.stop()
 	}
 }
 
 // WatchSeatEvents calls fn for every seat event of every show, from one pattern subscription, until ctx ends.
 // Booking replicas use it to keep their seat snapshots current with each other's claims and releases.
 func WatchSeatEvents(ctx context.Context, rdb redis.UniversalClient, fn func(showID string, ev booking.SeatEvent)) {
-	watch(ctx, rdb.PSubscribe(ctx, rediskey.SeatEvents("*")), func(msg *redis.Message) {
+	driver.Listen(ctx, rdb, driver.Listener{Patterns: []string{rediskey.SeatEvents("*")}, Message: func(msg *redis.Message) {
 		show, ok := parseSeatEventsChannel(msg.Channel)
 		if !ok {
 			return
@@ -125,24 +140,7 @@ func WatchSeatEvents(ctx context.Context, rdb redis.UniversalClient, fn func(sho
 			return
 		}
 		fn(show, ev)
-	})
-}
-
-// watch hands every message of the subscription to fn until ctx ends or the subscription closes, then closes it.
-func watch(ctx context.Context, ps *redis.PubSub, fn func(*redis.Message)) {
-	defer ps.Close()
-	ch := ps.Channel()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case msg, ok := <-ch:
-			if !ok {
-				return
-			}
-			fn(msg)
-		}
-	}
+	}})
 }
 
 // parseSeatEventsChannel extracts the show id from a rediskey.SeatEvents channel name.

@@ -4,15 +4,14 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/flashseat/flashseat/edge"
+	"github.com/flashseat/flashseat/shared/env"
 	"github.com/flashseat/flashseat/shared/eventstream"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -89,50 +88,48 @@ type LimitConfig struct {
 
 // LoadConfig reads the configuration through getenv (os.Getenv in main, a map in tests) and validates it.
 func LoadConfig(getenv func(string) string) (Config, error) {
-	l := loader{getenv: getenv}
+	l := loader{env.New(getenv)}
 	cfg := Config{
-		Addr:            l.str("EDGE_ADDR", ":8080"),
-		OpsAddr:         l.str("OPS_ADDR", ""),
-		RedisURL:        l.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
-		DatabaseURL:     l.str("DATABASE_URL", DefaultDatabaseURL),
-		DialTimeout:     l.duration("UPSTREAM_DIAL_TIMEOUT", 2*time.Second),
-		HeaderTimeout:   l.duration("UPSTREAM_HEADER_TIMEOUT", 15*time.Second),
-		UpstreamTimeout: l.duration("UPSTREAM_TIMEOUT", 30*time.Second),
-		MaxIdleConns:    l.integer("UPSTREAM_MAX_IDLE_CONNS", 512),
-		IdleConnTimeout: l.duration("UPSTREAM_IDLE_CONN_TIMEOUT", 30*time.Second),
-		StreamHeartbeat: l.duration("STREAM_HEARTBEAT", 15*time.Second),
-		BodyLimit:       l.integer("BODY_LIMIT", 1<<20),
-		ReadTimeout:     l.duration("CLIENT_READ_TIMEOUT", 15*time.Second),
-		IdleTimeout:     l.duration("CLIENT_IDLE_TIMEOUT", 75*time.Second),
-		ShutdownTimeout: l.duration("SHUTDOWN_TIMEOUT", 10*time.Second),
+		Addr:            l.String("EDGE_ADDR", ":8080"),
+		OpsAddr:         l.String("OPS_ADDR", ""),
+		RedisURL:        l.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		DatabaseURL:     l.String("DATABASE_URL", DefaultDatabaseURL),
+		DialTimeout:     l.Duration("UPSTREAM_DIAL_TIMEOUT", 2*time.Second),
+		HeaderTimeout:   l.Duration("UPSTREAM_HEADER_TIMEOUT", 15*time.Second),
+		UpstreamTimeout: l.Duration("UPSTREAM_TIMEOUT", 30*time.Second),
+		MaxIdleConns:    l.Int("UPSTREAM_MAX_IDLE_CONNS", 512),
+		IdleConnTimeout: l.Duration("UPSTREAM_IDLE_CONN_TIMEOUT", 30*time.Second),
+		StreamHeartbeat: l.Duration("STREAM_HEARTBEAT", 15*time.Second),
+		BodyLimit:       l.Int("BODY_LIMIT", 1<<20),
+		ReadTimeout:     l.Duration("CLIENT_READ_TIMEOUT", 15*time.Second),
+		IdleTimeout:     l.Duration("CLIENT_IDLE_TIMEOUT", 75*time.Second),
+		ShutdownTimeout: l.Duration("SHUTDOWN_TIMEOUT", 10*time.Second),
 	}
 	if u, err := url.Parse(cfg.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		if !strings.Contains(cfg.DatabaseURL, "dbname=") { // a key=value DSN is fine too
-			l.fail("DATABASE_URL must be a postgres:// URL or a key=value DSN")
+			l.Fail("DATABASE_URL must be a postgres:// URL or a key=value DSN")
 		}
 	}
-	if u, err := url.Parse(l.str("BOOKING_URL", "http://127.0.0.1:8081")); err != nil || u.Host == "" ||
+	if u, err := url.Parse(l.String("BOOKING_URL", "http://127.0.0.1:8081")); err != nil || u.Host == "" ||
 		(u.Scheme != "http" && u.Scheme != "https") {
-		l.fail("BOOKING_URL must be an http(s) URL")
+		l.Fail("BOOKING_URL must be an http(s) URL")
 	} else {
 		cfg.BookingURL = u
 	}
 	if cfg.OpsAddr != "" {
 		if _, _, err := net.SplitHostPort(cfg.OpsAddr); err != nil {
-			l.fail("OPS_ADDR must be host:port")
+			l.Fail("OPS_ADDR must be host:port")
 		}
 	}
-	for _, a := range strings.Split(l.str("REDIS_CLUSTER_ADDRS", ""), ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			if _, _, err := net.SplitHostPort(a); err != nil {
-				l.fail("REDIS_CLUSTER_ADDRS: " + a + " is not host:port")
-			}
-			cfg.RedisClusterAddrs = append(cfg.RedisClusterAddrs, a)
+	cfg.RedisClusterAddrs = l.List("REDIS_CLUSTER_ADDRS")
+	for _, a := range cfg.RedisClusterAddrs {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			l.Fail("REDIS_CLUSTER_ADDRS: %s is not host:port", a)
 		}
 	}
-	tp, err := edge.ParseTrustedProxies(l.str("TRUSTED_PROXIES", ""))
+	tp, err := edge.ParseTrustedProxies(l.String("TRUSTED_PROXIES", ""))
 	if err != nil {
-		l.fail("TRUSTED_PROXIES: " + err.Error())
+		l.Fail("TRUSTED_PROXIES: %v", err)
 	}
 	cfg.TrustedProxies = tp
 	l.admissionKeys(&cfg)
@@ -144,73 +141,73 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		// The API: a fan browsing, holding and paying needs a few requests a second; a NATed office or campus
 		// shares one address, hence the generous per-address rate.
 		edge.ClassAPI: {
-			PerIP: l.float("RATE_PER_IP", 200), PerIPBurst: l.integer("RATE_PER_IP_BURST", 400),
-			PerUser: l.float("RATE_PER_USER", 10), PerUserBurst: l.integer("RATE_PER_USER_BURST", 30),
+			PerIP: l.Float("RATE_PER_IP", 200), PerIPBurst: l.Int("RATE_PER_IP_BURST", 400),
+			PerUser: l.Float("RATE_PER_USER", 10), PerUserBurst: l.Int("RATE_PER_USER_BURST", 30),
 		},
 		// The waiting room: a whole crowd arrives in the same second and every refusal there is a fan turned
 		// away from a fair queue, so these are higher, and bursts large.
 		edge.ClassQueue: {
-			PerIP: l.float("RATE_QUEUE_PER_IP", 1000), PerIPBurst: l.integer("RATE_QUEUE_PER_IP_BURST", 5000),
-			PerUser: l.float("RATE_QUEUE_PER_USER", 20), PerUserBurst: l.integer("RATE_QUEUE_PER_USER_BURST", 60),
+			PerIP: l.Float("RATE_QUEUE_PER_IP", 1000), PerIPBurst: l.Int("RATE_QUEUE_PER_IP_BURST", 5000),
+			PerUser: l.Float("RATE_QUEUE_PER_USER", 20), PerUserBurst: l.Int("RATE_QUEUE_PER_USER_BURST", 60),
 		},
 	}
-	cfg.RateMaxKeys = l.integer("RATE_MAX_KEYS", 100000)
-	cfg.TokenLeeway = l.duration("TOKEN_LEEWAY", 5*time.Second)
-	switch ex := l.str("RATE_EXEMPT", "127.0.0.0/8,::1"); ex {
+	cfg.RateMaxKeys = l.Int("RATE_MAX_KEYS", 100000)
+	cfg.TokenLeeway = l.Duration("TOKEN_LEEWAY", 5*time.Second)
+	switch ex := l.String("RATE_EXEMPT", "127.0.0.0/8,::1"); ex {
 	case "none":
 	default:
 		p, err := edge.ParsePrefixes(ex)
 		if err != nil {
-			l.fail("RATE_EXEMPT: " + err.Error())
+			l.Fail("RATE_EXEMPT: %v", err)
 		}
 		cfg.RateExempt = p
 	}
 	if cfg.UpstreamTimeout < cfg.HeaderTimeout {
-		l.fail("UPSTREAM_TIMEOUT must not be shorter than UPSTREAM_HEADER_TIMEOUT")
+		l.Fail("UPSTREAM_TIMEOUT must not be shorter than UPSTREAM_HEADER_TIMEOUT")
 	}
 	if cfg.MaxIdleConns < 1 || cfg.BodyLimit < 1 {
-		l.fail("UPSTREAM_MAX_IDLE_CONNS and BODY_LIMIT must be positive")
+		l.Fail("UPSTREAM_MAX_IDLE_CONNS and BODY_LIMIT must be positive")
 	}
-	if len(l.errs) > 0 {
-		return Config{}, fmt.Errorf("edge config: %w", errors.Join(l.errs...))
+	if err := l.Err(); err != nil {
+		return Config{}, fmt.Errorf("edge config: %w", err)
 	}
 	return cfg, nil
 }
 
 // admissionKeys reads the signing key and the previous public keys, or generates a key for development.
 func (l *loader) admissionKeys(cfg *Config) {
-	seed := l.str("ADMISSION_SIGNING_KEY", "")
+	seed := l.String("ADMISSION_SIGNING_KEY", "")
 	if seed == "" {
 		k, err := token.GenerateKey()
 		if err != nil {
-			l.fail("generating an admission key: " + err.Error())
+			l.Fail("generating an admission key: %v", err)
 			return
 		}
-		if id := l.str("ADMISSION_KEY_ID", ""); id != "" {
+		if id := l.String("ADMISSION_KEY_ID", ""); id != "" {
 			k.ID = id
 		}
 		cfg.AdmissionKey, cfg.AdmissionKeyGenerated = k, true
 	} else {
-		k, err := token.ParseSeed(l.str("ADMISSION_KEY_ID", ""), seed)
+		k, err := token.ParseSeed(l.String("ADMISSION_KEY_ID", ""), seed)
 		if err != nil {
-			l.fail("ADMISSION_SIGNING_KEY: " + err.Error()) // the error never contains the seed
+			l.Fail("ADMISSION_SIGNING_KEY: %v", err) // the error never contains the seed
 			return
 		}
 		cfg.AdmissionKey = k
 	}
-	for _, pair := range strings.Split(l.str("ADMISSION_PREVIOUS_KEYS", ""), ",") {
+	for _, pair := range strings.Split(l.String("ADMISSION_PREVIOUS_KEYS", ""), ",") {
 		pair = strings.TrimSpace(pair)
 		if pair == "" {
 			continue
 		}
 		i := strings.LastIndex(pair, ":") // base64url has no colon; a kid might
 		if i <= 0 {
-			l.fail("ADMISSION_PREVIOUS_KEYS: want kid:base64url-public-key pairs")
+			l.Fail("ADMISSION_PREVIOUS_KEYS: want kid:base64url-public-key pairs")
 			continue
 		}
 		pub, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(pair[i+1:], "="))
 		if err != nil || len(pub) != ed25519.PublicKeySize {
-			l.fail("ADMISSION_PREVIOUS_KEYS: key " + pair[:i] + " is not a base64url Ed25519 public key")
+			l.Fail("ADMISSION_PREVIOUS_KEYS: key %s is not a base64url Ed25519 public key", pair[:i])
 			continue
 		}
 		cfg.AdmissionPrevious = append(cfg.AdmissionPrevious, token.PublicKey{ID: pair[:i], Key: pub})
@@ -219,74 +216,23 @@ func (l *loader) admissionKeys(cfg *Config) {
 
 // userAuth reads how user tokens are verified.
 func (l *loader) userAuth(cfg *Config) {
-	if s := l.str("AUTH_SECRET", ""); s != "" {
+	if s := l.String("AUTH_SECRET", ""); s != "" {
 		if len(s) < token.MinSecretLen {
-			l.fail(fmt.Sprintf("AUTH_SECRET must be at least %d bytes", token.MinSecretLen))
+			l.Fail("AUTH_SECRET must be at least %d bytes", token.MinSecretLen)
 		}
 		cfg.AuthSecret = []byte(s)
 	} else {
 		b := make([]byte, 48)
 		if _, err := rand.Read(b); err != nil {
-			l.fail("generating AUTH_SECRET: " + err.Error())
+			l.Fail("generating AUTH_SECRET: %v", err)
 		}
 		cfg.AuthSecret, cfg.AuthSecretGenerated = []byte(base64.RawURLEncoding.EncodeToString(b)), true
 	}
-	if u := l.str("AUTH_JWKS_URL", ""); u != "" {
-		cfg.AuthExternal = &token.External{JWKSURL: u, Issuer: l.str("AUTH_ISSUER", ""),
-			Audience: l.str("AUTH_AUDIENCE", "")}
+	if u := l.String("AUTH_JWKS_URL", ""); u != "" {
+		cfg.AuthExternal = &token.External{JWKSURL: u, Issuer: l.String("AUTH_ISSUER", ""),
+			Audience: l.String("AUTH_AUDIENCE", "")}
 	}
 }
 
-// loader reads typed variables and collects every problem, so one start-up reports them all.
-type loader struct {
-	getenv func(string) string
-	errs   []error
-}
-
-func (l *loader) fail(msg string) { l.errs = append(l.errs, errors.New(msg)) }
-
-func (l *loader) str(name, def string) string {
-	if v := strings.TrimSpace(l.getenv(name)); v != "" {
-		return v
-	}
-	return def
-}
-
-func (l *loader) duration(name string, def time.Duration) time.Duration {
-	v := strings.TrimSpace(l.getenv(name))
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		l.fail(name + " must be a duration such as 10s")
-		return def
-	}
-	return d
-}
-
-func (l *loader) integer(name string, def int) int {
-	v := strings.TrimSpace(l.getenv(name))
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		l.fail(name + " must be an integer")
-		return def
-	}
-	return n
-}
-
-func (l *loader) float(name string, def float64) float64 {
-	v := strings.TrimSpace(l.getenv(name))
-	if v == "" {
-		return def
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || f < 0 {
-		l.fail(name + " must be a non-negative number")
-		return def
-	}
-	return f
-}
+// loader reads the edge's variables (shared/env's rules), with the edge's own parts as methods.
+type loader struct{ *env.Reader }

@@ -16,14 +16,14 @@ type ConsoleConfig struct {
 
 func (l *loader) console(cfg *Config) {
 	cfg.Console = ConsoleConfig{
-		SessionTTL: l.duration("CONSOLE_SESSION_TTL", 8*time.Hour),
-		Every:      l.duration("CONSOLE_FIGURES_EVERY", time.Second),
+		SessionTTL: l.Duration("CONSOLE_SESSION_TTL", 8*time.Hour),
+		Every:      l.Duration("CONSOLE_FIGURES_EVERY", time.Second),
 	}
 	if cfg.Console.SessionTTL < time.Minute || cfg.Console.SessionTTL > 7*24*time.Hour {
-		l.fail("CONSOLE_SESSION_TTL must be between 1m and 168h")
+		l.Fail("CONSOLE_SESSION_TTL must be between 1m and 168h")
 	}
 	if cfg.Console.Every < 100*time.Millisecond {
-		l.fail("CONSOLE_FIGURES_EVERY must be at least 100ms")
+		l.Fail("CONSOLE_FIGURES_EVERY must be at least 100ms")
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/eventstream"
 	"github.com/flashseat/flashseat/waitroom"
@@ -15,15 +17,15 @@ import (
 // queue outbox relay's (EVENTS_RELAY_INTERVAL, EVENTS_OUTBOX_KEEP): the same variables booking reads, since both
 // relay their outboxes into one stream.
 func (l *loader) events(cfg *Config) {
-	cfg.Events = eventstream.Config{Key: l.str("EVENTS_STREAM", eventstream.DefaultKey),
-		MaxLen: int64(l.integer("EVENTS_MAXLEN", 100_000)), MaxAge: l.duration("EVENTS_MAX_AGE", 0)}
+	cfg.Events = eventstream.Config{Key: l.String("EVENTS_STREAM", eventstream.DefaultKey),
+		MaxLen: int64(l.Int("EVENTS_MAXLEN", 100_000)), MaxAge: l.Duration("EVENTS_MAX_AGE", 0)}
 	if cfg.Events.MaxLen < 100 {
-		l.fail("EVENTS_MAXLEN must be at least 100")
+		l.Fail("EVENTS_MAXLEN must be at least 100")
 	}
-	cfg.EventsRelayEvery = l.duration("EVENTS_RELAY_INTERVAL", 100*time.Millisecond)
-	cfg.EventsOutboxKeep = l.duration("EVENTS_OUTBOX_KEEP", 72*time.Hour)
+	cfg.EventsRelayEvery = l.Duration("EVENTS_RELAY_INTERVAL", 100*time.Millisecond)
+	cfg.EventsOutboxKeep = l.Duration("EVENTS_OUTBOX_KEEP", 72*time.Hour)
 	if cfg.EventsRelayEvery < time.Millisecond || cfg.EventsOutboxKeep < time.Minute {
-		l.fail("EVENTS_RELAY_INTERVAL must be at least 1ms and EVENTS_OUTBOX_KEEP at least 1m")
+		l.Fail("EVENTS_RELAY_INTERVAL must be at least 1ms and EVENTS_OUTBOX_KEEP at least 1m")
 	}
 }
 
@@ -48,9 +50,13 @@ type queueEvents struct {
 	nudge   func() // wakes the relay after a change was recorded
 	recheck time.Duration
 
-	mu   sync.Mutex
-	last map[string]seenPhase // the phase this replica last saw per show, and when it last told the record
+	mu sync.Mutex
+	// The phase this replica last saw per show, and when it last told the record: a bounded LRU, so a replica
+	// ticking very many shows forgets the least recently ticked one (costing it a round trip), never all at once.
+	last *lru.Cache[string, seenPhase]
 }
+
+const maxSeenPhases = 100_000
 
 type seenPhase struct {
 	phase waitroom.Phase
@@ -58,7 +64,8 @@ type seenPhase struct {
 }
 
 func newQueueEvents(rec phaseRecord, nudge func(), log *slog.Logger) *queueEvents {
-	return &queueEvents{rec: rec, nudge: nudge, log: log, recheck: phaseRecheck, last: map[string]seenPhase{}}
+	last, _ := lru.New[string, seenPhase](maxSeenPhases)
+	return &queueEvents{rec: rec, nudge: nudge, log: log, recheck: phaseRecheck, last: last}
 }
 
 // observe is told of every admission tick of this replica (waitroom.Options.Observe); it costs a PostgreSQL round
@@ -69,13 +76,10 @@ func (q *queueEvents) observe(snap waitroom.Snapshot, _ time.Duration, err error
 	}
 	now := time.Now()
 	q.mu.Lock()
-	prev, seen := q.last[snap.Show]
-	if len(q.last) > 100_000 { // bound memory; forgetting only costs a round trip
-		q.last = map[string]seenPhase{}
-	}
+	prev, seen := q.last.Get(snap.Show)
 	fresh := seen && prev.phase == snap.Phase && now.Sub(prev.told) < q.recheck
 	if !fresh {
-		q.last[snap.Show] = seenPhase{phase: snap.Phase, told: now}
+		q.last.Add(snap.Show, seenPhase{phase: snap.Phase, told: now})
 	}
 	q.mu.Unlock()
 	if fresh {
@@ -93,7 +97,7 @@ func (q *queueEvents) observe(snap waitroom.Snapshot, _ time.Duration, err error
 	case err != nil:
 		q.log.Warn("queue event: record phase", "show", snap.Show, "phase", snap.Phase, "err", err)
 		q.mu.Lock()
-		delete(q.last, snap.Show) // try again at the next tick
+		q.last.Remove(snap.Show) // try again at the next tick
 		q.mu.Unlock()
 	case changed && q.nudge != nil:
 		q.nudge()

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,21 +20,20 @@ type WaitroomConfig struct {
 	Tick           time.Duration // QUEUE_TICK, default 200ms: admission tick per show on each replica
 	Grace          time.Duration // QUEUE_HEARTBEAT_GRACE, default 30s: a fan silent this long is skipped
 	HeartbeatEvery time.Duration // QUEUE_HEARTBEAT_FLUSH, default 2s: batched heartbeat writes
-	SecureCookies  bool          // COOKIE_SECURE=true behind TLS
+	SecureCookies  bool          // COOKIE_SECURE=true behind TLS (strconv.ParseBool's words, as booking reads it)
 }
 
 // waitroom reads the waiting room's variables into cfg.Waitroom, reporting problems like every other variable.
 func (l *loader) waitroom(cfg *Config) {
-	getenv := l.getenv
 	wc := WaitroomConfig{
-		AdminToken:     strings.TrimSpace(getenv("ADMIN_TOKEN")),
-		Tick:           l.duration("QUEUE_TICK", 200*time.Millisecond),
-		Grace:          l.duration("QUEUE_HEARTBEAT_GRACE", 30*time.Second),
-		HeartbeatEvery: l.duration("QUEUE_HEARTBEAT_FLUSH", 2*time.Second),
-		SecureCookies:  getenv("COOKIE_SECURE") == "true",
+		AdminToken:     l.String("ADMIN_TOKEN", ""),
+		Tick:           l.Duration("QUEUE_TICK", 200*time.Millisecond),
+		Grace:          l.Duration("QUEUE_HEARTBEAT_GRACE", 30*time.Second),
+		HeartbeatEvery: l.Duration("QUEUE_HEARTBEAT_FLUSH", 2*time.Second),
+		SecureCookies:  l.Bool("COOKIE_SECURE", false),
 	}
 	if wc.Tick < 10*time.Millisecond || wc.Grace < wc.HeartbeatEvery*3 {
-		l.fail("QUEUE_TICK must be at least 10ms and QUEUE_HEARTBEAT_GRACE at least 3 x QUEUE_HEARTBEAT_FLUSH")
+		l.Fail("QUEUE_TICK must be at least 10ms and QUEUE_HEARTBEAT_GRACE at least 3 x QUEUE_HEARTBEAT_FLUSH")
 	}
 	cfg.Waitroom = wc
 }

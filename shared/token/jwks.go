@@ -29,13 +29,13 @@ type RemoteKeys struct {
 	client      *http.Client
 	refresh     time.Duration
 	minInterval time.Duration
+	fetchMax    time.Duration // one fetch's deadline
 
 	set atomic.Pointer[keySet] // the last good set; nil before the first fetch succeeds
 
-	mu       sync.Mutex    // guards triedAt and running; never held across I/O
-	triedAt  time.Time     // when the last fetch began
-	running  chan struct{} // closed when the fetch under way ends; nil when none is
-	fetchMax time.Duration // one fetch's deadline
+	mu      sync.Mutex    // guards triedAt and running; never held across I/O
+	triedAt time.Time     // when the last fetch began
+	running chan struct{} // closed when the fetch under way ends; nil when none is
 }
 
 type keySet struct {

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flashseat/flashseat/shared/env"
 )
 
 // Config configures a simulator.
@@ -60,43 +61,28 @@ func (c Config) Validate() error {
 // ConfigFromEnv reads PAYSIM_ADDR (default ":8082"), PAYMENT_WEBHOOK_URL (default
 // "http://127.0.0.1:8081/webhooks/payments"; "off" disables webhooks), PAYMENT_WEBHOOK_SECRET, PAYSIM_API_KEY,
 // PAYSIM_LATENCY (a Go duration), PAYSIM_FAILURE_RATE (0..1), PAYSIM_SLOW_DELAY (a Go duration),
-// PAYSIM_PUBLISHABLE_KEY and PAYSIM_PUBLIC_URL.
+// PAYSIM_PUBLISHABLE_KEY and PAYSIM_PUBLIC_URL, by the rules every flashseat binary reads its environment with
+// (shared/env).
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	r := env.New(getenv)
 	c := Config{
-		Addr:          getenv("PAYSIM_ADDR"),
-		WebhookURL:    getenv("PAYMENT_WEBHOOK_URL"),
-		WebhookSecret: getenv("PAYMENT_WEBHOOK_SECRET"),
-		APIKey:        getenv("PAYSIM_API_KEY"),
+		Addr:          r.String("PAYSIM_ADDR", ":8082"),
+		WebhookURL:    r.String("PAYMENT_WEBHOOK_URL", "http://127.0.0.1:8081/webhooks/payments"),
+		WebhookSecret: r.String("PAYMENT_WEBHOOK_SECRET", ""),
+		APIKey:        r.String("PAYSIM_API_KEY", ""),
+		Latency:       r.Duration("PAYSIM_LATENCY", 0),
+		FailureRate:   r.Float("PAYSIM_FAILURE_RATE", 0),
+		SlowDelay:     r.Duration("PAYSIM_SLOW_DELAY", 0),
 		// The names are the simulator's own: booking has PAYMENT_PUBLISHABLE_KEY and PAYMENT_PUBLIC_URL for what
 		// it tells browsers, which under `make run` are these same values.
-		PublishableKey: getenv("PAYSIM_PUBLISHABLE_KEY"),
-		PublicURL:      strings.TrimRight(getenv("PAYSIM_PUBLIC_URL"), "/"),
+		PublishableKey: r.String("PAYSIM_PUBLISHABLE_KEY", ""),
+		PublicURL:      strings.TrimRight(r.String("PAYSIM_PUBLIC_URL", ""), "/"),
 	}
-	if c.Addr == "" {
-		c.Addr = ":8082"
-	}
-	switch c.WebhookURL {
-	case "":
-		c.WebhookURL = "http://127.0.0.1:8081/webhooks/payments"
-	case "off":
+	if c.WebhookURL == "off" {
 		c.WebhookURL = ""
 	}
-	var err error
-	durations := []struct {
-		name string
-		dst  *time.Duration
-	}{{"PAYSIM_LATENCY", &c.Latency}, {"PAYSIM_SLOW_DELAY", &c.SlowDelay}}
-	for _, d := range durations {
-		if v := getenv(d.name); v != "" {
-			if *d.dst, err = time.ParseDuration(v); err != nil {
-				return Config{}, fmt.Errorf("sim: %s: %w", d.name, err)
-			}
-		}
-	}
-	if v := getenv("PAYSIM_FAILURE_RATE"); v != "" {
-		if c.FailureRate, err = strconv.ParseFloat(v, 64); err != nil {
-			return Config{}, fmt.Errorf("sim: PAYSIM_FAILURE_RATE: %w", err)
-		}
+	if err := r.Err(); err != nil {
+		return Config{}, fmt.Errorf("sim: %w", err)
 	}
 	return c, c.Validate()
 }

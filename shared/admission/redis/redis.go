@@ -16,6 +16,7 @@ import (
 
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/rediskey"
+	"github.com/flashseat/flashseat/shared/store/driver"
 )
 
 var (
@@ -205,30 +206,19 @@ func (c *Cache) Changes(ctx context.Context) <-chan string {
 	return Subscribe(ctx, c.rdb, rediskey.QueueConfigEvents)
 }
 
-// Subscribe delivers the payloads published on channels until ctx ends. go-redis resubscribes by itself after a
-// dropped connection. A slow reader loses messages rather than holding up the subscription: every reader here
-// also refreshes on its own within a second or a tick.
+// Subscribe delivers the payloads published on channels until ctx ends (driver.Listen, which survives a dropped
+// connection). A slow reader loses messages rather than holding up the subscription: every reader here also
+// refreshes on its own within a second or a tick, which covers what a dropped connection loses too.
 func Subscribe(ctx context.Context, rdb goredis.UniversalClient, channels ...string) <-chan string {
 	out := make(chan string, 256)
-	sub := rdb.Subscribe(ctx, channels...)
 	go func() {
 		defer close(out)
-		defer sub.Close()
-		ch := sub.Channel()
-		for {
+		driver.Listen(ctx, rdb, driver.Listener{Channels: channels, Message: func(m *goredis.Message) {
 			select {
-			case <-ctx.Done():
-				return
-			case m, ok := <-ch:
-				if !ok {
-					return
-				}
-				select {
-				case out <- m.Payload:
-				default:
-				}
+			case out <- m.Payload:
+			default:
 			}
-		}
+		}})
 	}()
 	return out
 }
