@@ -11,7 +11,7 @@ import (
 
 // Tick runs one admission tick for show on this replica: the script, then signing and storing the new grants,
 // then the local fan-out. pulse makes every local stream re-send its position even if nothing moved.
-func (s *Service) Tick(ctx context.Context, show string, pulse bool) (snap Snapshot, err error) {
+func (s *Service) Tick(ctx context.Context, show string, pulse bool) (snap TickResult, err error) {
 	if s.opt.Observe != nil {
 		start := time.Now()
 		defer func() { s.opt.Observe(snap, time.Since(start), err) }()
@@ -28,7 +28,7 @@ func (s *Service) Tick(ctx context.Context, show string, pulse bool) (snap Snaps
 	for attempt := 0; attempt < 3 && (errors.Is(err, ErrNoSettings) || errors.Is(err, ErrNoState)); attempt++ {
 		switch rerr := s.recover(ctx, show, err); {
 		case errors.Is(rerr, errQueueOff):
-			snap, err = Snapshot{Show: show, Phase: PhaseClosed, At: time.Now()}, nil
+			snap, err = TickResult{Show: show, Phase: PhaseClosed, At: time.Now()}, nil
 		case rerr != nil:
 			return snap, rerr
 		default:

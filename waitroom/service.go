@@ -23,12 +23,12 @@ type Store interface {
 	Lookup(ctx context.Context, show, user string) (Entry, error)
 	// Admit runs one admission tick: pops up to min(rate x elapsed, maxActive - active) fans with a live
 	// heartbeat (none when maxScan is 0), skipping the others, and records a grant for each, atomically. nonce
-	// makes jtis unique. The grants are unrecorded until their tokens are stored; the snapshot carries the ones
-	// overdue for recording and the cursor that may be recorded (Snapshot.Overdue, DurableCursor).
-	Admit(ctx context.Context, show, nonce string, grace time.Duration, maxScan int) (Snapshot, error)
+	// makes jtis unique. The grants are unrecorded until their tokens are stored; the result carries the ones
+	// overdue for recording and the cursor that may be recorded (TickResult.Overdue, DurableCursor).
+	Admit(ctx context.Context, show, nonce string, grace time.Duration, maxScan int) (TickResult, error)
 	// SaveTokens stores signed tokens beside their grants, so every replica answers with the same token, and
 	// marks the grants recorded: callers save a token only once its grant is in the record. It returns the
-	// show's durable cursor with them recorded (see Snapshot.DurableCursor).
+	// show's durable cursor with them recorded (see TickResult.DurableCursor).
 	SaveTokens(ctx context.Context, show string, grants []Grant) (int64, error)
 	// Grants reads the live grants of users.
 	Grants(ctx context.Context, show string, users []string) (map[string]Grant, error)
@@ -103,9 +103,9 @@ type Options struct {
 	MaxScan        int           // fans popped per tick at most (admitted + skipped), default 5000
 	MaxStreams     int           // streams one fan may hold open per show on one replica, default 8
 	Logger         *slog.Logger
-	// Observe, if set, is told of every tick this replica runs (for metrics): its snapshot (Grants are the
+	// Observe, if set, is told of every tick this replica runs (for metrics): its result (Grants are the
 	// fans this replica admitted), how long it took, and its error.
-	Observe func(snap Snapshot, took time.Duration, err error)
+	Observe func(snap TickResult, took time.Duration, err error)
 }
 
 // Service is the waiting room: joins, status, admission ticks, draws and the local fan-out hub.

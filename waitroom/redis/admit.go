@@ -46,26 +46,26 @@ func parseGrant(user, v string) (waitroom.Grant, error) {
 const overdueAfter = 2 * time.Second
 
 // Admit implements waitroom.Store.
-func (s *Store) Admit(ctx context.Context, show, nonce string, grace time.Duration, maxScan int) (waitroom.Snapshot, error) {
+func (s *Store) Admit(ctx context.Context, show, nonce string, grace time.Duration, maxScan int) (waitroom.TickResult, error) {
 	keys := []string{rediskey.QueueConfig(show), rediskey.ShowInfo(show), State(show), Wait(show), Pre(show),
 		Heartbeat(show), Grants(show), rediskey.QueueActive(show), GrantExp(show), JTI(show), Unrecorded(show)}
 	r, err := admitScript.Run(ctx, s.rdb, keys, nonce, grace.Milliseconds(), maxScan, overdueAfter.Milliseconds()).Slice()
 	if err != nil {
-		return waitroom.Snapshot{}, storeErr("admit", err)
+		return waitroom.TickResult{}, storeErr("admit", err)
 	}
 	if len(r) == 1 {
 		switch str(r[0]) {
 		case "unknown":
-			return waitroom.Snapshot{}, waitroom.ErrNoSettings
+			return waitroom.TickResult{}, waitroom.ErrNoSettings
 		case "restore":
-			return waitroom.Snapshot{}, waitroom.ErrNoState
+			return waitroom.TickResult{}, waitroom.ErrNoState
 		}
 	}
 	if len(r) < 14 {
-		return waitroom.Snapshot{}, fmt.Errorf("waitroom/redis: admit: short reply %v", r)
+		return waitroom.TickResult{}, fmt.Errorf("waitroom/redis: admit: short reply %v", r)
 	}
 	rate, _ := strconv.ParseFloat(str(r[9]), 64)
-	snap := waitroom.Snapshot{
+	snap := waitroom.TickResult{
 		Show: show, Phase: waitroom.Phase(str(r[0])), Cursor: num(r[1]), LastSeq: num(r[2]), Waiting: num(r[3]),
 		Active: num(r[4]), AdmittedTotal: num(r[5]), SkippedTotal: num(r[6]), At: time.UnixMilli(num(r[7])),
 		AdmitPerSecond: rate, MaxActive: num(r[10]), DurableCursor: num(r[12]),
