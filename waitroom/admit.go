@@ -54,7 +54,7 @@ func (s *Service) Tick(ctx context.Context, show string, pulse bool) (snap TickR
 	}
 	local := snap
 	local.Grants = delivered
-	needSeq, needGrant := s.Hub.Update(local, pulse)
+	needSeq, needGrant := s.Hub.ApplyTick(local, pulse)
 	if len(needSeq) > 0 {
 		seqs, err := s.store.Seqs(ctx, show, needSeq)
 		if err != nil {

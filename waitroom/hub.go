@@ -217,11 +217,11 @@ func (h *Hub) Rate(show string) (measured float64, ok bool, configured float64) 
 	return r, ok, hs.snap.AdmitPerSecond
 }
 
-// Update applies a tick's result and notifies every local watcher of the show. It returns the fans who need
+// ApplyTick applies a tick's result and notifies every local watcher of the show. It returns the fans who need
 // a Redis lookup this tick, batched by the caller: those whose seq is unknown after the draw (needSeq) and those
 // the cursor has passed without a grant in hand yet (needGrant). Each is looked up once per event, never per
 // update.
-func (h *Hub) Update(snap TickResult, pulse bool) (needSeq, needGrant []string) {
+func (h *Hub) ApplyTick(snap TickResult, pulse bool) (needSeq, needGrant []string) {
 	hs := h.show(snap.Show)
 	hs.meter.Observe(snap.At, snap.Cursor)
 	hs.mu.Lock()
