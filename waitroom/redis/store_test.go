@@ -87,11 +87,9 @@ func TestShufflePermutationIndependentOfArrival(t *testing.T) {
 	run := func(arrival []string) (order []string, seed, commitBefore string) {
 		show := newShow(t, rdb)
 		configure(t, rdb, show, 1000, 100000, 600)
-		// The service (a fresh database) first: on a loaded machine creating it took longer than the whole
-		// pre-opening window, and every join landed after opening.
-		svc := newService(t, rdb, issuer(t), waitroom.Options{})
-		opens := time.Now().Add(3 * time.Second)
+		opens := time.Now().Add(1500 * time.Millisecond)
 		showInfo(t, rdb, show, map[string]any{rediskey.InfoSaleStartsAt: ms(opens)})
+		svc := newService(t, rdb, issuer(t), waitroom.Options{})
 		f, err := svc.Fairness(ctx, show)
 		if err != nil || f.Commitment == "" || f.Seed != "" {
 			t.Fatalf("fairness before opening: %+v, %v", f, err)
