@@ -16,10 +16,10 @@ func FuzzMatch(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, method, path string) {
 		r := Match(method, path)
-		if r.Guard == ShowInPath && r.ShowID == "" {
+		if r.Guard == RequirePathShowAdmission && r.ShowID == "" {
 			t.Fatalf("%s %q gated with no show", method, path)
 		}
-		if r.Guard == ShowInPath && strings.Contains(r.ShowID, "/") {
+		if r.Guard == RequirePathShowAdmission && strings.Contains(r.ShowID, "/") {
 			t.Fatalf("%s %q: show id %q spans segments", method, path, r.ShowID)
 		}
 		_ = Classify(method, path).String()

@@ -36,19 +36,21 @@ func (c Class) String() string {
 // Guard says how the admission gate treats a route.
 type Guard int
 
-// Guards.
+// Guards, named for what the gate does for the route.
 const (
-	Open        Guard = iota // not gated
-	ShowInPath               // gated; the show id is a path segment
-	ShowInBody               // gated; the show id is the JSON body's "showId" (a hold)
-	TokenIfSent              // the show is not in the request (pay): a token sent is verified, the show match is booking's
+	Ungated                  Guard = iota // not gated
+	RequirePathShowAdmission              // an admission to the show whose id is a path segment
+	RequireBodyShowAdmission              // an admission to the show in the JSON body's "showId" (a hold)
+	// VerifyTokenIfSent: the show is not in the request (pay): a token sent is verified, the show match is
+	// booking's.
+	VerifyTokenIfSent
 )
 
 // Route is what the edge's policies need to know about a request.
 type Route struct {
 	Class  Class
 	Guard  Guard
-	ShowID string // for ShowInPath
+	ShowID string // for RequirePathShowAdmission
 	// Write marks a route that changes state for a user, which must carry a user token when gated.
 	Write bool
 }
@@ -79,16 +81,16 @@ func Match(method, path string) Route {
 	switch {
 	case read && len(seg) == 2 && eq(0, "shows") && seg[1] != "":
 		// The seat-map page.
-		r.Guard, r.ShowID = ShowInPath, seg[1]
+		r.Guard, r.ShowID = RequirePathShowAdmission, seg[1]
 	case read && eq(0, "api") && eq(1, "v1") && eq(2, "shows") && len(seg) >= 5 && seg[3] != "" && eq(4, "seats") &&
 		(len(seg) == 5 || (len(seg) == 6 && eq(5, "stream"))):
-		r.Guard, r.ShowID = ShowInPath, seg[3]
+		r.Guard, r.ShowID = RequirePathShowAdmission, seg[3]
 	case method == http.MethodPost && len(seg) == 4 && eq(0, "api") && eq(1, "v1") && eq(2, "bookings") &&
 		eq(3, "hold"):
-		r.Guard, r.Write = ShowInBody, true
+		r.Guard, r.Write = RequireBodyShowAdmission, true
 	case method == http.MethodPost && len(seg) == 5 && eq(0, "api") && eq(1, "v1") && eq(2, "bookings") &&
 		seg[3] != "" && eq(4, "pay"):
-		r.Guard, r.Write = TokenIfSent, true
+		r.Guard, r.Write = VerifyTokenIfSent, true
 	}
 	return r
 }

@@ -24,7 +24,7 @@ import (
 // just-issued token is ever handed to a fan (status, stream, cookie). Every token in a fan's hands is thus for an
 // admission restore brings back. An admission the script made and nobody recorded (its replica died in between,
 // or PostgreSQL was down) was never delivered; it stays in the store's unrecorded set until some tick records it,
-// and the cursor recorded for rebuilds (Snapshot.DurableCursor) stays below its ticket, so if Redis is lost first
+// and the cursor recorded for rebuilds (TickResult.DurableCursor) stays below its ticket, so if Redis is lost first
 // the fan's place is still ahead of the rebuilt cursor and the fan, back with its receipt or its open stream, is
 // admitted again before anyone behind it.
 
@@ -160,7 +160,7 @@ func (s *Service) issue(ctx context.Context, show string, gs []Grant) (int64, er
 // issueTick issues a tick's grants and the overdue ones it carries, in one batch, and returns them signed for
 // delivery (none on error). snap's Grants and Overdue are signed in place, and its DurableCursor moves past
 // them once they are recorded.
-func (s *Service) issueTick(ctx context.Context, snap *Snapshot) ([]Grant, error) {
+func (s *Service) issueTick(ctx context.Context, snap *TickResult) ([]Grant, error) {
 	n := len(snap.Grants)
 	if n+len(snap.Overdue) == 0 {
 		return nil, nil
@@ -186,7 +186,7 @@ func (s *Service) recordFailing(show string) bool {
 
 // recordCursor records a show's durable cursor (below every unrecorded admission) when it moved, at most every
 // cursorEvery per replica.
-func (s *Service) recordCursor(ctx context.Context, show string, snap Snapshot) {
+func (s *Service) recordCursor(ctx context.Context, show string, snap TickResult) {
 	cursor := snap.DurableCursor
 	if snap.Phase == PhaseClosed || cursor <= 0 {
 		return

@@ -6,7 +6,7 @@ import (
 )
 
 // RateMeter measures how fast a show's cursor advances (fans taken off the queue per second, admitted or
-// skipped), from the snapshots a replica reads each tick. Positions are counted in the same unit, so
+// skipped), from the tick results a replica reads each tick. Positions are counted in the same unit, so
 // position / rate is the honest ETA. It keeps a bounded ring of samples; memory does not grow with time.
 type RateMeter struct {
 	mu      sync.Mutex

@@ -7,7 +7,7 @@ import (
 )
 
 // Hub is one replica's in-memory fan-out: the fans streaming positions from this process, grouped by show. Each
-// tick it takes the show's one Snapshot and every local watcher's position follows from it in memory (seq -
+// tick it takes the show's one TickResult and every local watcher's position follows from it in memory (seq -
 // cursor), so a stream costs no Redis work per update. Notifications never block: each watcher has a one-slot
 // channel that coalesces, and the writer reads the latest state when it gets round to it, so a stalled client
 // delays nobody and no history is kept.
@@ -18,7 +18,7 @@ type Hub struct {
 
 type hubShow struct {
 	mu       sync.Mutex
-	snap     Snapshot
+	snap     TickResult
 	haveSnap bool
 	meter    *RateMeter
 	watchers map[*Watcher]struct{}
@@ -164,7 +164,7 @@ func (w *Watcher) notify() {
 	}
 }
 
-// Current computes the watcher's update from the latest snapshot, in memory.
+// Current computes the watcher's update from the latest tick result, in memory.
 func (w *Watcher) Current() Update {
 	hs := w.hs
 	hs.mu.Lock()
@@ -217,11 +217,11 @@ func (h *Hub) Rate(show string) (measured float64, ok bool, configured float64) 
 	return r, ok, hs.snap.AdmitPerSecond
 }
 
-// Update applies a tick's snapshot and notifies every local watcher of the show. It returns the fans who need
+// ApplyTick applies a tick's result and notifies every local watcher of the show. It returns the fans who need
 // a Redis lookup this tick, batched by the caller: those whose seq is unknown after the draw (needSeq) and those
 // the cursor has passed without a grant in hand yet (needGrant). Each is looked up once per event, never per
 // update.
-func (h *Hub) Update(snap Snapshot, pulse bool) (needSeq, needGrant []string) {
+func (h *Hub) ApplyTick(snap TickResult, pulse bool) (needSeq, needGrant []string) {
 	hs := h.show(snap.Show)
 	hs.meter.Observe(snap.At, snap.Cursor)
 	hs.mu.Lock()

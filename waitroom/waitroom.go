@@ -110,9 +110,9 @@ const (
 	PhaseClosed  Phase = "closed"   // queue switched off
 )
 
-// Snapshot is a show queue's state after one admission tick: the one per-show update every replica reads per
+// TickResult is a show queue's state after one admission tick: the one per-show update every replica reads per
 // tick and turns into each local fan's position in memory.
-type Snapshot struct {
+type TickResult struct {
 	Show           string
 	Phase          Phase
 	Cursor         int64 // seq of the last fan taken off the queue (admitted or skipped)

@@ -122,7 +122,7 @@ func TestHubNeverBlocks(t *testing.T) {
 	go func() {
 		defer close(done)
 		for c := int64(1); c <= 10000; c++ {
-			h.Update(waitroom.Snapshot{Show: "s", Phase: waitroom.PhaseOpen, Cursor: c % 19, At: time.Now(),
+			h.ApplyTick(waitroom.TickResult{Show: "s", Phase: waitroom.PhaseOpen, Cursor: c % 19, At: time.Now(),
 				AdmitPerSecond: 10}, false)
 		}
 	}()
@@ -145,7 +145,7 @@ func TestHubNeverBlocks(t *testing.T) {
 		t.Fatal("signals piled up")
 	default:
 	}
-	needSeq, needGrant := h.Update(waitroom.Snapshot{Show: "s", Phase: waitroom.PhaseOpen, Cursor: 30}, false)
+	needSeq, needGrant := h.ApplyTick(waitroom.TickResult{Show: "s", Phase: waitroom.PhaseOpen, Cursor: 30}, false)
 	if len(needSeq) != 0 || !slices.Equal(needGrant, []string{"live"}) {
 		t.Fatalf("lookups: seq %v grant %v; want a grant lookup for the fan the cursor passed", needSeq, needGrant)
 	}

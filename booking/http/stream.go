@@ -27,28 +27,37 @@ func (s *Server) seatStream(c *fiber.Ctx) error {
 		if _, err := w.WriteString("retry: 2000\n: connected\n\n"); err != nil || w.Flush() != nil {
 			return
 		}
-		tick := time.NewTicker(heartbeat)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
+		pump(w, done, events, heartbeat, func(msg []byte) bool {
+			_, _ = w.WriteString("event: seat\ndata: ")
+			_, _ = w.Write(msg)
+			_, _ = w.WriteString("\n\n")
+			return w.Flush() == nil
+		})
+	})
+	return nil
+}
+
+// pump runs an open stream until the server shuts down, the subscription ends (the client fell behind, or the
+// feed stopped: it reconnects) or the client goes away. Each message is handed to send, which writes and flushes
+// it and returns false to end the stream; a ": ping" comment every heartbeat keeps proxies and the client from
+// taking a quiet stream for a dead one.
+func pump(w *bufio.Writer, done <-chan struct{}, events <-chan []byte, heartbeat time.Duration, send func([]byte) bool) {
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case msg, ok := <-events:
+			if !ok || !send(msg) {
 				return
-			case msg, ok := <-events:
-				if !ok {
-					return // fell behind or the subscription ended: the client reconnects
-				}
-				_, _ = w.WriteString("event: seat\ndata: ")
-				_, _ = w.Write(msg)
-				_, _ = w.WriteString("\n\n")
-			case <-tick.C:
-				_, _ = w.WriteString(": ping\n\n")
 			}
-			if err := w.Flush(); err != nil {
+		case <-tick.C:
+			if _, err := w.WriteString(": ping\n\n"); err != nil || w.Flush() != nil {
 				return // the client went away
 			}
 		}
-	})
-	return nil
+	}
 }
 
 // openStream starts an event stream of the path's show from feed: it checks the show, subscribes, and sets the

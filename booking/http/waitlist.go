@@ -166,25 +166,8 @@ func (s *Server) waitlistStream(c *fiber.Ctx) error {
 		if _, err := w.WriteString("retry: 2000\n"); err != nil || !send() {
 			return
 		}
-		tick := time.NewTicker(heartbeat)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case msg, ok := <-changes:
-				if !ok {
-					return // the subscription ended: the client reconnects and reads its entry afresh
-				}
-				if string(msg) == user && !send() {
-					return
-				}
-			case <-tick.C:
-				if _, err := w.WriteString(": ping\n\n"); err != nil || w.Flush() != nil {
-					return
-				}
-			}
-		}
+		// When the subscription ends the client reconnects and reads its entry afresh.
+		pump(w, done, changes, heartbeat, func(msg []byte) bool { return string(msg) != user || send() })
 	})
 	return nil
 }

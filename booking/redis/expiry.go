@@ -90,17 +90,7 @@ func watchMasters(ctx context.Context, cluster *redis.ClusterClient, handle func
 			}
 		}
 	}
-	refresh()
-	t := time.NewTicker(topologyInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			refresh()
-		}
-	}
+	every(ctx, topologyInterval, refresh)
 }
 
 // masterAddrs asks the cluster which nodes serve slots now (the first node of each slot range is its master).

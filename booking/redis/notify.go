@@ -90,7 +90,13 @@ func KeepNotifications(ctx context.Context, rdb redis.UniversalClient, interval 
 				"configuration", "err", err)
 		}
 	}
-	check()
+	every(ctx, interval, check)
+}
+
+// every runs fn at once and then every interval until ctx ends: the shape of the package's keep-alive workers,
+// which must act at start-up rather than an interval later.
+func every(ctx context.Context, interval time.Duration, fn func()) {
+	fn()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -98,7 +104,7 @@ func KeepNotifications(ctx context.Context, rdb redis.UniversalClient, interval 
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			check()
+			fn()
 		}
 	}
 }

@@ -70,7 +70,7 @@ func newQueueEvents(rec phaseRecord, nudge func(), log *slog.Logger) *queueEvent
 
 // observe is told of every admission tick of this replica (waitroom.Options.Observe); it costs a PostgreSQL round
 // trip only when this replica sees a show's phase change, or once per recheck.
-func (q *queueEvents) observe(snap waitroom.Snapshot, _ time.Duration, err error) {
+func (q *queueEvents) observe(snap waitroom.TickResult, _ time.Duration, err error) {
 	if err != nil || snap.Show == "" {
 		return
 	}
@@ -105,8 +105,8 @@ func (q *queueEvents) observe(snap waitroom.Snapshot, _ time.Duration, err error
 }
 
 // observeBoth calls every non-nil observer of a tick.
-func observeBoth(fs ...func(waitroom.Snapshot, time.Duration, error)) func(waitroom.Snapshot, time.Duration, error) {
-	return func(s waitroom.Snapshot, d time.Duration, err error) {
+func observeBoth(fs ...func(waitroom.TickResult, time.Duration, error)) func(waitroom.TickResult, time.Duration, error) {
+	return func(s waitroom.TickResult, d time.Duration, err error) {
 		for _, f := range fs {
 			if f != nil {
 				f(s, d, err)

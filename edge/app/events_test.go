@@ -136,14 +136,14 @@ func TestQueueEventsObserve(t *testing.T) {
 	q := newQueueEvents(rec, func() { nudged++ }, slog.New(slog.DiscardHandler))
 	q.recheck = time.Hour
 	tick := func(show string, phase waitroom.Phase) {
-		q.observe(waitroom.Snapshot{Show: show, Phase: phase, At: time.Now()}, 0, nil)
+		q.observe(waitroom.TickResult{Show: show, Phase: phase, At: time.Now()}, 0, nil)
 	}
 	tick("a", waitroom.PhaseOpen)
 	tick("a", waitroom.PhaseOpen)
 	tick("b", waitroom.PhaseOpen)
 	tick("a", waitroom.PhaseSoldOut)
 	tick("a", waitroom.PhaseSoldOut)
-	q.observe(waitroom.Snapshot{Show: "a", Phase: waitroom.PhaseOpen}, 0, errors.New("tick failed")) // ignored
+	q.observe(waitroom.TickResult{Show: "a", Phase: waitroom.PhaseOpen}, 0, errors.New("tick failed")) // ignored
 	rec.fail = true
 	tick("a", waitroom.PhaseOpen)
 	rec.fail = false

@@ -47,7 +47,7 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 		e.Log.Warn("ADMIN_TOKEN not set: the queue's operator routes refuse every request")
 	}
 	opt := waitroom.Options{Tick: wc.Tick, Grace: wc.Grace, HeartbeatEvery: wc.HeartbeatEvery, Logger: e.Log}
-	var metrics func(waitroom.Snapshot, time.Duration, error)
+	var metrics func(waitroom.TickResult, time.Duration, error)
 	if e.Registry != nil {
 		metrics = waitroomMetrics(e.Registry)
 	}
@@ -78,7 +78,7 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 }
 
 // waitroomMetrics counts this replica's admission ticks: fans admitted, tick latency and failures.
-func waitroomMetrics(reg *prometheus.Registry) func(waitroom.Snapshot, time.Duration, error) {
+func waitroomMetrics(reg *prometheus.Registry) func(waitroom.TickResult, time.Duration, error) {
 	admitted := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "waitroom_admitted_total", Help: "Fans admitted by this replica's admission ticks."})
 	ticks := prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -87,7 +87,7 @@ func waitroomMetrics(reg *prometheus.Registry) func(waitroom.Snapshot, time.Dura
 	failures := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "waitroom_tick_errors_total", Help: "Admission ticks that failed."})
 	reg.MustRegister(admitted, ticks, failures)
-	return func(snap waitroom.Snapshot, took time.Duration, err error) {
+	return func(snap waitroom.TickResult, took time.Duration, err error) {
 		ticks.Observe(took.Seconds())
 		if err != nil {
 			failures.Inc()

@@ -84,10 +84,10 @@ func (s *Server) gate(c *fiber.Ctx) error {
 		return c.Next()
 	}
 	r := edge.Match(c.Method(), string(c.Request().URI().PathOriginal()))
-	if r.Guard == edge.Open {
+	if r.Guard == edge.Ungated {
 		r = edge.Match(c.Method(), string(c.Request().URI().Path()))
 	}
-	if r.Guard == edge.Open {
+	if r.Guard == edge.Ungated {
 		return c.Next()
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
@@ -95,7 +95,7 @@ func (s *Server) gate(c *fiber.Ctx) error {
 	raw := c.Get(admission.Header)
 	user := User(c)
 
-	if r.Guard == edge.TokenIfSent {
+	if r.Guard == edge.VerifyTokenIfSent {
 		if raw == "" {
 			return c.Next() // booking knows the booking's show and decides
 		}
@@ -106,7 +106,7 @@ func (s *Server) gate(c *fiber.Ctx) error {
 	}
 
 	show := r.ShowID
-	if r.Guard == edge.ShowInBody {
+	if r.Guard == edge.RequireBodyShowAdmission {
 		if ce := c.Get(fiber.HeaderContentEncoding); ce != "" && !strings.EqualFold(ce, "identity") {
 			return edge.ErrEncodedBody // booking would decode it and act on a show the gate never saw
 		}

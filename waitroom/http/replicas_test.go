@@ -25,8 +25,8 @@ func TestTwoReplicas(t *testing.T) {
 	is := token.NewIssuer(k)
 	var mu sync.Mutex
 	admittedBy := map[string]string{}
-	observe := func(replica string) func(waitroom.Snapshot, time.Duration, error) {
-		return func(snap waitroom.Snapshot, _ time.Duration, _ error) {
+	observe := func(replica string) func(waitroom.TickResult, time.Duration, error) {
+		return func(snap waitroom.TickResult, _ time.Duration, _ error) {
 			mu.Lock()
 			defer mu.Unlock()
 			for _, g := range snap.Grants {

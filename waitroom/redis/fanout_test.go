@@ -17,7 +17,7 @@ type countingStore struct {
 	calls atomic.Int64
 }
 
-func (c *countingStore) Admit(ctx context.Context, show, nonce string, grace time.Duration, maxScan int) (waitroom.Snapshot, error) {
+func (c *countingStore) Admit(ctx context.Context, show, nonce string, grace time.Duration, maxScan int) (waitroom.TickResult, error) {
 	c.calls.Add(1)
 	return c.Store.Admit(ctx, show, nonce, grace, maxScan)
 }

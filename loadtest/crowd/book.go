@@ -1,0 +1,139 @@
+package crowd
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/flashseat/flashseat/loadtest"
+	"github.com/flashseat/flashseat/loadtest/client"
+	"github.com/google/uuid"
+)
+
+// book fetches the seat map, holds seats (retrying a conflict with the offered alternatives), and pays.
+func (p *fan) book(ctx context.Context) {
+	sc := p.cr.sc
+	c := p.cr.c
+	var want []string
+	// seats is the fan's copy of the seat map, kept up to date with what each 409 says is taken, as a page kept
+	// live by the seat stream would be. The map is fetched again only when the copy has nothing left to offer:
+	// a hall of 5,000 seats is half a megabyte of JSON per fetch, for booking to write and the fan to read.
+	var seats []client.Seat
+	busyTries := 0 // "not now" answers: waited out with backoff, not counted against the fan's attempts
+	for attempts := 0; attempts < sc.MaxHoldAttempts; {
+		if ctx.Err() != nil {
+			p.cutOff()
+			return
+		}
+		if want == nil && seats != nil {
+			want = Choose(seats, p.size, p.hot, p.rng)
+			seats = nil // one choice from a copy; if that fails too, look at the real map again
+		}
+		if want == nil {
+			began := time.Now()
+			m, res, err := c.Seats(ctx, p.user, p.adm, p.cr.showID)
+			p.obs(loadtest.StepSeatMap, began, res, err)
+			p.tokenAnswer(res)
+			switch {
+			case res.Status == http.StatusOK:
+			case busy(res) || (err != nil && ctx.Err() == nil):
+				p.backoff(ctx, busyTries, res.RetryAfter)
+				busyTries++
+				continue
+			case res.Status == http.StatusForbidden || res.Status == http.StatusUnauthorized:
+				p.refused("seat map")
+				return
+			default:
+				p.end(loadtest.OutcomeError, "seat map: "+client.Outcome(res, err))
+				return
+			}
+			seats = m.Seats
+			want = Choose(seats, p.size, p.hot, p.rng)
+			if want == nil {
+				p.cr.noSeats(time.Now())
+				p.end(loadtest.OutcomeSoldOut, "no seat AVAILABLE")
+				return
+			}
+		}
+		key := uuid.NewString()
+		var b client.Booking
+		var res client.Result
+		var err error
+		for try := 0; try < 2; try++ { // a lost answer is retried with the same key: that is what the key is for
+			began := time.Now()
+			b, res, err = c.Hold(ctx, p.user, p.adm, p.cr.showID, want, key)
+			p.obs(loadtest.StepHold, began, res, err)
+			if !lost(res) || ctx.Err() != nil {
+				break
+			}
+			p.backoff(ctx, try, res.RetryAfter)
+		}
+		p.tokenAnswer(res)
+		if busy(res) {
+			p.backoff(ctx, busyTries, res.RetryAfter)
+			busyTries++
+			continue
+		}
+		attempts++
+		switch {
+		case res.Status == http.StatusCreated:
+			p.f.Holds++
+			p.f.BookingID, p.f.SeatIDs = b.BookingID, want
+			p.pay(ctx, b)
+			return
+		case res.Status == http.StatusConflict:
+			p.f.Conflicts++
+			markTaken(seats, res.StringList("unavailable"))
+			alt := res.StringList("alternatives")
+			if len(alt) > 0 && len(alt) <= sc.GroupMax {
+				want = alt
+			} else {
+				want = nil
+			}
+		case res.Status == http.StatusForbidden || res.Status == http.StatusUnauthorized:
+			p.refused("hold")
+			return
+		case res.Status == 0:
+			want = nil
+		default:
+			p.end(loadtest.OutcomeError, "hold: "+client.Outcome(res, err)+" "+res.ProblemSlug())
+			return
+		}
+	}
+	p.end(loadtest.OutcomePatience, "no hold after max attempts")
+}
+
+// refused ends a fan whose admission token a booking route refused: its expiry, or the gate failing it.
+func (p *fan) refused(route string) {
+	if p.f.TokenExp > 0 && time.Now().Unix() >= p.f.TokenExp {
+		p.end(loadtest.OutcomeTokenGone, route+": admission token expired")
+		return
+	}
+	p.f.RefusedAt = p.cr.rec.Since(time.Now())
+	p.end(loadtest.OutcomeRefused, route+": admission token refused")
+}
+
+// markTaken records in the fan's copy of the map the seats a 409 named as unavailable.
+func markTaken(seats []client.Seat, taken []string) {
+	if len(seats) == 0 || len(taken) == 0 {
+		return
+	}
+	t := make(map[string]bool, len(taken))
+	for _, id := range taken {
+		t[id] = true
+	}
+	for i := range seats {
+		if t[seats[i].SeatID] {
+			seats[i].Status = "HELD"
+		}
+	}
+}
+
+// tokenAnswer keeps the first answer to a request made with the admission token.
+func (p *fan) tokenAnswer(res client.Result) {
+	if p.f.TokenStatus == 0 && res.Status != 0 && !busy(res) {
+		p.f.TokenStatus = res.Status
+		// Whole seconds, as exp is: an answer in exp's own second may already see the token expired.
+		p.f.TokenLate = p.f.TokenExp > 0 && time.Now().Unix() >= p.f.TokenExp
+	}
+}

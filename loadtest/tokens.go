@@ -1,0 +1,51 @@
+package loadtest
+
+// Tokens is what the gate did with admission tokens, as the crowd saw it.
+type Tokens struct {
+	Admitted int   `json:"admitted"`          // fans given a token
+	Used     int   `json:"used"`              // of those, fans that made a booking-route request with it
+	Accepted int   `json:"accepted"`          // answered with anything but 401/403
+	Refused  []int `json:"refused,omitempty"` // fans whose valid token was refused
+	// ExpiredFirst counts fans whose token expired before their first request with it was answered (an overloaded
+	// platform); those refusals are the token's expiry, not the gate's failure.
+	ExpiredFirst int   `json:"expiredFirst"`
+	Probes       int   `json:"probes"`            // requests made without admission
+	Allowed      []int `json:"allowed,omitempty"` // fans whose unadmitted probe was let through
+	Unclear      int   `json:"unclear"`           // probes with no answer or a 429/5xx
+}
+
+// CheckTokens reads the fans' token observations.
+func CheckTokens(fans []*Fan) Tokens {
+	var t Tokens
+	for _, f := range fans {
+		if f.Admitted {
+			t.Admitted++
+			if f.TokenStatus != 0 {
+				t.Used++
+				switch {
+				case f.TokenStatus != 401 && f.TokenStatus != 403:
+					t.Accepted++
+				case f.TokenLate:
+					t.ExpiredFirst++
+				default:
+					t.Refused = append(t.Refused, f.ID)
+				}
+			}
+		}
+		allowed := false
+		for _, p := range f.Probes {
+			t.Probes++
+			switch {
+			case p.Status == 401 || p.Status == 403:
+			case p.Status == 0 || p.Status == 429 || p.Status >= 500:
+				t.Unclear++ // no verdict from the gate either way
+			default:
+				allowed = true // answered past the gate: 2xx, or booking's own 4xx
+			}
+		}
+		if allowed {
+			t.Allowed = append(t.Allowed, f.ID)
+		}
+	}
+	return t
+}

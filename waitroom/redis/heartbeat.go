@@ -1,0 +1,33 @@
+package redis
+
+import (
+	"context"
+	_ "embed"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed touch.lua
+	touchLua    string
+	touchScript = goredis.NewScript(touchLua)
+)
+
+// Touch implements waitroom.Store, in chunks so no single script runs long.
+func (s *Store) Touch(ctx context.Context, show string, users []string) ([]string, error) {
+	var missing []string
+	for len(users) > 0 {
+		n := min(len(users), 1000)
+		args := make([]any, n)
+		for i, u := range users[:n] {
+			args[i] = u
+		}
+		r, err := touchScript.Run(ctx, s.rdb, []string{Heartbeat(show)}, args...).StringSlice()
+		if err != nil {
+			return missing, storeErr("touch", err)
+		}
+		missing = append(missing, r...)
+		users = users[n:]
+	}
+	return missing, nil
+}
