@@ -153,7 +153,7 @@ type Booking struct {
 	PaymentID    string
 	Tickets      []Ticket
 	// NextActionURL is, while the booking's payment waits for a 3-D Secure challenge, where its owner answers it
-	// (set by Payments.BookingView only).
+	// (set by Checkout.BookingView only).
 	NextActionURL string
 	// Language is the fan's page language when the hold was made (Accept-Language), for their notifications;
 	// written with the hold, not read back with the booking.

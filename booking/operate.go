@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/flashseat/flashseat/booking/payment"
 )
 
 // ShowOverview is one upcoming show as the operator console lists it: the show, its live seat counts and sales
@@ -118,24 +116,6 @@ func (s *Service) UserBookings(ctx context.Context, userID string) ([]Booking, e
 		return nil, Invalid("userId is not a valid id")
 	}
 	return s.store.UserBookings(ctx, userID, 100)
-}
-
-// AdminRefund refunds any user's confirmed booking, for the operator, through the same saga as a fan's refund.
-func (p *Payments) AdminRefund(ctx context.Context, id string) (Booking, error) {
-	b, err := p.svc.AdminBooking(ctx, id)
-	if err != nil {
-		return Booking{}, err
-	}
-	return p.Refund(ctx, id, b.UserID)
-}
-
-// GatewayState is the payment gateway's circuit breaker position on this replica ("closed", "open",
-// "half-open"), or "" when the gateway has no breaker.
-func (p *Payments) GatewayState() string {
-	if b, ok := p.gw.(interface{ State() payment.BreakerState }); ok {
-		return b.State().String()
-	}
-	return ""
 }
 
 // OnSale reports whether the show's sale is open at now: opened, not closed by an operator, show not started.

@@ -11,7 +11,7 @@ import (
 // Webhook handles one signed event from the gateway. Events are deduplicated by id. The saga and the worker never
 // need them (they ask the gateway themselves); an event only makes things happen sooner, and catches money that
 // arrived where no booking wants it: a success for an attempt whose booking expired or was cancelled is given back.
-func (p *Payments) Webhook(ctx context.Context, body []byte, signature string) error {
+func (p *Checkout) Webhook(ctx context.Context, body []byte, signature string) error {
 	if p.cfg.WebhookSecret == "" {
 		// Without a secret anyone could sign; refuse everything rather than trust anything.
 		return fmt.Errorf("%w: no webhook secret is configured", ErrWebhook)
@@ -62,13 +62,13 @@ func (p *Payments) Webhook(ctx context.Context, body []byte, signature string) e
 }
 
 // wake lets the worker fetch a PENDING attempt's answer now, which is in, rather than at its next retry.
-func (p *Payments) wake(ctx context.Context, a Attempt) {
+func (p *Checkout) wake(ctx context.Context, a Attempt) {
 	p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptPending}, To: AttemptPending, Lease: p.cfg.Now()})
 	p.nudge()
 }
 
 // reclaim gives back money the gateway holds for an attempt that ended without a sale.
-func (p *Payments) reclaim(ctx context.Context, a Attempt, intentID string) {
+func (p *Checkout) reclaim(ctx context.Context, a Attempt, intentID string) {
 	sctx, cancel := p.sagaContext(ctx)
 	defer cancel()
 	in, err := p.gw.Retrieve(sctx, intentID)
@@ -88,14 +88,14 @@ func (p *Payments) reclaim(ctx context.Context, a Attempt, intentID string) {
 		a.State, a.IntentID = to, intentID
 		p.log.WarnContext(ctx, "webhook: money for a booking without a sale, giving it back", "attempt", a.ID,
 			"intent", intentID, "state", to)
-		p.settle(sctx, a)
+		p.returnMoney(sctx, a)
 	}
 }
 
 // reclaimOrphan gives back money held for one of our bookings by an intent no attempt knows: an authorization
 // that took effect although its gateway call failed (a 5xx after the fact), whose attempt was given up. No sale
 // can use it, since sales name their attempt; left alone it would hold the fan's money until it lapsed.
-func (p *Payments) reclaimOrphan(ctx context.Context, ev payment.Event) {
+func (p *Checkout) reclaimOrphan(ctx context.Context, ev payment.Event) {
 	bookingID := ev.Metadata[payment.MetaBooking]
 	if !ValidID(bookingID) {
 		return

@@ -7,7 +7,7 @@ import (
 )
 
 // RefundableUntil is when refunds of a show's bookings close.
-func (p *Payments) RefundableUntil(show Show) time.Time {
+func (p *Checkout) RefundableUntil(show Show) time.Time {
 	return show.StartsAt.Add(-p.cfg.RefundWindow)
 }
 
@@ -15,7 +15,7 @@ func (p *Payments) RefundableUntil(show Show) time.Time {
 // The seats leave the ledger in the same transaction that records the refund, so they are on sale the moment the
 // refund is on record; the gateway's part follows (and is retried by the worker until it succeeds). Refunding a
 // booking already refunded answers the same again.
-func (p *Payments) Refund(ctx context.Context, id, userID string) (Booking, error) {
+func (p *Checkout) Refund(ctx context.Context, id, userID string) (Booking, error) {
 	b, err := p.svc.Booking(ctx, id, userID)
 	if err != nil {
 		return Booking{}, err
@@ -48,10 +48,28 @@ func (p *Payments) Refund(ctx context.Context, id, userID string) (Booking, erro
 
 // Cancel cancels the user's HELD booking (see Service.Cancel) and has the worker look at once for any
 // authorization the booking still has (one whose saga died between authorize and confirm), to void it.
-func (p *Payments) Cancel(ctx context.Context, id, userID string) (Booking, []string, error) {
+func (p *Checkout) Cancel(ctx context.Context, id, userID string) (Booking, []string, error) {
 	b, freed, err := p.svc.Cancel(ctx, id, userID)
 	if err == nil {
 		p.nudge()
 	}
 	return b, freed, err
+}
+
+// AdminRefund refunds any user's confirmed booking, for the operator, through the same saga as a fan's refund.
+func (p *Checkout) AdminRefund(ctx context.Context, id string) (Booking, error) {
+	b, err := p.svc.AdminBooking(ctx, id)
+	if err != nil {
+		return Booking{}, err
+	}
+	return p.Refund(ctx, id, b.UserID)
+}
+
+// Refund is a booking's refund.
+type Refund struct {
+	ID        string
+	BookingID string
+	PaymentID string
+	Amount    int64
+	Succeeded bool
 }

@@ -34,7 +34,7 @@ type SeatFeed interface {
 // Config wires a Server.
 type Config struct {
 	Service  *booking.Service
-	Payments *booking.Payments // pay, refunds, tickets, check-in, webhooks (payment.go); nil leaves them out
+	Checkout *booking.Checkout // pay, refunds, tickets, check-in, webhooks (payment.go); nil leaves them out
 	// Gateway is what browsers are told of the payment gateway (GET /api/v1/payments/config).
 	Gateway  PublicGateway
 	Waitlist *booking.Waitlist   // sold-out shows' waitlists (waitlist.go); nil leaves them out
