@@ -15,6 +15,21 @@ import (
 // and check-in (tickets.go), on top of the holds. The gateway speaks booking/payment's vocabulary; tickets are
 // signed with booking/ticket. Both are technology-free, so the domain may use them.
 
+// PaymentStore is the ledger as the Checkout needs it, the union of what each of its parts uses; booking/postgres
+// implements it.
+type PaymentStore interface {
+	AttemptStore
+	SaleStore
+	RefundStore
+	TicketStore
+	WebhookStore
+	// RelayOutbox hands up to limit unpublished lifecycle events, oldest first, to publish and marks those it
+	// accepted published, in one transaction that other relays skip: each event is published at least once, and
+	// more than once only if the commit after publishing fails. The recovery worker relays with it when
+	// CheckoutConfig.Publish is set.
+	RelayOutbox(ctx context.Context, limit int, publish func(OutboxEvent) error) (int, error)
+}
+
 // CheckoutConfig tunes Checkout.
 type CheckoutConfig struct {
 	// GatewayTimeout is how long the gateway client waits for an answer (its own setting, repeated here because
@@ -58,9 +73,9 @@ type CheckoutConfig struct {
 	Publish func(ctx context.Context, e OutboxEvent) error
 }
 
-// Checkout is the pay saga, its recovery worker, refunds, tickets and check-in, on top of the Service's holds.
+// Checkout is the pay saga, its recovery worker, refunds, tickets and check-in, on top of the Holds.
 type Checkout struct {
-	svc      *Service
+	holds    *Holds
 	store    PaymentStore
 	gw       payment.Gateway
 	signer   *ticket.Signer
@@ -109,13 +124,13 @@ func NewCheckout(svc *Service, store PaymentStore, gw payment.Gateway, signer *t
 		cfg.ReplayWait = cfg.GatewayTimeout + 2*time.Second
 	}
 	if cfg.Now == nil {
-		cfg.Now = svc.cfg.Now
+		cfg.Now = svc.Holds.cfg.Now
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = svc.log
+		cfg.Logger = svc.Holds.log
 	}
 	life, cancel := context.WithCancel(context.Background())
-	return &Checkout{svc: svc, store: store, gw: gw, signer: signer, verifier: verifier, cfg: cfg, log: cfg.Logger,
+	return &Checkout{holds: svc.Holds, store: store, gw: gw, signer: signer, verifier: verifier, cfg: cfg, log: cfg.Logger,
 		life: life, close: cancel, kick: make(chan struct{}, 1)}
 }
 

@@ -20,7 +20,7 @@ type ShowOverview struct {
 // Overview lists every show that has not started yet (and those that started in the last six hours), with live
 // figures, in one call: the console refreshes it every second, so the seat counts come from the shows' snapshots
 // (at most a second old) rather than a Redis read per seat.
-func (s *Service) Overview(ctx context.Context) ([]ShowOverview, error) {
+func (s *Catalog) Overview(ctx context.Context) ([]ShowOverview, error) {
 	figs, err := s.store.ShowFigures(ctx, s.cfg.Now())
 	if err != nil {
 		return nil, err
@@ -44,7 +44,7 @@ func (s *Service) Overview(ctx context.Context) ([]ShowOverview, error) {
 // show's ShowInfo (where the waiting room reads it, so its pre-sale draw runs at the new time) before it returns;
 // other replicas drop their cached copy on the show-changed event (see ShowChanged). It returns the show before
 // and after.
-func (s *Service) SetSaleStart(ctx context.Context, showID string, at time.Time) (old, now Show, err error) {
+func (s *Catalog) SetSaleStart(ctx context.Context, showID string, at time.Time) (old, now Show, err error) {
 	if old, err = s.operatorShow(ctx, showID); err != nil {
 		return Show{}, Show{}, err
 	}
@@ -65,7 +65,7 @@ func (s *Service) SetSaleStart(ctx context.Context, showID string, at time.Time)
 
 // CloseSale ends a show's sale: from now on every replica refuses new holds (ErrSaleClosed) and the waiting room
 // answers joins "closed". Bookings already held may still be paid. Closing a closed sale changes nothing.
-func (s *Service) CloseSale(ctx context.Context, showID string) (old, now Show, err error) {
+func (s *Catalog) CloseSale(ctx context.Context, showID string) (old, now Show, err error) {
 	if old, err = s.operatorShow(ctx, showID); err != nil {
 		return Show{}, Show{}, err
 	}
@@ -79,7 +79,7 @@ func (s *Service) CloseSale(ctx context.Context, showID string) (old, now Show, 
 }
 
 // operatorShow reads a show from the ledger itself, not the cache, since the operator is about to change it.
-func (s *Service) operatorShow(ctx context.Context, showID string) (Show, error) {
+func (s *Catalog) operatorShow(ctx context.Context, showID string) (Show, error) {
 	if !ValidID(showID) {
 		return Show{}, fmt.Errorf("show %q: %w", clip(showID), ErrNotFound)
 	}
@@ -87,8 +87,8 @@ func (s *Service) operatorShow(ctx context.Context, showID string) (Show, error)
 }
 
 // showChanged makes a changed show definition visible: this replica's cache, ShowInfo, and the other replicas
-// (through Locks.AnnounceShow, whose subscribers call ShowChanged).
-func (s *Service) showChanged(ctx context.Context, sh Show) error {
+// (through CatalogBoard.AnnounceShow, whose subscribers call ShowChanged).
+func (s *Catalog) showChanged(ctx context.Context, sh Show) error {
 	s.cache.shows.Store(sh.ID, sh)
 	if err := s.PublishInfo(ctx, sh.ID); err != nil {
 		return err
@@ -98,12 +98,12 @@ func (s *Service) showChanged(ctx context.Context, sh Show) error {
 
 // ShowChanged drops the cached definition of a show an operator changed on another replica, so the next read
 // comes from the ledger.
-func (s *Service) ShowChanged(showID string) {
+func (s *Catalog) ShowChanged(showID string) {
 	s.cache.shows.Delete(showID)
 }
 
 // AdminBooking returns any user's booking, for the operator.
-func (s *Service) AdminBooking(ctx context.Context, id string) (Booking, error) {
+func (s *Holds) AdminBooking(ctx context.Context, id string) (Booking, error) {
 	if !ValidID(id) {
 		return Booking{}, fmt.Errorf("booking %q: %w", clip(id), ErrNotFound)
 	}
@@ -111,7 +111,7 @@ func (s *Service) AdminBooking(ctx context.Context, id string) (Booking, error) 
 }
 
 // UserBookings returns a user's most recent bookings (at most 100), newest first, for the operator.
-func (s *Service) UserBookings(ctx context.Context, userID string) ([]Booking, error) {
+func (s *Holds) UserBookings(ctx context.Context, userID string) ([]Booking, error) {
 	if !ValidID(userID) {
 		return nil, Invalid("userId is not a valid id")
 	}

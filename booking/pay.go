@@ -119,8 +119,9 @@ type Payment struct {
 	RefundedAmount int64
 }
 
-// PaymentStore is the ledger side of payments; booking/postgres implements it.
-type PaymentStore interface {
+// AttemptStore is the ledger's record of payment attempts, as the saga, its recovery worker and the webhooks
+// need it.
+type AttemptStore interface {
 	// StartAttempt inserts a STARTED attempt. If the user used the key before, it returns that attempt and
 	// created false. ErrInProgress when another attempt of the booking still has money in flight.
 	StartAttempt(ctx context.Context, a Attempt) (Attempt, bool, error)
@@ -139,36 +140,6 @@ type PaymentStore interface {
 	ClaimAttempts(ctx context.Context, lease time.Duration, limit int) ([]Attempt, error)
 	// SetStatus moves a booking from one of from to to; ErrNotHeld wrapped when it is in none of them.
 	SetStatus(ctx context.Context, id string, from []Status, to Status) (Booking, error)
-
-	// ConfirmSale is the one transaction of a sale: the booking CONFIRMED with its seats in the ledger (fencing
-	// token checked), its payment, tickets, the attempt CONFIRMED and an outbox event. booking.ErrStale,
-	// ErrHoldExpired, ErrSeatsUnavailable, ErrNotHeld as the ledger's confirmation returns them.
-	ConfirmSale(ctx context.Context, s Sale) (Booking, error)
-	PaymentOf(ctx context.Context, bookingID string) (Payment, error)
-	MarkCaptured(ctx context.Context, paymentID string, amount int64) error
-	// UncapturedPayments lists payments still AUTHORIZED that were last touched before olderThan.
-	UncapturedPayments(ctx context.Context, olderThan time.Time, limit int) ([]Payment, error)
-
-	// RecordRefund is the refund's transaction: a CONFIRMED booking of the user becomes REFUNDED, its seats leave
-	// the ledger, its tickets are voided and a PENDING refund and an outbox event are written. A booking already
-	// REFUNDED returns its refund again.
-	RecordRefund(ctx context.Context, bookingID, userID, refundID string) (Booking, Refund, error)
-	RefundSucceeded(ctx context.Context, refundID string, amount int64, gatewayRefundID string) error
-	PendingRefunds(ctx context.Context, olderThan time.Time, limit int) ([]Refund, error)
-
-	Tickets(ctx context.Context, bookingID string) ([]Ticket, error)
-	TicketByID(ctx context.Context, id string) (TicketInfo, error)
-	// CheckIn marks a VALID ticket CHECKED_IN, exactly once however many scans race: ErrAlreadyCheckedIn,
-	// ErrTicketVoid, ErrNotFound otherwise.
-	CheckIn(ctx context.Context, ticketID, showID, seatID, by string, at time.Time) (TicketInfo, error)
-
-	// SeenEvent records a webhook event id; false when it was recorded before.
-	SeenEvent(ctx context.Context, id, typ, intentID string) (bool, error)
-
-	// RelayOutbox hands up to limit unpublished lifecycle events, oldest first, to publish and marks those it
-	// accepted published, in one transaction that other relays skip: each event is published at least once, and
-	// more than once only if the commit after publishing fails.
-	RelayOutbox(ctx context.Context, limit int, publish func(OutboxEvent) error) (int, error)
 }
 
 // OutboxEvent is a lifecycle event (booking.confirmed, booking.refunded) written in the transaction that made it
@@ -267,7 +238,7 @@ func (p *Checkout) Pay(ctx context.Context, r PayRequest) (PayResult, error) {
 	if err := validatePay(r); err != nil {
 		return PayResult{}, err
 	}
-	b, err := p.svc.Booking(ctx, r.BookingID, r.UserID)
+	b, err := p.holds.Booking(ctx, r.BookingID, r.UserID)
 	if err != nil {
 		return PayResult{}, err
 	}
@@ -279,7 +250,7 @@ func (p *Checkout) Pay(ctx context.Context, r PayRequest) (PayResult, error) {
 	}
 	// The queue is checked for new attempts only: a replay after the booking freed its admission still answers.
 	if b.Status == StatusHeld {
-		if err := p.svc.AdmitBooking(ctx, b, r.UserID, r.AdmissionToken); err != nil {
+		if err := p.holds.AdmitBooking(ctx, b, r.UserID, r.AdmissionToken); err != nil {
 			return PayResult{}, err
 		}
 	}
@@ -339,7 +310,7 @@ func (p *Checkout) answer(ctx context.Context, a Attempt) (PayResult, error) {
 		b, err := p.BookingView(ctx, a.BookingID, a.UserID)
 		return PayResult{Booking: b}, err
 	case OutcomePending:
-		b, err := p.svc.Booking(ctx, a.BookingID, a.UserID)
+		b, err := p.holds.Booking(ctx, a.BookingID, a.UserID)
 		return PayResult{Booking: b, Pending: true, NextActionURL: a.NextActionURL, AttemptID: a.ID}, err
 	case OutcomeDeclined:
 		return PayResult{}, fmt.Errorf("%w: %s", ErrPaymentDeclined, a.Detail)

@@ -55,8 +55,8 @@ func (p *Checkout) Recover(ctx context.Context) {
 			p.capture(ctx, pay)
 			// The sale's own process may have died before it turned the locks into sold seats and freed the
 			// fan's queue slot; doing it again is harmless.
-			if b, err := p.svc.store.Booking(ctx, pay.BookingID); err == nil && b.Status == StatusConfirmed {
-				p.svc.Sold(ctx, b)
+			if b, err := p.holds.store.Booking(ctx, pay.BookingID); err == nil && b.Status == StatusConfirmed {
+				p.holds.AfterSale(ctx, b)
 			}
 		}
 	}
@@ -168,14 +168,14 @@ func (p *Checkout) recoverAction(ctx context.Context, a Attempt) {
 // keepHeld extends the locks of a booking whose payment outcome is unknown, so the seats stay the fan's while the
 // gateway makes up its mind. A hold that was lost meanwhile is not revived: the outcome, once known, is given back.
 func (p *Checkout) keepHeld(ctx context.Context, a Attempt) {
-	b, err := p.svc.store.Booking(ctx, a.BookingID)
+	b, err := p.holds.store.Booking(ctx, a.BookingID)
 	if err != nil || (b.Status != StatusHeld && b.Status != StatusPaymentPending) {
 		return
 	}
 	if b.ExpiresAt.Sub(p.cfg.Now()) > p.cfg.HoldMargin/2 {
 		return
 	}
-	if _, err := p.svc.ExtendHold(ctx, b, p.cfg.HoldMargin); err != nil {
+	if _, err := p.holds.ExtendHold(ctx, b, p.cfg.HoldMargin); err != nil {
 		p.log.WarnContext(ctx, "recover: keep pending hold", "booking", b.ID, "err", err)
 	}
 }

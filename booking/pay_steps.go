@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/flashseat/flashseat/booking/payment"
 )
@@ -12,12 +13,24 @@ import (
 // recovery worker (pay_recover.go) and the webhooks (pay_webhook.go) resume a saga at the step its attempt's state
 // calls for.
 
+// SaleStore is the ledger's side of a sale: its one transaction, and the payment captured after it.
+type SaleStore interface {
+	// ConfirmSale is the one transaction of a sale: the booking CONFIRMED with its seats in the ledger (fencing
+	// token checked), its payment, tickets, the attempt CONFIRMED and an outbox event. booking.ErrStale,
+	// ErrHoldExpired, ErrSeatsUnavailable, ErrNotHeld as the ledger's confirmation returns them.
+	ConfirmSale(ctx context.Context, s Sale) (Booking, error)
+	PaymentOf(ctx context.Context, bookingID string) (Payment, error)
+	MarkCaptured(ctx context.Context, paymentID string, amount int64) error
+	// UncapturedPayments lists payments still AUTHORIZED that were last touched before olderThan.
+	UncapturedPayments(ctx context.Context, olderThan time.Time, limit int) ([]Payment, error)
+}
+
 // runSaga is the live saga of a freshly recorded attempt.
 func (p *Checkout) runSaga(ctx context.Context, a Attempt) (PayResult, error) {
-	b, err := p.svc.CheckHold(ctx, a.BookingID, a.UserID)
+	b, err := p.holds.CheckHold(ctx, a.BookingID, a.UserID)
 	if err == nil {
 		keep := max(b.ExpiresAt.Sub(p.cfg.Now()), p.cfg.HoldMargin)
-		b, err = p.svc.ExtendHold(ctx, b, keep)
+		b, err = p.holds.ExtendHold(ctx, b, keep)
 	}
 	if err != nil {
 		return p.refuse(ctx, a, err)
@@ -133,7 +146,7 @@ func (p *Checkout) markPending(ctx context.Context, a Attempt) (PayResult, error
 	}
 	b, err := p.store.SetStatus(ctx, a.BookingID, []Status{StatusHeld}, StatusPaymentPending)
 	if err != nil {
-		if b, err = p.svc.store.Booking(ctx, a.BookingID); err != nil {
+		if b, err = p.holds.store.Booking(ctx, a.BookingID); err != nil {
 			return PayResult{}, err
 		}
 	}
@@ -157,7 +170,7 @@ func (p *Checkout) awaitAction(ctx context.Context, a Attempt, in payment.Intent
 	}
 	if held != nil {
 		if keep := p.cfg.ActionWindow; held.ExpiresAt.Sub(p.cfg.Now()) < keep {
-			if b, err := p.svc.ExtendHold(ctx, *held, keep); err == nil {
+			if b, err := p.holds.ExtendHold(ctx, *held, keep); err == nil {
 				held = &b
 			} else {
 				// The webhook or the worker will find the hold gone and give back whatever the challenge authorizes.
@@ -167,7 +180,7 @@ func (p *Checkout) awaitAction(ctx context.Context, a Attempt, in payment.Intent
 	}
 	b, err := p.store.SetStatus(ctx, a.BookingID, []Status{StatusHeld}, StatusPaymentPending)
 	if err != nil {
-		if b, err = p.svc.store.Booking(ctx, a.BookingID); err != nil {
+		if b, err = p.holds.store.Booking(ctx, a.BookingID); err != nil {
 			return PayResult{}, err
 		}
 	}
@@ -193,7 +206,7 @@ func (p *Checkout) confirmSale(ctx context.Context, a Attempt, in payment.Intent
 		b = *held
 	} else {
 		var err error
-		if b, err = p.svc.store.Booking(ctx, a.BookingID); err != nil {
+		if b, err = p.holds.store.Booking(ctx, a.BookingID); err != nil {
 			return PayResult{}, err
 		}
 		switch b.Status {
@@ -207,13 +220,13 @@ func (p *Checkout) confirmSale(ctx context.Context, a Attempt, in payment.Intent
 			return p.giveBack(ctx, a, in, b, OutcomeNotHeld, ErrNotHeld)
 		}
 	}
-	owned, err := p.svc.locks.Owned(ctx, b)
+	owned, err := p.holds.locks.Owned(ctx, b)
 	if err != nil {
 		return PayResult{}, err
 	}
 	if !owned {
 		// Lost locks mean an expired hold, unless the fan cancelled meanwhile (cancel releases them too).
-		if cur, err := p.svc.store.Booking(ctx, b.ID); err == nil && cur.Status == StatusCancelled {
+		if cur, err := p.holds.store.Booking(ctx, b.ID); err == nil && cur.Status == StatusCancelled {
 			return p.giveBack(ctx, a, in, cur, OutcomeNotHeld, ErrNotHeld)
 		}
 		return p.giveBack(ctx, a, in, b, OutcomeExpired, ErrHoldExpired)
@@ -236,7 +249,7 @@ func (p *Checkout) confirmSale(ctx context.Context, a Attempt, in payment.Intent
 	case errors.Is(err, ErrSeatsUnavailable):
 		return p.giveBack(ctx, a, in, b, OutcomeConflict, ErrSeatsUnavailable)
 	case errors.Is(err, ErrNotHeld):
-		if cur, rerr := p.svc.store.Booking(ctx, b.ID); rerr == nil && p.confirmedBy(ctx, cur, a) {
+		if cur, rerr := p.holds.store.Booking(ctx, b.ID); rerr == nil && p.confirmedBy(ctx, cur, a) {
 			return p.answerSold(ctx, a)
 		}
 		return p.giveBack(ctx, a, in, b, OutcomeNotHeld, ErrNotHeld)
@@ -244,7 +257,7 @@ func (p *Checkout) confirmSale(ctx context.Context, a Attempt, in payment.Intent
 		// Unknown whether it committed: the attempt stays AUTHORIZED and the worker decides after the lease.
 		return PayResult{}, err
 	}
-	p.svc.Sold(ctx, cb)
+	p.holds.AfterSale(ctx, cb)
 	pay := Payment{ID: sale.PaymentID, BookingID: b.ID, AttemptID: a.ID, IntentID: in.ID, Amount: a.Amount}
 	if held == nil {
 		p.capture(ctx, pay)
@@ -305,7 +318,7 @@ func (p *Checkout) expire(ctx context.Context, b Booking) {
 	if err != nil {
 		return // confirmed, cancelled or expired meanwhile
 	}
-	p.svc.afterExpiry(ctx, []Booking{eb})
+	p.holds.afterExpiry(ctx, []Booking{eb})
 }
 
 // returnMoney gives back the money of a VOIDING or REFUNDING attempt; on failure the worker tries again.

@@ -8,6 +8,12 @@ import (
 	"github.com/flashseat/flashseat/booking/payment"
 )
 
+// WebhookStore remembers the gateway's webhook events, so a redelivery changes nothing.
+type WebhookStore interface {
+	// SeenEvent records a webhook event id; false when it was recorded before.
+	SeenEvent(ctx context.Context, id, typ, intentID string) (bool, error)
+}
+
 // Webhook handles one signed event from the gateway. Events are deduplicated by id. The saga and the worker never
 // need them (they ask the gateway themselves); an event only makes things happen sooner, and catches money that
 // arrived where no booking wants it: a success for an attempt whose booking expired or was cancelled is given back.
@@ -100,7 +106,7 @@ func (p *Checkout) reclaimOrphan(ctx context.Context, ev payment.Event) {
 	if !ValidID(bookingID) {
 		return
 	}
-	if _, err := p.svc.store.Booking(ctx, bookingID); err != nil {
+	if _, err := p.holds.store.Booking(ctx, bookingID); err != nil {
 		p.log.InfoContext(ctx, "webhook for a payment not ours", "event", ev.ID, "intent", ev.IntentID)
 		return
 	}

@@ -9,6 +9,15 @@ import (
 	"github.com/flashseat/flashseat/booking/ticket"
 )
 
+// TicketStore is the ledger's side of tickets and check-in.
+type TicketStore interface {
+	Tickets(ctx context.Context, bookingID string) ([]Ticket, error)
+	TicketByID(ctx context.Context, id string) (TicketInfo, error)
+	// CheckIn marks a VALID ticket CHECKED_IN, exactly once however many scans race: ErrAlreadyCheckedIn,
+	// ErrTicketVoid, ErrNotFound otherwise.
+	CheckIn(ctx context.Context, ticketID, showID, seatID, by string, at time.Time) (TicketInfo, error)
+}
+
 // CheckIn admits the holder of a ticket code at the door: the code's signature is checked first (as an offline
 // scanner would), then the ticket is marked used exactly once. by names the staff member or device.
 func (p *Checkout) CheckIn(ctx context.Context, code, by string) (TicketInfo, error) {
@@ -42,7 +51,7 @@ func (p *Checkout) Ticket(ctx context.Context, id, userID string) (TicketInfo, e
 
 // BookingView is the user's booking with its tickets, as GET /bookings/{id} shows it.
 func (p *Checkout) BookingView(ctx context.Context, id, userID string) (Booking, error) {
-	b, err := p.svc.Booking(ctx, id, userID)
+	b, err := p.holds.Booking(ctx, id, userID)
 	if err != nil {
 		return Booking{}, err
 	}

@@ -134,7 +134,7 @@ func NewWaitlist(svc *Service, store WaitlistStore, cfg WaitlistConfig) *Waitlis
 		cfg.SweepEvery = 30 * time.Second
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = svc.log
+		cfg.Logger = svc.Holds.log
 	}
 	w := &Waitlist{svc: svc, store: store, cfg: cfg, log: cfg.Logger}
 	svc.offers = store
@@ -147,8 +147,8 @@ func (w *Waitlist) OfferTTL() time.Duration { return w.cfg.OfferTTL }
 // Join puts the fan on the show's waitlist. Only a show with no seat available takes entries: held seats count as
 // unavailable, since nobody else can book them now.
 func (w *Waitlist) Join(ctx context.Context, j WaitlistJoin) (WaitlistEntry, error) {
-	if j.Seats < 1 || j.Seats > w.svc.cfg.MaxSeats {
-		return WaitlistEntry{}, Unprocessable("seats must be between 1 and %d", w.svc.cfg.MaxSeats)
+	if j.Seats < 1 || j.Seats > w.svc.Holds.cfg.MaxSeats {
+		return WaitlistEntry{}, Unprocessable("seats must be between 1 and %d", w.svc.Holds.cfg.MaxSeats)
 	}
 	show, counts, err := w.svc.ShowDetail(ctx, j.ShowID)
 	if err != nil {
@@ -163,7 +163,7 @@ func (w *Waitlist) Join(ctx context.Context, j WaitlistJoin) (WaitlistEntry, err
 	if len(j.Language) > 35 {
 		j.Language = ""
 	}
-	e, err := w.store.JoinWaitlist(ctx, j, w.svc.cfg.Now())
+	e, err := w.store.JoinWaitlist(ctx, j, w.svc.Holds.cfg.Now())
 	if err == nil {
 		w.signal(ctx, e.ShowID, e.UserID)
 	}

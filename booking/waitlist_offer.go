@@ -161,7 +161,7 @@ func pickOfferSeats(layout []Seat, free func(int) bool, n int, category string) 
 
 // HoldOffer takes a hold for a waitlist offer: the same validation, claim (hold.lua), fencing and ledger row as
 // any hold, with the offer's TTL and no waiting-room admission (the waitlist admitted the fan).
-func (s *Service) HoldOffer(ctx context.Context, userID, showID string, seatIDs []string, ttl time.Duration, lang string) (Booking, error) {
+func (s *Holds) HoldOffer(ctx context.Context, userID, showID string, seatIDs []string, ttl time.Duration, lang string) (Booking, error) {
 	r := HoldRequest{UserID: userID, ShowID: showID, SeatIDs: seatIDs, ttl: ttl, Language: lang}
 	show, seats, err := s.validateHold(ctx, r)
 	if err != nil {
@@ -170,14 +170,14 @@ func (s *Service) HoldOffer(ctx context.Context, userID, showID string, seatIDs 
 	return s.hold(ctx, r, show, seats, nil)
 }
 
-// OfferLookup tells the Service which bookings are waitlist offers (the WaitlistStore).
+// OfferLookup tells the Holds which bookings are waitlist offers (the WaitlistStore).
 type OfferLookup interface {
 	IsOffer(ctx context.Context, bookingID string) (bool, error)
 }
 
 // AdmitBooking runs the waiting-room check for an operation on b (pay): a waitlist offer needs none, since the
 // waitlist admitted its fan.
-func (s *Service) AdmitBooking(ctx context.Context, b Booking, userID, raw string) error {
+func (s *Holds) AdmitBooking(ctx context.Context, b Booking, userID, raw string) error {
 	if s.offers != nil && s.gate != nil {
 		if offer, err := s.offers.IsOffer(ctx, b.ID); err != nil {
 			return err
@@ -253,7 +253,7 @@ func (w *Waitlist) Sweep(ctx context.Context) {
 			continue
 		}
 		to := WaitlistLapsed
-		if b, err := w.svc.store.Booking(ctx, e.Offer.BookingID); err == nil && b.Status == StatusConfirmed {
+		if b, err := w.svc.Holds.store.Booking(ctx, e.Offer.BookingID); err == nil && b.Status == StatusConfirmed {
 			to = WaitlistAccepted
 		}
 		if err := w.endOffer(ctx, e.Offer.BookingID, to); err != nil {
