@@ -21,7 +21,6 @@ import (
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/webhook"
 	"github.com/flashseat/flashseat/shared/audit"
-	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -180,7 +179,7 @@ func (s *Server) readyz(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	if err != nil {
 		s.log.WarnContext(c.UserContext(), "not ready", "err", err)
-		return problem.StoreDown("a store is unreachable", storeRetryAfter).With("checks", checks)
+		return &notReadyError{checks: checks, err: err}
 	}
 	return c.JSON(fiber.Map{"status": "ready", "checks": checks})
 }
