@@ -63,7 +63,7 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		}
 		return problem.Send(c, p)
 	}
-	// No store.Classify here: a refused dial to booking is a 502, not a store outage. The edge's own Redis calls
+	// No driver.Classify here: a refused dial to booking is a 502, not a store outage. The edge's own Redis calls
 	// wrap their failures in edge.ErrUnavailable where they are made.
 	for _, code := range codes {
 		if !errors.Is(err, code.err) {
