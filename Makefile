@@ -38,11 +38,12 @@ chaos: services ## the full chaos test: a 1,500-fan sale while booking, the edge
 loadtest: build ## run the smoke flash-crowd scenario against a running platform (BASE, default http://localhost:8080)
 	$(BIN)/loadtest -scenario smoke $(if $(BASE),-base $(BASE),)
 
-lint: ## go vet, gofmt, go.mod tidiness and openapi.yaml's validity
+lint: ## go vet, gofmt, go.mod tidiness, openapi.yaml's validity, govulncheck (VULNDB: its database, or off)
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 	$(GO) test -count=1 -run OpenAPI .
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@bash deploy/dev/vulncheck.sh
 
 fmt: ## format the code
 	gofmt -w $$(git ls-files '*.go')

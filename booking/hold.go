@@ -11,8 +11,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/flashseat/flashseat/shared/admission"
 )
 
 // HoldStore is the ledger as the Holds need it: the bookings, and the Idempotency-Keys of hold requests.
@@ -240,40 +238,6 @@ func clip(s string) string {
 	return s
 }
 
-// Admit runs the waiting-room check for a request on a show (also used by pay).
-func (s *Holds) Admit(ctx context.Context, showID, userID, raw string) (jti string, exp time.Time, err error) {
-	c, err := s.admit(ctx, showID, userID, raw)
-	if err != nil || c == nil {
-		return "", time.Time{}, err
-	}
-	return c.jti, c.exp, nil
-}
-
-type admitted struct {
-	jti string
-	exp time.Time
-}
-
-func (s *Holds) admit(ctx context.Context, showID, userID, raw string) (*admitted, error) {
-	if s.gate == nil {
-		return nil, nil
-	}
-	c, err := s.gate.Check(ctx, showID, userID, raw)
-	switch {
-	case errors.Is(err, admission.ErrRequired):
-		return nil, &QueueError{ShowID: showID, Cause: err}
-	case err != nil:
-		return nil, err
-	case c == nil:
-		return nil, nil
-	}
-	a := &admitted{jti: c.ID}
-	if c.ExpiresAt != nil {
-		a.exp = c.ExpiresAt.Time
-	}
-	return a, nil
-}
-
 func (s *Holds) hold(ctx context.Context, r HoldRequest, show Show, seats []Seat, adm *admitted) (Booking, error) {
 	// The fast refusal: in a flash crowd nearly every request is for seats that are already taken. When a recent
 	// snapshot (at most alternativesMaxAge old, kept current by every replica's seat events; a crowd that finds it
@@ -423,16 +387,4 @@ func (s *Holds) Cancel(ctx context.Context, id, userID string) (Booking, []strin
 	s.releaseAdmission(ctx, b)
 	s.catalog.markDirty(b.ShowID)
 	return b, freed, nil
-}
-
-func (s *Holds) releaseAdmission(ctx context.Context, b Booking) {
-	if b.AdmissionJTI == "" {
-		return
-	}
-	if s.gate == nil {
-		return
-	}
-	if err := s.gate.Release(ctx, b.ShowID, b.UserID, b.AdmissionJTI, b.AdmissionExp); err != nil {
-		s.log.ErrorContext(ctx, "release admission", "booking", b.ID, "err", err)
-	}
 }

@@ -18,12 +18,7 @@ import (
 	"github.com/flashseat/flashseat/booking/payment"
 	"github.com/flashseat/flashseat/booking/payment/sim"
 	"github.com/flashseat/flashseat/booking/payment/stripe"
-	"github.com/flashseat/flashseat/booking/postgres"
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
-	bookingredis "github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/booking/ticket"
-	"github.com/flashseat/flashseat/shared/admission"
-	"github.com/flashseat/flashseat/shared/admission/admissiontest"
 	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -731,31 +726,9 @@ func TestPayGatewayNeverAnswers(t *testing.T) {
 func TestPayReleasesAdmission(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	key, _ := token.GenerateKey()
-	rdb := bookingtest.Redis(t)
-	pool := pgtest.New(t)
-	queues := admissiontest.Keeper(t, pool, rdb)
-	gate := admission.NewGate(queues, token.NewStaticKeys(key.Public()), 0)
-	env := &bookingtest.Env{Store: postgres.New(pool), Locks: bookingredis.New(rdb), Pool: pool, RDB: rdb,
-		Queues: queues}
-	env.Svc = booking.New(env.Store, env.Locks, gate, booking.Config{})
-	env.Show = env.NewShow(t)
-	show := env.Show.ID
-	s := sim.New(sim.Config{}, nil)
-	srv := httptest.NewServer(s)
-	defer func() { s.Close(); srv.Close() }()
-	gw, _ := stripe.New(stripe.Config{BaseURL: srv.URL, SecretKey: "sk_test_adm"})
-	tk, _, _ := ticket.LoadKey("")
-	signer, _ := ticket.NewSigner(tk)
-	p := booking.NewCheckout(env.Svc, env.Store, gw, signer, ticket.NewVerifier(token.NewStaticKeys(signer.Public())),
-		booking.CheckoutConfig{})
-	defer p.Close()
-
-	settings := admission.DefaultSettings()
-	settings.Enabled = true
-	env.QueueOn(t, show, settings)
-	raw, exp, _ := token.NewIssuer(key).Issue("u1", show, "jti-1", time.Now(), time.Minute)
-	rdb.ZAdd(ctx, rediskey.QueueActive(show), goredis.Z{Score: float64(exp.UnixMilli()), Member: "jti-1"})
+	a := newAdmittedEnv(t)
+	env, p, show, rdb := a.env, a.pay, a.env.Show.ID, a.env.RDB
+	raw := a.admit(t, "u1", "jti-1")
 	b, _, err := env.Svc.Hold(ctx, booking.HoldRequest{UserID: "u1", ShowID: show, SeatIDs: []string{"A1"}, AdmissionToken: raw})
 	if err != nil {
 		t.Fatal(err)
@@ -775,7 +748,7 @@ func TestPayReleasesAdmission(t *testing.T) {
 		t.Fatalf("the admission token was not revoked: %v", err)
 	}
 	// Durably: a waiting room rebuilt after Redis lost its data still refuses it.
-	if _, revoked, err := queues.Record().Grants(ctx, show, time.Now()); err != nil || len(revoked) != 1 ||
+	if _, revoked, err := env.Queues.Record().Grants(ctx, show, time.Now()); err != nil || len(revoked) != 1 ||
 		revoked[0].JTI != "jti-1" || revoked[0].UserID != "u1" {
 		t.Fatalf("revocation on record: %+v, %v", revoked, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/internal/bookingtest"
 	"github.com/flashseat/flashseat/booking/redis"
+	"github.com/flashseat/flashseat/shared/eventstream"
 	"github.com/flashseat/flashseat/shared/rediskey"
 )
 
@@ -90,7 +91,7 @@ func pipeline(t *testing.T, e *bookingtest.Env, w *booking.Waitlist) {
 	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	run(func() { e.Svc.Run(ctx) })
 	run(func() {
-		booking.NewRelay(e.Store, redis.NewStream(e.RDB, redis.StreamConfig{Key: key}), 20*time.Millisecond, nil).Run(ctx)
+		eventstream.NewRelay(e.Store.Outbox(), e.RDB, eventstream.Config{Key: key}, 20*time.Millisecond, nil).Run(ctx)
 	})
 	run(func() {
 		redis.NewConsumer(e.RDB, redis.ConsumerConfig{Stream: key, Group: "waitlist", Name: "t",

@@ -49,10 +49,21 @@ func startNginx(t *testing.T, edge string) string {
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-p", dir, "-c", path, "-g", "daemon off;")
 	if out, err := exec.Command(bin, "-t", "-p", dir, "-c", path).CombinedOutput(); err != nil {
 		t.Fatalf("nginx -t: %v\n%s", err, out)
 	}
+	base := "http://127.0.0.1:" + port
+	serve(t, exec.Command(bin, "-p", dir, "-c", path, "-g", "daemon off;"), base, func() string {
+		log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+		return "nginx's error.log:\n" + string(log)
+	})
+	return base
+}
+
+// serve starts cmd, a server answering at base, and waits until its /healthz answers (through it, the
+// platform's); it is stopped in t.Cleanup. logs tells what it said, shown when the test fails.
+func serve(t *testing.T, cmd *exec.Cmd, base string, logs func() string) {
+	t.Helper()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -60,20 +71,39 @@ func startNginx(t *testing.T, edge string) string {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		if t.Failed() {
-			log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			t.Logf("nginx's error.log:\n%s", log)
+			t.Log(logs())
 		}
 	})
-	base := "http://127.0.0.1:" + port
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if resp, err := http.Get(base + "/healthz"); err == nil {
 			resp.Body.Close()
-			return base
+			return
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			t.Fatalf("nginx did not answer:\n%s", log)
+			t.Fatalf("%s did not answer within 30 s:\n%s", cmd.Path, logs())
 		}
+	}
+}
+
+// requester returns a function sending one request to base, redirects not followed, and reading the answer.
+func requester(t *testing.T, base string) func(method, path, body string, hdr map[string]string) (*http.Response, string) {
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return func(method, path, body string, hdr map[string]string) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
 	}
 }
 
@@ -81,20 +111,10 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 var placeholder = regexp.MustCompile(`\$\{[A-Z_]+\}`)
 
-// The CDN kit's nginx in front of the real platform: the catalog and the waiting-room page are served from its
-// cache as their Cache-Control allows, the queue's event stream arrives unbuffered, and a show's protected reads
-// are decided by the edge's gate endpoint: a browser without an admission is sent to the waiting room, an API
-// client gets the contract's 403, an admitted fan passes, and nothing gated is ever cached.
-func TestNginxInFrontOfTheEdge(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the platform and nginx")
-	}
-	t.Parallel()
-	p := platformtest.Start(t, platformtest.Options{MaxConns: 6, Edge: map[string]string{"QUEUE_TICK": "100ms"}})
-	admin, err := fsclient.New(p.BaseURL, http.DefaultTransport, fsclient.Options{AdminToken: p.AdminToken})
-	if err != nil {
-		t.Fatal(err)
-	}
+// newShow creates, through the operator API, a show on sale now with a row of four seats, its queue on
+// (admitting 50 a second, tokens valid 10 minutes) or off, and returns its id.
+func newShow(t *testing.T, admin *fsclient.Client, queue bool) string {
+	t.Helper()
 	ctx := context.Background()
 	v, err := admin.CreateVenue(ctx, fsclient.Venue{Name: "Chowdiah Hall", City: "Bangalore",
 		Halls: []fsclient.Hall{{Name: "Main", Rows: []fsclient.Row{{Row: "A", Seats: 4, Category: "GOLD"}}}}})
@@ -112,25 +132,34 @@ func TestNginxInFrontOfTheEdge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.PutQueue(ctx, show, fsclient.QueueSettings{Enabled: true, AdmitPerSecond: 50, MaxActive: 50,
+	if _, err := admin.PutQueue(ctx, show, fsclient.QueueSettings{Enabled: queue, AdmitPerSecond: 50, MaxActive: 50,
 		TokenTTLSeconds: 600}); err != nil {
 		t.Fatal(err)
 	}
+	return show
+}
+
+// The CDN kit's nginx in front of the real platform: the catalog and the waiting-room page are served from its
+// cache as their Cache-Control allows, the queue's event stream arrives unbuffered, and a show's protected reads
+// are decided by the edge's gate endpoint: a browser without an admission is sent to the waiting room, an API
+// client gets the contract's 403, an admitted fan passes, and nothing gated is ever cached.
+func TestNginxInFrontOfTheEdge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the platform and nginx")
+	}
+	t.Parallel()
+	p := platformtest.Start(t, platformtest.Options{MaxConns: 6, Edge: map[string]string{"QUEUE_TICK": "100ms"}})
+	admin, err := fsclient.New(p.BaseURL, http.DefaultTransport, fsclient.Options{AdminToken: p.AdminToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	show := newShow(t, admin, true)
+	ctx := context.Background()
 	cdn := startNginx(t, p.BaseURL)
-	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	do := requester(t, cdn)
 	get := func(path string, hdr map[string]string) (*http.Response, string) {
 		t.Helper()
-		req, _ := http.NewRequest("GET", cdn+path, nil)
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := noRedirect.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
+		return do("GET", path, "", hdr)
 	}
 
 	// Public: cached, then served from the cache.

@@ -17,6 +17,16 @@ import (
 // reserved in the Record before a ticket under it is handed out, the cursor is recorded at most a second behind,
 // admissions are recorded in the tick that makes them. A store that finds a piece missing says so (ErrNoSettings,
 // ErrNoState, *SeqsError) rather than guessing, and recover puts it back.
+//
+// Admitted stays admitted. The script admits in Redis; the record is written after it, so there is always a
+// moment when an admission exists only in Redis. Rather than make admission wait for PostgreSQL per fan, the
+// token waits: issue records a batch of grants, and only then signs and stores their tokens, and only a stored or
+// just-issued token is ever handed to a fan (status, stream, cookie). Every token in a fan's hands is thus for an
+// admission restore brings back. An admission the script made and nobody recorded (its replica died in between,
+// or PostgreSQL was down) was never delivered; it stays in the store's unrecorded set until some tick records it,
+// and the cursor recorded for rebuilds (Snapshot.DurableCursor) stays below its ticket, so if Redis is lost first
+// the fan's place is still ahead of the rebuilt cursor and the fan, back with its receipt or its open stream, is
+// admitted again before anyone behind it.
 
 // seqBlock is how many tickets one reservation covers: one PostgreSQL write per seqBlock joins.
 const seqBlock = 2000
@@ -104,59 +114,98 @@ func (s *Service) reserve(ctx context.Context, show string, lastSeq int64) error
 	return err
 }
 
-// maxUnsaved bounds the admissions kept in memory while the record is unreachable.
-const maxUnsaved = 100000
+// recordTimeout bounds one recording of admissions: a PostgreSQL that hangs holds up a tick (and the shows this
+// replica ticks after it) for at most this long.
+const recordTimeout = 2 * time.Second
 
-// recordGrants records a tick's admissions, with any earlier ones the record refused. Admission does not wait
-// for PostgreSQL: an admission not yet recorded is lost only if Redis is lost too before the record is back.
-func (s *Service) recordGrants(ctx context.Context, show string, grants []Grant) {
+// recordPause is how long a replica admits nobody after recording admissions failed (see Tick), so that while
+// PostgreSQL is down fans stay in line instead of being admitted to tokens nobody can hand them.
+const recordPause = 2 * time.Second
+
+// issue makes grants deliverable: recorded in PostgreSQL first, then signed (in place) and their tokens stored
+// beside them in the store, which marks them recorded. It is the only way a token comes into being, so every
+// token a fan ever holds is for an admission on record, and a store rebuilt from the record knows every fan
+// who can show a token. It returns the show's durable cursor with them recorded. A failure wraps
+// ErrUnavailable; the grants stay unrecorded and are retried.
+func (s *Service) issue(ctx context.Context, show string, gs []Grant) (int64, error) {
+	if len(gs) == 0 {
+		return 0, nil
+	}
+	batch := make([]admission.Grant, len(gs))
+	for i, g := range gs {
+		batch[i] = admission.Grant{ShowID: show, JTI: g.JTI, UserID: g.UserID, IssuedAt: g.IssuedAt,
+			ExpiresAt: g.ExpiresAt}
+	}
+	rctx, cancel := context.WithTimeout(ctx, recordTimeout)
+	err := s.queues.AddGrants(rctx, batch)
+	cancel()
 	s.mu.Lock()
-	for _, g := range grants {
-		if len(s.unsaved) < maxUnsaved {
-			s.unsaved = append(s.unsaved, admission.Grant{ShowID: show, JTI: g.JTI, UserID: g.UserID,
-				IssuedAt: g.IssuedAt, ExpiresAt: g.ExpiresAt})
-		}
+	if err != nil {
+		s.failedAt.Add(show, time.Now())
+	} else {
+		s.failedAt.Remove(show)
 	}
-	batch := s.unsaved
-	s.unsaved = nil
 	s.mu.Unlock()
-	if len(batch) == 0 {
-		return
+	if err != nil {
+		return 0, fmt.Errorf("%w: record admissions: %w", ErrUnavailable, err)
 	}
-	if err := s.queues.AddGrants(ctx, batch); err != nil {
-		s.logFailure("record admissions", show, err)
-		s.mu.Lock()
-		s.unsaved = append(batch, s.unsaved...)
-		if len(s.unsaved) > maxUnsaved {
-			s.unsaved = s.unsaved[len(s.unsaved)-maxUnsaved:]
+	for i := range gs {
+		if err := s.sign(&gs[i], show); err != nil {
+			return 0, err
 		}
-		s.mu.Unlock()
 	}
+	return s.store.SaveTokens(ctx, show, gs)
 }
 
-// recordCursor records a show's cursor when it moved, at most every cursorEvery per replica.
+// issueTick issues a tick's grants and the overdue ones it carries, in one batch, and returns them signed for
+// delivery (none on error). snap's Grants and Overdue are signed in place, and its DurableCursor moves past
+// them once they are recorded.
+func (s *Service) issueTick(ctx context.Context, snap *Snapshot) ([]Grant, error) {
+	n := len(snap.Grants)
+	if n+len(snap.Overdue) == 0 {
+		return nil, nil
+	}
+	gs := make([]Grant, 0, n+len(snap.Overdue))
+	gs = append(append(gs, snap.Grants...), snap.Overdue...)
+	durable, err := s.issue(ctx, snap.Show, gs)
+	if err != nil {
+		return nil, err
+	}
+	snap.Grants, snap.Overdue = gs[:n:n], gs[n:]
+	snap.DurableCursor = max(snap.DurableCursor, durable)
+	return gs, nil
+}
+
+// recordFailing reports whether recording show's admissions failed here within recordPause.
+func (s *Service) recordFailing(show string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.failedAt.Get(show)
+	return ok && time.Since(at) < recordPause
+}
+
+// recordCursor records a show's durable cursor (below every unrecorded admission) when it moved, at most every
+// cursorEvery per replica.
 func (s *Service) recordCursor(ctx context.Context, show string, snap Snapshot) {
-	if snap.Phase == PhaseClosed || snap.Cursor <= 0 {
+	cursor := snap.DurableCursor
+	if snap.Phase == PhaseClosed || cursor <= 0 {
 		return
 	}
 	now := time.Now()
 	s.mu.Lock()
-	last := s.cursors[show]
-	due := snap.Cursor > last.cursor && now.Sub(last.at) >= cursorEvery
+	last, _ := s.cursors.Get(show)
+	due := cursor > last.cursor && now.Sub(last.at) >= cursorEvery
 	if due {
-		if len(s.cursors) > 100000 {
-			s.cursors = map[string]savedCursor{}
-		}
-		s.cursors[show] = savedCursor{cursor: snap.Cursor, at: now}
+		s.cursors.Add(show, savedCursor{cursor: cursor, at: now})
 	}
 	s.mu.Unlock()
 	if !due {
 		return
 	}
-	if err := s.record.SaveCursor(ctx, show, snap.Cursor); err != nil {
+	if err := s.record.SaveCursor(ctx, show, cursor); err != nil {
 		s.logFailure("record cursor", show, err)
 		s.mu.Lock()
-		s.cursors[show] = last // try again next tick
+		s.cursors.Add(show, last) // try again next tick
 		s.mu.Unlock()
 	}
 }

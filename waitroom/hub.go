@@ -2,6 +2,7 @@ package waitroom
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,6 +31,7 @@ type Watcher struct {
 	Show, User string
 	c          chan struct{}
 	hs         *hubShow
+	onChange   atomic.Pointer[func()]
 
 	// guarded by hs.mu
 	seq   int64
@@ -131,10 +133,34 @@ func (h *Hub) Remove(w *Watcher) {
 // C is signalled when the watcher's state may have changed, and at each pulse.
 func (w *Watcher) C() <-chan struct{} { return w.c }
 
+// OnChange has every later notification call f instead of signalling C, for a writer that keeps no goroutine
+// per stream (waitroom/http's streams). f runs on the hub's goroutine and must not block; a notification already
+// pending on C is handed to f at once.
+func (w *Watcher) OnChange(f func()) {
+	w.onChange.Store(&f)
+	select {
+	case <-w.c:
+		f()
+	default:
+	}
+}
+
 func (w *Watcher) notify() {
+	if f := w.onChange.Load(); f != nil {
+		(*f)()
+		return
+	}
 	select {
 	case w.c <- struct{}{}:
 	default: // a notification is already pending; the writer will read the latest state
+	}
+	// OnChange may have been called meanwhile, after it looked at C: hand the signal over.
+	if f := w.onChange.Load(); f != nil {
+		select {
+		case <-w.c:
+			(*f)()
+		default:
+		}
 	}
 }
 

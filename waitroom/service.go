@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/flashseat/flashseat/shared/admission"
@@ -25,10 +26,14 @@ type Store interface {
 	// Lookup finds user's place without joining; Found is false when they have none.
 	Lookup(ctx context.Context, show, user string) (Entry, error)
 	// Admit runs one admission tick: pops up to min(rate x elapsed, maxActive - active) fans with a live
-	// heartbeat, skipping the others, and records a grant for each, atomically. nonce makes jtis unique.
+	// heartbeat (none when maxScan is 0), skipping the others, and records a grant for each, atomically. nonce
+	// makes jtis unique. The grants are unrecorded until their tokens are stored; the snapshot carries the ones
+	// overdue for recording and the cursor that may be recorded (Snapshot.Overdue, DurableCursor).
 	Admit(ctx context.Context, show, nonce string, grace time.Duration, maxScan int) (Snapshot, error)
-	// SaveTokens stores signed tokens beside their grants, so every replica answers with the same token.
-	SaveTokens(ctx context.Context, show string, grants []Grant) error
+	// SaveTokens stores signed tokens beside their grants, so every replica answers with the same token, and
+	// marks the grants recorded: callers save a token only once its grant is in the record. It returns the
+	// show's durable cursor with them recorded (see Snapshot.DurableCursor).
+	SaveTokens(ctx context.Context, show string, grants []Grant) (int64, error)
 	// Grants reads the live grants of users.
 	Grants(ctx context.Context, show string, users []string) (map[string]Grant, error)
 	// Seqs reads the tickets of users still in the queue.
@@ -119,17 +124,35 @@ type Service struct {
 	Hub      *Hub
 	flights  singleflight.Group // restores and reservations, one at a time per show on this replica
 
-	mu       sync.Mutex
-	polled   map[string]map[string]struct{} // show -> users who polled since the last heartbeat flush
-	seeded   map[string]bool
-	loggedAt map[string]time.Time // show -> when its last tick failure was logged
-	unsaved  []admission.Grant    // admissions made here and not yet recorded (PostgreSQL was down)
-	cursors  map[string]savedCursor
+	mu     sync.Mutex
+	polled map[string]map[string]struct{} // show -> users who polled since the last heartbeat flush
+
+	// Per-show memory, each a bounded LRU: full, it forgets the show least recently touched, never all at once
+	// (which would make every show re-seed, re-log and re-record in the same tick). loggedAt and cursors are read
+	// and written under mu, each check-and-set in one step.
+	seeded   *lru.Cache[string, struct{}]
+	loggedAt *lru.Cache[string, time.Time] // kind and show -> when its last failure was logged
+	cursors  *lru.Cache[string, savedCursor]
+	failedAt *lru.Cache[string, time.Time] // show -> when recording its admissions last failed here (none: it worked)
 }
+
+// Bounds of the per-show memory.
+const (
+	maxSeeded   = 100000
+	maxLoggedAt = 10000
+	maxCursors  = 100000
+	maxFailedAt = 10000
+)
 
 type savedCursor struct {
 	cursor int64
 	at     time.Time
+}
+
+// newLRU returns an empty bounded LRU; lru.New errs only for a size below 1.
+func newLRU[V any](size int) *lru.Cache[string, V] {
+	c, _ := lru.New[string, V](size)
+	return c
 }
 
 // New returns a service over store and its record, with the shows' settings and admissions kept by queues,
@@ -155,8 +178,9 @@ func New(store Store, record Record, queues *admission.Keeper, issuer *token.Iss
 	}
 	return &Service{store: store, record: record, queues: queues, issuer: issuer,
 		receipts: token.NewReceiptVerifier(token.NewStaticKeys(issuer.Keys()...), 5*time.Second),
-		opt:      opt, log: opt.Logger, Hub: NewHub(), polled: map[string]map[string]struct{}{}, seeded: map[string]bool{},
-		loggedAt: map[string]time.Time{}, cursors: map[string]savedCursor{}}
+		opt:      opt, log: opt.Logger, Hub: NewHub(), polled: map[string]map[string]struct{}{},
+		seeded: newLRU[struct{}](maxSeeded), loggedAt: newLRU[time.Time](maxLoggedAt), cursors: newLRU[savedCursor](maxCursors),
+		failedAt: newLRU[time.Time](maxFailedAt)}
 }
 
 // ValidID accepts a show id: 1 to 128 letters, digits, '_', '-', '.' or ':'. Show ids go into Redis keys (inside
@@ -358,14 +382,14 @@ func (s *Service) place(ctx context.Context, show string, e Entry) (Place, error
 	case e.Status == Admitted && e.Grant != nil:
 		g := *e.Grant
 		if g.Token == "" {
-			// The replica that admitted this fan has not stored the token yet (or died first). Ed25519 is
-			// deterministic and the claims come from the grant, so this is the very token it would store.
-			if err := s.sign(&g, show); err != nil {
+			// The replica that admitted this fan has not recorded the admission yet (or died first): record it
+			// here, then sign. Ed25519 is deterministic and the claims come from the grant, so this is the very
+			// token it would store. While the record cannot be written the fan is answered 503 and asks again.
+			gs := []Grant{g}
+			if _, err := s.issue(ctx, show, gs); err != nil {
 				return Place{}, err
 			}
-			if err := s.store.SaveTokens(ctx, show, []Grant{g}); err != nil {
-				return Place{}, err
-			}
+			g = gs[0]
 		}
 		p.Grant = &g
 	case e.Status == Waiting && e.Seq > 0:
@@ -396,10 +420,7 @@ func (s *Service) sign(g *Grant, show string) error {
 }
 
 func (s *Service) ensureSeed(ctx context.Context, show string) error {
-	s.mu.Lock()
-	done := s.seeded[show]
-	s.mu.Unlock()
-	if done {
+	if s.seeded.Contains(show) {
 		return nil
 	}
 	fresh, err := NewSeed()
@@ -414,12 +435,7 @@ func (s *Service) ensureSeed(ctx context.Context, show string) error {
 	if _, err := s.store.Seed(ctx, show, seed); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	if len(s.seeded) > 100000 {
-		s.seeded = map[string]bool{}
-	}
-	s.seeded[show] = true
-	s.mu.Unlock()
+	s.seeded.Add(show, struct{}{})
 	return nil
 }
 
@@ -565,7 +581,13 @@ func (s *Service) Tick(ctx context.Context, show string, pulse bool) (snap Snaps
 		start := time.Now()
 		defer func() { s.opt.Observe(snap, time.Since(start), err) }()
 	}
-	snap, err = s.store.Admit(ctx, show, nonce(), s.opt.Grace, s.opt.MaxScan)
+	// Nobody is admitted while this replica cannot record admissions: their tokens could not be handed out, and
+	// the tokens' time would run while the fans wait for them.
+	maxScan := s.opt.MaxScan
+	if s.recordFailing(show) {
+		maxScan = 0
+	}
+	snap, err = s.store.Admit(ctx, show, nonce(), s.opt.Grace, maxScan)
 	// The store lost the show's state (settings, then the queue's own): restore and tick again. Until it is back
 	// nothing is sent to the show's streams, so fans keep their places on screen and are never told "closed".
 	for attempt := 0; attempt < 3 && (errors.Is(err, ErrNoSettings) || errors.Is(err, ErrNoState)); attempt++ {
@@ -575,32 +597,29 @@ func (s *Service) Tick(ctx context.Context, show string, pulse bool) (snap Snaps
 		case rerr != nil:
 			return snap, rerr
 		default:
-			snap, err = s.store.Admit(ctx, show, nonce(), s.opt.Grace, s.opt.MaxScan)
+			snap, err = s.store.Admit(ctx, show, nonce(), s.opt.Grace, maxScan)
 		}
 	}
 	if err != nil {
 		return snap, err
 	}
-	if len(snap.Grants) > 0 {
-		for i := range snap.Grants {
-			if err := s.sign(&snap.Grants[i], show); err != nil {
-				return snap, err
-			}
-		}
-		if err := s.store.SaveTokens(ctx, show, snap.Grants); err != nil {
-			return snap, err
-		}
+	// Record, then sign and store the tokens, then deliver: no fan is handed a token for an admission the record
+	// lacks (durable.go). A failure leaves the grants unrecorded in the store; the first tick after overdueAfter
+	// hands them out again, on whichever replica runs it.
+	delivered, err := s.issueTick(ctx, &snap)
+	if err != nil {
+		s.logFailure("record admissions", show, err)
+	} else {
+		s.recordCursor(ctx, show, snap)
 	}
-	s.recordGrants(ctx, show, snap.Grants)
-	s.recordCursor(ctx, show, snap)
 	if snap.Phase == PhasePending {
 		if err := s.Draw(ctx, show); err != nil && !errors.Is(err, ErrDrawPending) {
 			s.logFailure("draw", show, err)
 		}
 	}
-	grants := snap.Grants
-	needSeq, needGrant := s.Hub.Update(snap, pulse)
-	snap.Grants = grants
+	local := snap
+	local.Grants = delivered
+	needSeq, needGrant := s.Hub.Update(local, pulse)
 	if len(needSeq) > 0 {
 		seqs, err := s.store.Seqs(ctx, show, needSeq)
 		if err != nil {
@@ -634,22 +653,29 @@ func (s *Service) resolveGrants(ctx context.Context, show string, users []string
 	if err != nil {
 		return err
 	}
-	var unsaved []Grant
-	for u, g := range gs {
+	// Grants without a token are not recorded yet: record them here before anyone sees a token. While this
+	// replica cannot record, their fans wait (they are admitted, not missing) and the overdue pass retries.
+	var unrecorded []Grant
+	for _, g := range gs {
 		if g.Token == "" {
-			if err := s.sign(&g, show); err != nil {
-				return err
-			}
-			gs[u] = g
-			unsaved = append(unsaved, g)
+			unrecorded = append(unrecorded, g)
 		}
 	}
-	if len(unsaved) > 0 {
-		if err := s.store.SaveTokens(ctx, show, unsaved); err != nil {
+	if len(unrecorded) > 0 && !s.recordFailing(show) {
+		if _, err := s.issue(ctx, show, unrecorded); err != nil {
 			return err
 		}
+		for _, g := range unrecorded {
+			gs[g.UserID] = g
+		}
 	}
-	s.Hub.SetGrants(show, gs)
+	ready := make(map[string]Grant, len(gs))
+	for u, g := range gs {
+		if g.Token != "" {
+			ready[u] = g
+		}
+	}
+	s.Hub.SetGrants(show, ready)
 	var missing []string
 	for _, u := range users {
 		if _, ok := gs[u]; !ok {
@@ -785,12 +811,9 @@ func (s *Service) logFailure(kind, show string, err error) {
 	key := kind + " " + show
 	now := time.Now()
 	s.mu.Lock()
-	last, seen := s.loggedAt[key]
+	last, seen := s.loggedAt.Get(key)
 	if !seen || now.Sub(last) >= 10*time.Second {
-		if len(s.loggedAt) > 10000 {
-			s.loggedAt = map[string]time.Time{}
-		}
-		s.loggedAt[key] = now
+		s.loggedAt.Add(key, now)
 	}
 	s.mu.Unlock()
 	if seen && now.Sub(last) < 10*time.Second {

@@ -125,7 +125,13 @@ type Snapshot struct {
 	MaxActive      int64
 	OpensAt        time.Time
 	At             time.Time // Redis time of the tick
-	Grants         []Grant   // grants made by this tick (only on the replica that ran it)
+	Grants         []Grant   // grants made by this tick (only on the replica that ran it), not yet recorded
+	// Overdue are earlier grants still not recorded (their admitter died between admitting and recording, or the
+	// record was down): the replica that ran this tick records them.
+	Overdue []Grant
+	// DurableCursor is the cursor, held below the ticket of every grant not yet recorded: the highest cursor that
+	// may be recorded without a lost store taking an admission with it that the record would not bring back.
+	DurableCursor int64
 }
 
 // Status maps a phase to what a waiting fan is told.

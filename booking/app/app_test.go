@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"log/slog"
+	"maps"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +21,7 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/booking/redis"
+	"github.com/flashseat/flashseat/booking/redis/redistest"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -65,19 +68,31 @@ func TestLoadConfig(t *testing.T) {
 	}
 }
 
+func TestMain(m *testing.M) { os.Exit(redistest.Run(m)) }
+
 // TestEndToEnd starts booking and the edge on free ports and walks a fan's path through the edge: guest identity,
-// catalog, seat map, hold, a rival's conflict with alternatives, the seat stream, cancel.
+// catalog, seat map, hold, a rival's conflict with alternatives, the seat stream, cancel. It walks it twice: on a
+// single Redis and on a Redis Cluster.
 func TestEndToEnd(t *testing.T) {
 	t.Parallel()
+	redistest.Each(t, func(t *testing.T, r *redistest.Redis) {
+		t.Parallel()
+		testEndToEnd(t, r)
+	})
+}
+
+func testEndToEnd(t *testing.T, r *redistest.Redis) {
 	key, _ := token.GenerateKey()
 	// One database for both, as deployed: the edge keeps the waiting room's record there, and booking's gate
-	// reads it.
+	// reads it. The event stream is under the test's Redis prefix, so it goes with the test's keys.
 	_, dbURL := pgtest.NewWithURL(t)
-	bookingURL := startBooking(t, map[string]string{"DATABASE_URL": dbURL}, token.NewStaticKeys(key.Public()))
-	edgeURL := startEdge(t, bookingURL, dbURL, key)
+	env := map[string]string{"DATABASE_URL": dbURL, "EVENTS_STREAM": "{flashseat:events-test}:" + r.ID("events")}
+	maps.Copy(env, r.Env())
+	bookingURL := startBooking(t, env, token.NewStaticKeys(key.Public()))
+	edgeURL := startEdge(t, bookingURL, dbURL, key, r.Env())
 	c := client{t: t, base: edgeURL}
 	show := seedShow(client{t: t, base: bookingURL})
-	t.Cleanup(func() { bookingtest.DeleteShowKeys(bookingtest.Redis(t), show) })
+	t.Cleanup(func() { bookingtest.DeleteShowKeys(r.Client, show) })
 
 	var fan, rival struct{ UserID, Token string }
 	if st := c.call("POST", "/api/v1/auth/guest", "", nil, &fan); st != 201 || fan.Token == "" {
@@ -169,7 +184,8 @@ func TestEndToEnd(t *testing.T) {
 	}
 }
 
-func startEdge(t testing.TB, bookingURL, dbURL string, key token.Key) string {
+// startEdge runs the edge's Run in front of booking; env adds variables (the Redis to use).
+func startEdge(t testing.TB, bookingURL, dbURL string, key token.Key, env map[string]string) string {
 	t.Helper()
 	vars := map[string]string{
 		"DATABASE_URL":          dbURL,
@@ -180,6 +196,7 @@ func startEdge(t testing.TB, bookingURL, dbURL string, key token.Key) string {
 		"ADMISSION_KEY_ID":      key.ID,
 		"ADMIN_TOKEN":           testAdmin,
 	}
+	maps.Copy(vars, env)
 	cfg, err := edgeapp.LoadConfig(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)

@@ -2,13 +2,10 @@ package app_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,33 +35,7 @@ import (
 func BenchmarkHotShow(b *testing.B) {
 	dur := envDuration("BENCH_DURATION", 5*time.Second)
 	warmup := envDuration("BENCH_WARMUP", time.Second)
-	const clients = 500
-	ttl := time.Second
-
-	// Both designs get 16 Postgres connections: the machine's Postgres allows 100, shared with other tests.
-	// Booking gets a Redis of its own, so other work on the shared one (a million-fan queue benchmark issues
-	// 20 ms commands) does not stall it; the baseline's Postgres is the shared one, as is booking's.
-	bookingURL := startBooking(b, map[string]string{"HOLD_TTL": ttl.String(), "BENCH_POOL": "16",
-		"REDIS_URL": startRedis(b)}, nil)
-	show := seedShow(client{t: b, base: bookingURL})
-	var layout struct {
-		Seats []struct {
-			SeatID, Category string
-			Price            int64
-		}
-	}
-	client{t: b, base: bookingURL}.call("GET", "/api/v1/shows/"+show+"/seats", "", nil, &layout)
-	seats := make([]booking.Seat, len(layout.Seats))
-	for i, s := range layout.Seats {
-		seats[i] = booking.Seat{ID: s.SeatID, Category: s.Category, Price: s.Price}
-	}
-	rowlockURL := startRowlock(b, show, seats, ttl)
-
-	iss, _ := token.NewUserIssuer([]byte(testSecret))
-	tokens := make([]string, clients)
-	for i := range tokens {
-		tokens[i], _ = iss.Issue(fmt.Sprintf("bench-%d", i), time.Now(), time.Hour)
-	}
+	rig := newHotShowRig(b, 500)
 	// The machine is shared and its load drifts: alternate the designs (and the floor) in short rounds so all
 	// see the same conditions, and add the rounds up.
 	rounds := 5
@@ -74,8 +45,8 @@ func BenchmarkHotShow(b *testing.B) {
 	b.ResetTimer()
 	// The clients run in a process of their own (this test binary again), so the servers' goroutines do not
 	// share a scheduler with 500 client goroutines; the operating system shares the CPUs between them.
-	res := runLoadProcess(b, loadJob{URLs: []string{rowlockURL, bookingURL, startFloor(b)}, Show: show,
-		Tokens: tokens, Round: dur / time.Duration(rounds), Rounds: rounds, Warmup: warmup})
+	res := runLoadProcess(b, loadJob{URLs: []string{rig.rowlock, rig.booking, startFloor(b)}, Show: rig.show,
+		Tokens: rig.tokens, Round: dur / time.Duration(rounds), Rounds: rounds, Warmup: warmup})
 	base, ours, floor := res[0], res[1], res[2]
 	b.StopTimer()
 
@@ -93,6 +64,41 @@ func BenchmarkHotShow(b *testing.B) {
 	b.Logf("booking: %s (%d rounds after a %v warm-up)", ours, rounds, warmup)
 	b.Logf("rowlock: %s", base)
 	b.Logf("floor:   %s", floor)
+}
+
+// hotShowRig is the hot show of the hold benchmarks, served by booking and by the row-lock baseline: booking on
+// a Redis of its own with 1 s holds (so seats keep coming back), the baseline with the same seats and hold
+// length, and a user token for each of the load generator's clients.
+type hotShowRig struct {
+	booking, rowlock, show string
+	tokens                 []string
+}
+
+func newHotShowRig(b *testing.B, clients int) hotShowRig {
+	ttl := time.Second
+	// Both designs get 16 Postgres connections: the machine's Postgres allows 100, shared with other tests.
+	// Booking gets a Redis of its own, so other work on the shared one (a million-fan queue benchmark issues
+	// 20 ms commands) does not stall it; the baseline's Postgres is the shared one, as is booking's.
+	bookingURL := startBooking(b, map[string]string{"HOLD_TTL": ttl.String(), "BENCH_POOL": "16",
+		"REDIS_URL": startRedis(b)}, nil)
+	show := seedShow(client{t: b, base: bookingURL})
+	var layout struct {
+		Seats []struct {
+			SeatID, Category string
+			Price            int64
+		}
+	}
+	client{t: b, base: bookingURL}.call("GET", "/api/v1/shows/"+show+"/seats", "", nil, &layout)
+	seats := make([]booking.Seat, len(layout.Seats))
+	for i, s := range layout.Seats {
+		seats[i] = booking.Seat{ID: s.SeatID, Category: s.Category, Price: s.Price}
+	}
+	iss, _ := token.NewUserIssuer([]byte(testSecret))
+	tokens := make([]string, clients)
+	for i := range tokens {
+		tokens[i], _ = iss.Issue(fmt.Sprintf("bench-%d", i), time.Now(), time.Hour)
+	}
+	return hotShowRig{booking: bookingURL, rowlock: startRowlock(b, show, seats, ttl), show: show, tokens: tokens}
 }
 
 // startFloor serves a constant 409 to every request, doing no work at all: what the machine, the clients and
@@ -381,25 +387,8 @@ type loadReport struct {
 
 // runLoadProcess runs runRounds in a child process (TestLoadHelper of this test binary).
 func runLoadProcess(b testing.TB, job loadJob) []loadResult {
-	dir := b.TempDir()
-	in, out := filepath.Join(dir, "job.json"), filepath.Join(dir, "report.json")
-	raw, _ := json.Marshal(job)
-	if err := os.WriteFile(in, raw, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLoadHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "BOOKING_LOAD_JOB="+in, "BOOKING_LOAD_REPORT="+out)
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("load process: %v\n%s", err, msg)
-	}
-	raw, err := os.ReadFile(out)
-	if err != nil {
-		b.Fatal(err)
-	}
 	var reps []loadReport
-	if err := json.Unmarshal(raw, &reps); err != nil {
-		b.Fatal(err)
-	}
+	runChild(b, "TestLoadHelper", job, &reps)
 	res := make([]loadResult, len(reps))
 	for i, r := range reps {
 		res[i] = loadResult{held: r.Held, errors: r.Errors, lat: r.Lat, elapsed: r.Elapsed}.done()
@@ -409,24 +398,13 @@ func runLoadProcess(b testing.TB, job loadJob) []loadResult {
 
 // TestLoadHelper is the load process of BenchmarkHotShow; it does nothing in a normal test run.
 func TestLoadHelper(t *testing.T) {
-	in := os.Getenv("BOOKING_LOAD_JOB")
-	if in == "" {
-		t.Skip("the benchmark's load process")
-	}
-	raw, err := os.ReadFile(in)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var job loadJob
-	if err := json.Unmarshal(raw, &job); err != nil {
-		t.Fatal(err)
+	if !childJob(t, &job) {
+		t.Skip("the benchmark's load process")
 	}
 	var reps []loadReport
 	for _, r := range runRounds(t, job) {
 		reps = append(reps, loadReport{Lat: r.lat, Held: r.held, Errors: r.errors, Elapsed: r.elapsed})
 	}
-	rep, _ := json.Marshal(reps)
-	if err := os.WriteFile(os.Getenv("BOOKING_LOAD_REPORT"), rep, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	childReport(t, reps)
 }

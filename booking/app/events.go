@@ -19,6 +19,7 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/booking/webhook"
+	"github.com/flashseat/flashseat/shared/eventstream"
 )
 
 // EventsConfig is the lifecycle event stream's part of Config.
@@ -38,6 +39,9 @@ type EventsConfig struct {
 	// OutboxKeep is how long published outbox rows are kept before they are deleted (EVENTS_OUTBOX_KEEP, default
 	// 72h).
 	OutboxKeep time.Duration
+	// MaxDeliveries is how many times a consumer group tries an event before moving it to the dead-letter stream
+	// (EVENTS_MAX_DELIVERIES, default 20: with EVENTS_CLAIM_IDLE 30s, about ten minutes of failures).
+	MaxDeliveries int64
 }
 
 func loadEventsConfig(str func(k, def string) string, dur func(k string, def time.Duration) time.Duration) (EventsConfig, []error) {
@@ -48,6 +52,15 @@ func loadEventsConfig(str func(k, def string) string, dur func(k string, def tim
 		RelayInterval: dur("EVENTS_RELAY_INTERVAL", 100*time.Millisecond),
 		ClaimIdle:     dur("EVENTS_CLAIM_IDLE", 30*time.Second),
 		OutboxKeep:    dur("EVENTS_OUTBOX_KEEP", 72*time.Hour),
+		MaxDeliveries: 20,
+	}
+	if v := str("EVENTS_MAX_DELIVERIES", ""); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 || n > 1000 {
+			errs = append(errs, fmt.Errorf("EVENTS_MAX_DELIVERIES: want an integer in [1, 1000], got %q", v))
+		} else {
+			c.MaxDeliveries = n
+		}
 	}
 	if v := str("EVENTS_MAXLEN", ""); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -66,10 +79,9 @@ func loadEventsConfig(str func(k, def string) string, dur func(k string, def tim
 	return c, errs
 }
 
-// newStream is the event stream of cfg on rdb.
-func newStream(cfg Config, rdb goredis.UniversalClient) *redis.Stream {
-	return redis.NewStream(rdb, redis.StreamConfig{Key: cfg.Events.Stream, MaxLen: cfg.Events.MaxLen,
-		MaxAge: cfg.Events.MaxAge})
+// streamConfig is the event stream of cfg.
+func streamConfig(cfg Config) eventstream.Config {
+	return eventstream.Config{Key: cfg.Events.Stream, MaxLen: cfg.Events.MaxLen, MaxAge: cfg.Events.MaxAge}
 }
 
 // consumerName names this process within consumer groups: host and pid, so a restarted process is a new
@@ -79,19 +91,22 @@ func consumerName() string {
 	return host + "-" + strconv.Itoa(os.Getpid()) + "-" + booking.NewID("")[:6]
 }
 
-// newConsumer is a consumer of group on the configured stream.
-func newConsumer(cfg Config, rdb goredis.UniversalClient, group string, log *slog.Logger) *redis.Consumer {
-	return redis.NewConsumer(rdb, redis.ConsumerConfig{Stream: cfg.Events.Stream, Group: group, Name: consumerName(),
-		MinIdle: cfg.Events.ClaimIdle, Logger: log})
+// newConsumer is a consumer of group on the configured stream; entries it gives up on go to the dead-letter
+// stream and are counted.
+func (e *eventing) newConsumer(group string) *redis.Consumer {
+	return redis.NewConsumer(e.rdb, redis.ConsumerConfig{Stream: e.cfg.Events.Stream, Group: group,
+		Name: consumerName(), MinIdle: e.cfg.Events.ClaimIdle, MaxDeliveries: e.cfg.Events.MaxDeliveries,
+		Logger: e.log, OnDeadLetter: func(d redis.DeadLetter) { e.m.deadLettered.WithLabelValues(d.Group).Inc() }})
 }
 
 // eventing is everything fed by the event stream: the outbox relay that fills it and the consumer groups that
 // read it (the waitlist's offers), with what the HTTP server needs of them.
 type eventing struct {
 	cfg          Config
+	m            *eventMetrics
 	rdb          goredis.UniversalClient
 	log          *slog.Logger
-	relay        *booking.Relay
+	relay        *eventstream.Relay
 	waitlist     *booking.Waitlist
 	waitlistFeed *redis.Hub
 	webhooks     *webhook.Service
@@ -114,10 +129,10 @@ func newEventing(cfg Config, svc *booking.Service, store *postgres.Store, rdb go
 	if fans != nil {
 		fans.OnSent = func(kind string, err error) { m.notifications.WithLabelValues(kind, outcome(err)).Inc() }
 	}
-	relay := booking.NewRelay(store, newStream(cfg, rdb), cfg.Events.RelayInterval, log)
+	relay := eventstream.NewRelay(store.Outbox(), rdb, streamConfig(cfg), cfg.Events.RelayInterval, log)
 	relay.Keep = cfg.Events.OutboxKeep
 	relay.OnRelayed = func(n int) { m.relayed.Add(float64(n)) }
-	return &eventing{cfg: cfg, rdb: rdb, log: log, fans: fans, contacts: booking.NewContacts(store),
+	return &eventing{cfg: cfg, m: m, rdb: rdb, log: log, fans: fans, contacts: booking.NewContacts(store),
 		relay: relay,
 		waitlist: booking.NewWaitlist(svc, store, booking.WaitlistConfig{OfferTTL: cfg.Waitlist.OfferTTL,
 			PassLimit: cfg.Waitlist.PassLimit, SweepEvery: cfg.Waitlist.SweepEvery,
@@ -126,7 +141,7 @@ func newEventing(cfg Config, svc *booking.Service, store *postgres.Store, rdb go
 			OnOfferEnd: func(s booking.WaitlistStatus) { m.offers.WithLabelValues(string(s)).Inc() }}),
 		waitlistFeed: redis.NewWaitlistHub(rdb),
 		webhooks: webhook.New(store, webhook.Config{Timeout: cfg.Webhooks.Timeout, MaxAttempts: cfg.Webhooks.MaxAttempts,
-			RetryBase: cfg.Webhooks.RetryBase, Logger: log, OnAttempt: func(r webhook.Result) {
+			RetryBase: cfg.Webhooks.RetryBase, AllowPrivate: cfg.Webhooks.AllowPrivate, Logger: log, OnAttempt: func(r webhook.Result) {
 				switch {
 				case r.OK:
 					m.webhooks.WithLabelValues("delivered").Inc()
@@ -145,6 +160,7 @@ type eventMetrics struct {
 	offers        *prometheus.CounterVec
 	webhooks      *prometheus.CounterVec
 	notifications *prometheus.CounterVec
+	deadLettered  *prometheus.CounterVec
 }
 
 func newEventMetrics() *eventMetrics {
@@ -158,12 +174,15 @@ func newEventMetrics() *eventMetrics {
 		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "booking_notifications_total",
 			Help: "Fan notifications by kind and outcome: sent, unreachable (no notifier applies), error."},
 			[]string{"kind", "outcome"}),
+		deadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "booking_events_dead_lettered_total",
+			Help: "Events a consumer group gave up on (EVENTS_MAX_DELIVERIES deliveries, or not an event) and moved to the dead-letter stream."},
+			[]string{"group"}),
 	}
 }
 
 func (m *eventMetrics) register(reg prometheus.Registerer) error {
 	return errors.Join(reg.Register(m.relayed), reg.Register(m.offers), reg.Register(m.webhooks),
-		reg.Register(m.notifications))
+		reg.Register(m.notifications), reg.Register(m.deadLettered))
 }
 
 func outcome(err error) string {
@@ -191,11 +210,11 @@ func (e *eventing) start(ctx context.Context, wg *sync.WaitGroup) {
 	}
 	run(func() { e.relay.Run(ctx) })
 	run(func() { e.waitlist.Run(ctx) })
-	run(func() { newConsumer(e.cfg, e.rdb, groupWaitlist, e.log).Run(ctx, e.waitlist.HandleEvent) })
+	run(func() { e.newConsumer(groupWaitlist).Run(ctx, e.waitlist.HandleEvent) })
 	run(func() { e.webhooks.Run(ctx) })
-	run(func() { newConsumer(e.cfg, e.rdb, groupWebhooks, e.log).Run(ctx, e.webhooks.HandleEvent) })
+	run(func() { e.newConsumer(groupWebhooks).Run(ctx, e.webhooks.HandleEvent) })
 	if e.fans != nil {
-		run(func() { newConsumer(e.cfg, e.rdb, groupNotify, e.log).Run(ctx, e.fans.HandleEvent) })
+		run(func() { e.newConsumer(groupNotify).Run(ctx, e.fans.HandleEvent) })
 	}
 	run(func() { <-ctx.Done(); e.waitlistFeed.Close() })
 }

@@ -34,6 +34,8 @@ func startBooking(t testing.TB, env map[string]string, admissionKeys token.KeySo
 		"AUTH_SECRET":   testSecret,
 		"LOG_LEVEL":     "error",
 		"EVENTS_STREAM": testEventStream(t),
+		// The tests' webhook receivers are httptest servers on loopback.
+		"WEBHOOK_ALLOW_PRIVATE": "true",
 	}
 	for k, v := range env {
 		vars[k] = v

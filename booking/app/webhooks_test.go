@@ -81,6 +81,16 @@ func TestWebhooksOverHTTP(t *testing.T) {
 			t.Fatalf("deliveries %v, want one DELIVERED", ds)
 		}
 	}
+	// The operator rolls the secret; the receiver moves to the new one at once, which the grace period allows:
+	// the replay below carries both signatures.
+	var rolled struct{ Secret, PreviousSecretExpiresAt string }
+	if st := c.call("POST", "/admin/v1/webhooks/"+ep.ID+"/roll-secret", testAdmin, map[string]any{"graceSeconds": 3600},
+		&rolled); st != 200 || rolled.Secret == "" || rolled.Secret == ep.Secret || rolled.PreviousSecretExpiresAt == "" {
+		t.Fatalf("roll secret: %d %+v", st, rolled)
+	}
+	mu.Lock()
+	secret = rolled.Secret
+	mu.Unlock()
 	var replayed map[string]any
 	if st := c.call("POST", "/admin/v1/webhooks/"+ep.ID+"/deliveries/"+ds.Deliveries[0]["id"].(string)+"/replay",
 		testAdmin, nil, &replayed); st != 202 || replayed["status"] != "PENDING" {
@@ -110,6 +120,10 @@ func TestWebhooksOverHTTP(t *testing.T) {
 		{"delete again", "DELETE", "/admin/v1/webhooks/" + ep.ID, testAdmin, nil, 404},
 		{"deliveries of nothing", "GET", "/admin/v1/webhooks/we_nope/deliveries", testAdmin, nil, 404},
 		{"bad limit", "GET", "/admin/v1/webhooks/" + ep.ID + "/deliveries?limit=0", testAdmin, nil, 400},
+		{"roll of nothing", "POST", "/admin/v1/webhooks/we_nope/roll-secret", testAdmin, nil, 404},
+		{"roll with too long a grace", "POST", "/admin/v1/webhooks/" + ep.ID + "/roll-secret", testAdmin, map[string]any{"graceSeconds": 700000}, 422},
+		{"roll with a negative grace", "POST", "/admin/v1/webhooks/" + ep.ID + "/roll-secret", testAdmin, map[string]any{"graceSeconds": -1}, 422},
+		{"roll with a grace not a number", "POST", "/admin/v1/webhooks/" + ep.ID + "/roll-secret", testAdmin, map[string]any{"graceSeconds": "1h"}, 400},
 		{"replay of nothing", "POST", "/admin/v1/webhooks/" + ep.ID + "/deliveries/whd_nope/replay", testAdmin, nil, 404},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -118,5 +132,26 @@ func TestWebhooksOverHTTP(t *testing.T) {
 				t.Fatalf("got %d (problem %d), want %d", st, p.Status, tc.want)
 			}
 		})
+	}
+}
+
+// TestWebhookPrivateURLRefused: by default (WEBHOOK_ALLOW_PRIVATE unset) an endpoint on a loopback, private or
+// link-local address is refused with a 422 problem, and a non-http(s) URL too.
+func TestWebhookPrivateURLRefused(t *testing.T) {
+	t.Parallel()
+	c := client{t: t, base: startBooking(t, map[string]string{"WEBHOOK_ALLOW_PRIVATE": "false"}, nil)}
+	for _, url := range []string{"http://127.0.0.1:9/h", "http://localhost/h", "http://169.254.169.254/latest",
+		"http://10.0.0.7/h", "http://[::1]/h", "file:///etc/passwd"} {
+		var p struct {
+			Status int
+			Type   string
+		}
+		if st := c.call("POST", "/admin/v1/webhooks", testAdmin, map[string]any{"url": url}, &p); st != 422 || p.Status != 422 {
+			t.Errorf("register %s: %d (problem %+v), want 422", url, st, p)
+		}
+	}
+	var ep struct{ ID string }
+	if st := c.call("POST", "/admin/v1/webhooks", testAdmin, map[string]any{"url": "https://hooks.example.com/h"}, &ep); st != 201 {
+		t.Fatalf("a public URL: %d, want 201", st)
 	}
 }

@@ -3,8 +3,6 @@ package http
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -20,61 +18,26 @@ const userIDKey = "flashseat.user"
 // (shared/session).
 func (s *Server) RequireUser(c *fiber.Ctx) error {
 	raw, fromCookie := session.Token(c)
-	if raw == "" || s.cfg.Users == nil {
+	if raw == "" || s.users == nil {
 		return booking.ErrUnauthorized
 	}
 	if err := session.CheckCSRF(c, fromCookie); err != nil {
 		return err
 	}
-	id, ok := s.users.get(raw)
-	if !ok {
-		var err error
-		id, err = s.cfg.Users.Verify(raw)
-		if err != nil || len(id) > 256 {
-			return booking.ErrUnauthorized
-		}
-		s.users.put(strings.Clone(raw), id) // the cache outlives the request's buffer
+	id, err := s.users.Verify(raw)
+	if err != nil || len(id) > 256 {
+		return booking.ErrUnauthorized
 	}
 	c.Locals(userIDKey, id)
 	return c.Next()
 }
 
-// userCache remembers verified user tokens for a few seconds: a fan in a flash crowd sends many requests with
-// one token, and checking its signature each time cost more CPU than deciding the hold. A token is thus accepted
-// at most userCacheTTL past its expiry, within the order of the verifier's clock-skew leeway.
-type userCache struct {
-	mu sync.Mutex
-	m  map[string]userEntry
-}
-
-type userEntry struct {
-	id    string
-	until time.Time
-}
-
+// The verified-token cache's bounds. A fan's token is accepted from the cache until it expires, and at most
+// userCacheTTL after the verifier last checked it.
 const (
-	userCacheTTL  = 5 * time.Second
 	userCacheSize = 100000
+	userCacheTTL  = 5 * time.Second
 )
-
-func (u *userCache) get(raw string) (string, bool) {
-	u.mu.Lock()
-	e, ok := u.m[raw]
-	u.mu.Unlock()
-	if !ok || time.Now().After(e.until) {
-		return "", false
-	}
-	return e.id, true
-}
-
-func (u *userCache) put(raw, id string) {
-	u.mu.Lock()
-	if u.m == nil || len(u.m) >= userCacheSize {
-		u.m = make(map[string]userEntry) // crude bound: forget everything rather than grow
-	}
-	u.m[raw] = userEntry{id: id, until: time.Now().Add(userCacheTTL)}
-	u.mu.Unlock()
-}
 
 // UserID is the caller's id, set by RequireUser.
 func UserID(c *fiber.Ctx) string {

@@ -69,7 +69,7 @@ type Server struct {
 	metrics *Metrics
 	done    chan struct{}
 	closing atomic.Bool
-	users   userCache
+	users   *token.UserCache // verified user tokens; nil when Users is
 	limit   *limiter
 }
 
@@ -93,6 +93,9 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, svc: cfg.Service, log: cfg.Logger, metrics: cfg.Metrics, done: make(chan struct{}),
 		limit: newLimiter(cfg.InFlight, 5*time.Second)}
+	if cfg.Users != nil {
+		s.users = token.NewUserCache(cfg.Users, userCacheSize, userCacheTTL)
+	}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "booking",
 		BodyLimit:             cfg.BodyLimit,

@@ -17,7 +17,8 @@ func (s *Server) seatStream(c *fiber.Ctx) error {
 		return err
 	}
 	heartbeat, done, gauge := s.cfg.Heartbeat, s.done, s.metrics.Streams
-	// The writer runs after the handler returned, on the connection's goroutine: it must not touch c.
+	// The writer runs after the handler returned, on a goroutine fasthttp starts for it (its writes go through a
+	// pipe the connection copies to the socket): it must not touch c, which fiber reuses for the next request.
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer stop()
 		gauge.Inc()

@@ -140,7 +140,8 @@ func (s *Server) waitlistStream(c *fiber.Ctx) error {
 	}
 	user := UserID(c)
 	heartbeat, done, wl, log := s.cfg.Heartbeat, s.done, s.cfg.Waitlist, s.log
-	// The writer runs after the handler returned, on the connection's goroutine: it must not touch c.
+	// The writer runs after the handler returned, on a goroutine fasthttp starts for it (its writes go through a
+	// pipe the connection copies to the socket): it must not touch c, which fiber reuses for the next request.
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer stop()
 		send := func() bool {

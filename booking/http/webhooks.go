@@ -20,6 +20,7 @@ func (s *Server) webhookRoutes() {
 	a.Post("/admin/v1/webhooks", s.RequireAdmin, s.createWebhook)
 	a.Get("/admin/v1/webhooks", s.RequireAdmin, s.listWebhooks)
 	a.Delete("/admin/v1/webhooks/:webhookId", s.RequireAdmin, s.deleteWebhook)
+	a.Post("/admin/v1/webhooks/:webhookId/roll-secret", s.RequireAdmin, s.rollWebhookSecret)
 	a.Get("/admin/v1/webhooks/:webhookId/deliveries", s.RequireAdmin, s.webhookDeliveries)
 	a.Post("/admin/v1/webhooks/:webhookId/deliveries/:deliveryId/replay", s.RequireAdmin, s.replayDelivery)
 }
@@ -28,6 +29,9 @@ func endpointJSON(e webhook.Endpoint) fiber.Map {
 	m := fiber.Map{"id": e.ID, "url": e.URL, "events": nonNil(e.Types), "createdAt": e.CreatedAt.UTC().Format(time.RFC3339)}
 	if e.ShowID != "" {
 		m["showId"] = e.ShowID
+	}
+	if !e.PreviousSecretExpiresAt.IsZero() {
+		m["previousSecretExpiresAt"] = e.PreviousSecretExpiresAt.UTC().Format(time.RFC3339)
 	}
 	return m
 }
@@ -79,6 +83,34 @@ func (s *Server) createWebhook(c *fiber.Ctx) error {
 	m := endpointJSON(e)
 	m["secret"] = e.Secret
 	return c.Status(fiber.StatusCreated).JSON(m)
+}
+
+// rollWebhookSecret gives an endpoint a new signing secret: body {"graceSeconds"?} (default a day: how long the
+// old secret keeps signing beside the new one; 0 retires it at once); 200 with the endpoint and its new secret,
+// shown this once.
+func (s *Server) rollWebhookSecret(c *fiber.Ctx) error {
+	req := struct {
+		GraceSeconds *int64 `json:"graceSeconds"`
+	}{}
+	if len(c.Body()) > 0 {
+		if err := decode(c, &req); err != nil {
+			return err
+		}
+	}
+	grace := 24 * time.Hour
+	if req.GraceSeconds != nil {
+		if *req.GraceSeconds < 0 || *req.GraceSeconds > int64(webhook.MaxSecretGrace.Seconds()) {
+			return booking.Unprocessable("graceSeconds must be between 0 and %d", int64(webhook.MaxSecretGrace.Seconds()))
+		}
+		grace = time.Duration(*req.GraceSeconds) * time.Second
+	}
+	e, err := s.cfg.Webhooks.RollSecret(c.UserContext(), string([]byte(c.Params("webhookId"))), grace)
+	if err != nil {
+		return err
+	}
+	m := endpointJSON(e)
+	m["secret"] = e.Secret
+	return c.JSON(m)
 }
 
 func (s *Server) listWebhooks(c *fiber.Ctx) error {

@@ -28,9 +28,18 @@ var (
 )
 
 // Sign computes the signature header for payload sent at t: "t=<unix>,v1=<hex HMAC-SHA256 of "t.payload">".
-func Sign(payload []byte, secret string, t time.Time) string {
+func Sign(payload []byte, secret string, t time.Time) string { return SignAll(payload, t, secret) }
+
+// SignAll is Sign with one v1 entry per secret, in the order given: what a sender rolling its secret sends for a
+// while, so that a receiver holding either the old or the new secret verifies it (VerifySignature accepts any).
+func SignAll(payload []byte, t time.Time, secrets ...string) string {
 	ts := strconv.FormatInt(t.Unix(), 10)
-	return "t=" + ts + ",v1=" + hex.EncodeToString(mac(secret, ts, payload))
+	var b strings.Builder
+	b.WriteString("t=" + ts)
+	for _, s := range secrets {
+		b.WriteString(",v1=" + hex.EncodeToString(mac(s, ts, payload)))
+	}
+	return b.String()
 }
 
 func mac(secret, ts string, payload []byte) []byte {

@@ -6,10 +6,12 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/shared/eventstream"
 )
 
 // Lifecycle events go into the outbox in the statement (or transaction) that makes them true, so an event exists
-// exactly when its change committed; booking.Relay publishes them. These helpers build that SQL.
+// exactly when its change committed; eventstream.Relay publishes them
+// (Outbox). These helpers build that SQL.
 
 // utcText renders a timestamptz column as RFC 3339 UTC with milliseconds, as the API writes times.
 func utcText(col string) string {
@@ -58,7 +60,22 @@ var checkInEvent = `INSERT INTO outbox (aggregate_id, type, payload)
 		'by', checked_in_by)
 	FROM t`
 
-// PruneOutbox implements booking.OutboxStore.
+// Outbox is booking's outbox as the relay reads it.
+func (s *Store) Outbox() eventstream.Source { return outboxSource{s} }
+
+type outboxSource struct{ s *Store }
+
+func (o outboxSource) Relay(ctx context.Context, limit int, publish func(eventstream.Event) error) (int, error) {
+	return o.s.RelayOutbox(ctx, limit, func(e booking.OutboxEvent) error {
+		return publish(eventstream.Event(e.Lifecycle()))
+	})
+}
+
+func (o outboxSource) Prune(ctx context.Context, before time.Time, limit int) (int, error) {
+	return o.s.PruneOutbox(ctx, before, limit)
+}
+
+// PruneOutbox deletes up to limit outbox rows published before before.
 func (s *Store) PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM outbox WHERE id IN (SELECT id FROM outbox
 		WHERE published_at IS NOT NULL AND published_at < $1 LIMIT $2)`, before, limit)

@@ -14,13 +14,34 @@ import (
 
 var _ webhook.Store = (*Store)(nil)
 
-const endpointColumns = `id, url, COALESCE(show_id, ''), types, secret, created_at`
+// endpointColumns: the previous secret's expiry only while it still signs.
+const endpointColumns = `id, url, COALESCE(show_id, ''), types, secret, created_at,
+	CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END`
 
 func scanEndpoint(row pgx.Row) (webhook.Endpoint, error) {
 	var e webhook.Endpoint
-	err := row.Scan(&e.ID, &e.URL, &e.ShowID, &e.Types, &e.Secret, &e.CreatedAt)
+	var prevUntil *time.Time
+	err := row.Scan(&e.ID, &e.URL, &e.ShowID, &e.Types, &e.Secret, &e.CreatedAt, &prevUntil)
 	e.CreatedAt = e.CreatedAt.UTC()
+	if prevUntil != nil {
+		e.PreviousSecretExpiresAt = prevUntil.UTC()
+	}
 	return e, err
+}
+
+// RollSecret implements webhook.Store.
+func (s *Store) RollSecret(ctx context.Context, id, secret string, graceUntil time.Time) (webhook.Endpoint, error) {
+	e, err := scanEndpoint(s.pool.QueryRow(ctx, `UPDATE webhook_endpoints SET secret = $2,
+			previous_secret = CASE WHEN $3 > now() THEN secret END,
+			previous_secret_expires_at = CASE WHEN $3 > now() THEN $3::timestamptz END
+		WHERE id = $1 AND deleted_at IS NULL RETURNING `+endpointColumns, id, secret, graceUntil))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return webhook.Endpoint{}, fmt.Errorf("webhook endpoint %s: %w", id, booking.ErrNotFound)
+	}
+	if err != nil {
+		return webhook.Endpoint{}, fmt.Errorf("postgres: roll webhook secret: %w", err)
+	}
+	return e, nil
 }
 
 // CreateEndpoint implements webhook.Store.
@@ -118,14 +139,15 @@ func (s *Store) Claim(ctx context.Context, lease time.Duration, limit int) ([]we
 				WHERE d2.status = 'PENDING' AND d2.next_attempt_at <= now() AND e2.deleted_at IS NULL
 				ORDER BY d2.next_attempt_at LIMIT $2 FOR UPDATE OF d2 SKIP LOCKED)
 			AND e.id = d.endpoint_id
-		RETURNING `+deliveryColumns+`, e.url, e.secret`, lease.Seconds(), limit)
+		RETURNING `+deliveryColumns+`, e.url, e.secret,
+			CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret ELSE '' END`, lease.Seconds(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: claim webhook deliveries: %w", err)
 	}
 	ds, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (webhook.Delivery, error) {
-		var url, secret string
-		d, err := scanDelivery(r, &url, &secret)
-		d.URL, d.Secret = url, secret
+		var url, secret, previous string
+		d, err := scanDelivery(r, &url, &secret, &previous)
+		d.URL, d.Secret, d.PreviousSecret = url, secret, previous
 		return d, err
 	})
 	if err != nil {

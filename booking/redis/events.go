@@ -20,8 +20,8 @@ const DefaultEventStream = eventstream.DefaultKey
 // StreamConfig names the event stream and bounds it (see eventstream.Config).
 type StreamConfig = eventstream.Config
 
-// Stream appends lifecycle events to the Redis stream with bounded retention; it implements
-// booking.EventPublisher.
+// Stream appends lifecycle events to the Redis stream with bounded retention (the pay saga's recovery publishes
+// through it; the outbox relays use eventstream.Relay).
 type Stream struct {
 	rdb redis.UniversalClient
 	cfg StreamConfig
@@ -55,7 +55,17 @@ type ConsumerConfig struct {
 	MinIdle time.Duration
 	Block   time.Duration // how long one XREADGROUP waits for new entries; default 2s
 	Count   int64         // entries per read; default 100
-	Logger  *slog.Logger
+	// MaxDeliveries: an entry taken over after this many deliveries (its handler failed every time, or every
+	// consumer holding it died) is moved to the dead-letter stream and acknowledged instead of handled again, so
+	// one poison event cannot hold a group's pending list forever. Default 20 (with MinIdle 30s, about ten
+	// minutes of failures).
+	MaxDeliveries int64
+	// DeadLetter is the dead-letter stream's key; default Stream + ":dead-letter" (the same hash tag, so the
+	// same Redis Cluster slot when Stream has one).
+	DeadLetter string
+	// OnDeadLetter is told of every entry moved to the dead-letter stream (metrics); nil is fine.
+	OnDeadLetter func(d DeadLetter)
+	Logger       *slog.Logger
 }
 
 // Consumer reads the event stream through a consumer group: every event at least once, an event acknowledged
@@ -79,6 +89,12 @@ func NewConsumer(rdb redis.UniversalClient, cfg ConsumerConfig) *Consumer {
 	}
 	if cfg.Count <= 0 {
 		cfg.Count = 100
+	}
+	if cfg.MaxDeliveries <= 0 {
+		cfg.MaxDeliveries = 20
+	}
+	if cfg.DeadLetter == "" {
+		cfg.DeadLetter = cfg.Stream + ":dead-letter"
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -152,7 +168,7 @@ func (c *Consumer) claim(ctx context.Context, h Handler) error {
 			}
 			return fmt.Errorf("redis: xautoclaim: %w", err)
 		}
-		c.handle(ctx, h, msgs)
+		c.handle(ctx, h, c.sift(ctx, msgs))
 		if next == "0-0" || next == "" {
 			return nil
 		}
@@ -170,8 +186,8 @@ func (c *Consumer) handle(ctx context.Context, h Handler, msgs []redis.XMessage)
 		ev, err := eventstream.Decode(m)
 		e := booking.LifecycleEvent(ev)
 		if err != nil {
-			c.log.WarnContext(ctx, "dropping stream entry", "err", err)
-			done = append(done, m.ID) // never handleable: do not redeliver it forever
+			// Never handleable: set aside rather than redelivered forever (acknowledged by deadLetter).
+			c.deadLetter(ctx, m, reasonUndecodable, 1)
 			continue
 		}
 		if err := h(ctx, e); err != nil {

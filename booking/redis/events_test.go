@@ -15,6 +15,7 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/booking/redis"
+	"github.com/flashseat/flashseat/shared/eventstream"
 )
 
 // testStream returns a stream key of the test's own, deleted at the end.
@@ -74,7 +75,7 @@ func TestOutboxToStreamNoConsumer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	relay := booking.NewRelay(postgres.New(pool), redis.NewStream(rdb, redis.StreamConfig{Key: key}), 0, nil)
+	relay := eventstream.NewRelay(postgres.New(pool).Outbox(), rdb, eventstream.Config{Key: key}, 0, nil)
 	total := 0
 	for {
 		k, err := relay.Pass(ctx)
@@ -248,4 +249,66 @@ func TestStreamRetention(t *testing.T) {
 			t.Fatalf("%d old and %d new entries left, want fewer than 100 old and all 150 new", old, len(entries)-old)
 		}
 	})
+}
+
+// TestConsumerDeadLetter: an event whose handler always fails is delivered MaxDeliveries times, then moved to the
+// dead-letter stream with its group, reason and delivery count, and acknowledged, so the group's pending list
+// empties; the events around it are handled once each. An entry that is not an event goes there at once.
+func TestConsumerDeadLetter(t *testing.T) {
+	t.Parallel()
+	rdb := bookingtest.Redis(t)
+	ctx := context.Background()
+	key := testStream(t, rdb)
+	dead := key + ":dead-letter"
+	t.Cleanup(func() { rdb.Del(context.Background(), dead) })
+	st := redis.NewStream(rdb, redis.StreamConfig{Key: key})
+	for _, id := range []string{"ev_ok1", "ev_poison", "ev_ok2"} {
+		if err := st.Publish(ctx, booking.LifecycleEvent{ID: id, Type: booking.EventConfirmed, ShowID: "sh_d",
+			At: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rdb.XAdd(ctx, &goredis.XAddArgs{Stream: key, Values: []any{"hello", "world"}}) // written by hand
+
+	var mu sync.Mutex
+	var letters []redis.DeadLetter
+	tries := map[string]int{}
+	cons := redis.NewConsumer(rdb, redis.ConsumerConfig{Stream: key, Group: "g", Name: "c", MaxDeliveries: 3,
+		MinIdle: 30 * time.Millisecond, Block: 20 * time.Millisecond,
+		OnDeadLetter: func(d redis.DeadLetter) { mu.Lock(); letters = append(letters, d); mu.Unlock() }})
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go cons.Run(cctx, func(_ context.Context, e booking.LifecycleEvent) error {
+		mu.Lock()
+		defer mu.Unlock()
+		tries[e.ID]++
+		if e.ID == "ev_poison" {
+			return fmt.Errorf("cannot handle %s", e.ID)
+		}
+		return nil
+	})
+	waitFor(t, "two dead letters", func() bool { mu.Lock(); defer mu.Unlock(); return len(letters) == 2 })
+	waitFor(t, "an empty pending list", func() bool { return rdb.XPending(ctx, key, "g").Val().Count == 0 })
+	time.Sleep(200 * time.Millisecond) // several more take-over rounds: nothing comes back
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if tries["ev_poison"] != 3 || tries["ev_ok1"] != 1 || tries["ev_ok2"] != 1 || len(letters) != 2 {
+		t.Fatalf("handler tries %v, dead letters %+v; want the poison tried 3 times, the others once", tries, letters)
+	}
+	entries := rdb.XRange(ctx, dead, "-", "+").Val()
+	if len(entries) != 2 {
+		t.Fatalf("dead-letter stream holds %d entries, want 2", len(entries))
+	}
+	byReason := map[string]map[string]any{}
+	for _, m := range entries {
+		byReason[m.Values["dead_reason"].(string)] = m.Values
+	}
+	if p := byReason["max-deliveries"]; p == nil || p["id"] != "ev_poison" || p["dead_group"] != "g" ||
+		p["dead_deliveries"] != "4" || p["type"] != booking.EventConfirmed {
+		t.Fatalf("the poison's dead letter: %v", p)
+	}
+	if u := byReason["undecodable"]; u == nil || u["hello"] != "world" {
+		t.Fatalf("the hand-written entry's dead letter: %v", u)
+	}
 }

@@ -53,6 +53,9 @@ type Endpoint struct {
 	Types     []string // empty: every event type
 	Secret    string
 	CreatedAt time.Time
+	// PreviousSecretExpiresAt is when the secret replaced by the last roll stops signing deliveries; zero when
+	// it no longer does.
+	PreviousSecretExpiresAt time.Time
 }
 
 // Delivery is one event sent (or to be sent) to one endpoint.
@@ -70,8 +73,9 @@ type Delivery struct {
 	LastError   string
 	CreatedAt   time.Time
 	DeliveredAt time.Time
-	// URL and Secret are the endpoint's, filled by Claim for the sender.
-	URL, Secret string
+	// URL and Secret are the endpoint's, filled by Claim for the sender; PreviousSecret too while a rolled
+	// secret still signs ("" otherwise).
+	URL, Secret, PreviousSecret string
 }
 
 // Result is the outcome of one attempt.
@@ -99,6 +103,9 @@ type Store interface {
 	Record(ctx context.Context, deliveryID string, r Result) error
 	// Deliveries lists an endpoint's deliveries, newest first; booking.ErrNotFound for an unknown endpoint.
 	Deliveries(ctx context.Context, endpointID string, limit int) ([]Delivery, error)
+	// RollSecret gives a live endpoint a new secret; the old one keeps signing until graceUntil (not at all if
+	// that is past). booking.ErrNotFound when there is no such endpoint.
+	RollSecret(ctx context.Context, id, secret string, graceUntil time.Time) (Endpoint, error)
 	// Replay makes a delivery of the endpoint PENDING and due now with its attempts reset, whatever its status;
 	// booking.ErrNotFound when the endpoint has no such delivery.
 	Replay(ctx context.Context, endpointID, deliveryID string) (Delivery, error)
@@ -110,9 +117,13 @@ type Config struct {
 	MaxAttempts int           // attempts before FAILED (WEBHOOK_MAX_ATTEMPTS); default 12
 	RetryBase   time.Duration // first retry after this, doubling each time up to an hour (WEBHOOK_RETRY_BASE); default 10s
 	PollEvery   time.Duration // the sender looks for due deliveries this often; default 1s
-	Client      *http.Client  // default one with Timeout
-	Now         func() time.Time
-	Logger      *slog.Logger
+	Client      *http.Client  // default one with Timeout that refuses private addresses unless AllowPrivate
+	// AllowPrivate lets endpoints be on loopback, private and link-local addresses (WEBHOOK_ALLOW_PRIVATE):
+	// development and tests, whose receivers run beside the platform. Off, such URLs are refused when registered
+	// if their host says so, and every delivery's connection is refused if it would reach one (dial.go).
+	AllowPrivate bool
+	Now          func() time.Time
+	Logger       *slog.Logger
 	// OnAttempt is told the result of every delivery attempt (metrics): delivered, failed for good, or to be
 	// retried; nil is fine.
 	OnAttempt func(Result)
@@ -141,9 +152,7 @@ func New(store Store, cfg Config) *Service {
 		cfg.PollEvery = time.Second
 	}
 	if cfg.Client == nil {
-		// Redirects are not followed: a delivery goes to the registered URL or nowhere.
-		cfg.Client = &http.Client{Timeout: cfg.Timeout,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		cfg.Client = guardedClient(cfg.Timeout, cfg.AllowPrivate)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -176,6 +185,9 @@ func (s *Service) Register(ctx context.Context, r Registration) (Endpoint, error
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || len(r.URL) > 2048 {
 		return Endpoint{}, booking.Unprocessable("url must be an absolute http(s) URL without credentials")
 	}
+	if !s.cfg.AllowPrivate && privateHost(u) {
+		return Endpoint{}, booking.Unprocessable("url must not point at a private, loopback or link-local address")
+	}
 	if r.ShowID != "" && !booking.ValidID(r.ShowID) {
 		return Endpoint{}, booking.Unprocessable("showId is not a show id")
 	}
@@ -188,7 +200,7 @@ func (s *Service) Register(ctx context.Context, r Registration) (Endpoint, error
 		}
 	}
 	e := Endpoint{ID: booking.NewID("we_"), URL: r.URL, ShowID: r.ShowID, Types: r.Types,
-		Secret: "whsec_" + randomHex(24), CreatedAt: s.cfg.Now().UTC().Truncate(time.Millisecond)}
+		Secret: newSecret(), CreatedAt: s.cfg.Now().UTC().Truncate(time.Millisecond)}
 	if e.Types == nil {
 		e.Types = []string{}
 	}
@@ -207,6 +219,28 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("webhook endpoint: %w", booking.ErrNotFound)
 	}
 	return s.store.DeleteEndpoint(ctx, id)
+}
+
+// MaxSecretGrace bounds how long a rolled secret may keep signing.
+const MaxSecretGrace = 7 * 24 * time.Hour
+
+// RollSecret replaces an endpoint's signing secret and returns the endpoint with the new one, shown this once.
+// For grace (at most MaxSecretGrace; zero: not at all) every delivery is signed with both, the new one first
+// (Flashseat-Signature: t=...,v1=<new>,v1=<old>), so the receiver can move to the new secret when it likes.
+func (s *Service) RollSecret(ctx context.Context, id string, grace time.Duration) (Endpoint, error) {
+	if !booking.ValidID(id) {
+		return Endpoint{}, fmt.Errorf("webhook endpoint: %w", booking.ErrNotFound)
+	}
+	if grace < 0 || grace > MaxSecretGrace {
+		return Endpoint{}, booking.Unprocessable("graceSeconds must be between 0 and %d", int(MaxSecretGrace.Seconds()))
+	}
+	secret := newSecret()
+	e, err := s.store.RollSecret(ctx, id, secret, s.cfg.Now().Add(grace))
+	if err != nil {
+		return Endpoint{}, err
+	}
+	e.Secret = secret
+	return e, nil
 }
 
 // Deliveries lists an endpoint's latest deliveries, newest first.
@@ -321,7 +355,11 @@ func (s *Service) attempt(ctx context.Context, d Delivery) Result {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "flashseat-webhooks/1")
-	req.Header.Set(SignatureHeader, payment.Sign(d.Body, d.Secret, now))
+	secrets := []string{d.Secret}
+	if d.PreviousSecret != "" {
+		secrets = append(secrets, d.PreviousSecret)
+	}
+	req.Header.Set(SignatureHeader, payment.SignAll(d.Body, now, secrets...))
 	req.Header.Set(EventIDHeader, d.EventID)
 	req.Header.Set(DeliveryHeader, d.ID)
 	resp, err := s.cfg.Client.Do(req)
@@ -345,6 +383,9 @@ func (s *Service) failed(d Delivery, code int, msg string, now time.Time) Result
 	}
 	return Result{StatusCode: code, Error: msg, Next: now.Add(min(backoff, time.Hour)), GiveUp: d.Attempts >= s.cfg.MaxAttempts}
 }
+
+// newSecret is an endpoint's signing secret.
+func newSecret() string { return "whsec_" + randomHex(24) }
 
 func randomHex(n int) string {
 	b := make([]byte, n)

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -82,7 +84,7 @@ func TestWebhookDeliveries(t *testing.T) {
 	store := postgres.New(pgtest.New(t))
 	var delivered, retried, gaveUp atomic.Int64
 	svc := webhook.New(store, webhook.Config{RetryBase: 50 * time.Millisecond, MaxAttempts: 3, PollEvery: 20 * time.Millisecond,
-		OnAttempt: func(r webhook.Result) {
+		AllowPrivate: true, OnAttempt: func(r webhook.Result) {
 			switch {
 			case r.OK:
 				delivered.Add(1)
@@ -201,11 +203,147 @@ func TestWebhookRegistrationRefusals(t *testing.T) {
 	t.Parallel()
 	svc := webhook.New(postgres.New(pgtest.New(t)), webhook.Config{})
 	for _, r := range []webhook.Registration{
-		{URL: ""}, {URL: "ftp://x/y"}, {URL: "/relative"}, {URL: "http://user:pw@host/"},
+		{URL: ""}, {URL: "ftp://x/y"}, {URL: "/relative"}, {URL: "http://user:pw@host/"}, {URL: "file:///etc/passwd"},
+		{URL: "javascript:alert(1)"}, {URL: "gopher://ok.example/"},
 		{URL: "https://ok.example/h", ShowID: "bad id!"}, {URL: "https://ok.example/h", Types: []string{"booking.nope"}},
+		// Private hosts, refused by default.
+		{URL: "http://localhost:8080/h"}, {URL: "http://api.localhost/h"}, {URL: "http://127.0.0.1/h"},
+		{URL: "http://10.1.2.3/h"}, {URL: "http://192.168.0.1/h"}, {URL: "http://172.16.5.5/h"},
+		{URL: "http://169.254.169.254/latest/meta-data/"}, {URL: "http://[::1]/h"}, {URL: "http://[fd00::1]/h"},
+		{URL: "http://[fe80::1]/h"}, {URL: "http://[::ffff:127.0.0.1]/h"}, {URL: "http://0.0.0.0/h"},
+		{URL: "http://100.100.100.200/h"},
 	} {
 		if _, err := svc.Register(context.Background(), r); !errors.Is(err, booking.ErrValidation) {
 			t.Errorf("%+v: %v, want ErrValidation", r, err)
 		}
+	}
+}
+
+// TestWebhookPrivateAddressesAllowed: with AllowPrivate (development, tests) a loopback endpoint registers.
+func TestWebhookPrivateAddressesAllowed(t *testing.T) {
+	t.Parallel()
+	svc := webhook.New(postgres.New(pgtest.New(t)), webhook.Config{AllowPrivate: true})
+	if _, err := svc.Register(context.Background(), webhook.Registration{URL: "http://127.0.0.1:9/h"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Register(context.Background(), webhook.Registration{URL: "https://hooks.example.com/h"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWebhookDialGuard: an endpoint whose address turns private after it was registered (a name rebound to
+// 127.0.0.1; here the row is written as a registration of a public name would have left it) gets nothing: the
+// connection is refused at dial time, the delivery records why and is retried, and the receiver sees no request.
+func TestWebhookDialGuard(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	store := postgres.New(pool)
+	var results []webhook.Result
+	var mu sync.Mutex
+	svc := webhook.New(store, webhook.Config{MaxAttempts: 2, RetryBase: 10 * time.Millisecond,
+		OnAttempt: func(r webhook.Result) { mu.Lock(); results = append(results, r); mu.Unlock() }})
+	recv := newReceiver(t)
+	ep := webhook.Endpoint{ID: booking.NewID("we_"), URL: recv.srv.URL + "/hook", Types: []string{}, Secret: "whsec_x",
+		CreatedAt: time.Now()}
+	if err := store.CreateEndpoint(context.Background(), ep); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := svc.HandleEvent(ctx, event("ev_1", booking.EventHeld, "sh_a")); err != nil {
+		t.Fatal(err)
+	}
+	if n := svc.Send(ctx); n != 1 {
+		t.Fatalf("sent %d, want 1", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(results) != 1 || results[0].OK || !strings.Contains(results[0].Error, "private") {
+		t.Fatalf("attempt results %+v, want one refused as private", results)
+	}
+	if recv.count() != 0 || recv.bad != 0 {
+		t.Fatalf("the private receiver got %d deliveries (%d bad)", recv.count(), recv.bad)
+	}
+	ds, err := svc.Deliveries(ctx, ep.ID, 10)
+	if err != nil || len(ds) != 1 || ds[0].Status != webhook.Pending || !strings.Contains(ds[0].LastError, "private") {
+		t.Fatalf("deliveries %+v (%v), want one PENDING with the refusal as its last error", ds, err)
+	}
+}
+
+// TestWebhookSecretRoll: after a roll, deliveries carry two v1 signatures, the new secret's first, so a receiver
+// still holding the old secret and one already holding the new one both verify them; once the grace period is
+// over (or with no grace) only the new secret signs. An unknown endpoint or a grace out of range is refused.
+func TestWebhookSecretRoll(t *testing.T) {
+	t.Parallel()
+	store := postgres.New(pgtest.New(t))
+	svc := webhook.New(store, webhook.Config{AllowPrivate: true})
+	ctx := context.Background()
+	var mu sync.Mutex
+	var headers []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		headers = append(headers, r.Header.Get(webhook.SignatureHeader)+"|"+string(body))
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	ep, err := svc.Register(ctx, webhook.Registration{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := ep.Secret
+	send := func(id string) (header string, body []byte) {
+		t.Helper()
+		if err := svc.HandleEvent(ctx, event(id, booking.EventHeld, "sh_a")); err != nil {
+			t.Fatal(err)
+		}
+		if n := svc.Send(ctx); n != 1 {
+			t.Fatalf("sent %d, want 1", n)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		h, b, _ := strings.Cut(headers[len(headers)-1], "|")
+		return h, []byte(b)
+	}
+	verifies := func(h string, body []byte, secret string) bool {
+		return payment.VerifySignature(body, h, secret, time.Minute, time.Now()) == nil
+	}
+
+	rolled, err := svc.RollSecret(ctx, ep.ID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rolled.Secret == old || !strings.HasPrefix(rolled.Secret, "whsec_") ||
+		time.Until(rolled.PreviousSecretExpiresAt) < 59*time.Minute {
+		t.Fatalf("rolled endpoint %+v, want a new secret and the old one signing for an hour", rolled)
+	}
+	h, body := send("ev_1")
+	if strings.Count(h, "v1=") != 2 || !verifies(h, body, old) || !verifies(h, body, rolled.Secret) {
+		t.Fatalf("during the grace period the signature %q does not carry both secrets", h)
+	}
+	ts, _, _ := strings.Cut(strings.TrimPrefix(h, "t="), ",")
+	unix, _ := strconv.ParseInt(ts, 10, 64)
+	if want := payment.SignAll(body, time.Unix(unix, 0), rolled.Secret, old); h != want {
+		t.Fatalf("signature %q, want the new secret's first: %q", h, want)
+	}
+	eps, err := svc.Endpoints(ctx)
+	if err != nil || len(eps) != 1 || eps[0].PreviousSecretExpiresAt.IsZero() {
+		t.Fatalf("endpoints %+v (%v), want the previous secret's expiry listed", eps, err)
+	}
+
+	again, err := svc.RollSecret(ctx, ep.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, body = send("ev_2")
+	if strings.Count(h, "v1=") != 1 || !verifies(h, body, again.Secret) || verifies(h, body, rolled.Secret) ||
+		!again.PreviousSecretExpiresAt.IsZero() {
+		t.Fatalf("after a roll with no grace the signature %q (endpoint %+v) is not the new secret's alone", h, again)
+	}
+
+	if _, err := svc.RollSecret(ctx, "we_nope", time.Hour); !errors.Is(err, booking.ErrNotFound) {
+		t.Fatalf("roll of an unknown endpoint: %v, want ErrNotFound", err)
+	}
+	if _, err := svc.RollSecret(ctx, ep.ID, 8*24*time.Hour); !errors.Is(err, booking.ErrValidation) {
+		t.Fatalf("roll with a week and a day of grace: %v, want ErrValidation", err)
 	}
 }

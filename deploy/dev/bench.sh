@@ -4,7 +4,7 @@
 # markers below — with each figure's command, the machine, and the baseline measured beside it in the same run.
 # Text outside the markers is left as written.
 #
-#   BENCH_QUICK=1     fewer iterations, no premiere, 2,000 streams instead of 50,000 (a quick look, not the record)
+#   BENCH_QUICK=1     fewer iterations, no premiere, 2,000 streams instead of 50,000 (19,000 here: the open-file limit) (a quick look, not the record)
 #   BENCH_PORT=18180  first of the three ports used (edge, booking, payment simulator)
 #   BENCH_FILE=…      the file to refresh instead of BENCHMARKS.md
 set -euo pipefail
@@ -66,8 +66,10 @@ gob() { # runs one benchmark command (its words as given) and records it with it
 }
 gob go test -run '^$' -bench SeatMapProxyOverhead -benchtime "$(n 2000x 20000x)" ./edge/e2e/
 gob go test -run '^$' -bench 'Join|AdmitTick|AdmitScript' -benchtime "$(n 500x 5000x)" ./waitroom/redis/
-gob env WAITROOM_BENCH_STREAMS="$(n 2000 50000)" go test -run '^$' -bench Streams -benchtime 1x -timeout 30m ./waitroom/http/
+gob env EDGE_BENCH_STREAMS="$(n 2000 50000)" go test -run '^$' -bench Streams -benchtime 1x -timeout 30m ./edge/app/
 gob go test -run '^$' -bench HotShow -benchtime 1x ./booking/app/
+# The open-loop search writes every rate it tried into $out/slo.md (the table below) and $out/slo.html (the curves).
+gob env BENCH_SLO_OUT="$out" BENCH_SLO_STEP="$(n 1s 3s)" go test -run '^$' -bench HoldSLO -benchtime 1x ./booking/app/
 gob go test -run '^$' -bench Checkout -benchtime "$(n 50x 500x)" ./booking/
 
 # --- BENCHMARKS.md ------------------------------------------------------------------------------------------
@@ -100,9 +102,10 @@ end='<!-- bench:end -->'
     where="through the edge"; [ $s = hold-storm-direct ] && where="direct to booking"
     echo "| holds decided/s, p99 ($where) | $(storm '^hold-storm at' "$f") | row-lock $(storm '^row-lock' "$f") | \`$(cmdline "$out/$s")\` |"
   done
+  echo "| holds/s at p99 ≤ 50 ms, < 0.1% errors (open loop, direct) | $(metric HoldSLO slo-rate-booking)/s | row-lock $(metric HoldSLO slo-rate-rowlock)/s ($(metric HoldSLO x-slo)×) | \`go test -bench HoldSLO ./booking/app/\` |"
   echo "| seat map through the edge vs direct | $(metric SeatMapProxyOverhead edge-req/s) req/s | direct $(metric SeatMapProxyOverhead direct-req/s) req/s | \`go test -bench SeatMapProxyOverhead ./edge/e2e/\` |"
   echo "| queue joins/s | $(metric Join joins/s) | raw Redis ZADD $(metric Join zadd/s)/s | \`go test -bench Join ./waitroom/redis/\` |"
-  echo "| SSE streams held by one edge, memory each | $(metric Streams alive-after-5s) of $(metric Streams streams), $(metric Streams rss-B/stream) B RSS | — | \`go test -bench Streams ./waitroom/http/\` |"
+  echo "| SSE streams held by one edge: each one's RSS, goroutines, I/O buffers; a position change reaching them all | $(metric Streams streams) held: $(metric Streams rss-B/stream) B RSS, $(metric Streams goroutines/stream) goroutines, $(metric Streams buffers-B/stream) B buffers; p99 $(metric Streams update-p99-ms) ms | — | \`go test -bench Streams ./edge/app/\` |"
   for s in premiere smoke; do
     f=$out/$s.txt
     [ -f "$f" ] || continue
@@ -117,6 +120,12 @@ end='<!-- bench:end -->'
   echo
   sed -n '/^| design/,/^$/p;/^Ratio/p' "$out"/hold-storm-direct/*/report.md
   echo
+  if [ -f "$out/slo.md" ]; then
+    echo "### Holds at a latency SLO: every rate tried (BenchmarkHoldSLO, same run; curves in \`$out/slo.html\`)"
+    echo
+    cat "$out/slo.md"
+    echo
+  fi
   for s in smoke premiere; do
     [ -d "$out/$s" ] && sed 's/^### /### Scenario: /' "$out"/$s/*/report.md && echo
   done

@@ -37,6 +37,8 @@ export PAYMENT_GATEWAY_URL=${PAYMENT_GATEWAY_URL:-http://127.0.0.1${PAYSIM_ADDR}
 export PAYMENT_WEBHOOK_URL=${PAYMENT_WEBHOOK_URL:-${BOOKING_URL}/webhooks/payments}
 export ADMISSION_JWKS_URL=${ADMISSION_JWKS_URL:-http://127.0.0.1${EDGE_ADDR}/.well-known/jwks.json}
 export SEED_DEMO=${SEED_DEMO:-true}
+# A developer's webhook receiver runs on this machine; production refuses private addresses (SSRF guard).
+export WEBHOOK_ALLOW_PRIVATE=${WEBHOOK_ALLOW_PRIVATE:-true}
 
 db=$(sed -E 's|.*/([^/?]+)(\?.*)?$|\1|' <<<"$DATABASE_URL")
 psql "${DATABASE_URL/\/$db/\/postgres}" -Atc "select 1 from pg_database where datname='$db'" | grep -q 1 \

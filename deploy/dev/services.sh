@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Makes sure the stores the platform and its tests need are reachable on this machine: Redis 7+ at REDIS_URL and
-# PostgreSQL 15+ at DATABASE_URL (defaults on localhost). A store that does not answer is started, and installed
-# from the distribution's packages first when it is missing. Used by `make run` and `make test`.
+# Makes sure the stores the platform and its tests need are reachable on this machine: Redis 7+ at
+# REDIS_HOST:REDIS_PORT (default 127.0.0.1:6379) and PostgreSQL 15+ at PG_HOST:PG_PORT (default 127.0.0.1:5432),
+# the addresses the services' default REDIS_URL and DATABASE_URL name; it does not read those two URLs. A store
+# that does not answer is started, and installed from the distribution's packages first when it is missing. Used
+# by `make run` and `make test`.
 set -euo pipefail
 
 REDIS_HOST=${REDIS_HOST:-127.0.0.1}

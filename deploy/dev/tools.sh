@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the test suite drives besides Go itself: stripe-mock (the official Stripe API mock, a Go program)
-# for the Stripe adapter's tests, Debian's Chromium for the pages' browser tests, and Debian's nginx for the CDN
-# kit's test (deploy/cdn).
+# for the Stripe adapter's tests, Debian's Chromium for the pages' browser tests, Debian's nginx for the CDN
+# kit's test (deploy/cdn), and workerd (Cloudflare's Workers runtime, from npm) for the kit's Worker, where
+# Node.js is installed.
 set -euo pipefail
 GOBIN=$(go env GOPATH)/bin
 STRIPE_MOCK_VERSION=v0.203.0
@@ -20,4 +21,8 @@ if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
   echo "tools: installing nginx" >&2
   as_root apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq nginx-light >/dev/null
+fi
+if command -v npm >/dev/null && [ ! -x deploy/cdn/worker/node_modules/.bin/workerd ]; then
+  echo "tools: installing workerd (npm install in deploy/cdn/worker, as package-lock.json pins it)" >&2
+  (cd deploy/cdn/worker && npm install --no-audit --no-fund --loglevel=error)
 fi

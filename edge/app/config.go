@@ -71,6 +71,11 @@ type Config struct {
 	// Events is the lifecycle event stream queue events are appended to (EVENTS_STREAM, EVENTS_MAXLEN,
 	// EVENTS_MAX_AGE; events.go), the one booking relays its events to.
 	Events eventstream.Config
+	// The queue outbox's relay into that stream: EventsRelayEvery (EVENTS_RELAY_INTERVAL, default 100ms) is how
+	// often it looks for new queue events; published ones are deleted after EventsOutboxKeep (EVENTS_OUTBOX_KEEP,
+	// default 72h).
+	EventsRelayEvery time.Duration
+	EventsOutboxKeep time.Duration
 }
 
 // DefaultDatabaseURL is booking's default too: `make services` creates it.

@@ -9,32 +9,44 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/flashseat/flashseat/shared/admission"
-	"github.com/flashseat/flashseat/shared/admission/admissiontest"
+	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/shared/eventstream"
 	"github.com/flashseat/flashseat/shared/rediskey"
 )
 
-// TestQueueEvents: two edge replicas tick a show's queue; when it opens, is paused, resumes and sells out, one
-// queue event of each is appended to the event stream (not one per replica), each with its dedupe id and the show.
+// TestQueueEvents: two edge replicas on one database tick a show's queue; the operator switches it on, pauses and
+// resumes it through the admin API, it sells out, and the operator switches it off: one queue event of each is
+// appended to the event stream (not one per replica) by the edges' queue outbox relay, each with its dedupe id
+// and the show.
 func TestQueueEvents(t *testing.T) {
 	t.Parallel()
 	rdb := testRedis(t)
 	ctx := context.Background()
 	stream := "{flashseat:events-test}:" + uuid.NewString()
 	show := newShow(t, rdb)
-	t.Cleanup(func() {
-		rdb.Del(ctx, stream, rediskey.ShowInfo(show), rediskey.Tag(show)+":queue:announced-phase")
-	})
+	t.Cleanup(func() { rdb.Del(ctx, stream, rediskey.ShowInfo(show)) })
 	now := time.Now()
 	rdb.HSet(ctx, rediskey.ShowInfo(show), rediskey.InfoAvailable, 5, rediskey.InfoHeld, 0, rediskey.InfoTotalSeats, 5,
 		rediskey.InfoSaleStartsAt, strconv.FormatInt(now.Add(-time.Hour).UnixMilli(), 10),
 		rediskey.InfoStartsAt, strconv.FormatInt(now.Add(48*time.Hour).UnixMilli(), 10))
-	admissiontest.SetSettings(t, rdb, show, admission.Settings{Enabled: true, AdmitPerSecond: 1, MaxActive: 1,
-		TokenTTLSeconds: 60})
-	env := map[string]string{"EVENTS_STREAM": stream, "QUEUE_TICK": "20ms", "ADMIN_TOKEN": "adm_edge_events_0123456789"}
+	_, dbURL := pgtest.NewWithURL(t)
+	const adminToken = "adm_edge_events_0123456789"
+	env := map[string]string{"EVENTS_STREAM": stream, "QUEUE_TICK": "20ms", "ADMIN_TOKEN": adminToken,
+		"DATABASE_URL": dbURL}
+	var edges []string
+	operator := func(body string) {
+		t.Helper()
+		if res, b := do(t, "PUT", edges[0]+"/admin/v1/shows/"+show+"/queue", body,
+			map[string]string{"Authorization": "Bearer " + adminToken}); res.StatusCode != 200 {
+			t.Fatalf("PUT queue settings %s: %d %s", body, res.StatusCode, b)
+		}
+	}
 	for i := range 2 {
 		edge := startEdge(t, env)
+		edges = append(edges, edge)
+		if i == 0 {
+			operator(`{"enabled":true,"admitPerSecond":1,"maxActive":1,"tokenTtlSeconds":60}`)
+		}
 		// A fan watching on each replica makes both tick the show.
 		req, _ := http.NewRequest("GET", edge+"/queue/"+show+"/events", nil)
 		req.Header.Set("Authorization", "Bearer "+userToken(t, "fan"+strconv.Itoa(i)))
@@ -74,18 +86,15 @@ func TestQueueEvents(t *testing.T) {
 		return evs
 	}
 	waitTypes("queue.opened")
-	pause := func(p bool) {
-		t.Helper()
-		admissiontest.SetSettings(t, rdb, show, admission.Settings{Enabled: true, Paused: p, AdmitPerSecond: 1,
-			MaxActive: 1, TokenTTLSeconds: 60})
-	}
-	pause(true)
+	operator(`{"paused":true}`)
 	waitTypes("queue.opened", "queue.paused")
-	pause(false)
+	operator(`{"paused":false}`)
 	waitTypes("queue.opened", "queue.paused", "queue.opened")
 	rdb.HSet(ctx, rediskey.ShowInfo(show), rediskey.InfoAvailable, 0, rediskey.InfoHeld, 0)
 	rdb.Publish(ctx, rediskey.AvailabilityEvents, show)
-	evs := waitTypes("queue.opened", "queue.paused", "queue.opened", "queue.sold_out")
+	waitTypes("queue.opened", "queue.paused", "queue.opened", "queue.sold_out")
+	operator(`{"enabled":false}`)
+	evs := waitTypes("queue.opened", "queue.paused", "queue.opened", "queue.sold_out", "queue.closed")
 	seen := map[string]bool{}
 	for _, e := range evs {
 		if seen[e.ID] {

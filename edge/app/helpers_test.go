@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	"github.com/flashseat/flashseat/booking/redis/redistest"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/token"
@@ -81,19 +82,11 @@ func startEdgeOps(t testing.TB, env map[string]string) (base, opsBase string) {
 	return "", ""
 }
 
-// testRedis connects to the real Redis.
-func testRedis(t testing.TB) *redis.Client {
-	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		t.Fatalf("redis: %v", err)
-	}
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
+// testRedis connects to the test's Redis (redistest).
+func testRedis(t testing.TB) redis.UniversalClient { return redistest.New(t).Client }
 
 // newShow returns a unique show id whose queue keys are deleted at cleanup.
-func newShow(t testing.TB, rdb *redis.Client) string {
+func newShow(t testing.TB, rdb redis.UniversalClient) string {
 	t.Helper()
 	id := "edgetest-" + uuid.NewString()
 	t.Cleanup(func() {

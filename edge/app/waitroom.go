@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
+	"github.com/flashseat/flashseat/shared/eventstream"
 	"github.com/flashseat/flashseat/waitroom"
 	wrhttp "github.com/flashseat/flashseat/waitroom/http"
 	wrpostgres "github.com/flashseat/flashseat/waitroom/postgres"
@@ -51,7 +53,8 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 	if e.Registry != nil {
 		metrics = waitroomMetrics(e.Registry)
 	}
-	opt.Observe = observeBoth(metrics, newQueueEvents(e.Redis, e.Config.Events, e.Log).observe)
+	relay := queueRelay(e)
+	opt.Observe = observeBoth(metrics, newQueueEvents(admpostgres.New(e.Postgres), relay.Nudge, e.Log).observe)
 	svc := waitroom.New(wrredis.New(e.Redis), wrpostgres.New(e.Postgres), e.Queues, e.Issuer, opt)
 	// The console's session middleware goes ahead of the operator routes below.
 	mountConsole(ctx, e, svc)
@@ -63,8 +66,9 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 			Name: "waitroom_streams", Help: "Open waiting-room event streams on this replica.",
 		}, func() float64 { return float64(svc.Hub.Conns()) }))
 	}
-	e.Workers.Add(2)
+	e.Workers.Add(3)
 	go func() { defer e.Workers.Done(); _ = svc.Run(e.Work) }()
+	go func() { defer e.Workers.Done(); relay.Run(e.Work) }()
 	go func() {
 		defer e.Workers.Done()
 		select {
@@ -93,4 +97,19 @@ func waitroomMetrics(reg *prometheus.Registry) func(waitroom.Snapshot, time.Dura
 		}
 		admitted.Add(float64(len(snap.Grants)))
 	}
+}
+
+// queueRelay is the relay of the queue outbox (queue events, written by the admission record) into the event
+// stream; every replica runs one, and they share the work.
+func queueRelay(e *Edge) *eventstream.Relay {
+	r := eventstream.NewRelay(admpostgres.New(e.Postgres).Outbox(), e.Redis, e.Config.Events,
+		e.Config.EventsRelayEvery, e.Log)
+	r.Keep = e.Config.EventsOutboxKeep
+	if e.Registry != nil {
+		relayed := prometheus.NewCounter(prometheus.CounterOpts{Name: "edge_queue_events_relayed_total",
+			Help: "Queue events appended to the event stream from the queue outbox by this replica."})
+		e.Registry.MustRegister(relayed)
+		r.OnRelayed = func(n int) { relayed.Add(float64(n)) }
+	}
+	return r
 }

@@ -3,22 +3,19 @@ package console
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashseat/flashseat/booking/redis/redistest"
 )
 
-func testRedis(t *testing.T) redis.UniversalClient {
-	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-	t.Cleanup(func() { rdb.Close() })
-	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		t.Fatalf("redis: %v", err)
-	}
-	return rdb
-}
+func TestMain(m *testing.M) { os.Exit(redistest.RunEach(m)) }
+
+func testRedis(t *testing.T) redis.UniversalClient { return redistest.New(t).Client }
 
 // TestSessions: a session cookie verifies until it expires or is signed out; one signed with another operator
 // token, or changed in any part, never does.

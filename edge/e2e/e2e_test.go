@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,14 +16,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	bookingapp "github.com/flashseat/flashseat/booking/app"
+	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	"github.com/flashseat/flashseat/booking/redis/redistest"
 	edgeapp "github.com/flashseat/flashseat/edge/app"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
-	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -37,30 +39,35 @@ type platform struct {
 	edgeOps, bookingOps string
 	show                string
 	issuer              *token.Issuer
-	rdb                 *redis.Client
+	rdb                 redis.UniversalClient
 }
 
-// start runs booking on a fresh database with the demo show, and the edge in front of it; both stop at cleanup.
+// start runs booking on a fresh database with the demo show, and the edge in front of it, on the test's Redis
+// (redistest); both stop at cleanup.
 func start(tb testing.TB, edgeEnv map[string]string) *platform {
 	tb.Helper()
-	ctx := context.Background()
-	dbURL := freshDatabase(tb)
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-	tb.Cleanup(func() { rdb.Close() })
+	return startOn(tb, redistest.New(tb), edgeEnv)
+}
+
+// startOn is start on a given Redis: a single one or a cluster.
+func startOn(tb testing.TB, r *redistest.Redis, edgeEnv map[string]string) *platform {
+	tb.Helper()
+	_, dbURL := pgtest.NewWithURL(tb)
+	rdb := r.Client
 
 	key, err := token.ParseSeed("", seed)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	issuer := token.NewIssuer(key)
-	// An event stream of its own: consumer groups of other tests' bookings must not take this one's events.
-	stream := "{flashseat:events-test}:" + uuid.NewString()
-	tb.Cleanup(func() { rdb.Del(context.Background(), stream) })
-	bcfg, err := bookingapp.LoadConfig(func(k string) string {
-		return map[string]string{"BOOKING_ADDR": "127.0.0.1:0", "DATABASE_URL": dbURL, "AUTH_SECRET": secret,
-			"SEED_DEMO": "true", "ADMIN_TOKEN": "adm_e2e_e2e_e2e_e2e_e2e", "LOG_LEVEL": "error",
-			"EVENTS_STREAM": stream}[k]
-	})
+	// An event stream of its own (under the test's Redis prefix, so deleted with its keys): consumer groups of
+	// other tests' bookings must not take this one's events.
+	stream := "{flashseat:events-test}:" + r.ID("events")
+	benv := map[string]string{"BOOKING_ADDR": "127.0.0.1:0", "DATABASE_URL": dbURL, "AUTH_SECRET": secret,
+		"SEED_DEMO": "true", "ADMIN_TOKEN": "adm_e2e_e2e_e2e_e2e_e2e", "LOG_LEVEL": "error", "EVENTS_STREAM": stream,
+		"WEBHOOK_ALLOW_PRIVATE": "true"}
+	maps.Copy(benv, r.Env())
+	bcfg, err := bookingapp.LoadConfig(func(k string) string { return benv[k] })
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -73,6 +80,7 @@ func start(tb testing.TB, edgeEnv map[string]string) *platform {
 
 	env := map[string]string{"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": booking, "ADMISSION_SIGNING_KEY": seed,
 		"AUTH_SECRET": secret, "DATABASE_URL": dbURL, "OPS_ADDR": "127.0.0.1:0", "EVENTS_STREAM": stream}
+	maps.Copy(env, r.Env())
 	for k, v := range edgeEnv {
 		env[k] = v
 	}
@@ -98,7 +106,7 @@ func start(tb testing.TB, edgeEnv map[string]string) *platform {
 		tb.Fatal("no demo show")
 	}
 	show := events.Events[0].Shows[0].ShowID
-	tb.Cleanup(func() { deleteShowKeys(ctx, rdb, show) })
+	tb.Cleanup(func() { _ = redistest.DeleteShow(context.Background(), rdb, show) })
 	return &platform{edge: edge, booking: booking, edgeOps: <-edgeOps, bookingOps: <-bookingOps, show: show,
 		issuer: issuer, rdb: rdb}
 }
@@ -130,44 +138,6 @@ func run(tb testing.TB, fn func(ctx context.Context, ready func(string)) error) 
 		tb.Fatal("service did not start")
 	}
 	return ""
-}
-
-// freshDatabase creates a database for this test and drops it at cleanup.
-func freshDatabase(tb testing.TB) string {
-	tb.Helper()
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
-	if err != nil {
-		tb.Fatalf("postgres: %v", err)
-	}
-	name := "edge_e2e_" + strings.ReplaceAll(uuid.NewString()[:13], "-", "")
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		admin.Close(ctx)
-		tb.Fatal(err)
-	}
-	admin.Close(ctx)
-	tb.Cleanup(func() {
-		c, err := pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
-		if err != nil {
-			return
-		}
-		defer c.Close(ctx)
-		_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	})
-	return "postgres://postgres@127.0.0.1:5432/" + name + "?sslmode=disable"
-}
-
-// deleteShowKeys removes every Redis key of the test's show (all carry its hash tag), and nothing else.
-func deleteShowKeys(ctx context.Context, rdb *redis.Client, show string) {
-	pattern := strings.NewReplacer("*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`).Replace(rediskey.Tag(show)) + "*"
-	iter := rdb.Scan(ctx, 0, pattern, 500).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if len(keys) > 0 {
-		rdb.Del(ctx, keys...)
-	}
 }
 
 var client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
@@ -223,10 +193,16 @@ func guest(tb testing.TB, p *platform) (user, tok string) {
 	return g.UserID, g.Token
 }
 
+func TestMain(m *testing.M) { os.Exit(redistest.Run(m)) }
+
 // Through the edge, a fan reads the seat map and holds seats; with the queue on, the edge refuses without an
-// admission token and passes with one, and booking accepts the same token.
+// admission token and passes with one, and booking accepts the same token. The platform runs on a single Redis,
+// then on a Redis Cluster.
 func TestThroughTheEdge(t *testing.T) {
-	p := start(t, nil)
+	redistest.Each(t, func(t *testing.T, r *redistest.Redis) { testThroughTheEdge(t, startOn(t, r, nil)) })
+}
+
+func testThroughTheEdge(t *testing.T, p *platform) {
 	user, tok := guest(t, p)
 	auth := map[string]string{"Authorization": "Bearer " + tok, "Accept": "application/json"}
 

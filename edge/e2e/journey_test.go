@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/flashseat/flashseat/booking/redis/redistest"
 	fsclient "github.com/flashseat/flashseat/loadtest/client"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
 )
@@ -20,7 +21,13 @@ import (
 // journeyPlatform starts the platform and an admin client for it.
 func journeyPlatform(t *testing.T) (*platformtest.Platform, *fsclient.Client) {
 	t.Helper()
-	p := platformtest.Start(t, platformtest.Options{HoldTTL: 5 * time.Minute, MaxConns: 8,
+	return journeyPlatformOn(t, nil)
+}
+
+// journeyPlatformOn is journeyPlatform on a Redis Cluster's nodes (none: the single Redis).
+func journeyPlatformOn(t *testing.T, cluster []string) (*platformtest.Platform, *fsclient.Client) {
+	t.Helper()
+	p := platformtest.Start(t, platformtest.Options{HoldTTL: 5 * time.Minute, MaxConns: 8, RedisClusterAddrs: cluster,
 		Edge: map[string]string{"QUEUE_TICK": "100ms"}})
 	c, err := fsclient.New(p.BaseURL, http.DefaultTransport, fsclient.Options{AdminToken: p.AdminToken})
 	if err != nil {
@@ -82,12 +89,13 @@ func seat(id string) string { return `document.querySelector('#map button[data-s
 
 // TestFanJourneyInBrowser: two fans find the show from the home page, are sent through the queue and admitted in
 // queue order, and both try the same seat. The winner lands on the checkout; the loser is told which seat was
-// taken, sees the alternatives highlighted and takes them with one click, landing on a checkout too.
+// taken, sees the alternatives highlighted and takes them with one click, landing on a checkout too. The platform
+// runs on the package's Redis Cluster: the other browser tests cover the single Redis.
 func TestFanJourneyInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
 	}
-	p, c := journeyPlatform(t)
+	p, c := journeyPlatformOn(t, redistest.Prefer(t, redistest.Cluster).Addrs)
 	title := "Tughlaq " + uuid.NewString()[:6]
 	show := newShow(t, c, showSpec{title: title, saleIn: -time.Minute, queue: true, admitRate: 1})
 	br := platformtest.NewBrowser(t)

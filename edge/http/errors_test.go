@@ -17,6 +17,7 @@ import (
 	"github.com/flashseat/flashseat/edge"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/session"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -35,6 +36,9 @@ func TestErrorTable(t *testing.T) {
 		{"bad request", fmt.Errorf("%w: header", edge.ErrBadRequest), "", 400, problem.BadRequest},
 		{"compressed hold", edge.ErrEncodedBody, "", 415, problem.UnsupportedMedia},
 		{"no user", edge.ErrUnauthenticated, "", 401, problem.Unauthorized},
+		{"cookie write without the CSRF header", session.ErrCSRF, "", 403, problem.CSRF},
+		{"forged user token", fmt.Errorf("%w: bad signature", token.ErrInvalid), "", 401, problem.Unauthorized},
+		{"expired user token", token.ErrExpired, "", 401, problem.Unauthorized},
 		{"rate limited", &edge.RateLimitError{RetryAfter: 1500 * time.Millisecond}, "", 429, problem.RateLimited},
 		{"upstream down", fmt.Errorf("%w: refused", edge.ErrUpstreamUnavailable), "", 502, problem.BadGateway},
 		{"upstream slow", fmt.Errorf("%w: slow", edge.ErrUpstreamTimeout), "", 504, problem.GatewayTimeout},

@@ -31,8 +31,8 @@ func User(c *fiber.Ctx) string {
 	return u
 }
 
-// authenticate verifies the caller's user token once per request (or finds it among the recently verified, see
-// userCache), so the rate limits and the gate agree on who the caller is: the Bearer header, else the fs_session
+// authenticate verifies the caller's user token once per request (or finds it among the recently verified,
+// token.UserCache), so the rate limits and the gate agree on who the caller is: the Bearer header, else the fs_session
 // cookie (shared/session). A missing or invalid token is not refused here: most routes are public, and booking
 // answers 401 on its own routes. A state-changing request authenticated by the cookie must pass the CSRF rule,
 // here for every route the edge serves or forwards.
@@ -44,13 +44,10 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 	if err := session.CheckCSRF(c, fromCookie); err != nil {
 		return err
 	}
-	if s.cfg.Users == nil {
+	if s.users == nil {
 		return c.Next()
 	}
-	if uid, ok := s.users.get(raw); ok {
-		c.Locals(localUser, uid)
-	} else if uid, err := s.cfg.Users.Verify(raw); err == nil {
-		s.users.put(raw, uid)
+	if uid, err := s.users.Verify(raw); err == nil {
 		c.Locals(localUser, uid)
 	}
 	return c.Next()

@@ -37,13 +37,16 @@ type ProxyConfig struct {
 	StreamHeartbeat time.Duration
 }
 
-// Proxy forwards requests unchanged to one upstream over pooled keep-alive connections.
+// Proxy forwards requests unchanged to one upstream over pooled keep-alive connections, on two paths.
 //
-// It uses net/http's Transport rather than fasthttp's client: the Transport bounds the wait for response headers
-// separately from the life of the body (an event stream lasts as long as the fan watches, a seat map must answer in
-// seconds), its requests are cancelled through a context when the client goes away, and it replays a request on a
-// broken pooled connection only when that is safe (GET, HEAD, or an Idempotency-Key). fasthttp's client applies
-// one read deadline to headers and a streamed body alike, and returns an aborted stream's connection to its pool.
+// Ordinary requests (a hold, a seat map) take fasthttp's HostClient (fastproxy.go), which costs the least CPU per
+// exchange. A request that may be answered with an event stream takes net/http's Transport: it bounds the wait
+// for response headers separately from the life of the body (an event stream lasts as long as the fan watches, a
+// seat map must answer in seconds), its requests are cancelled through a context when the client goes away, and it
+// replays a request on a broken pooled connection only when that is safe (GET, HEAD, or an Idempotency-Key).
+// fasthttp's client applies one read deadline to headers and a streamed body alike, buffers the whole body, and
+// returns an aborted stream's connection to its pool. Both paths keep the same policies: header hygiene,
+// X-Forwarded-*, 504 on timeout and 502 otherwise.
 type Proxy struct {
 	cfg       ProxyConfig
 	transport *http.Transport

@@ -56,7 +56,7 @@ type Server struct {
 	log     *slog.Logger
 	metrics *Metrics
 	proxy   *Proxy
-	users   *userCache // verified user tokens
+	users   *token.UserCache // verified user tokens; nil when Users is
 
 	stopStreams context.CancelFunc
 }
@@ -64,7 +64,10 @@ type Server struct {
 // New builds the server with its middleware and operations routes. Routes added to App afterwards (the waiting
 // room) sit behind the middleware; call Forward last, to send everything else to the upstream.
 func New(cfg Config) *Server {
-	s := &Server{cfg: cfg, log: cfg.Log, metrics: NewMetrics(cfg.Registry), users: newUserCache(userCacheSize)}
+	s := &Server{cfg: cfg, log: cfg.Log, metrics: NewMetrics(cfg.Registry)}
+	if cfg.Users != nil {
+		s.users = token.NewUserCache(cfg.Users, userCacheSize, userCacheTTL)
+	}
 	streams, stop := context.WithCancel(context.Background())
 	s.stopStreams = stop
 	s.proxy = NewProxy(streams, cfg.Proxy, cfg.Trusted, s.metrics, cfg.Log)
@@ -136,6 +139,13 @@ func (s *Server) healthz(c *fiber.Ctx) error {
 
 // upstreamCheck names booking's readiness check: the one dependency that is not a store.
 const upstreamCheck = "booking"
+
+// The verified-token cache's bounds: entries are about 300 bytes with the token, and a key an external issuer
+// retires stops being trusted within userCacheTTL.
+const (
+	userCacheSize = 100000
+	userCacheTTL  = 10 * time.Second
+)
 
 // readyz answers 200 only when every dependency answers, so a load balancer sends no fans to an edge that
 // cannot gate or forward them.

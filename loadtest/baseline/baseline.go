@@ -24,6 +24,7 @@ import (
 	"github.com/flashseat/flashseat/booking/rowlock"
 	"github.com/flashseat/flashseat/loadtest/client"
 	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/session"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -74,10 +75,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s := &Server{pool: pool, store: rowlock.New(pool, cfg.HoldTTL), done: make(chan error, 1)}
 	s.app = fiber.New(fiber.Config{DisableStartupMessage: true})
 	auth := func(c *fiber.Ctx) error {
-		h := c.Get(fiber.HeaderAuthorization)
 		id, err := "", errors.New("no bearer token")
-		if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-			id, err = verify(strings.TrimSpace(h[7:]))
+		if raw := session.Bearer(c); raw != "" {
+			id, err = verify(raw)
 		}
 		if err != nil || id == "" {
 			return problem.Send(c, problem.New(fiber.StatusUnauthorized, problem.Unauthorized, "a user token is required"))

@@ -2,6 +2,7 @@
 // binaries (booking and the edge as processes it can SIGKILL, over a private PostgreSQL cluster and a private
 // Redis it can restart) while it kills booking, restarts PostgreSQL, kills the edge and kills Redis, restarting it
 // empty; then it judges the money, the seats, the waiting room and every answer. `make test` runs a short version;
-// `make chaos` runs the full one (CHAOS=full) and writes a report for BENCHMARKS.md. The package has no code of
-// its own: everything it needs is the platform's.
+// `make chaos` runs the full one (CHAOS=full) and writes a report for BENCHMARKS.md. Beside it, failover_test.go
+// plays a crowd against the platform on a six-node Redis Cluster and kills the show's master mid-sale. The package
+// has no code of its own: everything it needs is the platform's.
 package chaos

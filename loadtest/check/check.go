@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,13 +20,16 @@ import (
 
 	"github.com/flashseat/flashseat/loadtest"
 	"github.com/flashseat/flashseat/shared/rediskey"
+	"github.com/flashseat/flashseat/shared/store/driver"
 )
 
 // Config says where the stores are and which shows to judge.
 type Config struct {
 	DatabaseURL string
-	RedisURL    string // empty: skip the Redis checks
-	ShowIDs     []string
+	RedisURL    string // empty (and no RedisClusterAddrs): skip the Redis checks
+	// RedisClusterAddrs are a Redis Cluster's nodes (REDIS_CLUSTER_ADDRS); when set they replace RedisURL.
+	RedisClusterAddrs []string
+	ShowIDs           []string
 	// ReconcileInterval is booking's RECONCILE_INTERVAL: a HELD booking is stale once it is this long past its
 	// expiry (plus Grace), because the reconciler must have run by then.
 	ReconcileInterval time.Duration
@@ -69,20 +73,19 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	var rdb *redis.Client
-	if cfg.RedisURL != "" {
-		opt, err := redis.ParseURL(cfg.RedisURL)
+	var rdb redis.UniversalClient
+	if cfg.RedisURL != "" || len(cfg.RedisClusterAddrs) > 0 {
+		rdb, err = driver.OpenRedis(cfg.RedisURL, cfg.RedisClusterAddrs, 2)
 		if err != nil {
 			return Result{}, fmt.Errorf("redis: %w", err)
 		}
-		rdb = redis.NewClient(opt)
 		defer rdb.Close()
 	}
 	return Check(ctx, pool, rdb, cfg)
 }
 
 // Check judges cfg's shows in the given stores; rdb may be nil.
-func Check(ctx context.Context, pool *pgxpool.Pool, rdb *redis.Client, cfg Config) (Result, error) {
+func Check(ctx context.Context, pool *pgxpool.Pool, rdb redis.UniversalClient, cfg Config) (Result, error) {
 	if cfg.Grace <= 0 {
 		cfg.Grace = 5 * time.Second
 	}
@@ -225,14 +228,10 @@ func staleHolds(ctx context.Context, pool *pgxpool.Pool, show string, cfg Config
 // locks: every seat lock left in Redis names a booking of that show that lists the seat and is still live (HELD or
 // PAYMENT_PENDING), or the CONFIRMED booking that bought it. A lock naming anything else keeps a seat off sale for
 // nobody, and a lock on a seat sold to someone else means the seat could be held again.
-func locks(ctx context.Context, pool *pgxpool.Pool, rdb *redis.Client, show string, r *Result) error {
+func locks(ctx context.Context, pool *pgxpool.Pool, rdb redis.UniversalClient, show string, r *Result) error {
 	prefix := rediskey.Seat(show, "")
-	var keys []string
-	iter := rdb.Scan(ctx, 0, escapeGlob(prefix)+"*", 500).Iterator()
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
+	keys, err := scan(ctx, rdb, escapeGlob(prefix)+"*")
+	if err != nil {
 		return err
 	}
 	if len(keys) == 0 {
@@ -321,4 +320,26 @@ func contains(xs []string, x string) bool {
 // escapeGlob quotes the characters SCAN MATCH treats as a pattern ({show:ID} has none today, an id might).
 func escapeGlob(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`).Replace(s)
+}
+
+// scan lists the keys matching pattern: on a Redis Cluster, on every master (a show's seat locks share one slot,
+// so one master holds them all, but which one is the cluster's business). Every key matched shares the show's hash
+// tag, so one MGET reads them on either kind of Redis.
+func scan(ctx context.Context, rdb redis.UniversalClient, pattern string) ([]string, error) {
+	var mu sync.Mutex
+	var keys []string
+	each := func(ctx context.Context, c redis.Cmdable) error {
+		iter := c.Scan(ctx, 0, pattern, 500).Iterator()
+		for iter.Next(ctx) {
+			mu.Lock()
+			keys = append(keys, iter.Val())
+			mu.Unlock()
+		}
+		return iter.Err()
+	}
+	if c, ok := rdb.(*redis.ClusterClient); ok {
+		err := c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return each(ctx, c) })
+		return keys, err
+	}
+	return keys, each(ctx, rdb)
 }

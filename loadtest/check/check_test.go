@@ -15,6 +15,7 @@ import (
 
 	"github.com/flashseat/flashseat/booking/invariant"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	"github.com/flashseat/flashseat/booking/redis/redistest"
 	"github.com/flashseat/flashseat/loadtest"
 	"github.com/flashseat/flashseat/loadtest/check"
 	"github.com/flashseat/flashseat/shared/rediskey"
@@ -92,23 +93,12 @@ func sell(t *testing.T, pool *pgxpool.Pool, show, bookingID string, seats ...str
 	}
 }
 
-func redisClient(t *testing.T) *redis.Client {
-	t.Helper()
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
+func TestMain(m *testing.M) { os.Exit(redistest.RunEach(m)) }
+
+func redisClient(t *testing.T) redis.UniversalClient { return redistest.New(t).Client }
 
 // lock plants a seat lock and removes exactly that key when the test ends.
-func lock(t *testing.T, rdb *redis.Client, show, seat, bookingID string) {
+func lock(t *testing.T, rdb redis.UniversalClient, show, seat, bookingID string) {
 	t.Helper()
 	k := rediskey.Seat(show, seat)
 	if err := rdb.Set(context.Background(), k, bookingID+"|1", time.Minute).Err(); err != nil {

@@ -1,4 +1,4 @@
-// Package client speaks flashseat's public HTTP contract (shared/API.md) the way a fan's browser or an operator's
+// Package client speaks flashseat's public HTTP contract (openapi.yaml) the way a fan's browser or an operator's
 // script would, through the edge only. It decides nothing: every call returns what the server said (status,
 // decoded body, problem) and the crowd decides what that means.
 package client

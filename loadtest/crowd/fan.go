@@ -449,6 +449,7 @@ func (p *fan) refused(route string) {
 		p.end(loadtest.OutcomeTokenGone, route+": admission token expired")
 		return
 	}
+	p.f.RefusedAt = p.cr.rec.Since(time.Now())
 	p.end(loadtest.OutcomeRefused, route+": admission token refused")
 }
 

@@ -1,8 +1,8 @@
 // Package platformtest starts the real platform inside a test: the payment simulator, booking and the edge (with
 // its waiting room), each through its own app's Run on a free loopback port, over a fresh Postgres database and
-// the shared Redis. The load test's tests play against it as clients would, through the edge; nothing of the
-// platform is imitated. Every key a test writes to Redis is under the shows it creates, so tests isolate by
-// creating their own shows.
+// the shared Redis (or a Redis Cluster: Options.RedisClusterAddrs). The load test's tests play against it as
+// clients would, through the edge; nothing of the platform is imitated. Every key a test writes to Redis is under
+// the shows it creates, so tests isolate by creating their own shows.
 package platformtest
 
 import (
@@ -18,15 +18,15 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
-
-	goredis "github.com/redis/go-redis/v9"
 
 	bookingapp "github.com/flashseat/flashseat/booking/app"
 	"github.com/flashseat/flashseat/booking/payment/sim"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	edgeapp "github.com/flashseat/flashseat/edge/app"
+	"github.com/flashseat/flashseat/shared/store/driver"
 	"github.com/flashseat/flashseat/shared/store/storetest"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -43,6 +43,9 @@ type Options struct {
 	// MaxConns caps booking's Postgres pool (pool_max_conns); 0 keeps booking's own default (32). Tests that start
 	// several platforms at once keep it small: the server has 100 connections for every test of the machine.
 	MaxConns int
+	// RedisClusterAddrs puts the platform on a Redis Cluster (REDIS_CLUSTER_ADDRS) instead of REDIS_URL's Redis:
+	// the package's shared cluster (redistest), or one of the test's own that it fails over (storetest).
+	RedisClusterAddrs []string
 	// Booking and Edge are further environment variables of each service, applied over the ones Start sets
 	// (PAYMENT_RECOVER_INTERVAL, PAYMENT_BREAKER_MIN_CALLS, QUEUE_TICK, ...).
 	Booking, Edge map[string]string
@@ -56,8 +59,10 @@ type Platform struct {
 	AdminToken  string // the operator token of booking and the edge
 	AuthSecret  string // booking's and the edge's user-token secret (HS256)
 	DatabaseURL string // the test's own database
-	RedisURL    string // the shared Redis (REDIS_URL, default redis://127.0.0.1:6379/0)
-	Options     Options
+	RedisURL    string // the shared Redis (REDIS_URL, default redis://127.0.0.1:6379/0); empty on a cluster
+	// RedisClusterAddrs are the cluster's nodes when Options put the platform on one.
+	RedisClusterAddrs []string
+	Options           Options
 }
 
 // Start starts the platform on free loopback ports and stops it in t.Cleanup. It fails the test when a service
@@ -85,6 +90,11 @@ func Start(t testing.TB, opts Options) *Platform {
 	if redisURL == "" {
 		redisURL = "redis://127.0.0.1:6379/0"
 	}
+	redisEnv := map[string]string{"REDIS_URL": redisURL}
+	if len(opts.RedisClusterAddrs) > 0 {
+		redisURL = ""
+		redisEnv = map[string]string{"REDIS_CLUSTER_ADDRS": strings.Join(opts.RedisClusterAddrs, ",")}
+	}
 	p := &Platform{
 		AdminToken:  "adm_test_" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		AuthSecret:  "platformtest-user-token-secret-0123456789abcdef",
@@ -92,6 +102,7 @@ func Start(t testing.TB, opts Options) *Platform {
 		RedisURL:    redisURL,
 		Options:     opts,
 	}
+	p.RedisClusterAddrs = opts.RedisClusterAddrs
 	key, err := token.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
@@ -112,8 +123,7 @@ func Start(t testing.TB, opts Options) *Platform {
 
 	stream := "{flashseat:events-test}:" + strconv.FormatInt(time.Now().UnixNano(), 36) + strconv.Itoa(rand.Int())
 	t.Cleanup(func() {
-		if opt, err := goredis.ParseURL(redisURL); err == nil {
-			rdb := goredis.NewClient(opt)
+		if rdb, err := driver.OpenRedis(redisURL, opts.RedisClusterAddrs, 1); err == nil {
 			rdb.Del(context.Background(), stream)
 			rdb.Close()
 		}
@@ -123,7 +133,7 @@ func Start(t testing.TB, opts Options) *Platform {
 		bookingDB = withParam(dbURL, "pool_max_conns", strconv.Itoa(opts.MaxConns))
 	}
 	env := map[string]string{
-		"BOOKING_ADDR": bookingAddr, "DATABASE_URL": bookingDB, "REDIS_URL": redisURL, "ADMIN_TOKEN": p.AdminToken,
+		"BOOKING_ADDR": bookingAddr, "DATABASE_URL": bookingDB, "ADMIN_TOKEN": p.AdminToken,
 		"AUTH_SECRET": p.AuthSecret, "HOLD_TTL": opts.HoldTTL.String(),
 		"RECONCILE_INTERVAL": opts.ReconcileInterval.String(), "PAYMENT_TIMEOUT": opts.PaymentTimeout.String(),
 		"PAYMENT_GATEWAY_URL": p.PaymentURL, "PAYMENT_WEBHOOK_SECRET": webhookSecret,
@@ -131,7 +141,10 @@ func Start(t testing.TB, opts Options) *Platform {
 		"LOG_LEVEL":          "warn",
 		// An event stream of its own on the shared Redis: other platforms' consumer groups must not take its events.
 		"EVENTS_STREAM": stream,
+		// Tests' webhook receivers are httptest servers on loopback.
+		"WEBHOOK_ALLOW_PRIVATE": "true",
 	}
+	maps.Copy(env, redisEnv)
 	maps.Copy(env, opts.Booking)
 	bcfg, err := bookingapp.LoadConfig(getenv(env))
 	if err != nil {
@@ -146,7 +159,7 @@ func Start(t testing.TB, opts Options) *Platform {
 	p.BookingURL = "http://" + loopback(bookingAddr)
 
 	eenv := map[string]string{
-		"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": p.BookingURL, "REDIS_URL": redisURL, "DATABASE_URL": dbURL,
+		"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": p.BookingURL, "DATABASE_URL": dbURL,
 		"AUTH_SECRET": p.AuthSecret, "ADMIN_TOKEN": p.AdminToken, "ADMISSION_SIGNING_KEY": token.EncodeSeed(key),
 		"ADMISSION_KEY_ID": key.ID, "EVENTS_STREAM": stream,
 		// A browser test's fan walks through many pages and bookings in seconds; at the default per-user limit
@@ -154,6 +167,7 @@ func Start(t testing.TB, opts Options) *Platform {
 		// of their own (edge/app); here they would only make the journeys flaky. Options.Edge may set them back.
 		"RATE_PER_USER": "200", "RATE_PER_USER_BURST": "1000",
 	}
+	maps.Copy(eenv, redisEnv)
 	maps.Copy(eenv, opts.Edge)
 	ecfg, err := edgeapp.LoadConfig(getenv(eenv))
 	if err != nil {

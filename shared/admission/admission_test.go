@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	"github.com/flashseat/flashseat/booking/redis/redistest"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
@@ -19,18 +21,9 @@ import (
 	"github.com/flashseat/flashseat/shared/token"
 )
 
-func newRedis(t *testing.T) *redis.Client {
-	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		t.Fatalf("redis: %v", err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
-	return rdb
-}
+func TestMain(m *testing.M) { os.Exit(redistest.RunEach(m)) }
 
-// flushDB is the Redis logical database TestLostCacheFailsClosed flushes; no other test uses it.
-const flushDB = 11
+func newRedis(t *testing.T) redis.UniversalClient { return redistest.New(t).Client }
 
 func switchOn(t *testing.T, k *admission.Keeper, show string, paused bool) {
 	t.Helper()
@@ -95,9 +88,9 @@ func TestGate(t *testing.T) {
 func TestLostCacheFailsClosed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	// A logical database of its own: this test flushes it, as a Redis restarted empty would be.
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", DB: flushDB})
-	t.Cleanup(func() { rdb.FlushDB(context.Background()); rdb.Close() })
+	// A Redis of its own: this test flushes it, as a Redis restarted empty would be.
+	private := redistest.Private(t)
+	rdb := private.Client
 	pool := pgtest.New(t)
 	k := admissiontest.Keeper(t, pool, rdb)
 	show := admissiontest.Show(t, rdb, "adm-")
@@ -124,7 +117,7 @@ func TestLostCacheFailsClosed(t *testing.T) {
 
 	for _, wipe := range []string{"show keys", "flushdb"} {
 		if wipe == "flushdb" {
-			if err := rdb.FlushDB(ctx).Err(); err != nil {
+			if err := private.Flush(ctx); err != nil {
 				t.Fatal(err)
 			}
 		} else {

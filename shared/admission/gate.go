@@ -3,8 +3,9 @@ package admission
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -15,9 +16,12 @@ type Gate struct {
 	verifier *token.Verifier
 	ttl      time.Duration
 
-	mu    sync.Mutex
-	cache map[string]cached
+	// cache is bounded against requests for made-up show ids; when full it forgets the show least recently
+	// asked for, not every show at once (which would send every replica's next requests to Redis together).
+	cache *lru.Cache[string, cached]
 }
+
+const gateCacheSize = 100000
 
 type cached struct {
 	s  Settings
@@ -28,7 +32,8 @@ type cached struct {
 // are cached here for at most a second, so an operator's switch reaches every replica within a second (at once
 // where the change is announced, see Forget) without a Redis call per request.
 func NewGate(keeper *Keeper, keys token.KeySource, leeway time.Duration) *Gate {
-	return &Gate{keeper: keeper, verifier: token.NewVerifier(keys, leeway), ttl: time.Second, cache: map[string]cached{}}
+	cache, _ := lru.New[string, cached](gateCacheSize) // errs only for a size below 1
+	return &Gate{keeper: keeper, verifier: token.NewVerifier(keys, leeway), ttl: time.Second, cache: cache}
 }
 
 // Keeper is the gate's keeper, whose Release ends an admission.
@@ -38,9 +43,7 @@ func (g *Gate) Keeper() *Keeper { return g.keeper }
 // must refuse, never treat the queue as off.
 func (g *Gate) Settings(ctx context.Context, showID string) (Settings, error) {
 	now := time.Now()
-	g.mu.Lock()
-	c, ok := g.cache[showID]
-	g.mu.Unlock()
+	c, ok := g.cache.Get(showID)
 	if ok && now.Sub(c.at) < g.ttl {
 		return c.s, nil
 	}
@@ -48,12 +51,7 @@ func (g *Gate) Settings(ctx context.Context, showID string) (Settings, error) {
 	if err != nil {
 		return Settings{}, err
 	}
-	g.mu.Lock()
-	if len(g.cache) > 100000 { // bound memory against requests for made-up show ids
-		g.cache = map[string]cached{}
-	}
-	g.cache[showID] = cached{s: s, at: now}
-	g.mu.Unlock()
+	g.cache.Add(showID, cached{s: s, at: now})
 	return s, nil
 }
 
@@ -65,9 +63,7 @@ func (g *Gate) Enabled(ctx context.Context, showID string) (bool, error) {
 
 // Forget drops the cached settings of a show, for a replica that heard of a settings change.
 func (g *Gate) Forget(showID string) {
-	g.mu.Lock()
-	delete(g.cache, showID)
-	g.mu.Unlock()
+	g.cache.Remove(showID)
 }
 
 // Check lets a request by userID for showID pass. With the queue off it returns (nil, nil). With it on, raw must

@@ -1,7 +1,7 @@
 // Package eventstream is the format of the platform's lifecycle event stream, which booking and the edge both
-// append to: one Redis stream, each entry one event with a dedupe id, trimmed on every append. Booking relays its
-// outbox into it; the edge's waiting room appends queue events. Consumers (booking/redis.Consumer) decode entries
-// with Decode. docs/EVENTS.md documents the events.
+// append to: one Redis stream, each entry one event with a dedupe id, trimmed on every append, and the relay that
+// moves a transactional outbox into it (Relay): booking relays its outbox, the edge the admission record's queue
+// outbox. Consumers (booking/redis.Consumer) decode entries with Decode. docs/EVENTS.md documents the events.
 package eventstream
 
 import (

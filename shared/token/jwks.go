@@ -13,22 +13,34 @@ import (
 	"math/big"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// RemoteKeys is a KeySource backed by a JWKS URL. It caches the set, refreshes it every refresh interval, and on
-// an unknown kid refetches at most once per minInterval, so a rotation is picked up at once and a flood of forged
-// kids cannot turn into a flood of fetches.
+// RemoteKeys is a KeySource backed by a JWKS URL. It caches the set and refreshes it when it is older than
+// refresh; on an unknown kid it refetches at most once per minInterval, so a rotation is picked up at once and a
+// flood of forged kids cannot turn into a flood of fetches.
+//
+// No lock is held across the fetch, and a check of a known kid never waits for one: a stale set is refreshed in
+// the background while its keys keep answering (every token check of a replica would otherwise queue behind one
+// slow request to the issuer). Only a check of a kid the set lacks waits, for the one fetch that may bring it.
 type RemoteKeys struct {
 	url         string
 	client      *http.Client
 	refresh     time.Duration
 	minInterval time.Duration
 
-	mu        sync.Mutex
+	set atomic.Pointer[keySet] // the last good set; nil before the first fetch succeeds
+
+	mu       sync.Mutex    // guards triedAt and running; never held across I/O
+	triedAt  time.Time     // when the last fetch began
+	running  chan struct{} // closed when the fetch under way ends; nil when none is
+	fetchMax time.Duration // one fetch's deadline
+}
+
+type keySet struct {
 	keys      map[string]crypto.PublicKey
 	fetchedAt time.Time
-	triedAt   time.Time
 }
 
 // NewRemoteKeys returns a source reading url. Keys are fetched lazily on first use.
@@ -36,7 +48,8 @@ func NewRemoteKeys(url string, client *http.Client) *RemoteKeys {
 	if client == nil {
 		client = &http.Client{Timeout: 5 * time.Second}
 	}
-	return &RemoteKeys{url: url, client: client, refresh: 5 * time.Minute, minInterval: 5 * time.Second}
+	return &RemoteKeys{url: url, client: client, refresh: 5 * time.Minute, minInterval: 5 * time.Second,
+		fetchMax: 5 * time.Second}
 }
 
 // Key implements KeySource for Ed25519 keys.
@@ -51,24 +64,52 @@ func (r *RemoteKeys) Key(kid string) (ed25519.PublicKey, bool) {
 
 // PublicKey returns the key of any supported type (Ed25519, EC P-256, RSA) with kid.
 func (r *RemoteKeys) PublicKey(kid string) (crypto.PublicKey, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	now := time.Now()
-	k, ok := r.keys[kid]
-	stale := now.Sub(r.fetchedAt) > r.refresh
-	if (ok && !stale) || now.Sub(r.triedAt) < r.minInterval {
+	if set := r.set.Load(); set != nil {
+		if k, ok := set.keys[kid]; ok {
+			if now.Sub(set.fetchedAt) > r.refresh {
+				r.start(now) // in the background: this key answers meanwhile
+			}
+			return k, true
+		}
+	}
+	if done := r.start(now); done != nil { // nil: fetched too recently to try again
+		<-done
+	}
+	if set := r.set.Load(); set != nil {
+		k, ok := set.keys[kid]
 		return k, ok
 	}
-	r.triedAt = now
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	keys, err := r.fetch(ctx)
-	if err != nil {
-		return k, ok // keep serving the last good set while the issuer is unreachable
+	return nil, false
+}
+
+// start begins a fetch unless one is under way or the last one began less than minInterval ago, and returns a
+// channel closed when the fetch under way ends, or nil when none is. A failed fetch keeps the last good set:
+// tokens keep being checked while the issuer is unreachable.
+func (r *RemoteKeys) start(now time.Time) <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running != nil {
+		return r.running
 	}
-	r.keys, r.fetchedAt = keys, now
-	k, ok = r.keys[kid]
-	return k, ok
+	if now.Sub(r.triedAt) < r.minInterval {
+		return nil
+	}
+	r.triedAt = now
+	done := make(chan struct{})
+	r.running = done
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), r.fetchMax)
+		defer cancel()
+		if keys, err := r.fetch(ctx); err == nil {
+			r.set.Store(&keySet{keys: keys, fetchedAt: now})
+		}
+		r.mu.Lock()
+		r.running = nil
+		r.mu.Unlock()
+		close(done)
+	}()
+	return done
 }
 
 func (r *RemoteKeys) fetch(ctx context.Context) (map[string]crypto.PublicKey, error) {

@@ -89,12 +89,18 @@ func NewUserVerifier(secret []byte, ext *External, leeway time.Duration) *UserVe
 
 // Verify returns the user id of a valid token, or an error wrapping ErrInvalid or ErrExpired.
 func (v *UserVerifier) Verify(raw string) (string, error) {
+	id, _, err := v.verify(raw)
+	return id, err
+}
+
+// verify is Verify, also returning the token's expiry (UserCache keeps it no longer).
+func (v *UserVerifier) verify(raw string) (string, time.Time, error) {
 	var lastErr error = ErrInvalid
 	if v.own != nil {
 		var c User
 		_, err := v.own.ParseWithClaims(raw, &c, func(*jwt.Token) (any, error) { return v.secret, nil })
 		if err == nil && c.Subject != "" {
-			return c.Subject, nil
+			return c.Subject, c.ExpiresAt.Time, nil
 		}
 		lastErr = err
 	}
@@ -109,12 +115,12 @@ func (v *UserVerifier) Verify(raw string) (string, error) {
 			return crypto.PublicKey(k), nil
 		})
 		if err == nil && c.Subject != "" {
-			return c.Subject, nil
+			return c.Subject, c.ExpiresAt.Time, nil
 		}
 		lastErr = err
 	}
 	if errors.Is(lastErr, jwt.ErrTokenExpired) {
-		return "", ErrExpired
+		return "", time.Time{}, ErrExpired
 	}
-	return "", fmt.Errorf("%w: %v", ErrInvalid, lastErr)
+	return "", time.Time{}, fmt.Errorf("%w: %v", ErrInvalid, lastErr)
 }

@@ -1,8 +1,8 @@
 package http
 
 import (
-	"bufio"
 	"encoding/json"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +16,11 @@ import (
 // ends), or `sold_out` / `closed`. The stream is one watcher in the service's hub: it costs no Redis work per
 // update, and the hub never waits for it, so a stalled client only delays itself. Nothing is kept per event,
 // so memory does not grow with the stream's age.
+//
+// The handler answers by hijacking the connection: once the edge's middleware has run, the headers and the first
+// event go out in one write and the stream is handed to the handler's shared writers (sse.go), so a held stream
+// keeps no goroutine, timer or buffer of its own. The body is chunked, as before, and the connection closes with
+// the stream.
 //
 // Last-Event-ID resumes: the place is kept in Redis across reconnects (within the heartbeat grace), and an id
 // equal to the current state's is not sent again.
@@ -34,35 +39,46 @@ func (h *Handler) events(c *fiber.Ctx) error {
 		return err
 	}
 	h.setReceiptCookie(c, show, p.Receipt)
-	lastID := strings.Clone(c.Get("Last-Event-ID"))
 	c.Set(fiber.HeaderContentType, "text/event-stream")
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Set("X-Accel-Buffering", "no")
-	stop, hb := h.stop, h.cfg.Heartbeat
-	c.Context().SetBodyStreamWriter(func(bw *bufio.Writer) {
-		defer h.svc.Unwatch(w)
-		s := stream{w: bw, lastID: lastID}
-		if _, err := bw.WriteString("retry: 2000\n\n"); err != nil {
+	fc := c.Context()
+	fc.Response.Header.SetContentLength(-1) // chunked
+	fc.Response.Header.SetConnectionClose()
+	sc := &sseConn{w: w, st: stream{lastID: strings.Clone(c.Get("Last-Event-ID"))}, owner: h.streams}
+	if !c.App().Server().KeepHijackedConns {
+		// The server closes a hijacked connection when its handler returns: hold it open until the stream ends.
+		sc.done = make(chan struct{})
+	}
+	// The server does not call the hijack handler if the connection fails first; the watcher is let go then.
+	abandon := time.AfterFunc(time.Minute, func() {
+		sc.mu.Lock()
+		sc.ended = true
+		sc.mu.Unlock()
+		h.svc.Unwatch(w)
+	})
+	fc.HijackSetNoResponse(true)
+	fc.Hijack(func(conn net.Conn) {
+		if !abandon.Stop() {
+			_ = conn.Close() // kept by the server, closed by nobody else
 			return
 		}
-		if !s.send(w.Current(), true) {
-			return
+		sc.mu.Lock()
+		sc.conn = conn
+		head := fc.Response.Header.AppendBytes(make([]byte, 0, 512))
+		body := append(make([]byte, 0, 256), "retry: 2000\n\n"...)
+		body, more := sc.st.event(body, w.Current(), true)
+		_ = conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+		_, err := conn.Write(appendChunk(head, body))
+		sc.mu.Unlock()
+		switch {
+		case err != nil:
+			h.streams.end(sc, false)
+		case !more || !h.streams.add(sc):
+			h.streams.end(sc, true)
 		}
-		beat := time.NewTicker(hb)
-		defer beat.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-w.C():
-				if !s.send(w.Current(), false) {
-					return
-				}
-			case <-beat.C:
-				if _, err := bw.WriteString(": hb\n\n"); err != nil || bw.Flush() != nil {
-					return
-				}
-			}
+		if sc.done != nil {
+			<-sc.done
 		}
 	})
 	return nil
@@ -70,15 +86,13 @@ func (h *Handler) events(c *fiber.Ctx) error {
 
 // stream is one connection's writer state: what it last sent, to send on change or every 2 s.
 type stream struct {
-	w        *bufio.Writer
 	lastID   string
 	lastKind string
 	lastAt   time.Time
-	buf      []byte
 }
 
-// send writes the event for u if due and reports whether the stream should go on.
-func (s *stream) send(u waitroom.Update, first bool) bool {
+// event appends to buf the event for u, if one is due, and reports whether the stream should go on after it.
+func (s *stream) event(buf []byte, u waitroom.Update, first bool) ([]byte, bool) {
 	var kind, id string
 	var data any
 	switch u.Status {
@@ -119,33 +133,30 @@ func (s *stream) send(u waitroom.Update, first bool) bool {
 	case first && id == s.lastID && kind == "position":
 		// A reconnect that has already seen this exact state: resume without a repeat.
 		s.lastKind, s.lastAt = kind, now
-		return true
+		return buf, true
 	case id == s.lastID && now.Sub(s.lastAt) < 1500*time.Millisecond:
-		return true // nothing new, and the 2 s refresh is not due
+		return buf, true // nothing new, and the 2 s refresh is not due
 	case kind == "position" && s.lastKind == "position" && now.Sub(s.lastAt) < time.Second:
 		// The queue moves every tick; one position event a second is plenty and keeps a large crowd's write
 		// volume bounded (50,000 streams: 50,000 events a second). A later pulse sends the newest position.
-		return true
+		return buf, true
 	case (kind == "sold_out" || kind == "waiting") && kind == s.lastKind && now.Sub(s.lastAt) < 10*time.Second:
-		return true // a steady state: the heartbeat keeps the stream alive
+		return buf, true // a steady state: the heartbeat keeps the stream alive
 	}
 	b, err := json.Marshal(data)
 	if err != nil {
-		return false
+		return buf, false
 	}
-	s.buf = append(s.buf[:0], "id: "...)
-	s.buf = append(s.buf, id...)
-	s.buf = append(s.buf, "\nevent: "...)
-	s.buf = append(s.buf, kind...)
-	s.buf = append(s.buf, "\ndata: "...)
-	s.buf = append(s.buf, b...)
-	s.buf = append(s.buf, "\n\n"...)
-	if _, err := s.w.Write(s.buf); err != nil || s.w.Flush() != nil {
-		return false
-	}
+	buf = append(buf, "id: "...)
+	buf = append(buf, id...)
+	buf = append(buf, "\nevent: "...)
+	buf = append(buf, kind...)
+	buf = append(buf, "\ndata: "...)
+	buf = append(buf, b...)
+	buf = append(buf, "\n\n"...)
 	s.lastID, s.lastKind, s.lastAt = id, kind, now
 	// The fan has what they came for, or the queue is gone: end the stream (the page closes its EventSource).
-	return kind != "admitted" && kind != "closed"
+	return buf, kind != "admitted" && kind != "closed"
 }
 
 func optTime(t time.Time) *time.Time {

@@ -1,6 +1,7 @@
 // Package http serves the waiting room over fiber: join and status (the polling fallback), the live position
 // stream (SSE, with its own non-blocking fan-out), the embedded page, the fairness record, the admission JWKS and
-// the operators' queue settings. Handlers return errors; codes is the one table that turns them into problems.
+// the operators' queue settings. Handlers return errors; codes turns the waiting room's own into problems, and
+// the edge's error handler, the one of the process that serves this package, renders them and every other error.
 package http
 
 import (
@@ -56,10 +57,10 @@ type Auditor interface {
 
 // Handler serves the waiting room.
 type Handler struct {
-	cfg  Config
-	svc  *waitroom.Service
-	log  *slog.Logger
-	stop chan struct{}
+	cfg     Config
+	svc     *waitroom.Service
+	log     *slog.Logger
+	streams *streams
 }
 
 // New returns a handler.
@@ -73,20 +74,19 @@ func New(cfg Config) *Handler {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = 15 * time.Second
 	}
-	return &Handler{cfg: cfg, svc: cfg.Service, log: cfg.Log, stop: make(chan struct{})}
+	return &Handler{cfg: cfg, svc: cfg.Service, log: cfg.Log, streams: newStreams(cfg.Service, cfg.Heartbeat)}
 }
 
 // Close ends every open stream (at shutdown, so the server can drain).
-func (h *Handler) Close() {
-	select {
-	case <-h.stop:
-	default:
-		close(h.stop)
-	}
-}
+func (h *Handler) Close() { h.streams.close() }
 
-// Mount adds the waiting room's routes to r.
+// Mount adds the waiting room's routes to r. Mounted on the app itself (not a group), it has the server keep the
+// connections its streams take over (events.go), so that a held stream needs no goroutine of its own; nothing
+// else in the process hijacks connections.
 func (h *Handler) Mount(r fiber.Router) {
+	if app, ok := r.(*fiber.App); ok {
+		app.Server().KeepHijackedConns = true
+	}
 	r.Post("/queue/:showId/join", h.wrap(h.join))
 	r.Get("/queue/:showId/status", h.wrap(h.status))
 	r.Get("/queue/:showId/events", h.wrap(h.events))
@@ -108,17 +108,16 @@ var (
 	errValidation      = errors.New("waitroom/http: invalid settings")
 )
 
-// codes is the waiting room's one table from errors to status and problem type; first match wins.
+// codes maps the waiting room's errors to status and problem type; first match wins. The edge process renders
+// them, and everything this table does not name (the CSRF rule, user tokens, fiber's own errors, the unexpected),
+// through its one error handler with its one fallback: the waiting room runs only inside the edge.
 var codes = []struct {
 	err    error
 	status int
 	slug   string
-	detail string
+	detail string // empty: the error's own text after its sentinel's
 }{
-	{session.ErrCSRF, http.StatusForbidden, problem.CSRF, session.CSRFDetail},
 	{errUnauthenticated, http.StatusUnauthorized, problem.Unauthorized, "A valid user token is required."},
-	{token.ErrExpired, http.StatusUnauthorized, problem.Unauthorized, "The user token has expired."},
-	{token.ErrInvalid, http.StatusUnauthorized, problem.Unauthorized, "The user token is not valid."},
 	{errAdminMissing, http.StatusUnauthorized, problem.Unauthorized, "An admin token is required."},
 	{errAdminWrong, http.StatusForbidden, problem.Forbidden, "This token may not change queues."},
 	{errBadJSON, http.StatusBadRequest, problem.BadRequest, ""},
@@ -132,7 +131,9 @@ var codes = []struct {
 	{waitroom.ErrTooManyStreams, http.StatusTooManyRequests, problem.RateLimited, "Too many open streams for this queue; close some tabs."},
 }
 
-// wrap turns a handler's error into a problem the service's error handler sends as is.
+// wrap turns a handler's error that codes names into the problem the edge's error handler sends as is; any other
+// error goes to that handler unchanged. A store's failure is classified here, at the waiting room's boundary: the
+// edge's handler does not classify (a refused dial to booking is its 502, not a store outage).
 func (h *Handler) wrap(fn fiber.Handler) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		err := fn(c)
@@ -148,26 +149,25 @@ func (h *Handler) wrap(fn fiber.Handler) fiber.Handler {
 		}
 		err = driver.Classify(err)
 		for _, code := range codes {
-			if errors.Is(err, code.err) {
-				detail := code.detail
-				if detail == "" {
-					detail = strings.TrimPrefix(err.Error(), code.err.Error()+": ")
-				}
-				if code.err == store.ErrUnavailable {
-					h.log.Warn("waitroom: store unavailable", "err", err, "method", c.Method(), "path", c.Path(),
-						"requestId", string(c.Response().Header.Peek("X-Request-Id")))
-				}
-				p := problem.New(code.status, code.slug, detail)
-				if code.status == http.StatusServiceUnavailable || code.status == http.StatusTooManyRequests {
-					// On the problem, not the response: the edge's error handler starts its answer afresh.
-					p.WithRetryAfter(1)
-				}
-				return p
+			if !errors.Is(err, code.err) {
+				continue
 			}
+			detail := code.detail
+			if detail == "" {
+				detail = strings.TrimPrefix(err.Error(), code.err.Error()+": ")
+			}
+			if code.err == store.ErrUnavailable {
+				h.log.Warn("waitroom: store unavailable", "err", err, "method", c.Method(), "path", c.Path(),
+					"requestId", string(c.Response().Header.Peek("X-Request-Id")))
+			}
+			p := problem.New(code.status, code.slug, detail)
+			if code.status == http.StatusServiceUnavailable || code.status == http.StatusTooManyRequests {
+				// On the problem, not the response: the edge's error handler starts its answer afresh.
+				p.WithRetryAfter(1)
+			}
+			return p
 		}
-		h.log.Error("waitroom: internal error", "err", err, "method", c.Method(), "path", c.Path(),
-			"requestId", string(c.Response().Header.Peek("X-Request-Id")))
-		return problem.New(http.StatusInternalServerError, problem.Internal, "Something went wrong.")
+		return err
 	}
 }
 
@@ -329,11 +329,10 @@ func (h *Handler) jwks(c *fiber.Ctx) error {
 }
 
 func (h *Handler) admin(c *fiber.Ctx) error {
-	raw := c.Get(fiber.HeaderAuthorization)
-	if len(raw) <= 7 || !strings.EqualFold(raw[:7], "bearer ") {
+	got := session.Bearer(c)
+	if got == "" {
 		return errAdminMissing
 	}
-	got := strings.TrimSpace(raw[7:])
 	if h.cfg.AdminToken == "" || subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.AdminToken)) != 1 {
 		return errAdminWrong
 	}

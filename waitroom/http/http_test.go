@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
-	"os"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,10 +20,13 @@ import (
 	josejwt "github.com/go-jose/go-jose/v4/jwt"
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/r3labs/sse/v2"
 	goredis "github.com/redis/go-redis/v9"
 	"gopkg.in/cenkalti/backoff.v1"
 
+	"github.com/flashseat/flashseat/booking/redis/redistest"
+	edgehttp "github.com/flashseat/flashseat/edge/http"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/problem"
@@ -37,6 +40,16 @@ import (
 
 const adminToken = "test-admin-token"
 
+// edgeApp is the edge's fiber application, as the waiting room is served in production: its middleware, and its
+// error handler rendering what the waiting room's handlers return.
+func edgeApp() *fiber.App {
+	return edgehttp.New(edgehttp.Config{
+		Proxy:    edgehttp.ProxyConfig{Target: &url.URL{Scheme: "http", Host: "127.0.0.1:1"}},
+		Registry: prometheus.NewRegistry(),
+		Log:      slog.New(slog.DiscardHandler),
+	}).App
+}
+
 var userSecret = []byte("0123456789abcdef0123456789abcdef")
 
 var guestIssuer, _ = token.NewUserIssuer(userSecret)
@@ -45,7 +58,7 @@ var guestIssuer, _ = token.NewUserIssuer(userSecret)
 // mounts it.
 type server struct {
 	base   string
-	rdb    *goredis.Client
+	rdb    goredis.UniversalClient
 	svc    *waitroom.Service
 	users  *token.UserIssuer
 	issuer *token.Issuer
@@ -55,20 +68,7 @@ type server struct {
 	shows []string
 }
 
-func redisClient(t testing.TB) *goredis.Client {
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	opts, err := goredis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.PoolSize = 64
-	rdb := goredis.NewClient(opts)
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
+func redisClient(t testing.TB) goredis.UniversalClient { return redistest.New(t).Client }
 
 func newServer(t testing.TB, opt waitroom.Options, extra func(app *fiber.App)) *server {
 	t.Helper()
@@ -90,16 +90,7 @@ func newReplica(t testing.TB, opt waitroom.Options, is *token.Issuer, extra func
 	svc := wrtest.Service(t, wrredis.New(rdb), rdb, is, opt)
 	h := wrhttp.New(wrhttp.Config{Service: svc, Users: token.NewUserVerifier(userSecret, nil, 0), Issuer: is,
 		AdminToken: adminToken, Audit: audit.New(wrtest.Database(t))})
-	app := fiber.New(fiber.Config{DisableStartupMessage: true, ErrorHandler: func(c *fiber.Ctx, err error) error {
-		var p *problem.Problem
-		if errors.As(err, &p) {
-			return problem.Send(c, p)
-		}
-		if p, ok := problem.FromFiber(err); ok {
-			return problem.Send(c, p)
-		}
-		return problem.Send(c, problem.New(500, problem.Internal, "internal"))
-	}})
+	app := edgeApp()
 	h.Mount(app)
 	if extra != nil {
 		extra(app)
@@ -606,13 +597,7 @@ func TestRedisDown(t *testing.T) {
 	svc := wrtest.Service(t, wrredis.New(rdb), rdb, token.NewIssuer(k), waitroom.Options{})
 	h := wrhttp.New(wrhttp.Config{Service: svc, Users: token.NewUserVerifier(userSecret, nil, 0),
 		Issuer: token.NewIssuer(k), AdminToken: adminToken})
-	app := fiber.New(fiber.Config{ErrorHandler: func(c *fiber.Ctx, err error) error {
-		var p *problem.Problem
-		if errors.As(err, &p) {
-			return problem.Send(c, p)
-		}
-		return problem.Send(c, problem.New(500, problem.Internal, "internal"))
-	}})
+	app := edgeApp()
 	h.Mount(app)
 	tok, _ := guestIssuer.Issue("u", time.Now(), time.Hour)
 	for _, r := range []struct{ method, path, body string }{

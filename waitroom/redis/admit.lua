@@ -1,7 +1,8 @@
 -- One admission tick for one show (pop-and-issue), run by any replica at any time.
 -- KEYS: 1 config, 2 info, 3 state, 4 wait, 5 pre, 6 hb, 7 grants, 8 active (rediskey.QueueActive), 9 gexp,
---       10 jti->user
--- ARGV: 1 nonce (unique per call), 2 grace ms, 3 max fans popped per call
+--       10 jti->user, 11 unrecorded (jti -> ticket)
+-- ARGV: 1 nonce (unique per call), 2 grace ms, 3 max fans popped per call (0: admit nobody this tick),
+--       4 ms after which unrecorded grants are handed out again for recording
 -- Invariants kept, atomically:
 --  * the rate is not multiplied by the number of replicas: credit accrues from the last tick's timestamp stored
 --    here (Redis TIME), whoever ran it, so two replicas ticking share one budget; unused credit is not banked
@@ -16,12 +17,19 @@
 --    queue that is on but has no state (no ticket ceiling) replies {'restore'}, writing nothing either way, so a
 --    Redis that lost its data never reads as "queue off" and never restarts a queue's cursor at zero;
 --  * while the operator has paused admission nobody is admitted, and no credit accrues (a resume does not
---    release a burst).
+--    release a burst);
+--  * every grant made here is unrecorded (KEYS[11], scored by the fan's ticket) until tokens.lua stores its
+--    token, which the caller does only once PostgreSQL has recorded it: no token exists for a grant the record
+--    lacks. Unrecorded grants older than ARGV[4] ms (their admitter died, or the record was down) are handed to
+--    this tick's caller to record, at most once per ARGV[4] ms; the reply's durable cursor stays below the
+--    ticket of every unrecorded grant, so a cursor recorded from it never passes a fan whose admission a lost
+--    Redis would take with it.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local nonce = ARGV[1]
 local grace = tonumber(ARGV[2])
 local maxScan = tonumber(ARGV[3])
+local retry = tonumber(ARGV[4])
 
 local cfg = redis.call('HMGET', KEYS[1], 'enabled', 'admitPerSecond', 'maxActive', 'tokenTtlSeconds', 'paused')
 if not cfg[1] then
@@ -49,6 +57,30 @@ for _, jti in ipairs(old) do
     redis.call('HDEL', KEYS[10], jti)
   end
   redis.call('ZREM', KEYS[9], jti)
+  redis.call('ZREM', KEYS[11], jti)
+end
+
+-- Overdue recordings, taken before this tick's own grants join them.
+local overdue = {}
+if redis.call('ZCARD', KEYS[11]) > 0 and now - (tonumber(redis.call('HGET', KEYS[3], 'unrecTry') or '') or 0) >= retry then
+  redis.call('HSET', KEYS[3], 'unrecTry', now)
+  for _, jti in ipairs(redis.call('ZRANGE', KEYS[11], 0, 999)) do
+    local u = redis.call('HGET', KEYS[10], jti)
+    local g = u and redis.call('HGET', KEYS[7], u)
+    if g and string.sub(g, 1, #jti + 1) == jti .. '|' then
+      local exp, iat, tok = string.match(g, '^[^|]*|(%d+)|(%d+)(.*)$')
+      if tok == '' then
+        overdue[#overdue + 1] = u
+        overdue[#overdue + 1] = jti
+        overdue[#overdue + 1] = exp
+        overdue[#overdue + 1] = iat
+      else
+        redis.call('ZREM', KEYS[11], jti) -- its token is stored: recorded
+      end
+    else
+      redis.call('ZREM', KEYS[11], jti) -- the grant is gone (expired)
+    end
+  end
 end
 local active = redis.call('ZCARD', KEYS[8])
 
@@ -99,15 +131,16 @@ if phase == 'open' then
   while granted < n and scanned < maxScan do
     local p = redis.call('ZPOPMIN', KEYS[4], math.min(n - granted, maxScan - scanned, 1000)) -- unpack() limit
     if #p == 0 then break end
-    local users = {}
+    local users, seqs = {}, {}
     for i = 1, #p, 2 do
       users[#users + 1] = p[i]
+      seqs[#seqs + 1] = p[i + 1]
       cursor = tonumber(p[i + 1])
     end
     scanned = scanned + #users
     local hbs = redis.call('ZMSCORE', KEYS[6], unpack(users))
     redis.call('ZREM', KEYS[6], unpack(users))
-    local zargs, jargs, gargs = {}, {}, {}
+    local zargs, jargs, gargs, uargs = {}, {}, {}, {}
     for i, user in ipairs(users) do
       local hb = tonumber(hbs[i] or '')
       if hb and hb >= now - grace then
@@ -119,6 +152,8 @@ if phase == 'open' then
         jargs[#jargs + 1] = user
         gargs[#gargs + 1] = user
         gargs[#gargs + 1] = jti .. '|' .. exp .. '|' .. iat
+        uargs[#uargs + 1] = seqs[i]
+        uargs[#uargs + 1] = jti
         out[#out + 1] = user
         out[#out + 1] = jti
       else
@@ -130,6 +165,7 @@ if phase == 'open' then
       redis.call('ZADD', KEYS[9], unpack(zargs))
       redis.call('HSET', KEYS[10], unpack(jargs))
       redis.call('HSET', KEYS[7], unpack(gargs))
+      redis.call('ZADD', KEYS[11], unpack(uargs))
     end
   end
   if granted == want then carry = credit - want else carry = 0 end
@@ -147,5 +183,8 @@ end
 
 local waiting = redis.call('ZCARD', KEYS[4])
 if not drawn then waiting = waiting + redis.call('SCARD', KEYS[5]) end
+local durable = cursor
+local low = redis.call('ZRANGE', KEYS[11], 0, 0, 'WITHSCORES')
+if #low == 2 then durable = math.min(durable, tonumber(low[2]) - 1) end
 return {phase, cursor, lastSeq, waiting, active + granted, admittedTotal, skippedTotal, now, opens,
-  tostring(rate), maxActive, out}
+  tostring(rate), maxActive, out, durable, overdue}

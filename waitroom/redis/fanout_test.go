@@ -42,7 +42,7 @@ func (c *countingStore) Lookup(ctx context.Context, show, user string) (waitroom
 	return c.Store.Lookup(ctx, show, user)
 }
 
-func (c *countingStore) SaveTokens(ctx context.Context, show string, grants []waitroom.Grant) error {
+func (c *countingStore) SaveTokens(ctx context.Context, show string, grants []waitroom.Grant) (int64, error) {
 	c.calls.Add(1)
 	return c.Store.SaveTokens(ctx, show, grants)
 }

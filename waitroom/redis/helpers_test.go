@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/flashseat/flashseat/booking/redis/redistest"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
 	"github.com/flashseat/flashseat/shared/rediskey"
@@ -20,29 +21,12 @@ import (
 	wrredis "github.com/flashseat/flashseat/waitroom/redis"
 )
 
-// client connects to REDIS_URL (default the local dev Redis); tests isolate themselves by unique show ids and
-// delete only their own keys.
-func client(t testing.TB) *goredis.Client {
-	t.Helper()
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	opts, err := goredis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.PoolSize = 64
-	rdb := goredis.NewClient(opts)
-	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		t.Fatalf("redis: %v", err)
-	}
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
+// client is the test's Redis (redistest): REDIS_URL's, or the package's cluster in its cluster pass. Tests isolate
+// themselves by unique show ids and delete only their own keys.
+func client(t testing.TB) goredis.UniversalClient { return redistest.New(t).Client }
 
 // newShow returns a fresh show id whose keys are deleted after the test.
-func newShow(t testing.TB, rdb *goredis.Client) string {
+func newShow(t testing.TB, rdb goredis.UniversalClient) string {
 	t.Helper()
 	show := "t-" + uuid.NewString()[:13]
 	t.Cleanup(func() {
@@ -53,6 +37,8 @@ func newShow(t testing.TB, rdb *goredis.Client) string {
 	return show
 }
 
+func TestMain(m *testing.M) { os.Exit(redistest.RunEach(m)) }
+
 func issuer(t testing.TB) *token.Issuer {
 	t.Helper()
 	k, err := token.GenerateKey()
@@ -62,13 +48,13 @@ func issuer(t testing.TB) *token.Issuer {
 	return token.NewIssuer(k)
 }
 
-func newService(t testing.TB, rdb *goredis.Client, is *token.Issuer, opt waitroom.Options) *waitroom.Service {
+func newService(t testing.TB, rdb goredis.UniversalClient, is *token.Issuer, opt waitroom.Options) *waitroom.Service {
 	t.Helper()
 	return newServiceOn(t, wrredis.New(rdb), rdb, is, opt)
 }
 
 // newServiceOn is a service over store with the records on the test's database.
-func newServiceOn(t testing.TB, store waitroom.Store, rdb *goredis.Client, is *token.Issuer, opt waitroom.Options) *waitroom.Service {
+func newServiceOn(t testing.TB, store waitroom.Store, rdb goredis.UniversalClient, is *token.Issuer, opt waitroom.Options) *waitroom.Service {
 	t.Helper()
 	return wrtest.Service(t, store, rdb, is, opt)
 }
@@ -77,7 +63,7 @@ func database(t testing.TB) *pgxpool.Pool { return wrtest.Database(t) }
 
 // configure switches the show's queue on with the given settings (written as is: tests may go below the
 // operator API's limits, e.g. a 1 s token), as an operator would: on record, then cached.
-func configure(t testing.TB, rdb *goredis.Client, show string, rate float64, maxActive, ttl int) {
+func configure(t testing.TB, rdb goredis.UniversalClient, show string, rate float64, maxActive, ttl int) {
 	t.Helper()
 	k := admissiontest.Keeper(t, database(t), rdb)
 	if _, _, err := k.Update(context.Background(), show, func(admission.Settings) (admission.Settings, error) {
@@ -88,7 +74,7 @@ func configure(t testing.TB, rdb *goredis.Client, show string, rate float64, max
 }
 
 // showInfo writes booking's ShowInfo fields.
-func showInfo(t testing.TB, rdb *goredis.Client, show string, fields map[string]any) {
+func showInfo(t testing.TB, rdb goredis.UniversalClient, show string, fields map[string]any) {
 	t.Helper()
 	if err := rdb.HSet(context.Background(), rediskey.ShowInfo(show), fields).Err(); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@
 //	T:wr:grants  hash        user -> "jti|expMs|iatMs[|token]"
 //	T:wr:gexp    sorted set  jti -> expMs (our own copy of rediskey.QueueActive, which booking trims)
 //	T:wr:jti     hash        jti -> user
+//	T:wr:unrec   sorted set  jti -> ticket: grants not yet recorded in PostgreSQL, hence without a token
 //	T:wr:seed    string      the shuffle seed (hex); its SHA-256 is the published commitment
 //	T:wr:drawlock string     the draw lock
 //
@@ -60,20 +61,21 @@ var (
 )
 
 // Key names of a show's waiting-room keys.
-func Wait(show string) string      { return rediskey.Tag(show) + ":wr:wait" }
-func Pre(show string) string       { return rediskey.Tag(show) + ":wr:pre" }
-func Heartbeat(show string) string { return rediskey.Tag(show) + ":wr:hb" }
-func State(show string) string     { return rediskey.Tag(show) + ":wr:state" }
-func Grants(show string) string    { return rediskey.Tag(show) + ":wr:grants" }
-func GrantExp(show string) string  { return rediskey.Tag(show) + ":wr:gexp" }
-func JTI(show string) string       { return rediskey.Tag(show) + ":wr:jti" }
-func Seed(show string) string      { return rediskey.Tag(show) + ":wr:seed" }
-func DrawLock(show string) string  { return rediskey.Tag(show) + ":wr:drawlock" }
+func Wait(show string) string       { return rediskey.Tag(show) + ":wr:wait" }
+func Pre(show string) string        { return rediskey.Tag(show) + ":wr:pre" }
+func Heartbeat(show string) string  { return rediskey.Tag(show) + ":wr:hb" }
+func State(show string) string      { return rediskey.Tag(show) + ":wr:state" }
+func Grants(show string) string     { return rediskey.Tag(show) + ":wr:grants" }
+func GrantExp(show string) string   { return rediskey.Tag(show) + ":wr:gexp" }
+func JTI(show string) string        { return rediskey.Tag(show) + ":wr:jti" }
+func Unrecorded(show string) string { return rediskey.Tag(show) + ":wr:unrec" }
+func Seed(show string) string       { return rediskey.Tag(show) + ":wr:seed" }
+func DrawLock(show string) string   { return rediskey.Tag(show) + ":wr:drawlock" }
 
 // Keys lists every key the waiting room keeps for a show (for tests and cleanup).
 func Keys(show string) []string {
 	return []string{Wait(show), Pre(show), Heartbeat(show), State(show), Grants(show), GrantExp(show), JTI(show),
-		Seed(show), DrawLock(show), rediskey.QueueConfig(show), rediskey.QueueActive(show),
+		Unrecorded(show), Seed(show), DrawLock(show), rediskey.QueueConfig(show), rediskey.QueueActive(show),
 		rediskey.QueueRevoked(show), rediskey.ShowInfo(show)}
 }
 
@@ -196,11 +198,15 @@ func parseGrant(user, v string) (waitroom.Grant, error) {
 	return g, nil
 }
 
+// overdueAfter is how long a grant may stay unrecorded before a tick hands it out again for recording: well past
+// the few milliseconds its own tick takes to record it, so only a grant whose admitter died or failed is retried.
+const overdueAfter = 2 * time.Second
+
 // Admit implements waitroom.Store.
 func (s *Store) Admit(ctx context.Context, show, nonce string, grace time.Duration, maxScan int) (waitroom.Snapshot, error) {
 	keys := []string{rediskey.QueueConfig(show), rediskey.ShowInfo(show), State(show), Wait(show), Pre(show),
-		Heartbeat(show), Grants(show), rediskey.QueueActive(show), GrantExp(show), JTI(show)}
-	r, err := admitScript.Run(ctx, s.rdb, keys, nonce, grace.Milliseconds(), maxScan).Slice()
+		Heartbeat(show), Grants(show), rediskey.QueueActive(show), GrantExp(show), JTI(show), Unrecorded(show)}
+	r, err := admitScript.Run(ctx, s.rdb, keys, nonce, grace.Milliseconds(), maxScan, overdueAfter.Milliseconds()).Slice()
 	if err != nil {
 		return waitroom.Snapshot{}, storeErr("admit", err)
 	}
@@ -212,14 +218,14 @@ func (s *Store) Admit(ctx context.Context, show, nonce string, grace time.Durati
 			return waitroom.Snapshot{}, waitroom.ErrNoState
 		}
 	}
-	if len(r) < 12 {
+	if len(r) < 14 {
 		return waitroom.Snapshot{}, fmt.Errorf("waitroom/redis: admit: short reply %v", r)
 	}
 	rate, _ := strconv.ParseFloat(str(r[9]), 64)
 	snap := waitroom.Snapshot{
 		Show: show, Phase: waitroom.Phase(str(r[0])), Cursor: num(r[1]), LastSeq: num(r[2]), Waiting: num(r[3]),
 		Active: num(r[4]), AdmittedTotal: num(r[5]), SkippedTotal: num(r[6]), At: time.UnixMilli(num(r[7])),
-		AdmitPerSecond: rate, MaxActive: num(r[10]),
+		AdmitPerSecond: rate, MaxActive: num(r[10]), DurableCursor: num(r[12]),
 	}
 	if o := num(r[8]); o > 0 {
 		snap.OpensAt = time.UnixMilli(o)
@@ -232,22 +238,28 @@ func (s *Store) Admit(ctx context.Context, show, nonce string, grace time.Durati
 				IssuedAt: iat, ExpiresAt: exp})
 		}
 	}
+	overdue, _ := r[13].([]any)
+	for i := 0; i+3 < len(overdue); i += 4 {
+		snap.Overdue = append(snap.Overdue, waitroom.Grant{UserID: str(overdue[i]), JTI: str(overdue[i+1]),
+			ExpiresAt: time.UnixMilli(num(overdue[i+2])), IssuedAt: time.UnixMilli(num(overdue[i+3]))})
+	}
 	return snap, nil
 }
 
-// SaveTokens implements waitroom.Store.
-func (s *Store) SaveTokens(ctx context.Context, show string, grants []waitroom.Grant) error {
+// SaveTokens implements waitroom.Store (tokens.lua).
+func (s *Store) SaveTokens(ctx context.Context, show string, grants []waitroom.Grant) (int64, error) {
 	args := make([]any, 0, 3*len(grants))
 	for _, g := range grants {
 		args = append(args, g.UserID, g.JTI, g.Token)
 	}
 	if len(args) == 0 {
-		return nil
+		return 0, nil
 	}
-	if err := tokensScript.Run(ctx, s.rdb, []string{Grants(show)}, args...).Err(); err != nil {
-		return storeErr("save tokens", err)
+	durable, err := tokensScript.Run(ctx, s.rdb, []string{Grants(show), Unrecorded(show), State(show)}, args...).Int64()
+	if err != nil {
+		return 0, storeErr("save tokens", err)
 	}
-	return nil
+	return durable, nil
 }
 
 // Grants implements waitroom.Store: live grants only.

@@ -1,11 +1,10 @@
 // Package bookingtest builds booking's test fixtures on the real stores: a Service over a fresh Postgres database
-// (pgtest) and the shared Redis, with a seeded show whose keys are deleted when the test ends. Every show id is
-// unique, so tests never see each other's Redis keys and nothing is ever flushed.
+// (pgtest) and the test's Redis (redistest), with a seeded show whose keys are deleted when the test ends. Every
+// show id is unique, so tests never see each other's Redis keys and nothing is ever flushed.
 package bookingtest
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -17,45 +16,22 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/booking/redis"
+	"github.com/flashseat/flashseat/booking/redis/redistest"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
-	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
-// Redis returns a client for REDIS_URL (default the local dev Redis) closed at the end of the test.
+// Redis returns the test's Redis client (redistest: REDIS_URL's single Redis, or the package's cluster in its
+// cluster pass), closed at the end of the test.
 func Redis(t testing.TB) goredis.UniversalClient {
 	t.Helper()
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	opt, err := goredis.ParseURL(url)
-	if err != nil {
-		t.Fatalf("REDIS_URL: %v", err)
-	}
-	opt.PoolSize = 64
-	rdb := goredis.NewClient(opt)
-	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		t.Fatalf("redis: %v", err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
-	return rdb
+	return redistest.New(t).Client
 }
 
-// DeleteShowKeys deletes every Redis key carrying the show's hash tag.
+// DeleteShowKeys deletes every Redis key carrying the show's hash tag, on every master of a cluster.
 func DeleteShowKeys(rdb goredis.UniversalClient, showID string) {
-	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, rediskey.Tag(showID)+"*", 1000).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	for len(keys) > 0 {
-		n := min(len(keys), 500)
-		_ = rdb.Del(ctx, keys[:n]...).Err()
-		keys = keys[n:]
-	}
+	_ = redistest.DeleteShow(context.Background(), rdb, showID)
 }
 
 // Env is a Service on the real stores with one show on sale.

@@ -80,6 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		outDir      = fs.String("out", "loadtest/reports", "directory for report.json and report.html")
 		dbURL       = fs.String("database-url", env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/flashseat?sslmode=disable"), "Postgres the checker reads (env DATABASE_URL; empty: skip store checks)")
 		redisURL    = fs.String("redis-url", env("REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis the checker reads (env REDIS_URL)")
+		redisNodes  = fs.String("redis-cluster-addrs", env("REDIS_CLUSTER_ADDRS", ""), "comma-separated nodes of the Redis Cluster the checker reads instead of -redis-url (env REDIS_CLUSTER_ADDRS)")
 		noCheck     = fs.Bool("no-check", false, "skip the store checks (the crowd's own checks still run)")
 		reconcile   = fs.Duration("reconcile-interval", 30*time.Second, "booking's RECONCILE_INTERVAL: a HELD booking this long past expiry is stale")
 		slack       = fs.Duration("fairness-slack", time.Second, "event delivery skew tolerated by the queue-order check")
@@ -228,8 +229,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		case <-time.After(*settle):
 		case <-cctx.Done():
 		}
-		res, cerr := check.Run(cctx, check.Config{DatabaseURL: *dbURL, RedisURL: *redisURL, ShowIDs: shows,
-			ReconcileInterval: *reconcile, PaymentGrace: *payGrace})
+		var nodes []string
+		if *redisNodes != "" {
+			nodes = strings.Split(*redisNodes, ",")
+		}
+		res, cerr := check.Run(cctx, check.Config{DatabaseURL: *dbURL, RedisURL: *redisURL, RedisClusterAddrs: nodes,
+			ShowIDs: shows, ReconcileInterval: *reconcile, PaymentGrace: *payGrace})
 		cancel()
 		if cerr != nil {
 			return fmt.Errorf("checker: %w", cerr)

@@ -53,7 +53,7 @@ CREATE INDEX IF NOT EXISTS queue_grants_expiry_idx ON queue_grants (show_id, exp
 
 // Migrate creates the record's tables if they do not exist; safe from several processes at once.
 func (r *Record) Migrate(ctx context.Context) error {
-	if err := pgschema.Apply(ctx, r.pool, migrateLock, schema); err != nil {
+	if err := pgschema.Apply(ctx, r.pool, migrateLock, schema+";"+eventsSchema); err != nil {
 		return fmt.Errorf("admission/postgres: %w", err)
 	}
 	return nil
@@ -81,7 +81,8 @@ func (r *Record) Settings(ctx context.Context, show string) (admission.Settings,
 }
 
 // Update implements admission.Record: the row is locked for the transaction, so concurrent operators' changes
-// apply one after the other and each sees the other's result.
+// apply one after the other and each sees the other's result. The queue event the change makes (queue.closed,
+// queue.paused, queue.opened; events.go) is written in the same transaction.
 func (r *Record) Update(ctx context.Context, show string, fn func(admission.Settings) (admission.Settings, error)) (old, now admission.Settings, version int64, err error) {
 	err = pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
 		var found bool
@@ -99,6 +100,9 @@ func (r *Record) Update(ctx context.Context, show string, fn func(admission.Sett
 			return err
 		}
 		version++
+		if err := recordSettingsPhase(ctx, tx, show, old, now, version); err != nil {
+			return err
+		}
 		if !found {
 			// Two first changes at once: one inserts, the other waits on the row and then updates it.
 			_, err = tx.Exec(ctx, `INSERT INTO queue_settings (show_id, `+settingsCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)

@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,7 +21,7 @@ type Cluster struct {
 // StartCluster starts masters × (1 + replicas) redis-servers (e.g. 3 and 1: the six-node cluster of a real
 // deployment) with keyspace notifications for expiries on, joins them into a cluster, waits until every node
 // says the cluster is ok, and stops them all at the end of the test.
-func StartCluster(t testing.TB, masters, replicas int) *Cluster {
+func StartCluster(t TB, masters, replicas int) *Cluster {
 	t.Helper()
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		t.Fatalf("storetest: redis-cli is not installed (it comes with redis-server): %v", err)
@@ -45,7 +44,7 @@ func StartCluster(t testing.TB, masters, replicas int) *Cluster {
 }
 
 // Client returns a cluster client on the cluster's nodes, closed at the end of the test.
-func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
+func (c *Cluster) Client(t TB) *redis.ClusterClient {
 	t.Helper()
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -54,7 +53,7 @@ func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
 
 // WaitHealthy waits until every live node reports cluster_state:ok, every slot is served, and every slot's
 // master is a live node: after a master is killed, until its replica has taken over.
-func (c *Cluster) WaitHealthy(t testing.TB, within time.Duration) {
+func (c *Cluster) WaitHealthy(t TB, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	live := map[string]bool{}
@@ -94,7 +93,7 @@ func (c *Cluster) WaitHealthy(t testing.TB, within time.Duration) {
 }
 
 // MasterOf returns the node that serves key's slot now.
-func (c *Cluster) MasterOf(t testing.TB, key string) *Redis {
+func (c *Cluster) MasterOf(t TB, key string) *Redis {
 	t.Helper()
 	ctx := context.Background()
 	for _, n := range c.Nodes {

@@ -5,7 +5,6 @@ import (
 	"net"
 	"os/exec"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -16,7 +15,7 @@ type Redis struct {
 	Addr string // host:port
 	URL  string // redis://host:port/0
 
-	t    testing.TB
+	t    TB
 	args []string
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -24,7 +23,7 @@ type Redis struct {
 
 // StartRedis starts redis-server (from PATH) with the extra arguments (e.g. "--notify-keyspace-events", "Ex")
 // and stops it at the end of the test.
-func StartRedis(t testing.TB, args ...string) *Redis {
+func StartRedis(t TB, args ...string) *Redis {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("storetest: redis-server is not installed (make services installs it): %v", err)

@@ -14,12 +14,21 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 )
 
+// TB is the part of testing.TB the private servers use. A test passes its *testing.T; a TestMain that starts
+// servers shared by a package's tests passes its own (redistest does), with cleanups run after the tests.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+	TempDir() string
+}
+
 // DeadAddr returns a loopback address nothing listens on: a port bound and released at once.
-func DeadAddr(t testing.TB) string {
+func DeadAddr(t TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("storetest: %v", err)
 	}
 	defer ln.Close()
 	return ln.Addr().String()

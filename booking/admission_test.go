@@ -1,0 +1,105 @@
+package booking_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/booking/internal/bookingtest"
+	"github.com/flashseat/flashseat/booking/payment/sim"
+	"github.com/flashseat/flashseat/booking/payment/stripe"
+	"github.com/flashseat/flashseat/booking/postgres"
+	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	bookingredis "github.com/flashseat/flashseat/booking/redis"
+	"github.com/flashseat/flashseat/booking/ticket"
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/admission/admissiontest"
+	"github.com/flashseat/flashseat/shared/rediskey"
+	"github.com/flashseat/flashseat/shared/token"
+)
+
+// admittedEnv is a show with its waiting room on, payments through the simulator, and the admission tokens the
+// waiting room would issue.
+type admittedEnv struct {
+	env *bookingtest.Env
+	pay *booking.Checkout
+	key token.Key
+}
+
+func newAdmittedEnv(t *testing.T) *admittedEnv {
+	t.Helper()
+	key, _ := token.GenerateKey()
+	rdb := bookingtest.Redis(t)
+	pool := pgtest.New(t)
+	queues := admissiontest.Keeper(t, pool, rdb)
+	gate := admission.NewGate(queues, token.NewStaticKeys(key.Public()), 0)
+	env := &bookingtest.Env{Store: postgres.New(pool), Locks: bookingredis.New(rdb), Pool: pool, RDB: rdb,
+		Queues: queues}
+	env.Svc = booking.New(env.Store, env.Locks, gate, booking.Config{})
+	env.Show = env.NewShow(t)
+	s := sim.New(sim.Config{}, nil)
+	srv := httptest.NewServer(s)
+	t.Cleanup(func() { s.Close(); srv.Close() })
+	gw, _ := stripe.New(stripe.Config{BaseURL: srv.URL, SecretKey: "sk_test_adm"})
+	tk, _, _ := ticket.LoadKey("")
+	signer, _ := ticket.NewSigner(tk)
+	p := booking.NewCheckout(env.Svc, env.Store, gw, signer, ticket.NewVerifier(token.NewStaticKeys(signer.Public())),
+		booking.CheckoutConfig{})
+	t.Cleanup(p.Close)
+	settings := admission.DefaultSettings()
+	settings.Enabled = true
+	env.QueueOn(t, env.Show.ID, settings)
+	return &admittedEnv{env: env, pay: p, key: key}
+}
+
+// admit issues user an admission token jti to the show, holding an active slot, as the waiting room would.
+func (a *admittedEnv) admit(t *testing.T, user, jti string) string {
+	t.Helper()
+	show := a.env.Show.ID
+	raw, exp, err := token.NewIssuer(a.key).Issue(user, show, jti, time.Now(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.env.RDB.ZAdd(context.Background(), rediskey.QueueActive(show),
+		goredis.Z{Score: float64(exp.UnixMilli()), Member: jti})
+	return raw
+}
+
+// TestAdmissionOutlivesAnEarlierHold: a fan holds twice under one admission (the first hold's answer was lost to
+// an outage, so the fan held again), and the first hold ends (it expires unseen, or is cancelled). The fan is
+// still admitted for the booking it is paying for; the admission ends with the last booking made under it.
+func TestAdmissionOutlivesAnEarlierHold(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a := newAdmittedEnv(t)
+	show, rdb := a.env.Show.ID, a.env.RDB
+	raw := a.admit(t, "u1", "jti-1")
+	hold := func(seat string) booking.Booking {
+		b, _, err := a.env.Svc.Hold(ctx, booking.HoldRequest{UserID: "u1", ShowID: show, SeatIDs: []string{seat},
+			AdmissionToken: raw})
+		if err != nil {
+			t.Fatalf("hold %s: %v", seat, err)
+		}
+		return b
+	}
+	lost, paid := hold("A1"), hold("A2")
+	if _, _, err := a.env.Svc.Cancel(ctx, lost.ID, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ZScore(ctx, rediskey.QueueRevoked(show), "jti-1").Err(); !errors.Is(err, goredis.Nil) {
+		t.Fatalf("the admission was revoked while another booking made under it is held (%v)", err)
+	}
+	res, err := a.pay.Pay(ctx, booking.PayRequest{BookingID: paid.ID, UserID: "u1", PaymentMethod: sim.CardOK,
+		IdempotencyKey: "k1", AdmissionToken: raw})
+	if err != nil || res.Booking.Status != booking.StatusConfirmed {
+		t.Fatalf("paying the booking still held: %+v, %v", res, err)
+	}
+	if err := rdb.ZScore(ctx, rediskey.QueueRevoked(show), "jti-1").Err(); err != nil {
+		t.Fatalf("the admission outlived its last booking: %v", err)
+	}
+}

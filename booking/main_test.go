@@ -1,0 +1,17 @@
+package booking_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/flashseat/flashseat/booking/redis/redistest"
+)
+
+// clusterTests are the tests that also run on a Redis Cluster: the ones whose outcome rests on the Lua scripts and
+// the fence (holds racing each other, their expiry and owners, the saga over a lost lock). The rest of the package
+// is about PostgreSQL and the gateway, and runs on the single Redis only.
+const clusterTests = "^Test(ThousandFansOneSeat|OverlappingHolds|Expiry|StaleOwnerRelease|LedgerAfterRedisLoss|" +
+	"TwoReplicas|FenceRollback|CancelRacesExpiry|CrowdOnFreeSeatClaimsOnce|CrowdOnStaleSnapshot|PayConfirms|" +
+	"PayRacingCancel|PayRacingHoldExpiry|PayRedisLostBetweenAuthorizeAndConfirm|PayChaos)$"
+
+func TestMain(m *testing.M) { os.Exit(redistest.RunEachOf(m, clusterTests)) }
