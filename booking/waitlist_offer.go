@@ -42,7 +42,7 @@ func (w *Waitlist) Offer(ctx context.Context, showID string) ([]WaitlistEntry, e
 		return nil, err
 	}
 	defer unlock()
-	layout, err := w.svc.Layout(ctx, showID)
+	layout, err := w.catalog.Layout(ctx, showID)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (w *Waitlist) Offer(ctx context.Context, showID string) ([]WaitlistEntry, e
 		if err != nil || len(line) == 0 {
 			return made, err
 		}
-		held, sold, err := w.svc.status(ctx, showID, layout)
+		held, sold, err := w.catalog.status(ctx, showID, layout)
 		if err != nil {
 			return made, err
 		}
@@ -63,7 +63,7 @@ func (w *Waitlist) Offer(ctx context.Context, showID string) ([]WaitlistEntry, e
 			return made, nil
 		}
 		e := line[at]
-		b, err := w.svc.HoldOffer(ctx, e.UserID, showID, seats, w.cfg.OfferTTL, e.Language)
+		b, err := w.holds.HoldOffer(ctx, e.UserID, showID, seats, w.cfg.OfferTTL, e.Language)
 		switch {
 		case IsConflict(err):
 			// A fresh hold took a seat between the read and the claim, or this process's seat snapshot has not
@@ -91,7 +91,7 @@ func (w *Waitlist) Offer(ctx context.Context, showID string) ([]WaitlistEntry, e
 		ok, err := w.store.RecordOffer(ctx, e.ID, b, passed)
 		if err != nil || !ok {
 			// Not recorded (the fan left meanwhile, or the store failed): give the seats back at once.
-			if _, _, cerr := w.svc.Cancel(context.WithoutCancel(ctx), b.ID, b.UserID); cerr != nil {
+			if _, _, cerr := w.holds.Cancel(context.WithoutCancel(ctx), b.ID, b.UserID); cerr != nil {
 				w.log.WarnContext(ctx, "waitlist: cancel an unrecorded offer", "booking", b.ID, "err", cerr)
 			}
 			if err != nil {
@@ -253,7 +253,7 @@ func (w *Waitlist) Sweep(ctx context.Context) {
 			continue
 		}
 		to := WaitlistLapsed
-		if b, err := w.svc.Holds.store.Booking(ctx, e.Offer.BookingID); err == nil && b.Status == StatusConfirmed {
+		if b, err := w.holds.store.Booking(ctx, e.Offer.BookingID); err == nil && b.Status == StatusConfirmed {
 			to = WaitlistAccepted
 		}
 		if err := w.endOffer(ctx, e.Offer.BookingID, to); err != nil {
