@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+
+	"github.com/flashseat/flashseat/shared/admission"
 )
 
 // Lifecycle event types. Each is written in the transaction that made it true (an outbox: booking's, or the
@@ -21,10 +23,11 @@ const (
 	EventWaitlistOffered   = "waitlist.offered"
 	EventWaitlistAccepted  = "waitlist.accepted"
 	EventWaitlistLapsed    = "waitlist.lapsed"
-	EventQueueOpened       = "queue.opened"
-	EventQueuePaused       = "queue.paused"
-	EventQueueSoldOut      = "queue.sold_out"
-	EventQueueClosed       = "queue.closed"
+	// The queue events are the admission record's (written by the edge's waiting room).
+	EventQueueOpened  = admission.EventQueueOpened
+	EventQueuePaused  = admission.EventQueuePaused
+	EventQueueSoldOut = admission.EventQueueSoldOut
+	EventQueueClosed  = admission.EventQueueClosed
 )
 
 // outboxEventIDPrefix starts the dedupe id of an event from booking's outbox.

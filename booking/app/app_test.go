@@ -21,7 +21,7 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/booking/redis"
-	"github.com/flashseat/flashseat/booking/redis/redistest"
+	"github.com/flashseat/flashseat/shared/store/redistest"
 	"github.com/flashseat/flashseat/shared/token"
 )
 

@@ -9,9 +9,9 @@ import (
 
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/redis"
-	"github.com/flashseat/flashseat/booking/redis/redistest"
 	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/store/driver"
+	"github.com/flashseat/flashseat/shared/store/redistest"
 	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 

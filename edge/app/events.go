@@ -43,9 +43,10 @@ const phaseRecheck = 10 * time.Second
 // show, so a change every replica sees is recorded, and announced, once; a replica that dies after seeing it
 // leaves it to the next tick of any replica.
 type queueEvents struct {
-	rec   phaseRecord
-	log   *slog.Logger
-	nudge func() // wakes the relay after a change was recorded
+	rec     phaseRecord
+	log     *slog.Logger
+	nudge   func() // wakes the relay after a change was recorded
+	recheck time.Duration
 
 	mu   sync.Mutex
 	last map[string]seenPhase // the phase this replica last saw per show, and when it last told the record
@@ -57,11 +58,11 @@ type seenPhase struct {
 }
 
 func newQueueEvents(rec phaseRecord, nudge func(), log *slog.Logger) *queueEvents {
-	return &queueEvents{rec: rec, nudge: nudge, log: log, last: map[string]seenPhase{}}
+	return &queueEvents{rec: rec, nudge: nudge, log: log, recheck: phaseRecheck, last: map[string]seenPhase{}}
 }
 
 // observe is told of every admission tick of this replica (waitroom.Options.Observe); it costs a PostgreSQL round
-// trip only when this replica sees a show's phase change, or once per phaseRecheck.
+// trip only when this replica sees a show's phase change, or once per recheck.
 func (q *queueEvents) observe(snap waitroom.Snapshot, _ time.Duration, err error) {
 	if err != nil || snap.Show == "" {
 		return
@@ -72,7 +73,7 @@ func (q *queueEvents) observe(snap waitroom.Snapshot, _ time.Duration, err error
 	if len(q.last) > 100_000 { // bound memory; forgetting only costs a round trip
 		q.last = map[string]seenPhase{}
 	}
-	fresh := seen && prev.phase == snap.Phase && now.Sub(prev.told) < phaseRecheck
+	fresh := seen && prev.phase == snap.Phase && now.Sub(prev.told) < q.recheck
 	if !fresh {
 		q.last[snap.Show] = seenPhase{phase: snap.Phase, told: now}
 	}

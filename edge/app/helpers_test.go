@@ -15,9 +15,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
-	"github.com/flashseat/flashseat/booking/redis/redistest"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/rediskey"
+	"github.com/flashseat/flashseat/shared/store/redistest"
 	"github.com/flashseat/flashseat/shared/token"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/flashseat/flashseat/booking/redis/redistest"
+	"github.com/flashseat/flashseat/shared/store/redistest"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.RunEach(m)) }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +15,8 @@ import (
 
 // TestConsoleWebhooksInBrowser: an operator signs in to the console, registers a webhook for every show and is
 // shown its secret once; a fan's hold reaches the endpoint; the operator opens its deliveries, sees the delivery,
-// replays it (the endpoint receives it again) and deletes the webhook.
+// replays it (the endpoint receives it again), rolls the secret (the new one is shown once) and deletes the
+// webhook.
 func TestConsoleWebhooksInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
@@ -37,9 +39,11 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	op.JS(`document.getElementById("hook-url").value = "` + recv.URL + `/hook";` +
 		`document.querySelector("#hook-form button[type=submit]").click()`)
 	op.WaitFor("the webhook listed", `document.querySelectorAll("#hooks li").length === 1`)
-	if res := op.Text(`document.getElementById("hook-result").textContent`); !strings.Contains(res, "whsec_") {
+	res := op.Text(`document.getElementById("hook-result").textContent`)
+	if !strings.Contains(res, "whsec_") {
 		t.Errorf("registration result %q, want the secret shown once", res)
 	}
+	first := res[strings.LastIndex(res, " ")+1:] // the registered secret
 
 	_, tok := guest(t, p)
 	hold := fmt.Sprintf(`{"showId":%q,"seatIds":["C3"]}`, p.show)
@@ -52,6 +56,23 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 		}
 	}
 
+	// The receiver counts a delivery before the sender records it DELIVERED, and the page reads the list once per
+	// click: wait for the record, so the page is not shown a delivery still PENDING.
+	auth := map[string]string{"Authorization": "Bearer " + adminToken}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, hooks := send(t, "GET", p.edge+"/admin/v1/webhooks", "", auth)
+		var list struct{ Webhooks []struct{ ID string } }
+		_ = json.Unmarshal(hooks, &list)
+		if len(list.Webhooks) == 1 {
+			_, ds := send(t, "GET", p.edge+"/admin/v1/webhooks/"+list.Webhooks[0].ID+"/deliveries", "", auth)
+			if strings.Contains(string(ds), `"DELIVERED"`) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the delivery was never recorded DELIVERED")
+		}
+	}
 	deliveries := `document.querySelector('#hooks button[aria-label^="Deliveries"]').click()`
 	op.JS(deliveries)
 	op.WaitFor("the delivery listed", `[...document.querySelectorAll("#deliveries li")].some((li) => /booking\.held .*DELIVERED/.test(li.textContent))`)
@@ -60,6 +81,11 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the replay never reached the webhook")
 		}
+	}
+	op.JS(`document.querySelector('#hooks button[aria-label^="Roll the secret"]').click()`)
+	op.WaitFor("the new secret shown", `/New signing secret, shown this once: whsec_\w+\. The old one also signs until /.test(document.getElementById("hook-result").textContent)`)
+	if res := op.Text(`document.getElementById("hook-result").textContent`); strings.Contains(res, first) {
+		t.Errorf("rolled secret result %q repeats the first secret", res)
 	}
 	op.JS(`document.querySelector('#hooks button[aria-label^="Delete"]').click()`)
 	op.WaitFor("the webhook gone", `document.querySelectorAll("#hooks li").length === 0`)

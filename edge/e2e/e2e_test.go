@@ -20,10 +20,10 @@ import (
 
 	bookingapp "github.com/flashseat/flashseat/booking/app"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
-	"github.com/flashseat/flashseat/booking/redis/redistest"
 	edgeapp "github.com/flashseat/flashseat/edge/app"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
+	"github.com/flashseat/flashseat/shared/store/redistest"
 	"github.com/flashseat/flashseat/shared/token"
 )
 

@@ -9,9 +9,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/flashseat/flashseat/booking/redis/redistest"
 	fsclient "github.com/flashseat/flashseat/loadtest/client"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
+	"github.com/flashseat/flashseat/shared/store/redistest"
 )
 
 // The fan's journey in a real browser, through the real edge and booking (loadtest/platformtest: the payment

@@ -27,15 +27,15 @@ import (
 // out. CHAOS=full plays a larger crowd.
 func TestFailoverDuringCrowd(t *testing.T) {
 	t.Parallel()
-	fans, seats := 120, 60
+	fans, seats, conns := 120, 60, 8
 	if os.Getenv("CHAOS") == "full" {
-		fans, seats = 1000, 300
+		fans, seats, conns = 1000, 300, 16
 	}
 	ctx := context.Background()
 	cluster := storetest.StartCluster(t, 3, 1)
 	p := platformtest.Start(t, platformtest.Options{
 		RedisClusterAddrs: cluster.Addrs, HoldTTL: time.Minute, ReconcileInterval: time.Second,
-		PaymentTimeout: 2 * time.Second, SlowDelay: 3 * time.Second, MaxConns: 8,
+		PaymentTimeout: 2 * time.Second, SlowDelay: 3 * time.Second, MaxConns: conns,
 		Booking: map[string]string{"PAYMENT_RECOVER_INTERVAL": "300ms", "PAYMENT_BREAKER_MIN_CALLS": "1000"},
 	})
 	tr := client.NewTransport(256, 1)

@@ -15,10 +15,10 @@ import (
 
 	"github.com/flashseat/flashseat/booking/invariant"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
-	"github.com/flashseat/flashseat/booking/redis/redistest"
 	"github.com/flashseat/flashseat/loadtest"
 	"github.com/flashseat/flashseat/loadtest/check"
 	"github.com/flashseat/flashseat/shared/rediskey"
+	"github.com/flashseat/flashseat/shared/store/redistest"
 )
 
 func id(prefix string) string {

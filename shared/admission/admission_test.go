@@ -12,12 +12,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
-	"github.com/flashseat/flashseat/booking/redis/redistest"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
 	admredis "github.com/flashseat/flashseat/shared/admission/redis"
 	"github.com/flashseat/flashseat/shared/rediskey"
+	"github.com/flashseat/flashseat/shared/store/redistest"
 	"github.com/flashseat/flashseat/shared/token"
 )
 

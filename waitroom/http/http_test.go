@@ -25,12 +25,12 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"gopkg.in/cenkalti/backoff.v1"
 
-	"github.com/flashseat/flashseat/booking/redis/redistest"
 	edgehttp "github.com/flashseat/flashseat/edge/http"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/session"
+	"github.com/flashseat/flashseat/shared/store/redistest"
 	"github.com/flashseat/flashseat/shared/token"
 	"github.com/flashseat/flashseat/waitroom"
 	wrhttp "github.com/flashseat/flashseat/waitroom/http"

@@ -2,7 +2,9 @@ package redis_test
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,11 +26,15 @@ import (
 type hookedRecord struct {
 	admission.Record
 	before, after func()
+	down          atomic.Bool // PostgreSQL unreachable: recording fails
 }
 
 func (r *hookedRecord) AddGrants(ctx context.Context, gs []admission.Grant) error {
 	if r.before != nil {
 		r.before()
+	}
+	if r.down.Load() {
+		return errors.New("record down")
 	}
 	err := r.Record.AddGrants(ctx, gs)
 	if r.after != nil {
@@ -136,15 +142,31 @@ func TestAdmittedStaysAdmitted(t *testing.T) {
 				wipe()
 			}
 
-			// A second replica serves the fans from now on, admitting as it goes.
+			// A second replica serves the fans from now on. Every fan comes back once (its status, with its
+			// receipt, as the page does after a lost stream) before the queue moves on: the line holds the
+			// places of the fans who are there, and a fan not back yet cannot be admitted in its turn.
 			svc2 := newService(t, rdb, is, waitroom.Options{Tick: 20 * time.Millisecond})
+			admittedAt := map[string]time.Time{}
+			var mu sync.Mutex
+			note := func(u string, p waitroom.Place) {
+				mu.Lock()
+				defer mu.Unlock()
+				if old, ok := seen[u]; ok && old != p.Grant.Token {
+					t.Errorf("fan %s was handed token %q and then %q", u, old, p.Grant.Token)
+				}
+				seen[u], admittedAt[u] = p.Grant.Token, time.Now()
+			}
+			for _, u := range fans {
+				if p, err := svc2.StatusWithReceipt(ctx, show, u, receipts[u]); err != nil {
+					t.Fatalf("fan %s back: %v", u, err)
+				} else if p.Status == waitroom.Admitted {
+					note(u, p)
+				}
+			}
 			runCtx, stop := context.WithCancel(ctx)
 			ran := make(chan struct{})
 			go func() { defer close(ran); _ = svc2.Run(runCtx) }()
 			defer func() { stop(); <-ran }()
-
-			admittedAt := map[string]time.Time{}
-			var mu sync.Mutex
 			var wg sync.WaitGroup
 			for _, u := range fans {
 				wg.Add(1)
@@ -152,16 +174,10 @@ func TestAdmittedStaysAdmitted(t *testing.T) {
 					defer wg.Done()
 					for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && runCtx.Err() == nil; time.Sleep(20 * time.Millisecond) {
 						p, err := svc2.StatusWithReceipt(runCtx, show, u, receipts[u])
-						if err != nil || p.Status != waitroom.Admitted {
-							continue
+						if err == nil && p.Status == waitroom.Admitted {
+							note(u, p)
+							return
 						}
-						mu.Lock()
-						defer mu.Unlock()
-						if old, ok := seen[u]; ok && old != p.Grant.Token {
-							t.Errorf("fan %s was handed token %q and then %q", u, old, p.Grant.Token)
-						}
-						seen[u], admittedAt[u] = p.Grant.Token, time.Now()
-						return
 					}
 				}()
 			}
@@ -269,5 +285,70 @@ func TestOverdueAdmissionsRecorded(t *testing.T) {
 	}
 	if n := rdb.ZCard(ctx, wrredis.Unrecorded(show)).Val(); n != 0 {
 		t.Fatalf("%d admissions still marked unrecorded", n)
+	}
+}
+
+// TestNoTokensWhileRecordDown: while admissions cannot be recorded, a fan the script admitted is told to retry
+// (503), never handed a token, and the replica admits nobody else meanwhile; once the record is back the fan gets
+// its token and the line moves on.
+func TestNoTokensWhileRecordDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := client(t)
+	show := newShow(t, rdb)
+	configure(t, rdb, show, 5, 100, 600)
+	rec := &hookedRecord{Record: admpostgres.New(wrtest.Database(t))}
+	svc := onRecord(t, rdb, issuer(t), rec)
+	fans := users("d", 10)
+	for _, u := range fans {
+		if _, err := svc.Join(ctx, show, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec.down.Store(true)
+	var first []waitroom.Grant
+	for deadline := time.Now().Add(5 * time.Second); len(first) == 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("nobody admitted")
+		}
+		snap, err := svc.Tick(ctx, show, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first = snap.Grants
+	}
+	for _, g := range first {
+		if g.Token != "" {
+			t.Fatalf("a token was signed for %s though its admission is not recorded", g.UserID)
+		}
+		if p, err := svc.Status(ctx, show, g.UserID); !errors.Is(err, waitroom.ErrUnavailable) {
+			t.Fatalf("status of %s, admitted but not recorded: %+v, %v; want ErrUnavailable", g.UserID, p, err)
+		}
+	}
+	// The rate would admit a fan every 200 ms; for the next 600 ms (well inside the 2 s pause) it admits nobody.
+	for end := time.Now().Add(600 * time.Millisecond); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		snap, err := svc.Tick(ctx, show, false)
+		if err != nil || len(snap.Grants) > 0 {
+			t.Fatalf("tick while the record is down: %d admitted, %v", len(snap.Grants), err)
+		}
+	}
+	rec.down.Store(false)
+	for _, g := range first {
+		p, err := svc.Status(ctx, show, g.UserID)
+		if err != nil || p.Status != waitroom.Admitted || p.Grant.Token == "" {
+			t.Fatalf("status of %s with the record back: %+v, %v", g.UserID, p, err)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		snap, err := svc.Tick(ctx, show, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(snap.Grants) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("admission did not resume with the record back")
+		}
 	}
 }

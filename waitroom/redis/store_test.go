@@ -87,7 +87,8 @@ func TestShufflePermutationIndependentOfArrival(t *testing.T) {
 	run := func(arrival []string) (order []string, seed, commitBefore string) {
 		show := newShow(t, rdb)
 		configure(t, rdb, show, 1000, 100000, 600)
-		opens := time.Now().Add(1500 * time.Millisecond)
+		// Every fan must join before the opening: 300 joins took more than 1.5 s on two loaded cores.
+		opens := time.Now().Add(4 * time.Second)
 		showInfo(t, rdb, show, map[string]any{rediskey.InfoSaleStartsAt: ms(opens)})
 		svc := newService(t, rdb, issuer(t), waitroom.Options{})
 		f, err := svc.Fairness(ctx, show)

@@ -378,12 +378,17 @@ async function loadAudit() {
 }
 $('audit-refresh').addEventListener('click', loadAudit);
 
-// ---- webhooks: endpoints per show or for all, their deliveries, replay ----
+// ---- webhooks: endpoints per show or for all, their deliveries, replay, secret roll ----
 async function loadHooks() {
   try {
     const r = await api('GET', '/admin/v1/webhooks');
     $('hooks').replaceChildren(...r.webhooks.map((h) => el('li', {}, `${h.url} (${h.showId || 'every show'}) `,
       el('button', { type: 'button', text: 'Deliveries', 'aria-label': `Deliveries to ${h.url}`, onclick: () => loadDeliveries(h) }), ' ',
+      el('button', { type: 'button', text: 'Roll secret', 'aria-label': `Roll the secret of the webhook to ${h.url}`, onclick: () => hookAct(async () => {
+        const r = await api('POST', `/admin/v1/webhooks/${encodeURIComponent(h.id)}/roll-secret`, { graceSeconds: 86400 });
+        $('hook-result').textContent = `New signing secret, shown this once: ${r.secret}. ` +
+          `The old one also signs until ${r.previousSecretExpiresAt}.`;
+      }) }), ' ',
       el('button', { type: 'button', text: 'Delete', 'aria-label': `Delete the webhook to ${h.url}`, onclick: () => hookAct(async () => {
         await api('DELETE', `/admin/v1/webhooks/${encodeURIComponent(h.id)}`);
         $('deliveries-h').hidden = true;

@@ -15,12 +15,13 @@ import (
 	"github.com/flashseat/flashseat/shared/admission"
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
 	"github.com/flashseat/flashseat/shared/eventstream"
+	"github.com/flashseat/flashseat/shared/store/redistest"
 )
 
 // env is a migrated admission record on a database of the test's own and an event stream of its own.
 type env struct {
 	rec    *admpostgres.Record
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	stream eventstream.Config
 }
 
@@ -31,13 +32,9 @@ func newEnv(t *testing.T) env {
 	if err := rec.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		t.Fatalf("redis: %v", err)
-	}
-	key := "{flashseat:events-test}:" + uuid.NewString()
-	t.Cleanup(func() { rdb.Del(context.Background(), key); _ = rdb.Close() })
-	return env{rec: rec, rdb: rdb, stream: eventstream.Config{Key: key}}
+	// The test's Redis (redistest); the stream sits under its prefix, so it is deleted with the test's keys.
+	r := redistest.New(t)
+	return env{rec: rec, rdb: r.Client, stream: eventstream.Config{Key: "{flashseat:events-test}:" + r.ID("events")}}
 }
 
 func (e env) set(t *testing.T, show string, fn func(*admission.Settings)) {

@@ -8,8 +8,8 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/flashseat/flashseat/booking/redis/redistest"
 	"github.com/flashseat/flashseat/shared/rediskey"
+	"github.com/flashseat/flashseat/shared/store/redistest"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.RunEach(m)) }

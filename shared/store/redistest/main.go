@@ -40,7 +40,7 @@ func Run(m *testing.M) int {
 }
 
 // RunEach runs the package's tests once per target, single Redis first, so every storage test also runs on a
-// Redis Cluster. With -bench it runs one pass, on the first target. It returns the first failing pass's code (0
+// Redis Cluster. With -bench or -list it runs one pass, on the first target. It returns the first failing pass's code (0
 // when every pass passed), after stopping the cluster.
 func RunEach(m *testing.M) int { return RunEachOf(m, "") }
 
@@ -57,9 +57,12 @@ func RunEachOf(m *testing.M, cluster string) int {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
-	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
-		// Benchmarks measure one Redis against a baseline on it; a second pass would print every figure twice.
-		ts = ts[:1]
+	for _, name := range []string{"test.bench", "test.list"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
+			// Benchmarks measure one Redis against a baseline on it; a second pass would print every figure (or
+			// every test's name) twice.
+			ts = ts[:1]
+		}
 	}
 	run := flag.Lookup("test.run")
 	narrow := cluster != "" && run != nil && run.Value.String() == ""
