@@ -76,6 +76,18 @@ type Holds struct {
 	offers    OfferLookup // which bookings are waitlist offers (set by NewWaitlist); nil: none are
 }
 
+// IdempotencyRecord is what is known about an Idempotency-Key already used.
+type IdempotencyRecord struct {
+	RequestHash string
+	ResultID    string // empty while the first request is still running
+}
+
+// HoldTTL is how long a hold lasts.
+func (s *Holds) HoldTTL() time.Duration { return s.cfg.HoldTTL }
+
+// MaxSeats is the per-booking and per-user seat cap.
+func (s *Holds) MaxSeats() int { return s.cfg.MaxSeats }
+
 // HoldRequest asks for seats of a show for a user.
 type HoldRequest struct {
 	UserID         string

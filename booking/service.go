@@ -16,12 +16,6 @@ type Store interface {
 	ReconcileStore
 }
 
-// IdempotencyRecord is what is known about an Idempotency-Key already used.
-type IdempotencyRecord struct {
-	RequestHash string
-	ResultID    string // empty while the first request is still running
-}
-
 // Seats is Redis as the Service needs it, the union of what each part uses: the seat locks (HoldLocks), the live
 // status, counters and ShowInfo (CatalogBoard) and the sold set's repair (ReconcileMirror). booking/redis
 // implements it.
@@ -110,9 +104,3 @@ func New(store Store, locks Seats, gate Admitter, cfg Config) *Service {
 		nudge: make(chan string, 1024)}
 	return &Service{Catalog: c, Holds: h, Reconciler: r}
 }
-
-// HoldTTL is how long a hold lasts.
-func (s *Holds) HoldTTL() time.Duration { return s.cfg.HoldTTL }
-
-// MaxSeats is the per-booking and per-user seat cap.
-func (s *Holds) MaxSeats() int { return s.cfg.MaxSeats }
