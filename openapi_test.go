@@ -79,7 +79,7 @@ func TestOpenAPIValid(t *testing.T) {
 func served(t *testing.T) map[string]bool {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b := bookinghttp.New(bookinghttp.Config{Payments: &booking.Payments{}, Waitlist: &booking.Waitlist{},
+	b := bookinghttp.New(bookinghttp.Config{Checkout: &booking.Checkout{}, Waitlist: &booking.Waitlist{},
 		Webhooks: &webhook.Service{}, Contacts: &booking.Contacts{}, Audit: &audit.Log{}})
 	e := edgehttp.New(edgehttp.Config{
 		Proxy:    edgehttp.ProxyConfig{Target: &url.URL{Scheme: "http", Host: "127.0.0.1:1"}},

@@ -27,7 +27,7 @@ import (
 // waiting room would issue.
 type admittedEnv struct {
 	env *bookingtest.Env
-	pay *booking.Payments
+	pay *booking.Checkout
 	key token.Key
 }
 
@@ -48,8 +48,8 @@ func newAdmittedEnv(t *testing.T) *admittedEnv {
 	gw, _ := stripe.New(stripe.Config{BaseURL: srv.URL, SecretKey: "sk_test_adm"})
 	tk, _, _ := ticket.LoadKey("")
 	signer, _ := ticket.NewSigner(tk)
-	p := booking.NewPayments(env.Svc, env.Store, gw, signer, ticket.NewVerifier(token.NewStaticKeys(signer.Public())),
-		booking.PayConfig{})
+	p := booking.NewCheckout(env.Svc, env.Store, gw, signer, ticket.NewVerifier(token.NewStaticKeys(signer.Public())),
+		booking.CheckoutConfig{})
 	t.Cleanup(p.Close)
 	settings := admission.DefaultSettings()
 	settings.Enabled = true

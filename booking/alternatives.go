@@ -9,12 +9,12 @@ import (
 // alternatives proposes, after a conflict, as many free seats as were asked for, of the category most of them
 // had, as close to them as possible: a run of adjacent seats in one row if any row has one, the nearest single
 // seats otherwise. It reads the live status once; an error or too few free seats yields none.
-func (s *Service) alternatives(ctx context.Context, showID string, wanted []Seat) []string {
-	layout, err := s.Layout(ctx, showID)
+func (s *Holds) alternatives(ctx context.Context, showID string, wanted []Seat) []string {
+	layout, err := s.catalog.Layout(ctx, showID)
 	if err != nil {
 		return []string{}
 	}
-	sn, err := s.snapshot(ctx, showID, layout, alternativesMaxAge)
+	sn, err := s.seats.snapshot(ctx, showID, layout, alternativesMaxAge)
 	if err != nil || sn == nil {
 		return []string{}
 	}

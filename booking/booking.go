@@ -1,7 +1,7 @@
 // Package booking is the booking domain: venues with seat layouts, events, shows, the seat map, holds with expiry
 // and the confirmation step that turns a hold into a sale. It holds the types, the errors the domain returns and
-// the Service that implements the behaviour; the technology lives in subpackages (postgres, redis, http) that talk
-// to this package in its own types.
+// the behaviour: the Service (its Catalog, Holds and Reconciler), the Checkout on top of it, and the Waitlist. The
+// technology lives in subpackages (postgres, redis, http) that talk to this package in its own types.
 //
 // The division of labour between the stores is the heart of the design. Redis decides who holds a seat right now:
 // one Lua script claims every requested seat or none, with a PX expiry so a hold lapses with nobody acting, and
@@ -153,7 +153,7 @@ type Booking struct {
 	PaymentID    string
 	Tickets      []Ticket
 	// NextActionURL is, while the booking's payment waits for a 3-D Secure challenge, where its owner answers it
-	// (set by Payments.BookingView only).
+	// (set by Checkout.BookingView only).
 	NextActionURL string
 	// Language is the fan's page language when the hold was made (Accept-Language), for their notifications;
 	// written with the hold, not read back with the booking.

@@ -3,11 +3,72 @@ package booking
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 )
 
+// CatalogStore is the ledger as the Catalog needs it.
+type CatalogStore interface {
+	CreateVenue(ctx context.Context, v *Venue) error // assigns the venue's and its halls' IDs
+	CreateEvent(ctx context.Context, e *Event) error
+	CreateShow(ctx context.Context, s *Show) error // ErrNotFound wrapped when the event or hall is unknown
+	Show(ctx context.Context, id string) (Show, error)
+	Layout(ctx context.Context, showID string) ([]Seat, error)
+	Search(ctx context.Context, q Search) ([]EventShows, error)
+	Revenue(ctx context.Context, showID string) (int64, error)
+	// ShowFigures lists the shows not started before now minus six hours, soonest first, with revenue,
+	// confirmed bookings and payment failures (the console's overview); counts are left to the caller.
+	ShowFigures(ctx context.Context, now time.Time) ([]ShowOverview, error)
+	// SetSaleStart moves a show's sale opening and returns the show as now recorded.
+	SetSaleStart(ctx context.Context, showID string, at time.Time) (Show, error)
+	// CloseSale records the sale of a show closed at the given time and returns the show as now recorded.
+	CloseSale(ctx context.Context, showID string, at time.Time) (Show, error)
+	// BumpEpoch starts a new fencing epoch for the show and returns it.
+	BumpEpoch(ctx context.Context, showID string) (int64, error)
+	SoldSeats(ctx context.Context, showID string) ([]string, error)
+}
+
+// CatalogBoard is Redis as the Catalog needs it: the seats' live status, the shows' counters and ShowInfo, and
+// the fencing epoch a show starts with.
+type CatalogBoard interface {
+	// Status reads the live state of the given seats in one round trip: held and sold flags by seat.
+	Status(ctx context.Context, showID string, seatIDs []string) (held, sold map[string]bool, err error)
+	// Available reads the available count of each show's ShowInfo in one round trip; shows without one are
+	// missing from the result.
+	Available(ctx context.Context, showIDs []string) (map[string]int, error)
+	// Counters returns the show's hold and conflict counters.
+	Counters(ctx context.Context, showID string) (holds, conflicts int64, err error)
+	// AddConflicts adds n to the show's conflict counter.
+	AddConflicts(ctx context.Context, showID string, n int64) error
+	// PublishInfo writes the show's ShowInfo hash and, when announce is set, publishes the show's id on the
+	// availability channel.
+	PublishInfo(ctx context.Context, s Show, c Counts, now time.Time, announce bool) error
+	// AnnounceShow tells every replica that an operator changed the show's definition (sale opening, close).
+	AnnounceShow(ctx context.Context, showID string) error
+	// SetEpoch installs a fencing epoch (and the show's sold seats) after Redis was found without one.
+	SetEpoch(ctx context.Context, showID string, epoch int64, sold []string) error
+}
+
+// Catalog is venues, events and shows: creating them, finding them, and each show's seats with their live status
+// and counts. Shows and layouts are cached (catalog_cache.go), the seats' status too (seatcache.go); the shows'
+// ShowInfo, the availability the waiting room and the catalog pages read, is rewritten from here (showinfo.go).
+type Catalog struct {
+	store CatalogStore
+	locks CatalogBoard
+	gate  Admitter // for QueueEnabled; nil: no show has a queue
+	cfg   Config
+	log   *slog.Logger
+	seats *seatCache
+
+	cache     catalogCache
+	mu        sync.Mutex
+	dirty     map[string]bool   // shows whose ShowInfo needs a rewrite
+	published map[string]Counts // the counts last written to each show's ShowInfo
+}
+
 // CreateVenue validates and stores a venue with its halls' seat layouts.
-func (s *Service) CreateVenue(ctx context.Context, v Venue) (Venue, error) {
+func (s *Catalog) CreateVenue(ctx context.Context, v Venue) (Venue, error) {
 	var err error
 	if v.Name, err = text("name", v.Name, true, maxName); err != nil {
 		return Venue{}, err
@@ -56,7 +117,7 @@ func (s *Service) CreateVenue(ctx context.Context, v Venue) (Venue, error) {
 }
 
 // CreateEvent validates and stores an event.
-func (s *Service) CreateEvent(ctx context.Context, e Event) (Event, error) {
+func (s *Catalog) CreateEvent(ctx context.Context, e Event) (Event, error) {
 	var err error
 	if e.Title, err = text("title", e.Title, true, maxName); err != nil {
 		return Event{}, err
@@ -81,7 +142,7 @@ func (s *Service) CreateEvent(ctx context.Context, e Event) (Event, error) {
 
 // CreateShow validates and stores a show, then publishes its ShowInfo so the waiting room knows when its sale
 // opens. Every seat category of the hall needs a price, and no price may name a category the hall lacks.
-func (s *Service) CreateShow(ctx context.Context, sh Show) (Show, error) {
+func (s *Catalog) CreateShow(ctx context.Context, sh Show) (Show, error) {
 	switch {
 	case !ValidID(sh.EventID):
 		return Show{}, Unprocessable("eventId is required")
@@ -125,7 +186,7 @@ func (s *Service) CreateShow(ctx context.Context, sh Show) (Show, error) {
 }
 
 // Search lists events with their upcoming shows matching the filters, with live availability.
-func (s *Service) Search(ctx context.Context, q Search) ([]EventShows, error) {
+func (s *Catalog) Search(ctx context.Context, q Search) ([]EventShows, error) {
 	if q.Limit <= 0 || q.Limit > 100 {
 		q.Limit = 100
 	}
@@ -176,7 +237,7 @@ func (s *Service) Search(ctx context.Context, q Search) ([]EventShows, error) {
 }
 
 // QueueEnabled reports whether the show's waiting room is on; an unreadable state reads as off.
-func (s *Service) QueueEnabled(ctx context.Context, showID string) bool {
+func (s *Catalog) QueueEnabled(ctx context.Context, showID string) bool {
 	g, ok := s.gate.(interface {
 		Enabled(ctx context.Context, showID string) (bool, error)
 	})
@@ -188,7 +249,7 @@ func (s *Service) QueueEnabled(ctx context.Context, showID string) bool {
 }
 
 // ShowDetail returns a show with its live counts.
-func (s *Service) ShowDetail(ctx context.Context, id string) (Show, Counts, error) {
+func (s *Catalog) ShowDetail(ctx context.Context, id string) (Show, Counts, error) {
 	if !ValidID(id) {
 		return Show{}, Counts{}, fmt.Errorf("show %q: %w", clip(id), ErrNotFound)
 	}
@@ -204,7 +265,7 @@ func (s *Service) ShowDetail(ctx context.Context, id string) (Show, Counts, erro
 }
 
 // SeatMap returns every seat of the show with its live status, read from Redis in one round trip.
-func (s *Service) SeatMap(ctx context.Context, showID string) ([]SeatState, error) {
+func (s *Catalog) SeatMap(ctx context.Context, showID string) ([]SeatState, error) {
 	if !ValidID(showID) {
 		return nil, fmt.Errorf("show %q: %w", clip(showID), ErrNotFound)
 	}
@@ -229,7 +290,7 @@ func (s *Service) SeatMap(ctx context.Context, showID string) ([]SeatState, erro
 	return out, nil
 }
 
-func (s *Service) status(ctx context.Context, showID string, layout []Seat) (held, sold map[string]bool, err error) {
+func (s *Catalog) status(ctx context.Context, showID string, layout []Seat) (held, sold map[string]bool, err error) {
 	ids := make([]string, len(layout))
 	for i, st := range layout {
 		ids[i] = st.ID
@@ -238,19 +299,19 @@ func (s *Service) status(ctx context.Context, showID string, layout []Seat) (hel
 }
 
 // Counts returns the show's live seat counts.
-func (s *Service) Counts(ctx context.Context, showID string) (Counts, error) {
+func (s *Catalog) Counts(ctx context.Context, showID string) (Counts, error) {
 	return s.counts(ctx, showID, 0)
 }
 
 // counts is Counts from a snapshot no older than maxAge (0: read now).
-func (s *Service) counts(ctx context.Context, showID string, maxAge time.Duration) (Counts, error) {
+func (s *Catalog) counts(ctx context.Context, showID string, maxAge time.Duration) (Counts, error) {
 	layout, index, err := s.layoutIndex(ctx, showID)
 	if err != nil {
 		return Counts{}, err
 	}
 	var sn *snapshot
 	if maxAge > 0 {
-		sn, err = s.snapshot(ctx, showID, layout, maxAge)
+		sn, err = s.seats.snapshot(ctx, showID, layout, maxAge)
 	}
 	if err == nil && sn == nil {
 		var held, sold map[string]bool
@@ -274,7 +335,7 @@ func (s *Service) counts(ctx context.Context, showID string, maxAge time.Duratio
 }
 
 // Stats is the operator's view of a show.
-func (s *Service) Stats(ctx context.Context, showID string) (Stats, error) {
+func (s *Catalog) Stats(ctx context.Context, showID string) (Stats, error) {
 	if !ValidID(showID) {
 		return Stats{}, fmt.Errorf("show %q: %w", clip(showID), ErrNotFound)
 	}

@@ -42,7 +42,7 @@ func outboxOf(t *testing.T, e *payEnv, subject string) ([]string, []map[string]a
 // refunded and checked in; each payload names the show and the fan.
 func TestLifecycleEventsInOutbox(t *testing.T) {
 	t.Parallel()
-	e := newPayEnv(t, booking.Config{HoldTTL: 300 * time.Millisecond}, sim.Config{}, booking.PayConfig{RefundWindow: time.Hour})
+	e := newPayEnv(t, booking.Config{HoldTTL: 300 * time.Millisecond}, sim.Config{}, booking.CheckoutConfig{RefundWindow: time.Hour})
 	ctx := context.Background()
 
 	cancelled := e.hold(t, "u1", "A1")

@@ -7,11 +7,86 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"sync"
 	"time"
-
-	"github.com/flashseat/flashseat/shared/admission"
 )
+
+// HoldStore is the ledger as the Holds need it: the bookings, and the Idempotency-Keys of hold requests.
+type HoldStore interface {
+	// CreateHold records a HELD booking and its seats' fences. ErrStale when a seat has a newer fence on record.
+	CreateHold(ctx context.Context, b *Booking) error
+	Booking(ctx context.Context, id string) (Booking, error)
+	// BookingsOf lists a user's bookings, newest first, at most limit.
+	BookingsOf(ctx context.Context, userID string, limit int) ([]Booking, error)
+	// UserBookings lists a user's most recent bookings, newest first.
+	UserBookings(ctx context.Context, userID string, limit int) ([]Booking, error)
+	// Cancel moves the user's HELD booking to CANCELLED.
+	Cancel(ctx context.Context, id, userID string) (Booking, error)
+	// Expire marks one HELD booking EXPIRED (its locks were lost).
+	Expire(ctx context.Context, id string) (Booking, error)
+	// Confirm moves a HELD (or PAYMENT_PENDING) booking to CONFIRMED and writes its seats into the ledger, in one
+	// transaction that checks the fencing token. ErrStale, ErrSeatsUnavailable, ErrNotHeld.
+	Confirm(ctx context.Context, id string) (Booking, error)
+	// Extend moves a HELD booking's expiry.
+	Extend(ctx context.Context, id string, until time.Time) error
+	// BeginIdempotent claims (user, scope, key) for a request with the given hash. If it was claimed before it
+	// returns the record: a finished one carries ResultID, a pending one does not.
+	BeginIdempotent(ctx context.Context, userID, scope, key, hash string) (rec IdempotencyRecord, claimed bool, err error)
+	FinishIdempotent(ctx context.Context, userID, scope, key, resultID string) error
+	AbortIdempotent(ctx context.Context, userID, scope, key string) error
+}
+
+// HoldLocks is Redis as the Holds need it: the seat locks with their fencing tokens, the sold set, and the seat
+// events a release publishes.
+type HoldLocks interface {
+	// Claim locks every seat of the claim for the booking, or none.
+	Claim(ctx context.Context, c Claim) (ClaimResult, error)
+	// DropEpoch forgets the show's fencing epoch in Redis, so the next claim starts a new one.
+	DropEpoch(ctx context.Context, showID string) error
+	// Release deletes the locks b still owns and publishes the seats as AVAILABLE. It returns the seats freed.
+	Release(ctx context.Context, b Booking) ([]string, error)
+	// Sell records b's seats as sold, drops b's locks and publishes the seats as BOOKED.
+	Sell(ctx context.Context, b Booking) error
+	// Unsell takes b's seats out of the sold set (after a refund) and publishes them as AVAILABLE.
+	Unsell(ctx context.Context, b Booking) error
+	// Owned reports whether every lock of b still carries b's id and fence.
+	Owned(ctx context.Context, b Booking) (bool, error)
+	// Extend pushes the expiry of b's locks to ttl from now, only if b still owns all of them.
+	Extend(ctx context.Context, b Booking, ttl time.Duration) (bool, error)
+	// Status reads the live state of the given seats in one round trip: held and sold flags by seat.
+	Status(ctx context.Context, showID string, seatIDs []string) (held, sold map[string]bool, err error)
+	// PublishSeats announces seat changes on the show's seat channel.
+	PublishSeats(ctx context.Context, showID string, evs []SeatEvent) error
+}
+
+// Holds claims seats for fans (Hold) and sees each hold to its end: cancelled by the fan, expired, or confirmed
+// by the checkout (hold_confirm.go). Its fast refusals come from the seat cache; every grant from the hold script
+// on the live locks.
+type Holds struct {
+	catalog   *Catalog
+	seats     *seatCache
+	store     HoldStore
+	locks     HoldLocks
+	gate      Admitter // nil when no show ever has a queue
+	cfg       Config
+	log       *slog.Logger
+	restoreMu sync.Mutex  // one fencing-epoch restore at a time
+	offers    OfferLookup // which bookings are waitlist offers (set by NewWaitlist); nil: none are
+}
+
+// IdempotencyRecord is what is known about an Idempotency-Key already used.
+type IdempotencyRecord struct {
+	RequestHash string
+	ResultID    string // empty while the first request is still running
+}
+
+// HoldTTL is how long a hold lasts.
+func (s *Holds) HoldTTL() time.Duration { return s.cfg.HoldTTL }
+
+// MaxSeats is the per-booking and per-user seat cap.
+func (s *Holds) MaxSeats() int { return s.cfg.MaxSeats }
 
 // HoldRequest asks for seats of a show for a user.
 type HoldRequest struct {
@@ -20,7 +95,7 @@ type HoldRequest struct {
 	SeatIDs        []string
 	AdmissionToken string // raw token from the header or cookie; needed when the show's queue is on
 	IdempotencyKey string
-	ttl            time.Duration // the hold's TTL when not the Service's HoldTTL (waitlist offers)
+	ttl            time.Duration // the hold's TTL when not Config.HoldTTL (waitlist offers)
 	Language       string        // the fan's page language, for notifications ("" unknown)
 }
 
@@ -46,7 +121,7 @@ func NewID(prefix string) string {
 
 // Hold claims the requested seats for the user: all of them or none. With an idempotency key, a repeat of the
 // same request returns the first request's booking (replayed true) instead of holding again.
-func (s *Service) Hold(ctx context.Context, r HoldRequest) (b Booking, replayed bool, err error) {
+func (s *Holds) Hold(ctx context.Context, r HoldRequest) (b Booking, replayed bool, err error) {
 	show, seats, err := s.validateHold(ctx, r)
 	if err != nil {
 		return Booking{}, false, err
@@ -96,7 +171,7 @@ func (s *Service) Hold(ctx context.Context, r HoldRequest) (b Booking, replayed 
 }
 
 // awaitIdempotent polls a pending key for up to five seconds. done is false when the key was given up.
-func (s *Service) awaitIdempotent(ctx context.Context, r HoldRequest, hash string) (Booking, bool, error) {
+func (s *Holds) awaitIdempotent(ctx context.Context, r HoldRequest, hash string) (Booking, bool, error) {
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
@@ -123,7 +198,7 @@ func (s *Service) awaitIdempotent(ctx context.Context, r HoldRequest, hash strin
 	return Booking{}, false, ErrInProgress
 }
 
-func (s *Service) validateHold(ctx context.Context, r HoldRequest) (Show, []Seat, error) {
+func (s *Holds) validateHold(ctx context.Context, r HoldRequest) (Show, []Seat, error) {
 	if r.ShowID == "" {
 		return Show{}, nil, Invalid("showId is required")
 	}
@@ -133,11 +208,11 @@ func (s *Service) validateHold(ctx context.Context, r HoldRequest) (Show, []Seat
 	if len(r.SeatIDs) > s.cfg.MaxSeats {
 		return Show{}, nil, fmt.Errorf("%w: at most %d seats per booking", ErrTooManySeats, s.cfg.MaxSeats)
 	}
-	show, err := s.Show(ctx, r.ShowID)
+	show, err := s.catalog.Show(ctx, r.ShowID)
 	if err != nil {
 		return Show{}, nil, err
 	}
-	layout, byID, err := s.layoutIndex(ctx, r.ShowID)
+	layout, byID, err := s.catalog.layoutIndex(ctx, r.ShowID)
 	if err != nil {
 		return Show{}, nil, err
 	}
@@ -175,41 +250,7 @@ func clip(s string) string {
 	return s
 }
 
-// Admit runs the waiting-room check for a request on a show (also used by pay).
-func (s *Service) Admit(ctx context.Context, showID, userID, raw string) (jti string, exp time.Time, err error) {
-	c, err := s.admit(ctx, showID, userID, raw)
-	if err != nil || c == nil {
-		return "", time.Time{}, err
-	}
-	return c.jti, c.exp, nil
-}
-
-type admitted struct {
-	jti string
-	exp time.Time
-}
-
-func (s *Service) admit(ctx context.Context, showID, userID, raw string) (*admitted, error) {
-	if s.gate == nil {
-		return nil, nil
-	}
-	c, err := s.gate.Check(ctx, showID, userID, raw)
-	switch {
-	case errors.Is(err, admission.ErrRequired):
-		return nil, &QueueError{ShowID: showID, Cause: err}
-	case err != nil:
-		return nil, err
-	case c == nil:
-		return nil, nil
-	}
-	a := &admitted{jti: c.ID}
-	if c.ExpiresAt != nil {
-		a.exp = c.ExpiresAt.Time
-	}
-	return a, nil
-}
-
-func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Seat, adm *admitted) (Booking, error) {
+func (s *Holds) hold(ctx context.Context, r HoldRequest, show Show, seats []Seat, adm *admitted) (Booking, error) {
 	// The fast refusal: in a flash crowd nearly every request is for seats that are already taken. When a recent
 	// snapshot (at most alternativesMaxAge old, kept current by every replica's seat events; a crowd that finds it
 	// older waits for one reload) shows a requested seat held or sold, refuse at once without asking Redis. A
@@ -219,10 +260,10 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 	// Seats the snapshot shows free are marked taken in it while this request claims them (reserve), so the
 	// crowd asking for the same seats meanwhile is refused at once too, instead of every one of them queueing on
 	// the hold script for seats a single claim is about to take. A claim that does not take a seat hands it back.
-	layout, _ := s.Layout(ctx, r.ShowID)
-	sn, taken, marked := s.reserve(ctx, r.ShowID, r.SeatIDs, layout, alternativesMaxAge)
+	layout, _ := s.catalog.Layout(ctx, r.ShowID)
+	sn, taken, marked := s.seats.reserve(ctx, r.ShowID, r.SeatIDs, layout, alternativesMaxAge)
 	if len(taken) > 0 {
-		s.countConflict(r.ShowID)
+		s.seats.countConflict(r.ShowID)
 		if s.cfg.OnConflict != nil {
 			s.cfg.OnConflict()
 		}
@@ -230,7 +271,7 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 	}
 	unmark := func(ids []string) {
 		if marked {
-			s.noteFreed(r.ShowID, ids)
+			s.seats.noteFreed(r.ShowID, ids)
 		}
 	}
 	ttl := s.cfg.HoldTTL
@@ -265,7 +306,7 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 		// with it. One request per process does it; the crowd behind it waits and then finds the epoch.
 		s.restoreMu.Lock()
 		if res, err = s.locks.Claim(ctx, claim); err == nil && res.NoEpoch {
-			if err = s.restoreShow(ctx, b.ShowID); err == nil {
+			if err = s.catalog.restoreShow(ctx, b.ShowID); err == nil {
 				res, err = s.locks.Claim(ctx, claim)
 			}
 		}
@@ -282,7 +323,7 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 	case res.OverCap:
 		return Booking{}, fmt.Errorf("%w: a fan may hold at most %d seats of a show at once", ErrTooManySeats, s.cfg.MaxSeats)
 	case !res.OK:
-		s.noteHeld(b.ShowID, res.Taken)
+		s.seats.noteHeld(b.ShowID, res.Taken)
 		unmark(slices.DeleteFunc(slices.Clone(b.SeatIDs), func(id string) bool { return slices.Contains(res.Taken, id) }))
 		if s.cfg.OnConflict != nil {
 			s.cfg.OnConflict()
@@ -306,16 +347,16 @@ func (s *Service) hold(ctx context.Context, r HoldRequest, show Show, seats []Se
 		}
 		return Booking{}, err
 	}
-	s.noteHeld(b.ShowID, b.SeatIDs)
+	s.seats.noteHeld(b.ShowID, b.SeatIDs)
 	if s.cfg.OnHold != nil {
 		s.cfg.OnHold()
 	}
-	s.markDirty(b.ShowID)
+	s.catalog.markDirty(b.ShowID)
 	return b, nil
 }
 
 // restoreShow bumps the show's fencing epoch in Postgres and installs it in Redis together with the sold seats.
-func (s *Service) restoreShow(ctx context.Context, showID string) error {
+func (s *Catalog) restoreShow(ctx context.Context, showID string) error {
 	epoch, err := s.store.BumpEpoch(ctx, showID)
 	if err != nil {
 		return err
@@ -329,7 +370,7 @@ func (s *Service) restoreShow(ctx context.Context, showID string) error {
 }
 
 // Booking returns the user's booking; another user's booking is ErrNotFound.
-func (s *Service) Booking(ctx context.Context, id, userID string) (Booking, error) {
+func (s *Holds) Booking(ctx context.Context, id, userID string) (Booking, error) {
 	b, err := s.store.Booking(ctx, id)
 	if err != nil {
 		return Booking{}, err
@@ -343,7 +384,7 @@ func (s *Service) Booking(ctx context.Context, id, userID string) (Booking, erro
 // Cancel releases the user's HELD booking: the booking becomes CANCELLED, the locks it still owns are deleted
 // (compare-and-delete, so a stale cancel never frees seats someone else holds now) and its waiting-room slot is
 // freed. It returns the booking and the seats released.
-func (s *Service) Cancel(ctx context.Context, id, userID string) (Booking, []string, error) {
+func (s *Holds) Cancel(ctx context.Context, id, userID string) (Booking, []string, error) {
 	b, err := s.store.Cancel(ctx, id, userID)
 	if err != nil {
 		return Booking{}, nil, err
@@ -354,45 +395,8 @@ func (s *Service) Cancel(ctx context.Context, id, userID string) (Booking, []str
 		s.log.ErrorContext(ctx, "release locks of cancelled booking", "booking", b.ID, "err", err)
 		freed = nil
 	}
-	s.noteFreed(b.ShowID, freed)
+	s.seats.noteFreed(b.ShowID, freed)
 	s.releaseAdmission(ctx, b)
-	s.markDirty(b.ShowID)
+	s.catalog.markDirty(b.ShowID)
 	return b, freed, nil
-}
-
-// releaseAdmission ends the waiting-room admission b was made under, unless another of the fan's bookings made
-// under it is still HELD or PAYMENT_PENDING. One admission can carry several bookings: a hold whose answer an
-// outage lost (booking killed after the commit) is made again by the fan under the same token, and the first
-// expires unseen; ending the admission then would refuse the payment of the booking the fan is paying for. The
-// admission ends with the last of them (or at its token's expiry, if two end at once and each sees the other).
-func (s *Service) releaseAdmission(ctx context.Context, b Booking) {
-	if b.AdmissionJTI == "" {
-		return
-	}
-	if s.gate == nil {
-		return
-	}
-	if live, err := s.admissionInUse(ctx, b); err != nil {
-		s.log.WarnContext(ctx, "release admission: the fan's other bookings", "booking", b.ID, "err", err)
-	} else if live {
-		return
-	}
-	if err := s.gate.Release(ctx, b.ShowID, b.UserID, b.AdmissionJTI, b.AdmissionExp); err != nil {
-		s.log.ErrorContext(ctx, "release admission", "booking", b.ID, "err", err)
-	}
-}
-
-// admissionInUse reports whether another of b's user's recent bookings made under b's admission is still live.
-func (s *Service) admissionInUse(ctx context.Context, b Booking) (bool, error) {
-	bs, err := s.store.BookingsOf(ctx, b.UserID, 50)
-	if err != nil {
-		return false, err
-	}
-	for _, o := range bs {
-		if o.ID != b.ID && o.AdmissionJTI == b.AdmissionJTI && o.ShowID == b.ShowID &&
-			(o.Status == StatusHeld || o.Status == StatusPaymentPending) {
-			return true, nil
-		}
-	}
-	return false, nil
 }

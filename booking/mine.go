@@ -8,13 +8,13 @@ import "context"
 const MaxListed = 100
 
 // Mine lists the user's bookings, newest first.
-func (s *Service) Mine(ctx context.Context, userID string) ([]Booking, error) {
+func (s *Holds) Mine(ctx context.Context, userID string) ([]Booking, error) {
 	return s.store.BookingsOf(ctx, userID, MaxListed)
 }
 
 // SeatsOf returns the layout's seats named by ids (with category and price), in the order given; a seat the
 // layout does not have is left out.
-func (s *Service) SeatsOf(ctx context.Context, showID string, ids []string) ([]Seat, error) {
+func (s *Catalog) SeatsOf(ctx context.Context, showID string, ids []string) ([]Seat, error) {
 	layout, index, err := s.layoutIndex(ctx, showID)
 	if err != nil {
 		return nil, err

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/flashseat/flashseat/booking/payment"
 )
 
 // ShowOverview is one upcoming show as the operator console lists it: the show, its live seat counts and sales
@@ -22,7 +20,7 @@ type ShowOverview struct {
 // Overview lists every show that has not started yet (and those that started in the last six hours), with live
 // figures, in one call: the console refreshes it every second, so the seat counts come from the shows' snapshots
 // (at most a second old) rather than a Redis read per seat.
-func (s *Service) Overview(ctx context.Context) ([]ShowOverview, error) {
+func (s *Catalog) Overview(ctx context.Context) ([]ShowOverview, error) {
 	figs, err := s.store.ShowFigures(ctx, s.cfg.Now())
 	if err != nil {
 		return nil, err
@@ -46,7 +44,7 @@ func (s *Service) Overview(ctx context.Context) ([]ShowOverview, error) {
 // show's ShowInfo (where the waiting room reads it, so its pre-sale draw runs at the new time) before it returns;
 // other replicas drop their cached copy on the show-changed event (see ShowChanged). It returns the show before
 // and after.
-func (s *Service) SetSaleStart(ctx context.Context, showID string, at time.Time) (old, now Show, err error) {
+func (s *Catalog) SetSaleStart(ctx context.Context, showID string, at time.Time) (old, now Show, err error) {
 	if old, err = s.operatorShow(ctx, showID); err != nil {
 		return Show{}, Show{}, err
 	}
@@ -67,7 +65,7 @@ func (s *Service) SetSaleStart(ctx context.Context, showID string, at time.Time)
 
 // CloseSale ends a show's sale: from now on every replica refuses new holds (ErrSaleClosed) and the waiting room
 // answers joins "closed". Bookings already held may still be paid. Closing a closed sale changes nothing.
-func (s *Service) CloseSale(ctx context.Context, showID string) (old, now Show, err error) {
+func (s *Catalog) CloseSale(ctx context.Context, showID string) (old, now Show, err error) {
 	if old, err = s.operatorShow(ctx, showID); err != nil {
 		return Show{}, Show{}, err
 	}
@@ -81,7 +79,7 @@ func (s *Service) CloseSale(ctx context.Context, showID string) (old, now Show, 
 }
 
 // operatorShow reads a show from the ledger itself, not the cache, since the operator is about to change it.
-func (s *Service) operatorShow(ctx context.Context, showID string) (Show, error) {
+func (s *Catalog) operatorShow(ctx context.Context, showID string) (Show, error) {
 	if !ValidID(showID) {
 		return Show{}, fmt.Errorf("show %q: %w", clip(showID), ErrNotFound)
 	}
@@ -89,8 +87,8 @@ func (s *Service) operatorShow(ctx context.Context, showID string) (Show, error)
 }
 
 // showChanged makes a changed show definition visible: this replica's cache, ShowInfo, and the other replicas
-// (through Locks.AnnounceShow, whose subscribers call ShowChanged).
-func (s *Service) showChanged(ctx context.Context, sh Show) error {
+// (through CatalogBoard.AnnounceShow, whose subscribers call ShowChanged).
+func (s *Catalog) showChanged(ctx context.Context, sh Show) error {
 	s.cache.store(&s.cache.shows, sh.ID, sh)
 	if err := s.PublishInfo(ctx, sh.ID); err != nil {
 		return err
@@ -100,12 +98,12 @@ func (s *Service) showChanged(ctx context.Context, sh Show) error {
 
 // ShowChanged drops the cached definition of a show an operator changed on another replica, so the next read
 // comes from the ledger.
-func (s *Service) ShowChanged(showID string) {
+func (s *Catalog) ShowChanged(showID string) {
 	s.cache.forget(showID)
 }
 
 // AdminBooking returns any user's booking, for the operator.
-func (s *Service) AdminBooking(ctx context.Context, id string) (Booking, error) {
+func (s *Holds) AdminBooking(ctx context.Context, id string) (Booking, error) {
 	if !ValidID(id) {
 		return Booking{}, fmt.Errorf("booking %q: %w", clip(id), ErrNotFound)
 	}
@@ -113,29 +111,11 @@ func (s *Service) AdminBooking(ctx context.Context, id string) (Booking, error) 
 }
 
 // UserBookings returns a user's most recent bookings (at most 100), newest first, for the operator.
-func (s *Service) UserBookings(ctx context.Context, userID string) ([]Booking, error) {
+func (s *Holds) UserBookings(ctx context.Context, userID string) ([]Booking, error) {
 	if !ValidID(userID) {
 		return nil, Invalid("userId is not a valid id")
 	}
 	return s.store.UserBookings(ctx, userID, 100)
-}
-
-// AdminRefund refunds any user's confirmed booking, for the operator, through the same saga as a fan's refund.
-func (p *Payments) AdminRefund(ctx context.Context, id string) (Booking, error) {
-	b, err := p.svc.AdminBooking(ctx, id)
-	if err != nil {
-		return Booking{}, err
-	}
-	return p.Refund(ctx, id, b.UserID)
-}
-
-// GatewayState is the payment gateway's circuit breaker position on this replica ("closed", "open",
-// "half-open"), or "" when the gateway has no breaker.
-func (p *Payments) GatewayState() string {
-	if b, ok := p.gw.(interface{ State() payment.BreakerState }); ok {
-		return b.State().String()
-	}
-	return ""
 }
 
 // OnSale reports whether the show's sale is open at now: opened, not closed by an operator, show not started.

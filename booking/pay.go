@@ -2,12 +2,13 @@ package booking
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
 	"time"
 )
-
-// Payments, as the pay saga (pay_saga.go), its recovery worker (pay_recover.go), refunds (refund.go), webhooks
-// (pay_webhook.go) and check-in (checkin.go) see them. The gateway speaks booking/payment's vocabulary; tickets are
-// signed with booking/ticket. Both are technology-free, so the domain may use them.
 
 // AttemptState is where the money of one payment attempt stands.
 type AttemptState string
@@ -118,37 +119,9 @@ type Payment struct {
 	RefundedAmount int64
 }
 
-// Refund is a booking's refund.
-type Refund struct {
-	ID        string
-	BookingID string
-	PaymentID string
-	Amount    int64
-	Succeeded bool
-}
-
-// TicketStatus is whether a ticket still admits.
-type TicketStatus string
-
-// VALID until scanned (CHECKED_IN) or refunded (VOID).
-const (
-	TicketValid     TicketStatus = "VALID"
-	TicketCheckedIn TicketStatus = "CHECKED_IN"
-	TicketVoid      TicketStatus = "VOID"
-)
-
-// TicketInfo is a ticket with its state.
-type TicketInfo struct {
-	Ticket
-	BookingID   string
-	UserID      string
-	ShowID      string
-	Status      TicketStatus
-	CheckedInAt time.Time
-}
-
-// PaymentStore is the ledger side of payments; booking/postgres implements it.
-type PaymentStore interface {
+// AttemptStore is the ledger's record of payment attempts, as the saga, its recovery worker and the webhooks
+// need it.
+type AttemptStore interface {
 	// StartAttempt inserts a STARTED attempt. If the user used the key before, it returns that attempt and
 	// created false. ErrInProgress when another attempt of the booking still has money in flight.
 	StartAttempt(ctx context.Context, a Attempt) (Attempt, bool, error)
@@ -167,36 +140,6 @@ type PaymentStore interface {
 	ClaimAttempts(ctx context.Context, lease time.Duration, limit int) ([]Attempt, error)
 	// SetStatus moves a booking from one of from to to; ErrNotHeld wrapped when it is in none of them.
 	SetStatus(ctx context.Context, id string, from []Status, to Status) (Booking, error)
-
-	// ConfirmSale is the one transaction of a sale: the booking CONFIRMED with its seats in the ledger (fencing
-	// token checked), its payment, tickets, the attempt CONFIRMED and an outbox event. booking.ErrStale,
-	// ErrHoldExpired, ErrSeatsUnavailable, ErrNotHeld as the ledger's confirmation returns them.
-	ConfirmSale(ctx context.Context, s Sale) (Booking, error)
-	PaymentOf(ctx context.Context, bookingID string) (Payment, error)
-	MarkCaptured(ctx context.Context, paymentID string, amount int64) error
-	// UncapturedPayments lists payments still AUTHORIZED that were last touched before olderThan.
-	UncapturedPayments(ctx context.Context, olderThan time.Time, limit int) ([]Payment, error)
-
-	// RecordRefund is the refund's transaction: a CONFIRMED booking of the user becomes REFUNDED, its seats leave
-	// the ledger, its tickets are voided and a PENDING refund and an outbox event are written. A booking already
-	// REFUNDED returns its refund again.
-	RecordRefund(ctx context.Context, bookingID, userID, refundID string) (Booking, Refund, error)
-	RefundSucceeded(ctx context.Context, refundID string, amount int64, gatewayRefundID string) error
-	PendingRefunds(ctx context.Context, olderThan time.Time, limit int) ([]Refund, error)
-
-	Tickets(ctx context.Context, bookingID string) ([]Ticket, error)
-	TicketByID(ctx context.Context, id string) (TicketInfo, error)
-	// CheckIn marks a VALID ticket CHECKED_IN, exactly once however many scans race: ErrAlreadyCheckedIn,
-	// ErrTicketVoid, ErrNotFound otherwise.
-	CheckIn(ctx context.Context, ticketID, showID, seatID, by string, at time.Time) (TicketInfo, error)
-
-	// SeenEvent records a webhook event id; false when it was recorded before.
-	SeenEvent(ctx context.Context, id, typ, intentID string) (bool, error)
-
-	// RelayOutbox hands up to limit unpublished lifecycle events, oldest first, to publish and marks those it
-	// accepted published, in one transaction that other relays skip: each event is published at least once, and
-	// more than once only if the commit after publishing fails.
-	RelayOutbox(ctx context.Context, limit int, publish func(OutboxEvent) error) (int, error)
 }
 
 // OutboxEvent is a lifecycle event (booking.confirmed, booking.refunded) written in the transaction that made it
@@ -207,4 +150,197 @@ type OutboxEvent struct {
 	Type        string
 	Payload     []byte // JSON
 	CreatedAt   time.Time
+}
+
+// PayRequest is POST /pay.
+type PayRequest struct {
+	BookingID      string
+	UserID         string
+	PaymentMethod  string
+	IdempotencyKey string
+	AdmissionToken string
+	// ReturnURL is the absolute URL the gateway sends the fan back to after a 3-D Secure challenge; the HTTP
+	// layer builds it from a same-site path.
+	ReturnURL string
+}
+
+// PayResult is a pay's answer: the confirmed booking with its tickets, or Pending when the gateway has not
+// answered in time or waits for the fan to pass a 3-D Secure challenge at NextActionURL. AttemptID names the
+// payment attempt. Replayed says it was the answer to an earlier request with the same key.
+type PayResult struct {
+	Booking       Booking
+	Pending       bool
+	NextActionURL string
+	AttemptID     string
+	Replayed      bool
+}
+
+func (r PayRequest) hash() string {
+	h := sha256.Sum256([]byte(r.BookingID + "\x00" + r.PaymentMethod))
+	return hex.EncodeToString(h[:])
+}
+
+func validatePay(r PayRequest) error {
+	switch {
+	case r.IdempotencyKey == "":
+		return Invalid("the Idempotency-Key header is required")
+	case len(r.IdempotencyKey) > 255:
+		return Invalid("Idempotency-Key is longer than 255 characters")
+	case strings.IndexFunc(r.IdempotencyKey, func(c rune) bool { return c < 0x20 || c > 0x7e }) >= 0:
+		return Invalid("Idempotency-Key must be printable ASCII")
+	case r.PaymentMethod == "":
+		return Unprocessable("paymentMethod is required")
+	case len(r.PaymentMethod) > 100:
+		return Unprocessable("paymentMethod is too long")
+	case cardNumberLike(r.PaymentMethod):
+		// A card number must never be stored, logged or echoed here: refuse it without repeating it.
+		return Unprocessable("paymentMethod looks like a card number: send the card to the payment gateway's " +
+			"tokenization and pay with the payment method id it returns")
+	}
+	for _, c := range r.PaymentMethod {
+		if !(c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return Unprocessable("paymentMethod %q is not a payment method id", clip(r.PaymentMethod))
+		}
+	}
+	return nil
+}
+
+// cardNumberLike reports whether s, once spaces and dashes are gone, is 12 to 19 digits: what a card number
+// (a PAN) looks like, and no gateway's payment method id does.
+func cardNumberLike(s string) bool {
+	n := 0
+	for _, c := range s {
+		switch {
+		case c >= '0' && c <= '9':
+			n++
+		case c == ' ' || c == '-':
+		default:
+			return false
+		}
+	}
+	return n >= 12 && n <= 19
+}
+
+// Pay runs the saga of one payment:
+//
+//  1. the booking must be HELD by the caller with its locks still carrying its fencing token; the locks are
+//     extended so the hold cannot lapse while the gateway thinks;
+//  2. the attempt is recorded under the fan's Idempotency-Key (one per user and key; one with money in flight per
+//     booking) and the card authorized under a key derived from the attempt;
+//  3. declined: the booking stays HELD; no answer in time: PAYMENT_PENDING, which the recovery worker resolves;
+//  4. authorized: one transaction writes the sale (seats, CONFIRMED, payment, tickets, outbox), the Redis locks
+//     become sold seats, and the money is captured off the fan's path (the worker retries a failed capture);
+//  5. hold lost or superseded, or the seats sold by the ledger's backstop: the authorization is voided and the
+//     booking EXPIRED.
+//
+// A replay of the key returns the first outcome, waiting for it while the first request runs.
+func (p *Checkout) Pay(ctx context.Context, r PayRequest) (PayResult, error) {
+	if err := validatePay(r); err != nil {
+		return PayResult{}, err
+	}
+	b, err := p.holds.Booking(ctx, r.BookingID, r.UserID)
+	if err != nil {
+		return PayResult{}, err
+	}
+	hash := r.hash()
+	if prev, err := p.store.AttemptByKey(ctx, r.UserID, r.IdempotencyKey); err == nil {
+		return p.replay(ctx, prev, hash)
+	} else if !errors.Is(err, ErrNotFound) {
+		return PayResult{}, err
+	}
+	// The queue is checked for new attempts only: a replay after the booking freed its admission still answers.
+	if b.Status == StatusHeld {
+		if err := p.holds.AdmitBooking(ctx, b, r.UserID, r.AdmissionToken); err != nil {
+			return PayResult{}, err
+		}
+	}
+	a := Attempt{ID: NewID("pa_"), BookingID: b.ID, UserID: r.UserID, IdempotencyKey: r.IdempotencyKey,
+		RequestHash: hash, PaymentMethod: r.PaymentMethod, Amount: b.TotalAmount, Currency: b.Currency,
+		ReturnURL: r.ReturnURL, LeaseUntil: p.cfg.Now().Add(p.lease())}
+	a, created, err := p.store.StartAttempt(ctx, a)
+	if err != nil {
+		return PayResult{}, err
+	}
+	if !created {
+		return p.replay(ctx, a, hash)
+	}
+	p.wg.Add(1)
+	defer p.wg.Done()
+	sctx, cancel := p.sagaContext(ctx)
+	defer cancel()
+	res, err := p.runSaga(sctx, a)
+	if p.cfg.OnOutcome != nil {
+		p.cfg.OnOutcome(outcomeOf(res, err))
+	}
+	return res, err
+}
+
+// replay answers a request whose key was used before.
+func (p *Checkout) replay(ctx context.Context, a Attempt, hash string) (PayResult, error) {
+	if a.RequestHash != hash {
+		return PayResult{}, fmt.Errorf("%w: Idempotency-Key was used with another booking or payment method", ErrIdempotency)
+	}
+	deadline := time.Now().Add(p.cfg.ReplayWait)
+	for a.Outcome == "" {
+		if time.Now().After(deadline) {
+			return PayResult{}, fmt.Errorf("payment %s: %w", a.ID, ErrInProgress)
+		}
+		select {
+		case <-ctx.Done():
+			return PayResult{}, ctx.Err()
+		case <-time.After(25 * time.Millisecond):
+		}
+		var err error
+		if a, err = p.store.Attempt(ctx, a.ID); errors.Is(err, ErrNotFound) {
+			// The first request's call never took effect and it gave the key up; this request may run it now.
+			return PayResult{}, fmt.Errorf("payment attempt was abandoned, retry: %w", ErrInProgress)
+		} else if err != nil {
+			return PayResult{}, err
+		}
+	}
+	res, err := p.answer(ctx, a)
+	res.Replayed = true
+	return res, err
+}
+
+// answer turns an attempt's recorded outcome into Pay's result.
+func (p *Checkout) answer(ctx context.Context, a Attempt) (PayResult, error) {
+	switch a.Outcome {
+	case OutcomeConfirmed:
+		b, err := p.BookingView(ctx, a.BookingID, a.UserID)
+		return PayResult{Booking: b}, err
+	case OutcomePending:
+		b, err := p.holds.Booking(ctx, a.BookingID, a.UserID)
+		return PayResult{Booking: b, Pending: true, NextActionURL: a.NextActionURL, AttemptID: a.ID}, err
+	case OutcomeDeclined:
+		return PayResult{}, fmt.Errorf("%w: %s", ErrPaymentDeclined, a.Detail)
+	case OutcomeExpired:
+		return PayResult{}, fmt.Errorf("booking %s: %w", a.BookingID, ErrHoldExpired)
+	case OutcomeConflict:
+		return PayResult{}, fmt.Errorf("booking %s: %w", a.BookingID, ErrSeatsUnavailable)
+	case OutcomeNotHeld:
+		return PayResult{}, fmt.Errorf("booking %s: %w", a.BookingID, ErrNotHeld)
+	case OutcomeInvalidMethod:
+		return PayResult{}, Unprocessable("%s", a.Detail)
+	default:
+		return PayResult{}, fmt.Errorf("%w: %s", ErrPaymentFailed, a.Detail)
+	}
+}
+
+func outcomeOf(res PayResult, err error) Outcome {
+	switch {
+	case err == nil && res.Pending:
+		return OutcomePending
+	case err == nil:
+		return OutcomeConfirmed
+	case errors.Is(err, ErrPaymentDeclined):
+		return OutcomeDeclined
+	case errors.Is(err, ErrHoldExpired):
+		return OutcomeExpired
+	case errors.Is(err, ErrSeatsUnavailable):
+		return OutcomeConflict
+	case errors.Is(err, ErrNotHeld):
+		return OutcomeNotHeld
+	}
+	return OutcomeFailed
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/flashseat/flashseat/booking/payment/sim"
 )
 
-// newWebhookedEnv is a payEnv whose simulator sends its webhooks to the Payments under test.
-func newWebhookedEnv(t *testing.T, scfg sim.Config, pcfg booking.PayConfig) *payEnv {
+// newWebhookedEnv is a payEnv whose simulator sends its webhooks to the Checkout under test.
+func newWebhookedEnv(t *testing.T, scfg sim.Config, pcfg booking.CheckoutConfig) *payEnv {
 	t.Helper()
 	var e *payEnv
 	var ready sync.WaitGroup
@@ -38,7 +38,7 @@ func newWebhookedEnv(t *testing.T, scfg sim.Config, pcfg booking.PayConfig) *pay
 }
 
 // runWorker runs the recovery worker until the test ends.
-func runWorker(t *testing.T, p *booking.Payments) {
+func runWorker(t *testing.T, p *booking.Checkout) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { p.Run(ctx); close(done) }()
@@ -97,7 +97,7 @@ func (e *payEnv) waitStatus(t *testing.T, id string, want booking.Status, recove
 func TestPay3DSPassedByWebhook(t *testing.T) {
 	t.Parallel()
 	// A long retry: only the webhook can settle the attempt within the test's wait.
-	e := newWebhookedEnv(t, sim.Config{}, booking.PayConfig{ActionRetry: time.Hour, ActionWindow: 3 * time.Minute})
+	e := newWebhookedEnv(t, sim.Config{}, booking.CheckoutConfig{ActionRetry: time.Hour, ActionWindow: 3 * time.Minute})
 	runWorker(t, e.pay)
 	b := e.hold(t, "u1", "D3", "D4")
 	res := e.pay3DS(t, b, "k1")
@@ -141,7 +141,7 @@ func TestPay3DSPassedByWebhook(t *testing.T) {
 // 402 from then on, and the fan pays again with another card.
 func TestPay3DSFailedThenPaidAgain(t *testing.T) {
 	t.Parallel()
-	e := newWebhookedEnv(t, sim.Config{}, booking.PayConfig{ActionRetry: time.Hour})
+	e := newWebhookedEnv(t, sim.Config{}, booking.CheckoutConfig{ActionRetry: time.Hour})
 	runWorker(t, e.pay)
 	b := e.hold(t, "u1", "E3")
 	res := e.pay3DS(t, b, "k1")
@@ -160,7 +160,7 @@ func TestPay3DSFailedThenPaidAgain(t *testing.T) {
 // TestPay3DSSettledByWorker: with no webhook at all, the recovery worker reads the intent and settles the attempt.
 func TestPay3DSSettledByWorker(t *testing.T) {
 	t.Parallel()
-	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{ActionRetry: 50 * time.Millisecond})
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{ActionRetry: 50 * time.Millisecond})
 	b := e.hold(t, "u1", "F3")
 	res := e.pay3DS(t, b, "k1")
 	e.pay.Recover(context.Background()) // still waiting: nothing changes
@@ -176,7 +176,7 @@ func TestPay3DSSettledByWorker(t *testing.T) {
 // answer takes no money, and the booking is HELD again for another card.
 func TestPay3DSAbandoned(t *testing.T) {
 	t.Parallel()
-	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{ActionRetry: 50 * time.Millisecond,
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{ActionRetry: 50 * time.Millisecond,
 		ActionWindow: 300 * time.Millisecond})
 	b := e.hold(t, "u1", "G3")
 	res := e.pay3DS(t, b, "k1")
@@ -204,7 +204,7 @@ func TestPay3DSAbandoned(t *testing.T) {
 // sent to the gateway, and the answer does not repeat it.
 func TestPayRefusesCardNumbers(t *testing.T) {
 	t.Parallel()
-	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{})
 	b := e.hold(t, "u1", "H3")
 	for _, pan := range []string{"4242424242424242", "4242 4242 4242 4242", "4000-0000-0000-3220"} {
 		_, err := e.payWith(b, pan, "k-"+pan)

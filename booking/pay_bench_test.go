@@ -77,9 +77,9 @@ func BenchmarkCheckout(b *testing.B) {
 	var baseline float64 // checkouts/s at zero gateway latency, measured first in the same run
 	for _, latency := range []time.Duration{0, 200 * time.Millisecond} {
 		b.Run(fmt.Sprintf("gateway=%s", latency), func(b *testing.B) {
-			e := newPayEnv(b, booking.Config{}, sim.Config{Latency: latency}, booking.PayConfig{})
+			e := newPayEnv(b, booking.Config{}, sim.Config{Latency: latency}, booking.CheckoutConfig{})
 			s := &steps{d: map[string][]time.Duration{}}
-			p := booking.NewPayments(e.Svc, timedStore{e.Store, s}, timedGateway{e.gw, s}, e.signer, e.verifier, e.cfg)
+			p := booking.NewCheckout(e.Svc, timedStore{e.Store, s}, timedGateway{e.gw, s}, e.signer, e.verifier, e.cfg)
 			defer p.Close()
 			ctx := context.Background()
 			nShows := max(4, (b.N+199)/200)

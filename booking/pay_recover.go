@@ -12,7 +12,7 @@ import (
 // takes over attempts whose owner's lease has passed and finishes them, retries captures and refunds that
 // failed, keeps the seats of payments whose outcome is unknown held, and relays the outbox. It returns when ctx
 // ends.
-func (p *Payments) Run(ctx context.Context) {
+func (p *Checkout) Run(ctx context.Context) {
 	t := time.NewTicker(p.cfg.RecoverEvery)
 	defer t.Stop()
 	for {
@@ -27,7 +27,7 @@ func (p *Payments) Run(ctx context.Context) {
 }
 
 // nudge asks the worker for a pass now.
-func (p *Payments) nudge() {
+func (p *Checkout) nudge() {
 	select {
 	case p.kick <- struct{}{}:
 	default:
@@ -35,7 +35,7 @@ func (p *Payments) nudge() {
 }
 
 // Recover does one pass of the worker's work.
-func (p *Payments) Recover(ctx context.Context) {
+func (p *Checkout) Recover(ctx context.Context) {
 	as, err := p.store.ClaimAttempts(ctx, p.lease(), 100)
 	if err != nil {
 		p.log.ErrorContext(ctx, "recover: claim attempts", "err", err)
@@ -55,8 +55,8 @@ func (p *Payments) Recover(ctx context.Context) {
 			p.capture(ctx, pay)
 			// The sale's own process may have died before it turned the locks into sold seats and freed the
 			// fan's queue slot; doing it again is harmless.
-			if b, err := p.svc.store.Booking(ctx, pay.BookingID); err == nil && b.Status == StatusConfirmed {
-				p.svc.Sold(ctx, b)
+			if b, err := p.holds.store.Booking(ctx, pay.BookingID); err == nil && b.Status == StatusConfirmed {
+				p.holds.AfterSale(ctx, b)
 			}
 		}
 	}
@@ -74,7 +74,7 @@ func (p *Payments) Recover(ctx context.Context) {
 	}
 }
 
-func (p *Payments) recoverAttempt(ctx context.Context, a Attempt) {
+func (p *Checkout) recoverAttempt(ctx context.Context, a Attempt) {
 	switch a.State {
 	case AttemptPending:
 		if a.NextActionURL != "" {
@@ -86,14 +86,14 @@ func (p *Payments) recoverAttempt(ctx context.Context, a Attempt) {
 		// The same idempotency key returns the first authorization's outcome once the gateway has one (and makes
 		// the authorization now if the first call never reached it): never a second one.
 		in, err := p.gw.Authorize(ctx, p.authorizeParams(a))
-		res, err := p.authorized(ctx, a, in, err, nil)
+		res, err := p.actOnAuthorization(ctx, a, in, err, nil)
 		if err == nil && res.Pending {
 			if p.cfg.Now().Sub(a.CreatedAt) > p.cfg.GiveUpAfter {
 				// A seat must not stay in limbo behind a gateway that never answers. Nothing is known to be
 				// reserved; if something was, the gateway's webhook will say so and reclaim gives it back.
 				if p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptPending}, To: AttemptRejected,
 					Outcome: OutcomeFailed, Detail: "the payment gateway never answered"}) {
-					p.unpend(ctx, a)
+					p.backToHeld(ctx, a)
 				}
 				p.log.WarnContext(ctx, "recover: gave up on a payment", "attempt", a.ID, "age", p.cfg.Now().Sub(a.CreatedAt))
 				return
@@ -113,17 +113,17 @@ func (p *Payments) recoverAttempt(ctx context.Context, a Attempt) {
 			return
 		}
 		if in.Authorized() || in.Captured() {
-			_, err = p.complete(ctx, a, in, nil)
+			_, err = p.confirmSale(ctx, a, in, nil)
 			p.log.InfoContext(ctx, "recover: authorized attempt", "attempt", a.ID, "err", err)
 			return
 		}
 		// Voided or failed at the gateway behind our back: no money to confirm with.
 		if p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptAuthorized}, To: AttemptRejected,
 			Outcome: OutcomeFailed, Detail: "the authorization lapsed at the gateway"}) {
-			p.unpend(ctx, a)
+			p.backToHeld(ctx, a)
 		}
 	case AttemptVoiding, AttemptRefunding:
-		p.settle(ctx, a)
+		p.returnMoney(ctx, a)
 	}
 }
 
@@ -132,7 +132,7 @@ func (p *Payments) recoverAttempt(ctx context.Context, a Attempt) {
 // (authorized) confirms the booking and captures, failed puts the booking back to HELD for another card, still
 // waiting keeps the seats held until the ActionWindow ends, when the intent is cancelled so that a late answer
 // cannot take money for a booking that no longer waits for it.
-func (p *Payments) recoverAction(ctx context.Context, a Attempt) {
+func (p *Checkout) recoverAction(ctx context.Context, a Attempt) {
 	in, err := p.gw.Retrieve(ctx, a.IntentID)
 	if err != nil {
 		p.log.WarnContext(ctx, "recover: retrieve 3-D Secure intent", "attempt", a.ID, "err", err)
@@ -157,7 +157,7 @@ func (p *Payments) recoverAction(ctx context.Context, a Attempt) {
 			in.LastError = "the card's 3-D Secure authentication failed"
 		}
 	}
-	res, err := p.authorized(ctx, a, in, err, nil)
+	res, err := p.actOnAuthorization(ctx, a, in, err, nil)
 	if err == nil && res.Pending {
 		p.keepHeld(ctx, a)
 	}
@@ -167,22 +167,22 @@ func (p *Payments) recoverAction(ctx context.Context, a Attempt) {
 
 // keepHeld extends the locks of a booking whose payment outcome is unknown, so the seats stay the fan's while the
 // gateway makes up its mind. A hold that was lost meanwhile is not revived: the outcome, once known, is given back.
-func (p *Payments) keepHeld(ctx context.Context, a Attempt) {
-	b, err := p.svc.store.Booking(ctx, a.BookingID)
+func (p *Checkout) keepHeld(ctx context.Context, a Attempt) {
+	b, err := p.holds.store.Booking(ctx, a.BookingID)
 	if err != nil || (b.Status != StatusHeld && b.Status != StatusPaymentPending) {
 		return
 	}
 	if b.ExpiresAt.Sub(p.cfg.Now()) > p.cfg.HoldMargin/2 {
 		return
 	}
-	if _, err := p.svc.ExtendHold(ctx, b, p.cfg.HoldMargin); err != nil {
+	if _, err := p.holds.ExtendHold(ctx, b, p.cfg.HoldMargin); err != nil {
 		p.log.WarnContext(ctx, "recover: keep pending hold", "booking", b.ID, "err", err)
 	}
 }
 
 // settleRefund returns a refunded booking's money at the gateway. Money not yet captured (a capture still being
 // retried) is captured first, so that what the fan paid and what they got back are always the same amount.
-func (p *Payments) settleRefund(ctx context.Context, r Refund) {
+func (p *Checkout) settleRefund(ctx context.Context, r Refund) {
 	pay, err := p.store.PaymentOf(ctx, r.BookingID)
 	if err != nil {
 		p.log.ErrorContext(ctx, "refund: payment", "booking", r.BookingID, "err", err)

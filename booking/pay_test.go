@@ -23,21 +23,21 @@ import (
 	"github.com/flashseat/flashseat/shared/token"
 )
 
-// payEnv is a booking Service on the real stores with Payments over the gateway simulator, reached through the
+// payEnv is a booking Service on the real stores with Checkout over the gateway simulator, reached through the
 // Stripe adapter over HTTP as in production.
 type payEnv struct {
 	*bookingtest.Env
 	sim      *sim.Server
 	gw       payment.Gateway
-	pay      *booking.Payments
-	cfg      booking.PayConfig
+	pay      *booking.Checkout
+	cfg      booking.CheckoutConfig
 	signer   *ticket.Signer
 	verifier *ticket.Verifier
 }
 
 const webhookSecret = "whsec_paytest"
 
-func newPayEnv(t testing.TB, bcfg booking.Config, scfg sim.Config, pcfg booking.PayConfig) *payEnv {
+func newPayEnv(t testing.TB, bcfg booking.Config, scfg sim.Config, pcfg booking.CheckoutConfig) *payEnv {
 	t.Helper()
 	e := &payEnv{Env: bookingtest.New(t, bcfg)}
 	e.sim = sim.New(scfg, nil)
@@ -66,9 +66,9 @@ func newPayEnv(t testing.TB, bcfg booking.Config, scfg sim.Config, pcfg booking.
 	return e
 }
 
-// restart builds a fresh Payments on the same stores, as a new process would.
-func (e *payEnv) restart(t testing.TB, gw payment.Gateway) *booking.Payments {
-	p := booking.NewPayments(e.Svc, e.Store, gw, e.signer, e.verifier, e.cfg)
+// restart builds a fresh Checkout on the same stores, as a new process would.
+func (e *payEnv) restart(t testing.TB, gw payment.Gateway) *booking.Checkout {
+	p := booking.NewCheckout(e.Svc, e.Store, gw, e.signer, e.verifier, e.cfg)
 	t.Cleanup(p.Close)
 	return p
 }
@@ -97,7 +97,7 @@ func (e *payEnv) status(t *testing.T, id string) booking.Status {
 }
 
 // settle runs the recovery worker until no attempt of the test has work left, then checks every invariant.
-func (e *payEnv) settle(t *testing.T, p *booking.Payments) {
+func (e *payEnv) settle(t *testing.T, p *booking.Checkout) {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(15 * time.Second)
@@ -143,7 +143,7 @@ func (e *payEnv) checkInvariants(t *testing.T) {
 
 func TestPayConfirms(t *testing.T) {
 	t.Parallel()
-	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{})
 	b := e.hold(t, "u1", "D1", "D2")
 	res, err := e.payWith(b, sim.CardOK, "k1")
 	if err != nil {
@@ -187,7 +187,7 @@ func TestPayConfirms(t *testing.T) {
 
 func TestPayDeclinedThenOK(t *testing.T) {
 	t.Parallel()
-	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{})
 	b := e.hold(t, "u1", "E5")
 	if _, err := e.payWith(b, sim.CardDeclined, "k1"); !errors.Is(err, booking.ErrPaymentDeclined) {
 		t.Fatalf("declined card: %v, want ErrPaymentDeclined", err)
@@ -221,7 +221,7 @@ func TestPayDeclinedThenOK(t *testing.T) {
 func TestPaySlowGatewayResolvedByWorker(t *testing.T) {
 	t.Parallel()
 	e := newPayEnv(t, booking.Config{}, sim.Config{SlowDelay: 800 * time.Millisecond},
-		booking.PayConfig{GatewayTimeout: 150 * time.Millisecond, ReplayWait: 100 * time.Millisecond})
+		booking.CheckoutConfig{GatewayTimeout: 150 * time.Millisecond, ReplayWait: 100 * time.Millisecond})
 	b := e.hold(t, "u1", "F1")
 	res, err := e.payWith(b, sim.CardSlow, "k1")
 	if err != nil || !res.Pending {
@@ -254,7 +254,7 @@ func TestPaySlowGatewayResolvedByWorker(t *testing.T) {
 
 func TestPaySameKeyConcurrently(t *testing.T) {
 	t.Parallel()
-	e := newPayEnv(t, booking.Config{}, sim.Config{Latency: 50 * time.Millisecond}, booking.PayConfig{})
+	e := newPayEnv(t, booking.Config{}, sim.Config{Latency: 50 * time.Millisecond}, booking.CheckoutConfig{})
 	b := e.hold(t, "u1", "G1", "G2", "G3")
 	var wg sync.WaitGroup
 	results := make([]booking.PayResult, 20)
@@ -284,7 +284,7 @@ func TestPaySameKeyConcurrently(t *testing.T) {
 
 func TestPayTwoKeysAtOnce(t *testing.T) {
 	t.Parallel()
-	e := newPayEnv(t, booking.Config{}, sim.Config{Latency: 30 * time.Millisecond}, booking.PayConfig{})
+	e := newPayEnv(t, booking.Config{}, sim.Config{Latency: 30 * time.Millisecond}, booking.CheckoutConfig{})
 	for round := range 5 {
 		b := e.hold(t, fmt.Sprintf("u%d", round), booking.SeatID("H", round+1))
 		var wg sync.WaitGroup
@@ -315,7 +315,7 @@ func TestPayTwoKeysAtOnce(t *testing.T) {
 
 func TestPayRacingCancel(t *testing.T) {
 	t.Parallel()
-	e := newPayEnv(t, booking.Config{}, sim.Config{Latency: 20 * time.Millisecond}, booking.PayConfig{})
+	e := newPayEnv(t, booking.Config{}, sim.Config{Latency: 20 * time.Millisecond}, booking.CheckoutConfig{})
 	var paid, cancelled atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 20 {
@@ -361,7 +361,7 @@ func TestPayRacingCancel(t *testing.T) {
 func TestPayRacingHoldExpiry(t *testing.T) {
 	t.Parallel()
 	const ttl = 300 * time.Millisecond
-	e := newPayEnv(t, booking.Config{HoldTTL: ttl}, sim.Config{}, booking.PayConfig{})
+	e := newPayEnv(t, booking.Config{HoldTTL: ttl}, sim.Config{}, booking.CheckoutConfig{})
 	var paid, expired atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 20 {
@@ -407,7 +407,7 @@ func (g *hooked) Authorize(ctx context.Context, p payment.AuthorizeParams) (paym
 
 func TestPayRedisLostBetweenAuthorizeAndConfirm(t *testing.T) {
 	t.Parallel()
-	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{})
 	p := e.restart(t, &hooked{Gateway: e.gw, afterAuthorize: func(context.Context) { bookingtest.DeleteShowKeys(e.RDB, e.Show.ID) }})
 	b := e.hold(t, "u1", "A1", "A2")
 	_, err := p.Pay(context.Background(), booking.PayRequest{BookingID: b.ID, UserID: "u1", PaymentMethod: sim.CardOK,
@@ -447,12 +447,12 @@ func (s *crashing) ConfirmSale(ctx context.Context, sale booking.Sale) (booking.
 
 func TestPayProcessKilledBetweenAuthorizeAndConfirm(t *testing.T) {
 	t.Parallel()
-	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{})
 	ctx := context.Background()
 
 	// Killed right after the gateway answered, before the intent was even recorded.
-	var first *booking.Payments
-	first = booking.NewPayments(e.Svc, e.Store, &hooked{Gateway: e.gw, afterAuthorize: func(ctx context.Context) {
+	var first *booking.Checkout
+	first = booking.NewCheckout(e.Svc, e.Store, &hooked{Gateway: e.gw, afterAuthorize: func(ctx context.Context) {
 		go first.Kill()
 		<-ctx.Done() // the process is gone before it could record the answer
 	}}, e.signer, e.verifier, e.cfg)
@@ -464,8 +464,8 @@ func TestPayProcessKilledBetweenAuthorizeAndConfirm(t *testing.T) {
 	first.Kill()
 
 	// Killed with the authorization recorded, just before the sale's transaction.
-	var second *booking.Payments
-	second = booking.NewPayments(e.Svc, &crashing{PaymentStore: e.Store, beforeSale: func() { go second.Kill() }},
+	var second *booking.Checkout
+	second = booking.NewCheckout(e.Svc, &crashing{PaymentStore: e.Store, beforeSale: func() { go second.Kill() }},
 		e.gw, e.signer, e.verifier, e.cfg)
 	b2 := e.hold(t, "u2", "B2")
 	if _, err := second.Pay(ctx, booking.PayRequest{BookingID: b2.ID, UserID: "u2", PaymentMethod: sim.CardOK,
@@ -502,7 +502,7 @@ func TestPayProcessKilledBetweenAuthorizeAndConfirm(t *testing.T) {
 
 func TestPayCircuitBreaker(t *testing.T) {
 	t.Parallel()
-	e := newPayEnv(t, booking.Config{}, sim.Config{FailureRate: 1}, booking.PayConfig{})
+	e := newPayEnv(t, booking.Config{}, sim.Config{FailureRate: 1}, booking.CheckoutConfig{})
 	br := payment.NewBreaker(e.gw, payment.BreakerConfig{MinCalls: 3, Cooldown: 300 * time.Millisecond})
 	p := e.restart(t, br)
 	b := e.hold(t, "u1", "C1")
@@ -537,7 +537,7 @@ func TestPayCircuitBreaker(t *testing.T) {
 func TestRefund(t *testing.T) {
 	t.Parallel()
 	// The fixture's show starts in 48h: a 24h window leaves a day to refund.
-	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{RefundWindow: 24 * time.Hour})
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{RefundWindow: 24 * time.Hour})
 	ctx := context.Background()
 	b := e.hold(t, "u1", "D7", "D8")
 	res, err := e.payWith(b, sim.CardOK, "k1")
@@ -573,7 +573,7 @@ func TestRefund(t *testing.T) {
 	if _, err := e.pay.Refund(ctx, b3.ID, "u3"); !errors.Is(err, booking.ErrNotConfirmed) {
 		t.Fatalf("refund of a held booking: %v, want ErrNotConfirmed", err)
 	}
-	late := booking.NewPayments(e.Svc, e.Store, e.gw, e.signer, e.verifier, booking.PayConfig{RefundWindow: 72 * time.Hour})
+	late := booking.NewCheckout(e.Svc, e.Store, e.gw, e.signer, e.verifier, booking.CheckoutConfig{RefundWindow: 72 * time.Hour})
 	defer late.Close()
 	if _, err := late.Refund(ctx, b2.ID, "u2"); !errors.Is(err, booking.ErrRefundWindow) {
 		t.Fatalf("refund inside 72h of a show 48h away: %v, want ErrRefundWindow", err)
@@ -582,7 +582,7 @@ func TestRefund(t *testing.T) {
 
 func TestCheckInOnce(t *testing.T) {
 	t.Parallel()
-	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{})
 	ctx := context.Background()
 	b := e.hold(t, "u1", "E1")
 	res, err := e.payWith(b, sim.CardOK, "k1")
@@ -638,7 +638,7 @@ func TestCheckInOnce(t *testing.T) {
 
 func TestWebhook(t *testing.T) {
 	t.Parallel()
-	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{})
 	ctx := context.Background()
 	b := e.hold(t, "u1", "F9")
 	if _, err := e.payWith(b, sim.CardDeclined, "k1"); !errors.Is(err, booking.ErrPaymentDeclined) {
@@ -693,7 +693,7 @@ func TestWebhook(t *testing.T) {
 func TestPayGatewayNeverAnswers(t *testing.T) {
 	t.Parallel()
 	e := newWebhookedEnv(t, sim.Config{SlowDelay: time.Second},
-		booking.PayConfig{GatewayTimeout: 100 * time.Millisecond, GiveUpAfter: 300 * time.Millisecond})
+		booking.CheckoutConfig{GatewayTimeout: 100 * time.Millisecond, GiveUpAfter: 300 * time.Millisecond})
 	b := e.hold(t, "u1", "C5")
 	if res, err := e.payWith(b, sim.CardSlow, "k1"); err != nil || !res.Pending {
 		t.Fatalf("slow card: %+v, %v", res, err)
@@ -763,7 +763,7 @@ func TestPayReleasesAdmission(t *testing.T) {
 // captures it once the gateway is back, never forgetting it.
 func TestCaptureRetried(t *testing.T) {
 	t.Parallel()
-	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{})
 	p := e.restart(t, &hooked{Gateway: e.gw, afterAuthorize: func(context.Context) { e.sim.SetFailureRate(1) }})
 	b := e.hold(t, "u1", "B7")
 	res, err := p.Pay(context.Background(), booking.PayRequest{BookingID: b.ID, UserID: "u1", PaymentMethod: sim.CardOK,
@@ -786,7 +786,7 @@ func TestCaptureRetried(t *testing.T) {
 // the sale is refused by the (show, seat) key, the authorization voided and the pay answered as a conflict.
 func TestPayLedgerBackstop(t *testing.T) {
 	t.Parallel()
-	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{})
 	ctx := context.Background()
 	other := e.hold(t, "u0", "C9")
 	b := e.hold(t, "u1", "C8", "C10")
@@ -819,7 +819,7 @@ func TestOutboxRelayed(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var got []string
-	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{RefundWindow: time.Hour,
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{RefundWindow: time.Hour,
 		Publish: func(_ context.Context, ev booking.OutboxEvent) error {
 			mu.Lock()
 			defer mu.Unlock()
@@ -851,7 +851,7 @@ func TestOutboxRelayed(t *testing.T) {
 func TestPayChaos(t *testing.T) {
 	t.Parallel()
 	e := newPayEnv(t, booking.Config{}, sim.Config{Latency: 5 * time.Millisecond, SlowDelay: 400 * time.Millisecond},
-		booking.PayConfig{GatewayTimeout: 150 * time.Millisecond, ReplayWait: 300 * time.Millisecond})
+		booking.CheckoutConfig{GatewayTimeout: 150 * time.Millisecond, ReplayWait: 300 * time.Millisecond})
 	ctx := context.Background()
 	stop := make(chan struct{})
 	worker := make(chan struct{})
@@ -938,7 +938,7 @@ func (s *racing) UpdateAttempt(ctx context.Context, id string, u booking.Attempt
 // sold the seats (so the locks it checks are gone); it must answer with the worker's sale, never void its money.
 func TestPayWorkerOvertakesSaga(t *testing.T) {
 	t.Parallel()
-	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{})
 	ctx := context.Background()
 	worker := e.restart(t, e.gw)
 	store := &racing{PaymentStore: e.Store, afterAuthorized: func() {
@@ -947,7 +947,7 @@ func TestPayWorkerOvertakesSaga(t *testing.T) {
 		}
 		worker.Recover(ctx)
 	}}
-	slow := booking.NewPayments(e.Svc, store, e.gw, e.signer, e.verifier, e.cfg)
+	slow := booking.NewCheckout(e.Svc, store, e.gw, e.signer, e.verifier, e.cfg)
 	defer slow.Close()
 	b := e.hold(t, "u1", "G9")
 	res, err := slow.Pay(ctx, booking.PayRequest{BookingID: b.ID, UserID: "u1", PaymentMethod: sim.CardOK, IdempotencyKey: "k1"})
@@ -964,7 +964,7 @@ func TestPayWorkerOvertakesSaga(t *testing.T) {
 // after taking effect, and the attempt was given up) is voided when its webhook arrives.
 func TestWebhookOrphanAuthorization(t *testing.T) {
 	t.Parallel()
-	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.PayConfig{})
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{})
 	ctx := context.Background()
 	b := e.hold(t, "u1", "F3")
 	in, err := e.gw.Authorize(ctx, payment.AuthorizeParams{Amount: b.TotalAmount, Currency: "INR", PaymentMethod: sim.CardOK,

@@ -8,10 +8,16 @@ import (
 	"github.com/flashseat/flashseat/booking/payment"
 )
 
+// WebhookStore remembers the gateway's webhook events, so a redelivery changes nothing.
+type WebhookStore interface {
+	// SeenEvent records a webhook event id; false when it was recorded before.
+	SeenEvent(ctx context.Context, id, typ, intentID string) (bool, error)
+}
+
 // Webhook handles one signed event from the gateway. Events are deduplicated by id. The saga and the worker never
 // need them (they ask the gateway themselves); an event only makes things happen sooner, and catches money that
 // arrived where no booking wants it: a success for an attempt whose booking expired or was cancelled is given back.
-func (p *Payments) Webhook(ctx context.Context, body []byte, signature string) error {
+func (p *Checkout) Webhook(ctx context.Context, body []byte, signature string) error {
 	if p.cfg.WebhookSecret == "" {
 		// Without a secret anyone could sign; refuse everything rather than trust anything.
 		return fmt.Errorf("%w: no webhook secret is configured", ErrWebhook)
@@ -62,13 +68,13 @@ func (p *Payments) Webhook(ctx context.Context, body []byte, signature string) e
 }
 
 // wake lets the worker fetch a PENDING attempt's answer now, which is in, rather than at its next retry.
-func (p *Payments) wake(ctx context.Context, a Attempt) {
+func (p *Checkout) wake(ctx context.Context, a Attempt) {
 	p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptPending}, To: AttemptPending, Lease: p.cfg.Now()})
 	p.nudge()
 }
 
 // reclaim gives back money the gateway holds for an attempt that ended without a sale.
-func (p *Payments) reclaim(ctx context.Context, a Attempt, intentID string) {
+func (p *Checkout) reclaim(ctx context.Context, a Attempt, intentID string) {
 	sctx, cancel := p.sagaContext(ctx)
 	defer cancel()
 	in, err := p.gw.Retrieve(sctx, intentID)
@@ -88,19 +94,19 @@ func (p *Payments) reclaim(ctx context.Context, a Attempt, intentID string) {
 		a.State, a.IntentID = to, intentID
 		p.log.WarnContext(ctx, "webhook: money for a booking without a sale, giving it back", "attempt", a.ID,
 			"intent", intentID, "state", to)
-		p.settle(sctx, a)
+		p.returnMoney(sctx, a)
 	}
 }
 
 // reclaimOrphan gives back money held for one of our bookings by an intent no attempt knows: an authorization
 // that took effect although its gateway call failed (a 5xx after the fact), whose attempt was given up. No sale
 // can use it, since sales name their attempt; left alone it would hold the fan's money until it lapsed.
-func (p *Payments) reclaimOrphan(ctx context.Context, ev payment.Event) {
+func (p *Checkout) reclaimOrphan(ctx context.Context, ev payment.Event) {
 	bookingID := ev.Metadata[payment.MetaBooking]
 	if !ValidID(bookingID) {
 		return
 	}
-	if _, err := p.svc.store.Booking(ctx, bookingID); err != nil {
+	if _, err := p.holds.store.Booking(ctx, bookingID); err != nil {
 		p.log.InfoContext(ctx, "webhook for a payment not ours", "event", ev.ID, "intent", ev.IntentID)
 		return
 	}

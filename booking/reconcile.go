@@ -2,14 +2,47 @@ package booking
 
 import (
 	"context"
+	"log/slog"
 	"time"
 )
 
-// Run does the Service's background work until ctx ends: it expires lapsed holds (at once when a seat lock's
+// ReconcileStore is the ledger as the Reconciler needs it.
+type ReconcileStore interface {
+	// ExpireDue marks HELD bookings past their expiry EXPIRED (of one show, or all when showID is empty) and
+	// returns them. Safe to run on several replicas at once: each booking is expired by exactly one.
+	ExpireDue(ctx context.Context, showID string, now time.Time, limit int) ([]Booking, error)
+	UpcomingShows(ctx context.Context, now time.Time) ([]string, error)
+	SoldSeats(ctx context.Context, showID string) ([]string, error)
+}
+
+// ReconcileMirror is Redis as the Reconciler needs it: the sold set it restores and the seat events it
+// publishes.
+type ReconcileMirror interface {
+	// AddSold mirrors the ledger's sold seats into Redis (after Redis lost them).
+	AddSold(ctx context.Context, showID string, seatIDs []string) error
+	// PublishSeats announces seat changes on the show's seat channel.
+	PublishSeats(ctx context.Context, showID string, evs []SeatEvent) error
+}
+
+// Reconciler is the booking's background work on each replica: it expires lapsed holds, mirrors the ledger's
+// sold seats into Redis, follows the other replicas' seat events into the seat cache, and has the catalog
+// rewrite ShowInfo where availability changed.
+type Reconciler struct {
+	catalog *Catalog
+	holds   *Holds
+	seats   *seatCache
+	store   ReconcileStore
+	locks   ReconcileMirror
+	cfg     Config
+	log     *slog.Logger
+	nudge   chan string // shows with a seat lock that just expired
+}
+
+// Run does the background work until ctx ends: it expires lapsed holds (at once when a seat lock's
 // expiry is reported through SeatExpired, and at every ReconcileEvery in any case), rewrites the ShowInfo of shows
 // whose availability changed, and at each reconcile republishes every upcoming show's ShowInfo and mirrors its
 // sold seats into Redis, so that both come back after Redis lost its data.
-func (s *Service) Run(ctx context.Context) {
+func (s *Reconciler) Run(ctx context.Context) {
 	sweep := time.NewTicker(s.cfg.ReconcileEvery)
 	defer sweep.Stop()
 	flush := time.NewTicker(s.cfg.InfoCoalesce)
@@ -25,7 +58,7 @@ func (s *Service) Run(ctx context.Context) {
 		case <-sweep.C:
 			s.Reconcile(ctx)
 		case <-flush.C:
-			s.flushInfo(ctx)
+			s.catalog.flushInfo(ctx)
 
 		case show := <-s.nudge:
 			// A lock expires in Redis's clock a moment before the booking's expires_at passes in Postgres's;
@@ -55,12 +88,12 @@ func (s *Service) Run(ctx context.Context) {
 
 // SeatExpired is told that a seat lock expired in Redis (keyspace notification). The seat is free again right
 // now; its booking is marked EXPIRED shortly after.
-func (s *Service) SeatExpired(ctx context.Context, showID, seatID string) {
-	s.noteFreed(showID, []string{seatID})
+func (s *Reconciler) SeatExpired(ctx context.Context, showID, seatID string) {
+	s.seats.noteFreed(showID, []string{seatID})
 	if err := s.locks.PublishSeats(ctx, showID, []SeatEvent{{SeatID: seatID, Status: SeatAvailable}}); err != nil {
 		s.log.WarnContext(ctx, "publish expired seat", "show", showID, "err", err)
 	}
-	s.markDirty(showID)
+	s.catalog.markDirty(showID)
 	select {
 	case s.nudge <- showID:
 	default: // the periodic sweep catches up
@@ -71,16 +104,16 @@ func (s *Service) SeatExpired(ctx context.Context, showID, seatID string) {
 // process's snapshot of the show follows the others' claims and releases within milliseconds instead of at its
 // next reload. An event that arrives out of order can only make the snapshot wrong until the next reload, which
 // costs a needless trip to the hold script or an early refusal, never a wrong grant.
-func (s *Service) SeatChanged(showID string, ev SeatEvent) {
+func (s *Reconciler) SeatChanged(showID string, ev SeatEvent) {
 	if ev.Status == SeatAvailable {
-		s.noteFreed(showID, []string{ev.SeatID})
+		s.seats.noteFreed(showID, []string{ev.SeatID})
 		return
 	}
-	s.noteHeld(showID, []string{ev.SeatID})
+	s.seats.noteHeld(showID, []string{ev.SeatID})
 }
 
 // Reconcile expires every lapsed hold and republishes every upcoming show's availability.
-func (s *Service) Reconcile(ctx context.Context) {
+func (s *Reconciler) Reconcile(ctx context.Context) {
 	s.expireDue(ctx, "")
 	shows, err := s.store.UpcomingShows(ctx, s.cfg.Now())
 	if err != nil {
@@ -98,112 +131,22 @@ func (s *Service) Reconcile(ctx context.Context) {
 		if err != nil {
 			s.log.ErrorContext(ctx, "reconcile: sold seats", "show", id, "err", err)
 		}
-		if err := s.PublishInfo(ctx, id); err != nil {
+		if err := s.catalog.PublishInfo(ctx, id); err != nil {
 			s.log.ErrorContext(ctx, "reconcile: show info", "show", id, "err", err)
 		}
 	}
 }
 
-func (s *Service) expireDue(ctx context.Context, showID string) {
+func (s *Reconciler) expireDue(ctx context.Context, showID string) {
 	for ctx.Err() == nil {
 		bs, err := s.store.ExpireDue(ctx, showID, s.cfg.Now(), 500)
 		if err != nil {
 			s.log.ErrorContext(ctx, "expire holds", "err", err)
 			return
 		}
-		s.afterExpiry(ctx, bs)
+		s.holds.afterExpiry(ctx, bs)
 		if len(bs) < 500 {
 			return
 		}
-	}
-}
-
-// afterExpiry cleans up after bookings were marked EXPIRED: any locks they still own go (normally Redis dropped
-// them already), their waiting-room slots are freed and ShowInfo is refreshed.
-func (s *Service) afterExpiry(ctx context.Context, bs []Booking) {
-	if len(bs) == 0 {
-		return
-	}
-	for _, b := range bs {
-		freed, err := s.locks.Release(ctx, b)
-		if err != nil {
-			s.log.WarnContext(ctx, "release expired locks", "booking", b.ID, "err", err)
-		}
-		s.noteFreed(b.ShowID, freed)
-		s.announceFree(ctx, b)
-		s.releaseAdmission(ctx, b)
-		s.markDirty(b.ShowID)
-	}
-	if s.cfg.OnExpired != nil {
-		s.cfg.OnExpired(len(bs))
-	}
-	s.log.InfoContext(ctx, "holds expired", "count", len(bs))
-}
-
-func (s *Service) flushInfo(ctx context.Context) {
-	conflicts := s.takeConflicts()
-	s.mu.Lock()
-	shows := make([]string, 0, len(s.dirty))
-	for id := range s.dirty {
-		shows = append(shows, id)
-	}
-	s.dirty = map[string]bool{}
-	s.mu.Unlock()
-	for id, n := range conflicts {
-		if err := s.locks.AddConflicts(ctx, id, n); err != nil {
-			s.log.WarnContext(ctx, "count conflicts", "show", id, "err", err)
-		}
-	}
-	for _, id := range shows {
-		if err := s.PublishInfo(ctx, id); err != nil {
-			s.log.WarnContext(ctx, "publish show info", "show", id, "err", err)
-		}
-	}
-}
-
-// PublishInfo computes the show's live counts and writes them to ShowInfo.
-func (s *Service) PublishInfo(ctx context.Context, showID string) error {
-	show, err := s.Show(ctx, showID)
-	if err != nil {
-		return err
-	}
-	c, err := s.Counts(ctx, showID)
-	if err != nil {
-		return err
-	}
-	// The hash is rewritten every time (it may have been lost); the waiting room is told only of a change.
-	s.mu.Lock()
-	if s.published == nil {
-		s.published = map[string]Counts{}
-	}
-	last, seen := s.published[showID]
-	s.published[showID] = c
-	s.mu.Unlock()
-	return s.locks.PublishInfo(ctx, show, c, s.cfg.Now(), !seen || last != c)
-}
-
-// announceFree publishes as AVAILABLE the seats of an expired booking that nobody holds or bought now. Redis
-// reports a lock's expiry only when it notices it (on access, or when its expiry cycle samples the key), which
-// on a busy Redis can lag; without this the seat maps would show those seats held until that moment.
-func (s *Service) announceFree(ctx context.Context, b Booking) {
-	held, sold, err := s.locks.Status(ctx, b.ShowID, b.SeatIDs)
-	if err != nil {
-		s.log.WarnContext(ctx, "status of expired seats", "booking", b.ID, "err", err)
-		return
-	}
-	var evs []SeatEvent
-	var free []string
-	for _, id := range b.SeatIDs {
-		if !held[id] && !sold[id] {
-			evs = append(evs, SeatEvent{SeatID: id, Status: SeatAvailable})
-			free = append(free, id)
-		}
-	}
-	if len(evs) == 0 {
-		return
-	}
-	s.noteFreed(b.ShowID, free)
-	if err := s.locks.PublishSeats(ctx, b.ShowID, evs); err != nil {
-		s.log.WarnContext(ctx, "publish expired seats", "booking", b.ID, "err", err)
 	}
 }

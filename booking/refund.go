@@ -6,8 +6,18 @@ import (
 	"time"
 )
 
+// RefundStore is the ledger's side of refunds.
+type RefundStore interface {
+	// RecordRefund is the refund's transaction: a CONFIRMED booking of the user becomes REFUNDED, its seats leave
+	// the ledger, its tickets are voided and a PENDING refund and an outbox event are written. A booking already
+	// REFUNDED returns its refund again.
+	RecordRefund(ctx context.Context, bookingID, userID, refundID string) (Booking, Refund, error)
+	RefundSucceeded(ctx context.Context, refundID string, amount int64, gatewayRefundID string) error
+	PendingRefunds(ctx context.Context, olderThan time.Time, limit int) ([]Refund, error)
+}
+
 // RefundableUntil is when refunds of a show's bookings close.
-func (p *Payments) RefundableUntil(show Show) time.Time {
+func (p *Checkout) RefundableUntil(show Show) time.Time {
 	return show.StartsAt.Add(-p.cfg.RefundWindow)
 }
 
@@ -15,8 +25,8 @@ func (p *Payments) RefundableUntil(show Show) time.Time {
 // The seats leave the ledger in the same transaction that records the refund, so they are on sale the moment the
 // refund is on record; the gateway's part follows (and is retried by the worker until it succeeds). Refunding a
 // booking already refunded answers the same again.
-func (p *Payments) Refund(ctx context.Context, id, userID string) (Booking, error) {
-	b, err := p.svc.Booking(ctx, id, userID)
+func (p *Checkout) Refund(ctx context.Context, id, userID string) (Booking, error) {
+	b, err := p.holds.Booking(ctx, id, userID)
 	if err != nil {
 		return Booking{}, err
 	}
@@ -26,7 +36,7 @@ func (p *Payments) Refund(ctx context.Context, id, userID string) (Booking, erro
 	if b.Status != StatusConfirmed {
 		return Booking{}, fmt.Errorf("booking %s is %s: %w", id, b.Status, ErrNotConfirmed)
 	}
-	show, err := p.svc.Show(ctx, b.ShowID)
+	show, err := p.holds.catalog.Show(ctx, b.ShowID)
 	if err != nil {
 		return Booking{}, err
 	}
@@ -37,7 +47,7 @@ func (p *Payments) Refund(ctx context.Context, id, userID string) (Booking, erro
 	if err != nil {
 		return Booking{}, err
 	}
-	p.svc.Unsold(ctx, b)
+	p.holds.AfterRefund(ctx, b)
 	if !r.Succeeded {
 		sctx, cancel := p.sagaContext(ctx)
 		defer cancel()
@@ -46,12 +56,30 @@ func (p *Payments) Refund(ctx context.Context, id, userID string) (Booking, erro
 	return b, nil
 }
 
-// Cancel cancels the user's HELD booking (see Service.Cancel) and has the worker look at once for any
+// Cancel cancels the user's HELD booking (see Holds.Cancel) and has the worker look at once for any
 // authorization the booking still has (one whose saga died between authorize and confirm), to void it.
-func (p *Payments) Cancel(ctx context.Context, id, userID string) (Booking, []string, error) {
-	b, freed, err := p.svc.Cancel(ctx, id, userID)
+func (p *Checkout) Cancel(ctx context.Context, id, userID string) (Booking, []string, error) {
+	b, freed, err := p.holds.Cancel(ctx, id, userID)
 	if err == nil {
 		p.nudge()
 	}
 	return b, freed, err
+}
+
+// AdminRefund refunds any user's confirmed booking, for the operator, through the same saga as a fan's refund.
+func (p *Checkout) AdminRefund(ctx context.Context, id string) (Booking, error) {
+	b, err := p.holds.AdminBooking(ctx, id)
+	if err != nil {
+		return Booking{}, err
+	}
+	return p.Refund(ctx, id, b.UserID)
+}
+
+// Refund is a booking's refund.
+type Refund struct {
+	ID        string
+	BookingID string
+	PaymentID string
+	Amount    int64
+	Succeeded bool
 }

@@ -115,10 +115,11 @@ type WaitlistConfig struct {
 // offers those seats to them in turn: FIFO, group-aware, with a bound on how often a group may be passed over
 // (waitlist_offer.go).
 type Waitlist struct {
-	svc   *Service
-	store WaitlistStore
-	cfg   WaitlistConfig
-	log   *slog.Logger
+	catalog *Catalog
+	holds   *Holds
+	store   WaitlistStore
+	cfg     WaitlistConfig
+	log     *slog.Logger
 }
 
 // NewWaitlist returns the waitlist of svc's shows. svc learns from it which bookings are offers (they are paid
@@ -134,10 +135,10 @@ func NewWaitlist(svc *Service, store WaitlistStore, cfg WaitlistConfig) *Waitlis
 		cfg.SweepEvery = 30 * time.Second
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = svc.log
+		cfg.Logger = svc.Holds.log
 	}
-	w := &Waitlist{svc: svc, store: store, cfg: cfg, log: cfg.Logger}
-	svc.offers = store
+	w := &Waitlist{catalog: svc.Catalog, holds: svc.Holds, store: store, cfg: cfg, log: cfg.Logger}
+	svc.Holds.offers = store
 	return w
 }
 
@@ -147,10 +148,10 @@ func (w *Waitlist) OfferTTL() time.Duration { return w.cfg.OfferTTL }
 // Join puts the fan on the show's waitlist. Only a show with no seat available takes entries: held seats count as
 // unavailable, since nobody else can book them now.
 func (w *Waitlist) Join(ctx context.Context, j WaitlistJoin) (WaitlistEntry, error) {
-	if j.Seats < 1 || j.Seats > w.svc.cfg.MaxSeats {
-		return WaitlistEntry{}, Unprocessable("seats must be between 1 and %d", w.svc.cfg.MaxSeats)
+	if j.Seats < 1 || j.Seats > w.holds.cfg.MaxSeats {
+		return WaitlistEntry{}, Unprocessable("seats must be between 1 and %d", w.holds.cfg.MaxSeats)
 	}
-	show, counts, err := w.svc.ShowDetail(ctx, j.ShowID)
+	show, counts, err := w.catalog.ShowDetail(ctx, j.ShowID)
 	if err != nil {
 		return WaitlistEntry{}, err
 	}
@@ -163,7 +164,7 @@ func (w *Waitlist) Join(ctx context.Context, j WaitlistJoin) (WaitlistEntry, err
 	if len(j.Language) > 35 {
 		j.Language = ""
 	}
-	e, err := w.store.JoinWaitlist(ctx, j, w.svc.cfg.Now())
+	e, err := w.store.JoinWaitlist(ctx, j, w.holds.cfg.Now())
 	if err == nil {
 		w.signal(ctx, e.ShowID, e.UserID)
 	}
@@ -172,7 +173,7 @@ func (w *Waitlist) Join(ctx context.Context, j WaitlistJoin) (WaitlistEntry, err
 
 // Entry is the fan's entry on the show's waitlist; ErrNotFound when they have none.
 func (w *Waitlist) Entry(ctx context.Context, showID, userID string) (WaitlistEntry, error) {
-	if _, err := w.svc.Show(ctx, showID); err != nil {
+	if _, err := w.catalog.Show(ctx, showID); err != nil {
 		return WaitlistEntry{}, err
 	}
 	return w.store.WaitlistEntry(ctx, showID, userID)
@@ -181,7 +182,7 @@ func (w *Waitlist) Entry(ctx context.Context, showID, userID string) (WaitlistEn
 // Leave takes the fan off the show's waitlist. An open offer is given up: its hold is cancelled, so the seats
 // pass to the next in line at once.
 func (w *Waitlist) Leave(ctx context.Context, showID, userID string) (WaitlistEntry, error) {
-	if _, err := w.svc.Show(ctx, showID); err != nil {
+	if _, err := w.catalog.Show(ctx, showID); err != nil {
 		return WaitlistEntry{}, err
 	}
 	prev, err := w.store.LeaveWaitlist(ctx, showID, userID)
@@ -189,7 +190,7 @@ func (w *Waitlist) Leave(ctx context.Context, showID, userID string) (WaitlistEn
 		return prev, err // an accepted entry stays: its fan has the tickets
 	}
 	if prev.Status == WaitlistOffered && prev.Offer != nil {
-		if _, _, err := w.svc.Cancel(ctx, prev.Offer.BookingID, userID); err != nil && !errors.Is(err, ErrNotHeld) &&
+		if _, _, err := w.holds.Cancel(ctx, prev.Offer.BookingID, userID); err != nil && !errors.Is(err, ErrNotHeld) &&
 			!errors.Is(err, ErrHoldExpired) {
 			w.log.WarnContext(ctx, "waitlist: cancel the offer of a fan who left", "booking", prev.Offer.BookingID, "err", err)
 		}
@@ -202,7 +203,7 @@ func (w *Waitlist) Leave(ctx context.Context, showID, userID string) (WaitlistEn
 
 // Entries is the show's whole waitlist, for operators.
 func (w *Waitlist) Entries(ctx context.Context, showID string) ([]WaitlistEntry, error) {
-	if _, err := w.svc.Show(ctx, showID); err != nil {
+	if _, err := w.catalog.Show(ctx, showID); err != nil {
 		return nil, err
 	}
 	return w.store.Waitlist(ctx, showID)

@@ -42,7 +42,7 @@ func (w *Waitlist) Offer(ctx context.Context, showID string) ([]WaitlistEntry, e
 		return nil, err
 	}
 	defer unlock()
-	layout, err := w.svc.Layout(ctx, showID)
+	layout, err := w.catalog.Layout(ctx, showID)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (w *Waitlist) Offer(ctx context.Context, showID string) ([]WaitlistEntry, e
 		if err != nil || len(line) == 0 {
 			return made, err
 		}
-		held, sold, err := w.svc.status(ctx, showID, layout)
+		held, sold, err := w.catalog.status(ctx, showID, layout)
 		if err != nil {
 			return made, err
 		}
@@ -63,7 +63,7 @@ func (w *Waitlist) Offer(ctx context.Context, showID string) ([]WaitlistEntry, e
 			return made, nil
 		}
 		e := line[at]
-		b, err := w.svc.HoldOffer(ctx, e.UserID, showID, seats, w.cfg.OfferTTL, e.Language)
+		b, err := w.holds.HoldOffer(ctx, e.UserID, showID, seats, w.cfg.OfferTTL, e.Language)
 		switch {
 		case IsConflict(err):
 			// A fresh hold took a seat between the read and the claim, or this process's seat snapshot has not
@@ -91,7 +91,7 @@ func (w *Waitlist) Offer(ctx context.Context, showID string) ([]WaitlistEntry, e
 		ok, err := w.store.RecordOffer(ctx, e.ID, b, passed)
 		if err != nil || !ok {
 			// Not recorded (the fan left meanwhile, or the store failed): give the seats back at once.
-			if _, _, cerr := w.svc.Cancel(context.WithoutCancel(ctx), b.ID, b.UserID); cerr != nil {
+			if _, _, cerr := w.holds.Cancel(context.WithoutCancel(ctx), b.ID, b.UserID); cerr != nil {
 				w.log.WarnContext(ctx, "waitlist: cancel an unrecorded offer", "booking", b.ID, "err", cerr)
 			}
 			if err != nil {
@@ -161,7 +161,7 @@ func pickOfferSeats(layout []Seat, free func(int) bool, n int, category string) 
 
 // HoldOffer takes a hold for a waitlist offer: the same validation, claim (hold.lua), fencing and ledger row as
 // any hold, with the offer's TTL and no waiting-room admission (the waitlist admitted the fan).
-func (s *Service) HoldOffer(ctx context.Context, userID, showID string, seatIDs []string, ttl time.Duration, lang string) (Booking, error) {
+func (s *Holds) HoldOffer(ctx context.Context, userID, showID string, seatIDs []string, ttl time.Duration, lang string) (Booking, error) {
 	r := HoldRequest{UserID: userID, ShowID: showID, SeatIDs: seatIDs, ttl: ttl, Language: lang}
 	show, seats, err := s.validateHold(ctx, r)
 	if err != nil {
@@ -170,14 +170,14 @@ func (s *Service) HoldOffer(ctx context.Context, userID, showID string, seatIDs 
 	return s.hold(ctx, r, show, seats, nil)
 }
 
-// OfferLookup tells the Service which bookings are waitlist offers (the WaitlistStore).
+// OfferLookup tells the Holds which bookings are waitlist offers (the WaitlistStore).
 type OfferLookup interface {
 	IsOffer(ctx context.Context, bookingID string) (bool, error)
 }
 
 // AdmitBooking runs the waiting-room check for an operation on b (pay): a waitlist offer needs none, since the
 // waitlist admitted its fan.
-func (s *Service) AdmitBooking(ctx context.Context, b Booking, userID, raw string) error {
+func (s *Holds) AdmitBooking(ctx context.Context, b Booking, userID, raw string) error {
 	if s.offers != nil && s.gate != nil {
 		if offer, err := s.offers.IsOffer(ctx, b.ID); err != nil {
 			return err
@@ -253,7 +253,7 @@ func (w *Waitlist) Sweep(ctx context.Context) {
 			continue
 		}
 		to := WaitlistLapsed
-		if b, err := w.svc.store.Booking(ctx, e.Offer.BookingID); err == nil && b.Status == StatusConfirmed {
+		if b, err := w.holds.store.Booking(ctx, e.Offer.BookingID); err == nil && b.Status == StatusConfirmed {
 			to = WaitlistAccepted
 		}
 		if err := w.endOffer(ctx, e.Offer.BookingID, to); err != nil {

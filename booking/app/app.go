@@ -138,7 +138,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	defer hub.Close()
 	srv := bookinghttp.New(bookinghttp.Config{
 		Service:       svc,
-		Payments:      pays,
+		Checkout:      pays,
 		Gateway:       cfg.Payment.Public(),
 		Audit:         auditLog,
 		Waitlist:      ev.waitlist,

@@ -94,10 +94,10 @@ func (c PaymentConfig) Public() bookinghttp.PublicGateway {
 	return bookinghttp.PublicGateway{Provider: provider, PublishableKey: c.PublishableKey, APIBase: c.PublicURL}
 }
 
-// newPayments builds the gateway (Stripe adapter behind a circuit breaker), the ticket signer and Payments. Their
+// newPayments builds the gateway (Stripe adapter behind a circuit breaker), the ticket signer and the Checkout. Their
 // outbox is relayed to the event stream by the relay Run starts (events.go), not by the payments worker.
 func newPayments(cfg Config, svc *booking.Service, store booking.PaymentStore,
-	reg prometheus.Registerer, log *slog.Logger) (*booking.Payments, error) {
+	reg prometheus.Registerer, log *slog.Logger) (*booking.Checkout, error) {
 	pc := cfg.Payment
 	if pc.TicketKeyGenerated {
 		log.Warn("TICKET_SIGNING_KEY is not set: tickets are signed with a random key, unverifiable after a restart")
@@ -134,7 +134,7 @@ func newPayments(cfg Config, svc *booking.Service, store booking.PaymentStore,
 		return nil, err
 	}
 	verifier := ticket.NewVerifier(token.NewStaticKeys(signer.Public()))
-	return booking.NewPayments(svc, store, gw, signer, verifier, booking.PayConfig{
+	return booking.NewCheckout(svc, store, gw, signer, verifier, booking.CheckoutConfig{
 		GatewayTimeout: pc.Timeout,
 		RefundWindow:   cfg.RefundWindow,
 		RecoverEvery:   pc.RecoverInterval,

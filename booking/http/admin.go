@@ -17,7 +17,7 @@ func (s *Server) adminRoutes(admin fiber.Router) {
 	admin.Post("/shows/:showId/close", s.closeSale)
 	admin.Get("/bookings/:bookingId", s.adminBooking)
 	admin.Get("/users/:userId/bookings", s.adminUserBookings)
-	if s.cfg.Payments != nil {
+	if s.cfg.Checkout != nil {
 		admin.Post("/bookings/:bookingId/refund", s.adminRefund)
 	}
 	if s.cfg.Audit != nil {
@@ -61,8 +61,8 @@ func (s *Server) overview(c *fiber.Ctx) error {
 		return err
 	}
 	out := StatsJSON{At: time.Now().UTC(), Breaker: "closed", Shows: make([]ShowFiguresJSON, len(shows))}
-	if s.cfg.Payments != nil {
-		if st := s.cfg.Payments.GatewayState(); st != "" {
+	if s.cfg.Checkout != nil {
+		if st := s.cfg.Checkout.GatewayState(); st != "" {
 			out.Breaker = st
 		}
 	}
@@ -179,7 +179,7 @@ func (s *Server) adminRefund(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	b, err := s.cfg.Payments.AdminRefund(c.UserContext(), id)
+	b, err := s.cfg.Checkout.AdminRefund(c.UserContext(), id)
 	if err != nil {
 		return err
 	}

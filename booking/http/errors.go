@@ -33,6 +33,18 @@ var (
 	errGuestsOff    = errors.New("guest sign-up is off") // POST /v1/auth/guest without a guest issuer
 )
 
+// notReadyError is /readyz's answer while a store does not answer its ping: store-unavailable, with each store's
+// state.
+type notReadyError struct {
+	checks map[string]string
+	err    error
+}
+
+func (e *notReadyError) Error() string { return "not ready: " + e.err.Error() }
+
+// Unwrap makes errors.Is(err, store.ErrUnavailable) hold, whatever the ping returned.
+func (e *notReadyError) Unwrap() []error { return []error{store.ErrUnavailable, e.err} }
+
 // codes is the one table from errors to problems, for every kind of error booking's domain returns
 // (booking/errors.go; TestCodesCoverDomain keeps it complete) and the HTTP layer's own. The first entry whose
 // error matches (errors.Is) wins.
@@ -91,6 +103,11 @@ func (s *Server) toProblem(c *fiber.Ctx, err error) *problem.Problem {
 		// A failed payment is the gateway's outage, answered with the breaker's own Retry-After; whatever network
 		// error it carries is not a store's.
 		err = driver.Classify(err)
+	}
+	var nr *notReadyError
+	if errors.As(err, &nr) {
+		// Logged by readyz already; the probe's answer names each store's state.
+		return problem.StoreDown("a store is unreachable", storeRetryAfter).With("checks", nr.checks)
 	}
 	if m, ok := match(err); ok {
 		if m.slug == problem.StoreUnavailable {

@@ -21,7 +21,6 @@ import (
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/webhook"
 	"github.com/flashseat/flashseat/shared/audit"
-	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -34,7 +33,7 @@ type SeatFeed interface {
 // Config wires a Server.
 type Config struct {
 	Service  *booking.Service
-	Payments *booking.Payments // pay, refunds, tickets, check-in, webhooks (payment.go); nil leaves them out
+	Checkout *booking.Checkout // pay, refunds, tickets, check-in, webhooks (payment.go); nil leaves them out
 	// Gateway is what browsers are told of the payment gateway (GET /api/v1/payments/config).
 	Gateway  PublicGateway
 	Waitlist *booking.Waitlist   // sold-out shows' waitlists (waitlist.go); nil leaves them out
@@ -183,7 +182,7 @@ func (s *Server) readyz(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	if err != nil {
 		s.log.WarnContext(c.UserContext(), "not ready", "err", err)
-		return problem.StoreDown("a store is unreachable", storeRetryAfter).With("checks", checks)
+		return &notReadyError{checks: checks, err: err}
 	}
 	return c.JSON(fiber.Map{"status": "ready", "checks": checks})
 }

@@ -55,8 +55,8 @@ func (s *Server) bookingDetail(ctx context.Context, b booking.Booking) bookingDe
 			out.Seats = append(out.Seats, bookingSeatJSON{SeatID: st.ID, Category: st.Category, Price: st.Price})
 		}
 	}
-	if s.cfg.Payments != nil && b.Status == booking.StatusConfirmed {
-		until := s.cfg.Payments.RefundableUntil(show)
+	if s.cfg.Checkout != nil && b.Status == booking.StatusConfirmed {
+		until := s.cfg.Checkout.RefundableUntil(show)
 		out.RefundableUntil = &until
 	}
 	return out

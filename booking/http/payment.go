@@ -19,7 +19,7 @@ import (
 
 // paymentRoutes adds pay, refund, tickets, check-in and the gateway's webhook when payments are configured.
 func (s *Server) paymentRoutes(a *fiber.App, v1 fiber.Router) {
-	if s.cfg.Payments == nil {
+	if s.cfg.Checkout == nil {
 		return
 	}
 	v1.Get("/payments/config", s.paymentsConfig)
@@ -33,16 +33,16 @@ func (s *Server) paymentRoutes(a *fiber.App, v1 fiber.Router) {
 
 // bookingView is GET /bookings/{id}'s booking: with its tickets when payments are configured.
 func (s *Server) bookingView(ctx context.Context, id, userID string) (booking.Booking, error) {
-	if s.cfg.Payments != nil {
-		return s.cfg.Payments.BookingView(ctx, id, userID)
+	if s.cfg.Checkout != nil {
+		return s.cfg.Checkout.BookingView(ctx, id, userID)
 	}
 	return s.svc.Booking(ctx, id, userID)
 }
 
 // cancelBooking is DELETE /bookings/{id}: through payments when configured, so an authorization is voided.
 func (s *Server) cancelBooking(ctx context.Context, id, userID string) (booking.Booking, []string, error) {
-	if s.cfg.Payments != nil {
-		return s.cfg.Payments.Cancel(ctx, id, userID)
+	if s.cfg.Checkout != nil {
+		return s.cfg.Checkout.Cancel(ctx, id, userID)
 	}
 	return s.svc.Cancel(ctx, id, userID)
 }
@@ -142,7 +142,7 @@ func (s *Server) pay(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.cfg.Payments.Pay(ctx, booking.PayRequest{BookingID: id, UserID: user,
+	res, err := s.cfg.Checkout.Pay(ctx, booking.PayRequest{BookingID: id, UserID: user,
 		PaymentMethod: req.PaymentMethod, IdempotencyKey: strings.Clone(c.Get("Idempotency-Key")), AdmissionToken: tok,
 		ReturnURL: back})
 	if res.Replayed {
@@ -193,7 +193,7 @@ func (s *Server) refund(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	b, err := s.cfg.Payments.Refund(c.UserContext(), id, UserID(c))
+	b, err := s.cfg.Checkout.Refund(c.UserContext(), id, UserID(c))
 	if err != nil {
 		return err
 	}
@@ -226,7 +226,7 @@ func (s *Server) ticket(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.cfg.Payments.Ticket(c.UserContext(), id, UserID(c))
+	t, err := s.cfg.Checkout.Ticket(c.UserContext(), id, UserID(c))
 	if err != nil {
 		return err
 	}
@@ -245,7 +245,7 @@ func (s *Server) ticketQR(c *fiber.Ctx) error {
 			return booking.Invalid("size must be an integer from 64 to 1024")
 		}
 	}
-	t, err := s.cfg.Payments.Ticket(c.UserContext(), id, UserID(c))
+	t, err := s.cfg.Checkout.Ticket(c.UserContext(), id, UserID(c))
 	if err != nil {
 		return err
 	}
@@ -270,7 +270,7 @@ func (s *Server) checkIn(c *fiber.Ctx) error {
 	if len(req.Code) > 1024 {
 		return booking.Invalid("code is too long")
 	}
-	t, err := s.cfg.Payments.CheckIn(c.UserContext(), req.Code, "staff")
+	t, err := s.cfg.Checkout.CheckIn(c.UserContext(), req.Code, "staff")
 	if err != nil {
 		return err
 	}
@@ -281,7 +281,7 @@ func (s *Server) checkIn(c *fiber.Ctx) error {
 // treats as a failed delivery; every verified event is acknowledged, handled or not, so it is not sent again.
 func (s *Server) paymentWebhook(c *fiber.Ctx) error {
 	body := append([]byte(nil), c.Body()...)
-	if err := s.cfg.Payments.Webhook(c.UserContext(), body, strings.Clone(c.Get(payment.SignatureHeader))); err != nil {
+	if err := s.cfg.Checkout.Webhook(c.UserContext(), body, strings.Clone(c.Get(payment.SignatureHeader))); err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{"received": true})

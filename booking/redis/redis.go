@@ -46,7 +46,7 @@ func countersKey(showID string) string { return rediskey.Tag(showID) + ":counter
 // script that claims, and the seat map reads sold seats in the same round trip as the locks.
 func SoldKey(showID string) string { return rediskey.Tag(showID) + ":sold" }
 
-// Locks implements booking.Locks.
+// Locks implements booking.Seats.
 type Locks struct {
 	rdb redis.UniversalClient
 }
@@ -54,7 +54,7 @@ type Locks struct {
 // New returns Locks on rdb.
 func New(rdb redis.UniversalClient) *Locks { return &Locks{rdb: rdb} }
 
-var _ booking.Locks = (*Locks)(nil)
+var _ booking.Seats = (*Locks)(nil)
 
 func lockValue(b booking.Booking) string { return b.ID + "|" + strconv.FormatInt(b.Fence, 10) }
 

@@ -65,7 +65,7 @@ func New(rdb goredis.UniversalClient) *Store { return &Store{rdb: rdb} }
 var _ waitroom.Store = (*Store)(nil)
 
 // storeErr names the failed operation and translates the driver's failure: a Redis that cannot be reached or
-// cannot serve now (store.Unavailable: a refused connection, a timeout, an exhausted pool, LOADING) is
+// cannot serve now (driver.Unavailable: a refused connection, a timeout, an exhausted pool, LOADING) is
 // ErrUnavailable, which callers may retry; a refused command stays an internal error.
 func storeErr(op string, err error) error {
 	if driver.Unavailable(err) {

@@ -2,6 +2,7 @@ package booking
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -72,9 +73,9 @@ func (sn *snapshot) statusAt(i int) SeatStatus {
 	return SeatAvailable
 }
 
-// showSnap is a show's current snapshot and its reload. Readers (every hold) only load cur; loads and notes,
+// entry is a show's current snapshot and its reload. Readers (every hold) only load cur; loads and notes,
 // a few hundred a second at most, take mu.
-type showSnap struct {
+type showSeats struct {
 	cur     atomic.Pointer[snapshot] // nil before the first load
 	mu      sync.Mutex
 	err     error         // of the last load
@@ -84,9 +85,18 @@ type showSnap struct {
 	conflicts atomic.Int64
 }
 
-type snapshots struct {
-	shows sync.Map // show id -> *showSnap
+// seatCache keeps each show's current snapshot for this process (see snapshot), reloading it from Redis through
+// the catalog and amending it with what this process learns meanwhile (its own claims and releases, and the seat
+// events of the other replicas). It also counts refused holds between two ShowInfo flushes.
+type seatCache struct {
+	catalog *Catalog // the layouts, and the live seat status a load reads
+	log     *slog.Logger
+
+	shows sync.Map // show id -> *showSeats
 	n     atomic.Int64
+
+	mu         sync.Mutex
+	conflicted map[string]bool // shows with refusals counted since the last flush (countConflict)
 }
 
 const (
@@ -102,29 +112,29 @@ const (
 
 func (sn *snapshot) age() time.Duration { return time.Since(sn.at) }
 
-// loadedSnap is the show's entry, or nil when it has none (never loaded, or the cache was dropped).
-func (s *Service) loadedSnap(showID string) *showSnap {
-	e, _ := s.snaps.shows.Load(showID)
-	sn, _ := e.(*showSnap)
+// loaded is the show's entry, or nil when it has none (never loaded, or the cache was dropped).
+func (s *seatCache) loaded(showID string) *showSeats {
+	e, _ := s.shows.Load(showID)
+	sn, _ := e.(*showSeats)
 	return sn
 }
 
-func (s *Service) showSnap(showID string) *showSnap {
-	if e := s.loadedSnap(showID); e != nil {
+func (s *seatCache) entry(showID string) *showSeats {
+	if e := s.loaded(showID); e != nil {
 		return e
 	}
-	if s.snaps.n.Add(1) > 10000 {
-		s.snaps.n.Store(0)
-		s.snaps.shows.Clear()
+	if s.n.Add(1) > 10000 {
+		s.n.Store(0)
+		s.shows.Clear()
 	}
-	e, _ := s.snaps.shows.LoadOrStore(showID, &showSnap{})
-	return e.(*showSnap)
+	e, _ := s.shows.LoadOrStore(showID, &showSeats{})
+	return e.(*showSeats)
 }
 
 // snapshot returns the show's status no older than maxAge, or while a reload is in flight one no older than
 // staleOK. At most one load per show runs at a time.
-func (s *Service) snapshot(ctx context.Context, showID string, layout []Seat, maxAge time.Duration) (*snapshot, error) {
-	e := s.showSnap(showID)
+func (s *seatCache) snapshot(ctx context.Context, showID string, layout []Seat, maxAge time.Duration) (*snapshot, error) {
+	e := s.entry(showID)
 	if sn := e.cur.Load(); sn != nil && sn.age() <= maxAge {
 		return sn, nil
 	}
@@ -159,7 +169,7 @@ func (s *Service) snapshot(ctx context.Context, showID string, layout []Seat, ma
 
 // load reads the show's status and installs it as the current snapshot, unless a load is in flight already
 // (then it returns nil).
-func (s *Service) load(ctx context.Context, showID string, layout []Seat) (*snapshot, error) {
+func (s *seatCache) load(ctx context.Context, showID string, layout []Seat) (*snapshot, error) {
 	e, ok := s.beginLoad(showID)
 	if !ok {
 		return nil, nil
@@ -168,15 +178,15 @@ func (s *Service) load(ctx context.Context, showID string, layout []Seat) (*snap
 }
 
 // beginLoad marks a load of the show in flight; false if one is already.
-func (s *Service) beginLoad(showID string) (*showSnap, bool) {
-	e := s.showSnap(showID)
+func (s *seatCache) beginLoad(showID string) (*showSeats, bool) {
+	e := s.entry(showID)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e, e.begin()
 }
 
 // begin marks a load in flight unless one is already; e.mu must be held.
-func (e *showSnap) begin() bool {
+func (e *showSeats) begin() bool {
 	if e.loading.Load() {
 		return false
 	}
@@ -185,12 +195,12 @@ func (e *showSnap) begin() bool {
 	return true
 }
 
-func (s *Service) finishLoad(ctx context.Context, e *showSnap, showID string, layout []Seat) (*snapshot, error) {
+func (s *seatCache) finishLoad(ctx context.Context, e *showSeats, showID string, layout []Seat) (*snapshot, error) {
 	at := time.Now()
-	_, index, err := s.layoutIndex(ctx, showID)
+	_, index, err := s.catalog.layoutIndex(ctx, showID)
 	var held, sold map[string]bool
 	if err == nil {
-		held, sold, err = s.status(ctx, showID, layout)
+		held, sold, err = s.catalog.status(ctx, showID, layout)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -208,8 +218,8 @@ func (s *Service) finishLoad(ctx context.Context, e *showSnap, showID string, la
 
 // peekSnapshot returns the show's snapshot if one no older than maxAge is loaded; it never waits for Redis. A
 // snapshot getting old is reloaded in the background.
-func (s *Service) peekSnapshot(showID string, layout []Seat, maxAge time.Duration) (*snapshot, bool) {
-	e := s.loadedSnap(showID)
+func (s *seatCache) peekSnapshot(showID string, layout []Seat, maxAge time.Duration) (*snapshot, bool) {
+	e := s.loaded(showID)
 	if e == nil {
 		return nil, false
 	}
@@ -229,13 +239,13 @@ func (s *Service) peekSnapshot(showID string, layout []Seat, maxAge time.Duratio
 // hundreds of requests arrive together on a stale snapshot, and one read of the show's status decides them all
 // far sooner than each going to the hold script. false when no fresh snapshot could be had (Redis failing, the
 // request ended); the caller then decides without one.
-func (s *Service) freshSnapshot(ctx context.Context, showID string, layout []Seat, maxAge time.Duration) (*snapshot, bool) {
+func (s *seatCache) freshSnapshot(ctx context.Context, showID string, layout []Seat, maxAge time.Duration) (*snapshot, bool) {
 	if sn, ok := s.peekSnapshot(showID, layout, maxAge); ok {
 		return sn, true
 	}
 	// Twice at most: a load already in flight may have begun too long ago to be fresh enough when it ends.
 	for range 2 {
-		e := s.showSnap(showID)
+		e := s.entry(showID)
 		e.mu.Lock()
 		if sn := e.cur.Load(); sn != nil && sn.age() <= maxAge {
 			e.mu.Unlock()
@@ -262,7 +272,7 @@ func (s *Service) freshSnapshot(ctx context.Context, showID string, layout []Sea
 // lists the seats the snapshot has taken (then nothing is marked); marked reports whether the seats were
 // marked, for the caller to hand back what its claim does not take. Without a fresh snapshot nothing is
 // decided here.
-func (s *Service) reserve(ctx context.Context, showID string, seatIDs []string, layout []Seat, maxAge time.Duration) (sn *snapshot, taken []string, marked bool) {
+func (s *seatCache) reserve(ctx context.Context, showID string, seatIDs []string, layout []Seat, maxAge time.Duration) (sn *snapshot, taken []string, marked bool) {
 	sn, ok := s.freshSnapshot(ctx, showID, layout, maxAge)
 	if !ok {
 		return nil, nil, false
@@ -270,7 +280,7 @@ func (s *Service) reserve(ctx context.Context, showID string, seatIDs []string, 
 	if taken = sn.takenOf(seatIDs); len(taken) > 0 {
 		return sn, taken, false // the common case in a flash crowd, decided without a lock
 	}
-	e := s.loadedSnap(showID)
+	e := s.loaded(showID)
 	if e == nil {
 		return nil, nil, false // the cache was dropped in between
 	}
@@ -300,7 +310,7 @@ func (sn *snapshot) takenOf(ids []string) []string {
 
 // reloadAsync starts a background reload unless one is in flight; the check is made before the goroutine
 // starts, so a burst of requests starts one reload, not one each.
-func (s *Service) reloadAsync(showID string, layout []Seat) {
+func (s *seatCache) reloadAsync(showID string, layout []Seat) {
 	e, ok := s.beginLoad(showID)
 	if !ok {
 		return
@@ -343,16 +353,16 @@ func (sn *snapshot) alternatives(layout []Seat, wanted []Seat) []string {
 // noteHeld records in the show's snapshot seats this process has just seen taken (its own successful claims, and
 // the seats a refused claim found held), so the next requests for them are refused at once instead of after the
 // next reload. A sold seat stays sold.
-func (s *Service) noteHeld(showID string, seatIDs []string) { s.note(showID, seatIDs, true) }
+func (s *seatCache) noteHeld(showID string, seatIDs []string) { s.note(showID, seatIDs, true) }
 
 // noteFreed records seats this process has just released (cancel, expiry), so they are offered again at once.
-func (s *Service) noteFreed(showID string, seatIDs []string) { s.note(showID, seatIDs, false) }
+func (s *seatCache) noteFreed(showID string, seatIDs []string) { s.note(showID, seatIDs, false) }
 
-func (s *Service) note(showID string, seatIDs []string, taken bool) {
+func (s *seatCache) note(showID string, seatIDs []string, taken bool) {
 	if len(seatIDs) == 0 {
 		return
 	}
-	e := s.loadedSnap(showID)
+	e := s.loaded(showID)
 	if e == nil {
 		return
 	}
@@ -388,8 +398,8 @@ func (sn *snapshot) with(seatIDs []string, taken bool) *snapshot {
 // countConflict counts a refused hold towards the show's conflictsTotal; counts are flushed to Redis with the
 // ShowInfo rewrites, so the fast refusal costs no Redis call of its own, and no lock: only a show's first
 // refusal since the last flush registers the show for the next one.
-func (s *Service) countConflict(showID string) {
-	if s.showSnap(showID).conflicts.Add(1) != 1 {
+func (s *seatCache) countConflict(showID string) {
+	if s.entry(showID).conflicts.Add(1) != 1 {
 		return
 	}
 	s.mu.Lock()
@@ -401,14 +411,14 @@ func (s *Service) countConflict(showID string) {
 }
 
 // takeConflicts returns the refusals counted since the last call, by show.
-func (s *Service) takeConflicts() map[string]int64 {
+func (s *seatCache) takeConflicts() map[string]int64 {
 	s.mu.Lock()
 	shows := s.conflicted
 	s.conflicted = nil
 	s.mu.Unlock()
 	out := make(map[string]int64, len(shows))
 	for id := range shows {
-		if n := s.showSnap(id).conflicts.Swap(0); n > 0 {
+		if n := s.entry(id).conflicts.Swap(0); n > 0 {
 			out[id] = n
 		}
 	}

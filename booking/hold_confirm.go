@@ -7,13 +7,14 @@ import (
 	"time"
 )
 
-// The confirmation step, for the pay saga: CheckHold and ExtendHold before asking the gateway, Confirm once the
-// money is authorized, and Sold to update Redis after a confirmation made inside a larger transaction.
+// The end of a hold by confirmation, for the checkout: CheckHold and ExtendHold before asking the gateway, Confirm
+// once the money is authorized, AfterSale to update Redis after a confirmation made inside a larger transaction,
+// and AfterRefund when a refund puts the seats back on sale.
 
 // CheckHold returns the user's booking if it is HELD (or PAYMENT_PENDING) and still owns every one of its seat
 // locks with its own fencing token. A booking whose locks were lost or superseded is marked EXPIRED and
 // ErrHoldExpired returned, so a fan is never charged for seats they no longer hold.
-func (s *Service) CheckHold(ctx context.Context, id, userID string) (Booking, error) {
+func (s *Holds) CheckHold(ctx context.Context, id, userID string) (Booking, error) {
 	b, err := s.Booking(ctx, id, userID)
 	if err != nil {
 		return Booking{}, err
@@ -43,7 +44,7 @@ func (s *Service) CheckHold(ctx context.Context, id, userID string) (Booking, er
 
 // ExtendHold pushes a held booking's expiry to d from now, in Redis (only if it still owns all its locks) and in
 // Postgres (so the reconciler does not expire it meanwhile). Used while a payment is in flight.
-func (s *Service) ExtendHold(ctx context.Context, b Booking, d time.Duration) (Booking, error) {
+func (s *Holds) ExtendHold(ctx context.Context, b Booking, d time.Duration) (Booking, error) {
 	ok, err := s.locks.Extend(ctx, b, d)
 	if err != nil {
 		return Booking{}, err
@@ -62,34 +63,34 @@ func (s *Service) ExtendHold(ctx context.Context, b Booking, d time.Duration) (B
 // Confirm turns a held booking into a sale: HELD -> CONFIRMED and its seats into the ledger in one transaction
 // that checks the fencing token, then the seats are marked sold in Redis. A seat sold already (Redis lost the lock
 // and someone else held and bought it) is ErrSeatsUnavailable: never a second sale.
-func (s *Service) Confirm(ctx context.Context, id string) (Booking, error) {
+func (s *Holds) Confirm(ctx context.Context, id string) (Booking, error) {
 	b, err := s.store.Confirm(ctx, id)
 	if err != nil {
 		return Booking{}, err
 	}
-	s.Sold(ctx, b)
+	s.AfterSale(ctx, b)
 	return b, nil
 }
 
-// Sold does what follows a committed confirmation in Redis: the seats join the sold set and their locks go, the
+// AfterSale does what follows a committed confirmation in Redis: the seats join the sold set and their locks go, the
 // seat stream says BOOKED, the fan's waiting-room slot is freed and ShowInfo is refreshed. Callers that confirm
 // inside their own transaction (postgres.ConfirmTx) call it after commit. Failures are logged: the ledger is
 // already right, and the reconciler repairs the Redis mirror.
-func (s *Service) Sold(ctx context.Context, b Booking) {
+func (s *Holds) AfterSale(ctx context.Context, b Booking) {
 	if err := s.locks.Sell(ctx, b); err != nil {
 		s.log.ErrorContext(ctx, "mark seats sold", "booking", b.ID, "err", err)
 	}
 	s.releaseAdmission(ctx, b)
-	s.markDirty(b.ShowID)
+	s.catalog.markDirty(b.ShowID)
 }
 
-// Unsold is what follows a committed refund: the seats are on sale again.
-func (s *Service) Unsold(ctx context.Context, b Booking) {
+// AfterRefund is what follows a committed refund: the seats are on sale again.
+func (s *Holds) AfterRefund(ctx context.Context, b Booking) {
 	if err := s.locks.Unsell(ctx, b); err != nil {
 		s.log.ErrorContext(ctx, "mark refunded seats unsold", "booking", b.ID, "err", err)
 	}
-	s.noteFreed(b.ShowID, b.SeatIDs)
-	s.markDirty(b.ShowID)
+	s.seats.noteFreed(b.ShowID, b.SeatIDs)
+	s.catalog.markDirty(b.ShowID)
 }
 
 // IsConflict reports whether err means the seats are gone to someone else.

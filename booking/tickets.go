@@ -1,0 +1,96 @@
+package booking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flashseat/flashseat/booking/ticket"
+)
+
+// TicketStore is the ledger's side of tickets and check-in.
+type TicketStore interface {
+	Tickets(ctx context.Context, bookingID string) ([]Ticket, error)
+	TicketByID(ctx context.Context, id string) (TicketInfo, error)
+	// CheckIn marks a VALID ticket CHECKED_IN, exactly once however many scans race: ErrAlreadyCheckedIn,
+	// ErrTicketVoid, ErrNotFound otherwise.
+	CheckIn(ctx context.Context, ticketID, showID, seatID, by string, at time.Time) (TicketInfo, error)
+}
+
+// CheckIn admits the holder of a ticket code at the door: the code's signature is checked first (as an offline
+// scanner would), then the ticket is marked used exactly once. by names the staff member or device.
+func (p *Checkout) CheckIn(ctx context.Context, code, by string) (TicketInfo, error) {
+	if code == "" {
+		return TicketInfo{}, Invalid("code is required")
+	}
+	c, err := p.verifier.Verify(code)
+	if err != nil {
+		if errors.Is(err, ticket.ErrInvalid) {
+			return TicketInfo{}, fmt.Errorf("%w: %w", ErrTicketInvalid, err)
+		}
+		return TicketInfo{}, err
+	}
+	return p.store.CheckIn(ctx, c.TicketID, c.ShowID, c.SeatID, by, p.cfg.Now())
+}
+
+// Ticket returns one of the user's tickets; another user's ticket is ErrNotFound.
+func (p *Checkout) Ticket(ctx context.Context, id, userID string) (TicketInfo, error) {
+	if !ValidID(id) {
+		return TicketInfo{}, fmt.Errorf("ticket: %w", ErrNotFound)
+	}
+	t, err := p.store.TicketByID(ctx, id)
+	if err != nil {
+		return TicketInfo{}, err
+	}
+	if t.UserID != userID {
+		return TicketInfo{}, fmt.Errorf("ticket %s: %w", id, ErrNotFound)
+	}
+	return t, nil
+}
+
+// BookingView is the user's booking with its tickets, as GET /bookings/{id} shows it.
+func (p *Checkout) BookingView(ctx context.Context, id, userID string) (Booking, error) {
+	b, err := p.holds.Booking(ctx, id, userID)
+	if err != nil {
+		return Booking{}, err
+	}
+	switch b.Status {
+	case StatusConfirmed, StatusRefunded:
+		if b.Tickets, err = p.store.Tickets(ctx, b.ID); err != nil {
+			return Booking{}, err
+		}
+	case StatusPaymentPending:
+		// A fan who left the challenge page (a back button, a closed tab) can go back to it from here.
+		as, err := p.store.AttemptsOf(ctx, b.ID)
+		if err != nil {
+			return Booking{}, err
+		}
+		for _, a := range as {
+			if a.State == AttemptPending && a.NextActionURL != "" {
+				b.NextActionURL = a.NextActionURL
+			}
+		}
+	}
+	return b, nil
+}
+
+// TicketStatus is whether a ticket still admits.
+type TicketStatus string
+
+// VALID until scanned (CHECKED_IN) or refunded (VOID).
+const (
+	TicketValid     TicketStatus = "VALID"
+	TicketCheckedIn TicketStatus = "CHECKED_IN"
+	TicketVoid      TicketStatus = "VOID"
+)
+
+// TicketInfo is a ticket with its state.
+type TicketInfo struct {
+	Ticket
+	BookingID   string
+	UserID      string
+	ShowID      string
+	Status      TicketStatus
+	CheckedInAt time.Time
+}
