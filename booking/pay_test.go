@@ -19,6 +19,7 @@ import (
 	"github.com/flashseat/flashseat/booking/payment/sim"
 	"github.com/flashseat/flashseat/booking/payment/stripe"
 	"github.com/flashseat/flashseat/booking/ticket"
+	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -756,6 +757,25 @@ func TestPayReleasesAdmission(t *testing.T) {
 	if res, err := p.Pay(ctx, booking.PayRequest{BookingID: b.ID, UserID: "u1", PaymentMethod: sim.CardOK,
 		IdempotencyKey: "k2", AdmissionToken: raw}); err != nil || !res.Replayed {
 		t.Fatalf("replay after release: %+v, %v", res, err)
+	}
+
+	// A fan the operator kicked holds seats but cannot start paying for them: the edge passes a pay's token on
+	// its signature alone, so this refusal is the only one.
+	raw2 := a.admit(t, "u2", "jti-2")
+	b2, _, err := env.Svc.Hold(ctx, booking.HoldRequest{UserID: "u2", ShowID: show, SeatIDs: []string{"A2"}, AdmissionToken: raw2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Queues.AddGrants(ctx, []admission.Grant{{ShowID: show, JTI: "jti-2", UserID: "u2",
+		IssuedAt: time.Now(), ExpiresAt: time.Now().Add(time.Minute)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Queues.Kick(ctx, show, "jti-2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Pay(ctx, booking.PayRequest{BookingID: b2.ID, UserID: "u2", PaymentMethod: sim.CardOK,
+		IdempotencyKey: "k3", AdmissionToken: raw2}); !errors.Is(err, booking.ErrQueueRequired) {
+		t.Fatalf("pay with a kicked admission: %v, want ErrQueueRequired", err)
 	}
 }
 

@@ -41,8 +41,8 @@ const (
 	Ungated                  Guard = iota // not gated
 	RequirePathShowAdmission              // an admission to the show whose id is a path segment
 	RequireBodyShowAdmission              // an admission to the show in the JSON body's "showId" (a hold)
-	// VerifyTokenIfSent: the show is not in the request (pay): a token sent is verified, the show match is
-	// booking's.
+	// VerifyTokenIfSent: the show is not in the request (pay): a token sent is verified as a CDN could; the
+	// show match and revocation are booking's.
 	VerifyTokenIfSent
 )
 
