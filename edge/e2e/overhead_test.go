@@ -26,7 +26,7 @@ import (
 // limiter's work is measured and its refusals are not.
 func BenchmarkEdgeOverhead(b *testing.B) {
 	p := start(b, map[string]string{"RATE_PER_USER": "1000000", "RATE_PER_USER_BURST": "1000000"})
-	const workers, rounds = 16, 4
+	const workers, rounds = 16, 10
 	hc := &http.Client{Timeout: 10 * time.Second,
 		Transport: &http.Transport{MaxIdleConns: 4 * workers, MaxIdleConnsPerHost: 2 * workers}}
 
