@@ -64,7 +64,7 @@ gob() { # runs one benchmark command (its words as given) and records it with it
   log "$*"
   { echo "\$ $*"; "$@" 2>&1 | grep -E '^(Benchmark|ok|FAIL|---|goos|cpu)' || true; echo; } >>"$out/go-bench.txt"
 }
-gob go test -run '^$' -bench SeatMapProxyOverhead -benchtime "$(n 2000x 20000x)" ./edge/e2e/
+gob go test -run '^$' -bench EdgeOverhead -benchtime "$(n 2000x 20000x)" ./edge/e2e/
 gob go test -run '^$' -bench 'Join|AdmitTick|AdmitScript' -benchtime "$(n 500x 5000x)" ./waitroom/redis/
 gob env EDGE_BENCH_STREAMS="$(n 2000 50000)" go test -run '^$' -bench Streams -benchtime 1x -timeout 30m ./edge/app/
 gob go test -run '^$' -bench HotShow -benchtime 1x ./booking/app/
@@ -103,7 +103,9 @@ end='<!-- bench:end -->'
     echo "| holds decided/s, p99 ($where) | $(storm '^hold-storm at' "$f") | row-lock $(storm '^row-lock' "$f") | \`$(cmdline "$out/$s")\` |"
   done
   echo "| holds/s at p99 ≤ 50 ms, < 0.1% errors (open loop, direct) | $(metric HoldSLO slo-rate-booking)/s | row-lock $(metric HoldSLO slo-rate-rowlock)/s ($(metric HoldSLO x-slo)×) | \`go test -bench HoldSLO ./booking/app/\` |"
-  echo "| seat map through the edge vs direct | $(metric SeatMapProxyOverhead edge-req/s) req/s | direct $(metric SeatMapProxyOverhead direct-req/s) req/s | \`go test -bench SeatMapProxyOverhead ./edge/e2e/\` |"
+  for k in seatmap hold; do
+    echo "| $k through the edge vs direct (edge/direct $(metric EdgeOverhead/$k edge/direct)) | $(metric EdgeOverhead/$k edge-req/s) req/s | direct $(metric EdgeOverhead/$k direct-req/s) req/s | \`go test -bench EdgeOverhead ./edge/e2e/\` |"
+  done
   echo "| queue joins/s | $(metric Join joins/s) | raw Redis ZADD $(metric Join zadd/s)/s | \`go test -bench Join ./waitroom/redis/\` |"
   echo "| SSE streams held by one edge: each one's RSS, goroutines, I/O buffers; a position change reaching them all | $(metric Streams streams) held: $(metric Streams rss-B/stream) B RSS, $(metric Streams goroutines/stream) goroutines, $(metric Streams buffers-B/stream) B buffers; p99 $(metric Streams update-p99-ms) ms | — | \`go test -bench Streams ./edge/app/\` |"
   for s in premiere smoke; do

@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -241,55 +239,4 @@ func testThroughTheEdge(t *testing.T, p *platform) {
 		map[string]string{"Authorization": "Bearer " + tok2, admission.Header: adm}); status != 403 {
 		t.Fatalf("someone else's admission token: %d", status)
 	}
-}
-
-// Benchmark: requests per second for the seat map straight from booking and through the edge, measured in the
-// same run with the same client and concurrency; edge/direct is the share of booking's throughput the edge keeps.
-// The two are measured in alternating rounds, so load from elsewhere on the machine falls on both alike.
-func BenchmarkSeatMapProxyOverhead(b *testing.B) {
-	p := start(b, nil)
-	const workers, rounds = 16, 4
-	load := func(base string, n int) time.Duration {
-		url := base + "/api/v1/shows/" + p.show + "/seats"
-		var next, failed atomic.Int64
-		var wg sync.WaitGroup
-		begin := time.Now()
-		for w := 0; w < workers; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for next.Add(1) <= int64(n) {
-					resp, err := client.Get(url)
-					if err != nil {
-						failed.Add(1)
-						continue
-					}
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != 200 {
-						failed.Add(1)
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		if f := failed.Load(); f > 0 {
-			b.Fatalf("%d of %d requests to %s failed", f, n, base)
-		}
-		return time.Since(begin)
-	}
-	load(p.booking, 200) // warm both paths' connection pools and caches
-	load(p.edge, 200)
-	b.ResetTimer()
-	var direct, edge time.Duration
-	per := max(b.N/rounds, 1)
-	for r := 0; r < rounds; r++ {
-		direct += load(p.booking, per)
-		edge += load(p.edge, per)
-	}
-	b.StopTimer()
-	total := float64(per * rounds)
-	b.ReportMetric(total/direct.Seconds(), "direct-req/s")
-	b.ReportMetric(total/edge.Seconds(), "edge-req/s")
-	b.ReportMetric(direct.Seconds()/edge.Seconds(), "edge/direct")
 }

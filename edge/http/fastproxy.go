@@ -259,7 +259,10 @@ func (p *Proxy) fastRespond(c *fiber.Ctx, resp *fasthttp.Response) {
 		}
 		return
 	}
-	c.Response().SetBody(resp.Body())
+	// The body changes hands instead of being copied (a seat map is tens of kilobytes): the client's response
+	// takes the upstream response's buffer, which is released right after, and the upstream response takes back
+	// the client's empty one.
+	resp.SwapBody(c.Response().SwapBody(resp.SwapBody(nil)))
 }
 
 // connectionTokens appends to named the header names a Connection header's value v lists.
