@@ -225,13 +225,15 @@ func TestStreamRetention(t *testing.T) {
 	})
 	t.Run("maxage", func(t *testing.T) {
 		key := testStream(t, rdb)
-		st := redis.NewStream(rdb, redis.StreamConfig{Key: key, MaxAge: 300 * time.Millisecond})
+		// An age long enough that the 150 new entries are all younger than it while they are written, on a
+		// loaded machine too.
+		st := redis.NewStream(rdb, redis.StreamConfig{Key: key, MaxAge: 3 * time.Second})
 		for i := range 300 {
 			if err := st.Publish(ctx, booking.LifecycleEvent{ID: fmt.Sprintf("old_%d", i), Type: booking.EventHeld}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(3200 * time.Millisecond)
 		for i := range 150 {
 			if err := st.Publish(ctx, booking.LifecycleEvent{ID: fmt.Sprintf("new_%d", i), Type: booking.EventHeld}); err != nil {
 				t.Fatal(err)
