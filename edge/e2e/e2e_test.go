@@ -21,6 +21,7 @@ import (
 	bookingapp "github.com/flashseat/flashseat/booking/app"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	edgeapp "github.com/flashseat/flashseat/edge/app"
+	"github.com/flashseat/flashseat/loadtest/platformtest"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
 	"github.com/flashseat/flashseat/shared/store/redistest"
@@ -74,7 +75,7 @@ func startOn(tb testing.TB, r *redistest.Redis, edgeEnv map[string]string) *plat
 	bcfg.AdmissionKeys = token.NewStaticKeys(issuer.Keys()...)
 	bookingOps := make(chan string, 1)
 	bcfg.OpsAddr, bcfg.OpsBound = "127.0.0.1:0", func(a string) { bookingOps <- "http://" + a }
-	booking := run(tb, func(ctx context.Context, ready func(string)) error {
+	booking := platformtest.Serve(tb, "booking", func(ctx context.Context, ready func(string)) error {
 		return bookingapp.Run(ctx, bcfg, slog.New(slog.DiscardHandler), ready)
 	})
 
@@ -90,7 +91,7 @@ func startOn(tb testing.TB, r *redistest.Redis, edgeEnv map[string]string) *plat
 	}
 	edgeOps := make(chan string, 1)
 	ecfg.OpsBound = func(a string) { edgeOps <- "http://" + a }
-	edge := run(tb, func(ctx context.Context, ready func(string)) error {
+	edge := platformtest.Serve(tb, "edge", func(ctx context.Context, ready func(string)) error {
 		return edgeapp.Run(ctx, ecfg, slog.New(slog.DiscardHandler), ready)
 	})
 
@@ -109,35 +110,6 @@ func startOn(tb testing.TB, r *redistest.Redis, edgeEnv map[string]string) *plat
 	tb.Cleanup(func() { _ = redistest.DeleteShow(context.Background(), rdb, show) })
 	return &platform{edge: edge, booking: booking, edgeOps: <-edgeOps, bookingOps: <-bookingOps, show: show,
 		issuer: issuer, rdb: rdb}
-}
-
-// run starts a service's Run on a loopback port and returns its base URL; cleanup cancels and waits for it.
-func run(tb testing.TB, fn func(ctx context.Context, ready func(string)) error) string {
-	tb.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- fn(ctx, func(a string) { addr <- a }) }()
-	select {
-	case a := <-addr:
-		tb.Cleanup(func() {
-			cancel()
-			if err := <-done; err != nil {
-				tb.Errorf("shutdown: %v", err)
-			}
-		})
-		if strings.HasPrefix(a, "[::]") || strings.HasPrefix(a, ":") {
-			a = "127.0.0.1" + a[strings.LastIndex(a, ":"):]
-		}
-		return "http://" + a
-	case err := <-done:
-		cancel()
-		tb.Fatalf("start: %v", err)
-	case <-time.After(60 * time.Second):
-		cancel()
-		tb.Fatal("service did not start")
-	}
-	return ""
 }
 
 var client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}

@@ -9,12 +9,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"errors"
 	"io"
 	"log/slog"
 	"maps"
 	"math/rand/v2"
-	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -115,11 +113,10 @@ func Start(t testing.TB, opts Options) *Platform {
 	// The simulator sends its signed webhooks to booking (a 3-D Secure payment is settled by one), so booking's
 	// address is chosen before either starts: a free port, taken by booking a moment later.
 	bookingAddr := storetest.DeadAddr(t) // free now: nothing listens there until booking does
-	payAddr := service(t, "paysim", func(ctx context.Context, ready func(string)) error {
+	p.PaymentURL = Serve(t, "paysim", func(ctx context.Context, ready func(string)) error {
 		return sim.Run(ctx, sim.Config{Addr: "127.0.0.1:0", SlowDelay: opts.SlowDelay,
 			WebhookURL: "http://" + bookingAddr + "/webhooks/payments", WebhookSecret: webhookSecret}, log, ready)
 	})
-	p.PaymentURL = "http://" + loopback(payAddr)
 
 	stream := "{flashseat:events-test}:" + strconv.FormatInt(time.Now().UnixNano(), 36) + strconv.Itoa(rand.Int())
 	t.Cleanup(func() {
@@ -153,10 +150,9 @@ func Start(t testing.TB, opts Options) *Platform {
 	// Booking verifies admission tokens with the edge's key handed over directly: with :0 ports the edge's JWKS
 	// URL is not known before booking starts.
 	bcfg.AdmissionKeys = token.NewStaticKeys(key.Public())
-	bookingAddr = service(t, "booking", func(ctx context.Context, ready func(string)) error {
+	p.BookingURL = Serve(t, "booking", func(ctx context.Context, ready func(string)) error {
 		return bookingapp.Run(ctx, bcfg, log, ready)
 	})
-	p.BookingURL = "http://" + loopback(bookingAddr)
 
 	eenv := map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": p.BookingURL, "DATABASE_URL": dbURL,
@@ -173,41 +169,10 @@ func Start(t testing.TB, opts Options) *Platform {
 	if err != nil {
 		t.Fatal(err)
 	}
-	edgeAddr := service(t, "edge", func(ctx context.Context, ready func(string)) error {
+	p.BaseURL = Serve(t, "edge", func(ctx context.Context, ready func(string)) error {
 		return edgeapp.Run(ctx, ecfg, log, ready)
 	})
-	p.BaseURL = "http://" + loopback(edgeAddr)
 	return p
-}
-
-// service runs one app's Run in the background and stops it when the test ends. Cleanups run last in, first
-// out, so the edge stops before booking and booking before the simulator: the order of a real shutdown.
-func service(t testing.TB, name string, run func(ctx context.Context, ready func(string)) error) string {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, func(a string) { addr <- a }) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Logf("%s: %v", name, err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("%s did not stop within 30s", name)
-		}
-	})
-	select {
-	case a := <-addr:
-		return a
-	case err := <-done:
-		t.Fatalf("%s: %v", name, err)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("%s did not start within 60s", name)
-	}
-	return ""
 }
 
 // webhookSecret signs the simulator's webhooks to booking.
@@ -226,12 +191,3 @@ func withParam(dbURL, k, v string) string {
 }
 
 func getenv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-
-// loopback turns a bound address such as [::]:port into one a client can dial.
-func loopback(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil || host == "" || host == "::" || host == "0.0.0.0" {
-		return "127.0.0.1:" + port
-	}
-	return addr
-}
