@@ -41,9 +41,16 @@ type Options struct {
 	// MaxConns caps booking's Postgres pool (pool_max_conns); 0 keeps booking's own default (32). Tests that start
 	// several platforms at once keep it small: the server has 100 connections for every test of the machine.
 	MaxConns int
+	// RedisURL is the single Redis (REDIS_URL); default $REDIS_URL, else redis://127.0.0.1:6379/0.
+	RedisURL string
 	// RedisClusterAddrs puts the platform on a Redis Cluster (REDIS_CLUSTER_ADDRS) instead of REDIS_URL's Redis:
 	// the package's shared cluster (redistest), or one of the test's own that it fails over (storetest).
 	RedisClusterAddrs []string
+	// AdminToken is booking's and the edge's operator token; default a fresh one.
+	AdminToken string
+	// Ops gives booking and the edge their operations listeners (OPS_ADDR: /metrics, pprof, probes) on loopback
+	// ports: Platform.BookingOpsURL and EdgeOpsURL.
+	Ops bool
 	// Booking and Edge are further environment variables of each service, applied over the ones Start sets
 	// (PAYMENT_RECOVER_INTERVAL, PAYMENT_BREAKER_MIN_CALLS, QUEUE_TICK, ...).
 	Booking, Edge map[string]string
@@ -57,7 +64,11 @@ type Platform struct {
 	AdminToken  string // the operator token of booking and the edge
 	AuthSecret  string // booking's and the edge's user-token secret (HS256)
 	DatabaseURL string // the test's own database
-	RedisURL    string // the shared Redis (REDIS_URL, default redis://127.0.0.1:6379/0); empty on a cluster
+	// BookingOpsURL and EdgeOpsURL are the services' operations listeners when Options.Ops asked for them.
+	BookingOpsURL, EdgeOpsURL string
+	// Issuer signs admission tokens with the edge's key, as the waiting room does when it admits a fan.
+	Issuer   *token.Issuer
+	RedisURL string // the shared Redis (REDIS_URL, default redis://127.0.0.1:6379/0); empty on a cluster
 	// RedisClusterAddrs are the cluster's nodes when Options put the platform on one.
 	RedisClusterAddrs []string
 	Options           Options
@@ -84,7 +95,10 @@ func Start(t testing.TB, opts Options) *Platform {
 			opts.SlowDelay, opts.PaymentTimeout)
 	}
 	_, dbURL := pgtest.NewWithURL(t)
-	redisURL := os.Getenv("REDIS_URL")
+	redisURL := opts.RedisURL
+	if redisURL == "" {
+		redisURL = os.Getenv("REDIS_URL")
+	}
 	if redisURL == "" {
 		redisURL = "redis://127.0.0.1:6379/0"
 	}
@@ -94,17 +108,21 @@ func Start(t testing.TB, opts Options) *Platform {
 		redisEnv = map[string]string{"REDIS_CLUSTER_ADDRS": strings.Join(opts.RedisClusterAddrs, ",")}
 	}
 	p := &Platform{
-		AdminToken:  "adm_test_" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		AdminToken:  opts.AdminToken,
 		AuthSecret:  "platformtest-user-token-secret-0123456789abcdef",
 		DatabaseURL: dbURL,
 		RedisURL:    redisURL,
 		Options:     opts,
+	}
+	if p.AdminToken == "" {
+		p.AdminToken = "adm_test_" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	}
 	p.RedisClusterAddrs = opts.RedisClusterAddrs
 	key, err := token.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.Issuer = token.NewIssuer(key)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -150,6 +168,10 @@ func Start(t testing.TB, opts Options) *Platform {
 	// Booking verifies admission tokens with the edge's key handed over directly: with :0 ports the edge's JWKS
 	// URL is not known before booking starts.
 	bcfg.AdmissionKeys = token.NewStaticKeys(key.Public())
+	bookingOps := make(chan string, 1)
+	if opts.Ops {
+		bcfg.OpsAddr, bcfg.OpsBound = "127.0.0.1:0", func(a string) { bookingOps <- a }
+	}
 	p.BookingURL = Serve(t, "booking", func(ctx context.Context, ready func(string)) error {
 		return bookingapp.Run(ctx, bcfg, log, ready)
 	})
@@ -164,14 +186,22 @@ func Start(t testing.TB, opts Options) *Platform {
 		"RATE_PER_USER": "200", "RATE_PER_USER_BURST": "1000",
 	}
 	maps.Copy(eenv, redisEnv)
+	if opts.Ops {
+		eenv["OPS_ADDR"] = "127.0.0.1:0"
+	}
 	maps.Copy(eenv, opts.Edge)
 	ecfg, err := edgeapp.LoadConfig(getenv(eenv))
 	if err != nil {
 		t.Fatal(err)
 	}
+	edgeOps := make(chan string, 1)
+	ecfg.OpsBound = func(a string) { edgeOps <- a }
 	p.BaseURL = Serve(t, "edge", func(ctx context.Context, ready func(string)) error {
 		return edgeapp.Run(ctx, ecfg, log, ready)
 	})
+	if opts.Ops {
+		p.BookingOpsURL, p.EdgeOpsURL = "http://"+loopback(<-bookingOps), "http://"+loopback(<-edgeOps)
+	}
 	return p
 }
 
