@@ -14,6 +14,7 @@ import (
 	"time"
 
 	edgeapp "github.com/flashseat/flashseat/edge/app"
+	"github.com/flashseat/flashseat/loadtest/platformtest"
 
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/app"
@@ -201,27 +202,9 @@ func startEdge(t testing.TB, bookingURL, dbURL string, key token.Key, env map[st
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- edgeapp.Run(ctx, cfg, slog.New(slog.DiscardHandler), func(a string) { addr <- a }) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			t.Errorf("edge did not shut down")
-		}
+	return platformtest.Serve(t, "edge", func(ctx context.Context, ready func(string)) error {
+		return edgeapp.Run(ctx, cfg, slog.New(slog.DiscardHandler), ready)
 	})
-	select {
-	case a := <-addr:
-		return "http://" + a
-	case err := <-done:
-		t.Fatalf("edge run: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("edge did not start")
-	}
-	return ""
 }
 
 // TestSeedDemoIdempotent: two replicas seeding at once, and again later, end with one demo venue and show.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flashseat/flashseat/booking/app"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	"github.com/flashseat/flashseat/loadtest/platformtest"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -57,32 +58,10 @@ func startBooking(t testing.TB, env map[string]string, admissionKeys token.KeySo
 		admissionKeys = token.StaticKeys{}
 	}
 	cfg.AdmissionKeys = admissionKeys
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- app.Run(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel})), func(a string) { addr <- a })
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("booking run: %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Errorf("booking did not shut down")
-		}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	return platformtest.Serve(t, "booking", func(ctx context.Context, ready func(string)) error {
+		return app.Run(ctx, cfg, log, ready)
 	})
-	select {
-	case a := <-addr:
-		return "http://" + a
-	case err := <-done:
-		t.Fatalf("booking run: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("booking did not start")
-	}
-	return ""
 }
 
 type client struct {

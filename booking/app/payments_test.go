@@ -19,6 +19,7 @@ import (
 	"github.com/flashseat/flashseat/booking/payment"
 	"github.com/flashseat/flashseat/booking/payment/sim"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	"github.com/flashseat/flashseat/loadtest/platformtest"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/store/storetest"
 )
@@ -35,8 +36,7 @@ type stack struct {
 	t        *testing.T
 	base     string
 	env      map[string]string
-	stop     context.CancelFunc
-	done     chan error
+	booking  *platformtest.Service
 	pool     *pgxpool.Pool // the test's own connections to booking's database
 	bookAddr string
 }
@@ -48,17 +48,13 @@ func newStack(t *testing.T, extra ...string) *stack {
 	t.Helper()
 	pool, dbURL := pgtest.NewWithURL(t)
 	st := &stack{t: t, pool: pool, bookAddr: freeAddr(t)}
-	simCtx, stopSim := context.WithCancel(context.Background())
-	simAddr := make(chan string, 1)
-	simDone := make(chan error, 1)
-	go func() {
-		simDone <- sim.Run(simCtx, sim.Config{Addr: "127.0.0.1:0", WebhookURL: "http://" + st.bookAddr + "/webhooks/payments",
-			WebhookSecret: whSecret, SlowDelay: 1500 * time.Millisecond}, nil, func(a string) { simAddr <- a })
-	}()
-	t.Cleanup(func() { stopSim(); <-simDone })
+	simURL := platformtest.Serve(t, "paysim", func(ctx context.Context, ready func(string)) error {
+		return sim.Run(ctx, sim.Config{Addr: "127.0.0.1:0", WebhookURL: "http://" + st.bookAddr + "/webhooks/payments",
+			WebhookSecret: whSecret, SlowDelay: 1500 * time.Millisecond}, nil, ready)
+	})
 	st.env = map[string]string{
 		"BOOKING_ADDR": st.bookAddr, "DATABASE_URL": dbURL, "ADMIN_TOKEN": adminToken, "STAFF_TOKEN": staffToken,
-		"AUTH_SECRET": strings.Repeat("s", 40), "PAYMENT_GATEWAY_URL": "http://" + <-simAddr,
+		"AUTH_SECRET": strings.Repeat("s", 40), "PAYMENT_GATEWAY_URL": simURL,
 		"PAYMENT_WEBHOOK_SECRET": whSecret, "PAYMENT_TIMEOUT": "1s", "PAYMENT_RECOVER_INTERVAL": "100ms",
 		"PAYMENT_BREAKER_MIN_CALLS": "2", "PAYMENT_BREAKER_COOLDOWN": "30s", "ADMISSION_JWKS_URL": "http://127.0.0.1:1/jwks",
 		"EVENTS_STREAM": testEventStream(t),
@@ -67,39 +63,24 @@ func newStack(t *testing.T, extra ...string) *stack {
 		st.env[extra[i]] = extra[i+1]
 	}
 	st.start()
-	t.Cleanup(st.kill)
 	return st
 }
 
+// start launches booking on its address; it stops at the end of the test unless killed before.
 func (st *stack) start() {
 	st.t.Helper()
 	cfg, err := app.LoadConfig(func(k string) string { return st.env[k] })
 	if err != nil {
 		st.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	st.stop, st.done = cancel, make(chan error, 1)
-	go func() { st.done <- app.Run(ctx, cfg, nil, func(a string) { ready <- a }) }()
-	select {
-	case <-ready:
-	case err := <-st.done:
-		st.t.Fatalf("booking did not start: %v", err)
-	}
-	st.base = "http://" + st.bookAddr
+	st.booking = platformtest.Launch(st.t, "booking", func(ctx context.Context, ready func(string)) error {
+		return app.Run(ctx, cfg, nil, ready)
+	})
+	st.base = st.booking.URL
 }
 
 // kill stops booking the way a deploy does (context cancelled); sagas in flight are cut where they stand.
-func (st *stack) kill() {
-	if st.stop == nil {
-		return
-	}
-	st.stop()
-	if err := <-st.done; err != nil {
-		st.t.Errorf("booking stopped with %v", err)
-	}
-	st.stop = nil
-}
+func (st *stack) kill() { st.booking.Stop() }
 
 type answer struct {
 	status int

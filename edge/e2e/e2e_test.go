@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"net/http"
 	"os"
@@ -16,18 +15,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	bookingapp "github.com/flashseat/flashseat/booking/app"
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
-	edgeapp "github.com/flashseat/flashseat/edge/app"
+	"github.com/flashseat/flashseat/loadtest/platformtest"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
 	"github.com/flashseat/flashseat/shared/store/redistest"
 	"github.com/flashseat/flashseat/shared/token"
-)
-
-const (
-	seed   = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8" // admission signing seed shared by edge and booking here
-	secret = "e2e-secret-e2e-secret-e2e-secret-0123456"
 )
 
 // platform is booking and the edge in front of it.
@@ -47,50 +39,21 @@ func start(tb testing.TB, edgeEnv map[string]string) *platform {
 	return startOn(tb, redistest.New(tb), edgeEnv)
 }
 
-// startOn is start on a given Redis: a single one or a cluster.
+// startOn is start on a given Redis: a single one or a cluster. It is platformtest's platform with booking's
+// own defaults for holds, reconciliation and the edge's rate limits (platformtest shortens and raises them for
+// its load tests), the demo show seeded, and the operations listeners on.
 func startOn(tb testing.TB, r *redistest.Redis, edgeEnv map[string]string) *platform {
 	tb.Helper()
-	_, dbURL := pgtest.NewWithURL(tb)
-	rdb := r.Client
-
-	key, err := token.ParseSeed("", seed)
-	if err != nil {
-		tb.Fatal(err)
+	edge := map[string]string{"RATE_PER_USER": "", "RATE_PER_USER_BURST": ""}
+	maps.Copy(edge, edgeEnv)
+	opts := platformtest.Options{HoldTTL: 10 * time.Minute, ReconcileInterval: 30 * time.Second,
+		AdminToken: adminToken, Ops: true, Booking: map[string]string{"SEED_DEMO": "true"}, Edge: edge}
+	if r.Target == redistest.Cluster {
+		opts.RedisClusterAddrs = r.Addrs
+	} else {
+		opts.RedisURL = r.URL
 	}
-	issuer := token.NewIssuer(key)
-	// An event stream of its own (under the test's Redis prefix, so deleted with its keys): consumer groups of
-	// other tests' bookings must not take this one's events.
-	stream := "{flashseat:events-test}:" + r.ID("events")
-	benv := map[string]string{"BOOKING_ADDR": "127.0.0.1:0", "DATABASE_URL": dbURL, "AUTH_SECRET": secret,
-		"SEED_DEMO": "true", "ADMIN_TOKEN": "adm_e2e_e2e_e2e_e2e_e2e", "LOG_LEVEL": "error", "EVENTS_STREAM": stream,
-		"WEBHOOK_ALLOW_PRIVATE": "true"}
-	maps.Copy(benv, r.Env())
-	bcfg, err := bookingapp.LoadConfig(func(k string) string { return benv[k] })
-	if err != nil {
-		tb.Fatal(err)
-	}
-	bcfg.AdmissionKeys = token.NewStaticKeys(issuer.Keys()...)
-	bookingOps := make(chan string, 1)
-	bcfg.OpsAddr, bcfg.OpsBound = "127.0.0.1:0", func(a string) { bookingOps <- "http://" + a }
-	booking := run(tb, func(ctx context.Context, ready func(string)) error {
-		return bookingapp.Run(ctx, bcfg, slog.New(slog.DiscardHandler), ready)
-	})
-
-	env := map[string]string{"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": booking, "ADMISSION_SIGNING_KEY": seed,
-		"AUTH_SECRET": secret, "DATABASE_URL": dbURL, "OPS_ADDR": "127.0.0.1:0", "EVENTS_STREAM": stream}
-	maps.Copy(env, r.Env())
-	for k, v := range edgeEnv {
-		env[k] = v
-	}
-	ecfg, err := edgeapp.LoadConfig(func(k string) string { return env[k] })
-	if err != nil {
-		tb.Fatal(err)
-	}
-	edgeOps := make(chan string, 1)
-	ecfg.OpsBound = func(a string) { edgeOps <- "http://" + a }
-	edge := run(tb, func(ctx context.Context, ready func(string)) error {
-		return edgeapp.Run(ctx, ecfg, slog.New(slog.DiscardHandler), ready)
-	})
+	pt := platformtest.Start(tb, opts)
 
 	var events struct {
 		Events []struct {
@@ -99,43 +62,14 @@ func startOn(tb testing.TB, r *redistest.Redis, edgeEnv map[string]string) *plat
 			} `json:"shows"`
 		} `json:"events"`
 	}
-	getJSON(tb, booking+"/api/v1/events?city=Bangalore", &events)
+	getJSON(tb, pt.BookingURL+"/api/v1/events?city=Bangalore", &events)
 	if len(events.Events) == 0 || len(events.Events[0].Shows) == 0 {
 		tb.Fatal("no demo show")
 	}
 	show := events.Events[0].Shows[0].ShowID
-	tb.Cleanup(func() { _ = redistest.DeleteShow(context.Background(), rdb, show) })
-	return &platform{edge: edge, booking: booking, edgeOps: <-edgeOps, bookingOps: <-bookingOps, show: show,
-		issuer: issuer, rdb: rdb}
-}
-
-// run starts a service's Run on a loopback port and returns its base URL; cleanup cancels and waits for it.
-func run(tb testing.TB, fn func(ctx context.Context, ready func(string)) error) string {
-	tb.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- fn(ctx, func(a string) { addr <- a }) }()
-	select {
-	case a := <-addr:
-		tb.Cleanup(func() {
-			cancel()
-			if err := <-done; err != nil {
-				tb.Errorf("shutdown: %v", err)
-			}
-		})
-		if strings.HasPrefix(a, "[::]") || strings.HasPrefix(a, ":") {
-			a = "127.0.0.1" + a[strings.LastIndex(a, ":"):]
-		}
-		return "http://" + a
-	case err := <-done:
-		cancel()
-		tb.Fatalf("start: %v", err)
-	case <-time.After(60 * time.Second):
-		cancel()
-		tb.Fatal("service did not start")
-	}
-	return ""
+	tb.Cleanup(func() { _ = redistest.DeleteShow(context.Background(), r.Client, show) })
+	return &platform{edge: pt.BaseURL, booking: pt.BookingURL, edgeOps: pt.EdgeOpsURL, bookingOps: pt.BookingOpsURL,
+		show: show, issuer: pt.Issuer, rdb: r.Client}
 }
 
 var client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}

@@ -22,6 +22,7 @@ import (
 	"github.com/flashseat/flashseat/loadtest/check"
 	"github.com/flashseat/flashseat/loadtest/client"
 	"github.com/flashseat/flashseat/loadtest/crowd"
+	"github.com/flashseat/flashseat/loadtest/platformtest"
 	"github.com/flashseat/flashseat/shared/store/storetest"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -289,21 +290,10 @@ func waitHealthy(ctx context.Context, urls []string) time.Time {
 // gateway's side of the money.
 func startGateway(t *testing.T, webhookURL string) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- sim.Run(ctx, sim.Config{Addr: "127.0.0.1:0", WebhookURL: webhookURL, WebhookSecret: webhookSecret,
-			SlowDelay: 3 * time.Second}, nil, func(a string) { addr <- a })
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case a := <-addr:
-		return "http://" + a
-	case err := <-done:
-		t.Fatalf("payment simulator: %v", err)
-	}
-	return ""
+	return platformtest.Serve(t, "payment simulator", func(ctx context.Context, ready func(string)) error {
+		return sim.Run(ctx, sim.Config{Addr: "127.0.0.1:0", WebhookURL: webhookURL, WebhookSecret: webhookSecret,
+			SlowDelay: 3 * time.Second}, nil, ready)
+	})
 }
 
 // settle waits until no money is in motion: captures run off the fan's path and the recovery worker settles

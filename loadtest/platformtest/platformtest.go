@@ -9,12 +9,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"errors"
 	"io"
 	"log/slog"
 	"maps"
 	"math/rand/v2"
-	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -43,9 +41,16 @@ type Options struct {
 	// MaxConns caps booking's Postgres pool (pool_max_conns); 0 keeps booking's own default (32). Tests that start
 	// several platforms at once keep it small: the server has 100 connections for every test of the machine.
 	MaxConns int
+	// RedisURL is the single Redis (REDIS_URL); default $REDIS_URL, else redis://127.0.0.1:6379/0.
+	RedisURL string
 	// RedisClusterAddrs puts the platform on a Redis Cluster (REDIS_CLUSTER_ADDRS) instead of REDIS_URL's Redis:
 	// the package's shared cluster (redistest), or one of the test's own that it fails over (storetest).
 	RedisClusterAddrs []string
+	// AdminToken is booking's and the edge's operator token; default a fresh one.
+	AdminToken string
+	// Ops gives booking and the edge their operations listeners (OPS_ADDR: /metrics, pprof, probes) on loopback
+	// ports: Platform.BookingOpsURL and EdgeOpsURL.
+	Ops bool
 	// Booking and Edge are further environment variables of each service, applied over the ones Start sets
 	// (PAYMENT_RECOVER_INTERVAL, PAYMENT_BREAKER_MIN_CALLS, QUEUE_TICK, ...).
 	Booking, Edge map[string]string
@@ -59,7 +64,11 @@ type Platform struct {
 	AdminToken  string // the operator token of booking and the edge
 	AuthSecret  string // booking's and the edge's user-token secret (HS256)
 	DatabaseURL string // the test's own database
-	RedisURL    string // the shared Redis (REDIS_URL, default redis://127.0.0.1:6379/0); empty on a cluster
+	// BookingOpsURL and EdgeOpsURL are the services' operations listeners when Options.Ops asked for them.
+	BookingOpsURL, EdgeOpsURL string
+	// Issuer signs admission tokens with the edge's key, as the waiting room does when it admits a fan.
+	Issuer   *token.Issuer
+	RedisURL string // the shared Redis (REDIS_URL, default redis://127.0.0.1:6379/0); empty on a cluster
 	// RedisClusterAddrs are the cluster's nodes when Options put the platform on one.
 	RedisClusterAddrs []string
 	Options           Options
@@ -86,7 +95,10 @@ func Start(t testing.TB, opts Options) *Platform {
 			opts.SlowDelay, opts.PaymentTimeout)
 	}
 	_, dbURL := pgtest.NewWithURL(t)
-	redisURL := os.Getenv("REDIS_URL")
+	redisURL := opts.RedisURL
+	if redisURL == "" {
+		redisURL = os.Getenv("REDIS_URL")
+	}
 	if redisURL == "" {
 		redisURL = "redis://127.0.0.1:6379/0"
 	}
@@ -96,17 +108,21 @@ func Start(t testing.TB, opts Options) *Platform {
 		redisEnv = map[string]string{"REDIS_CLUSTER_ADDRS": strings.Join(opts.RedisClusterAddrs, ",")}
 	}
 	p := &Platform{
-		AdminToken:  "adm_test_" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		AdminToken:  opts.AdminToken,
 		AuthSecret:  "platformtest-user-token-secret-0123456789abcdef",
 		DatabaseURL: dbURL,
 		RedisURL:    redisURL,
 		Options:     opts,
+	}
+	if p.AdminToken == "" {
+		p.AdminToken = "adm_test_" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	}
 	p.RedisClusterAddrs = opts.RedisClusterAddrs
 	key, err := token.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.Issuer = token.NewIssuer(key)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -115,11 +131,10 @@ func Start(t testing.TB, opts Options) *Platform {
 	// The simulator sends its signed webhooks to booking (a 3-D Secure payment is settled by one), so booking's
 	// address is chosen before either starts: a free port, taken by booking a moment later.
 	bookingAddr := storetest.DeadAddr(t) // free now: nothing listens there until booking does
-	payAddr := service(t, "paysim", func(ctx context.Context, ready func(string)) error {
+	p.PaymentURL = Serve(t, "paysim", func(ctx context.Context, ready func(string)) error {
 		return sim.Run(ctx, sim.Config{Addr: "127.0.0.1:0", SlowDelay: opts.SlowDelay,
 			WebhookURL: "http://" + bookingAddr + "/webhooks/payments", WebhookSecret: webhookSecret}, log, ready)
 	})
-	p.PaymentURL = "http://" + loopback(payAddr)
 
 	stream := "{flashseat:events-test}:" + strconv.FormatInt(time.Now().UnixNano(), 36) + strconv.Itoa(rand.Int())
 	t.Cleanup(func() {
@@ -153,10 +168,13 @@ func Start(t testing.TB, opts Options) *Platform {
 	// Booking verifies admission tokens with the edge's key handed over directly: with :0 ports the edge's JWKS
 	// URL is not known before booking starts.
 	bcfg.AdmissionKeys = token.NewStaticKeys(key.Public())
-	bookingAddr = service(t, "booking", func(ctx context.Context, ready func(string)) error {
+	bookingOps := make(chan string, 1)
+	if opts.Ops {
+		bcfg.OpsAddr, bcfg.OpsBound = "127.0.0.1:0", func(a string) { bookingOps <- a }
+	}
+	p.BookingURL = Serve(t, "booking", func(ctx context.Context, ready func(string)) error {
 		return bookingapp.Run(ctx, bcfg, log, ready)
 	})
-	p.BookingURL = "http://" + loopback(bookingAddr)
 
 	eenv := map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": p.BookingURL, "DATABASE_URL": dbURL,
@@ -168,46 +186,23 @@ func Start(t testing.TB, opts Options) *Platform {
 		"RATE_PER_USER": "200", "RATE_PER_USER_BURST": "1000",
 	}
 	maps.Copy(eenv, redisEnv)
+	if opts.Ops {
+		eenv["OPS_ADDR"] = "127.0.0.1:0"
+	}
 	maps.Copy(eenv, opts.Edge)
 	ecfg, err := edgeapp.LoadConfig(getenv(eenv))
 	if err != nil {
 		t.Fatal(err)
 	}
-	edgeAddr := service(t, "edge", func(ctx context.Context, ready func(string)) error {
+	edgeOps := make(chan string, 1)
+	ecfg.OpsBound = func(a string) { edgeOps <- a }
+	p.BaseURL = Serve(t, "edge", func(ctx context.Context, ready func(string)) error {
 		return edgeapp.Run(ctx, ecfg, log, ready)
 	})
-	p.BaseURL = "http://" + loopback(edgeAddr)
-	return p
-}
-
-// service runs one app's Run in the background and stops it when the test ends. Cleanups run last in, first
-// out, so the edge stops before booking and booking before the simulator: the order of a real shutdown.
-func service(t testing.TB, name string, run func(ctx context.Context, ready func(string)) error) string {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, func(a string) { addr <- a }) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Logf("%s: %v", name, err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("%s did not stop within 30s", name)
-		}
-	})
-	select {
-	case a := <-addr:
-		return a
-	case err := <-done:
-		t.Fatalf("%s: %v", name, err)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("%s did not start within 60s", name)
+	if opts.Ops {
+		p.BookingOpsURL, p.EdgeOpsURL = "http://"+loopback(<-bookingOps), "http://"+loopback(<-edgeOps)
 	}
-	return ""
+	return p
 }
 
 // webhookSecret signs the simulator's webhooks to booking.
@@ -226,12 +221,3 @@ func withParam(dbURL, k, v string) string {
 }
 
 func getenv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-
-// loopback turns a bound address such as [::]:port into one a client can dial.
-func loopback(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil || host == "" || host == "::" || host == "0.0.0.0" {
-		return "127.0.0.1:" + port
-	}
-	return addr
-}
