@@ -117,9 +117,17 @@ func TestFanJourneyInBrowser(t *testing.T) {
 	// behind A.
 	open := newShow(t, c, showSpec{title: "Matinee", saleIn: -time.Minute})
 	b.Go(p.BaseURL + "/shows/" + open)
-	b.WaitFor("a session", `document.getElementById("live").textContent.startsWith("Live")`)
-	if got := b.Await(`fetch("/api/v1/me").then((r) => String(r.status))`); got != "200" {
-		t.Fatalf("B has no session on the open show's page: %s", got)
+	b.WaitFor("the seat map live", `document.getElementById("live").textContent.startsWith("Live")`)
+	// The page signs a guest in beside the seat stream (no queue here, so the stream needs no session): wait
+	// for the session itself.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		got := b.Await(`fetch("/api/v1/me").then((r) => String(r.status))`)
+		if got == "200" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B has no session on the open show's page: %s", got)
+		}
 	}
 	b.Go(p.BaseURL + "/shows/" + show)
 	b.WaitFor("the waiting room", `location.pathname === "/queue/`+show+`"`)
