@@ -85,7 +85,9 @@ type Store struct {
 	// joins runs join.lua. In a flash crowd thousands of joins arrive at once, each one short script: sent one per
 	// round trip, most of Redis's and our time goes to the read and write of each request, not to the script. The
 	// client's autopipeliner sends the scripts of concurrent joiners together, each still its own atomic script
-	// answered to its own caller; a lone joiner is sent at once. Without one (a client that has none), rdb.
+	// answered to its own caller; a lone joiner is sent at once. A queued script is not withdrawn when its
+	// caller's context ends (its batch answers within the client's read timeout), so join checks the context
+	// before queueing. Without an autopipeliner (a client that has none), rdb.
 	joins goredis.Scripter
 }
 
@@ -119,6 +121,9 @@ func (s *Store) join(ctx context.Context, show, user string, join bool, receipte
 	flag := "0"
 	if join {
 		flag = "1"
+	}
+	if err := ctx.Err(); err != nil {
+		return waitroom.Entry{}, storeErr("join", err)
 	}
 	r, err := joinScript.Run(ctx, s.joins, joinKeys(show), user, flag, receipted).Slice()
 	if err != nil {
