@@ -39,7 +39,10 @@ func (s *Store) join(ctx context.Context, show, user string, join bool, receipte
 	if join {
 		flag = "1"
 	}
-	r, err := joinScript.Run(ctx, s.rdb, joinKeys(show), user, flag, receipted).Slice()
+	if err := ctx.Err(); err != nil {
+		return waitroom.Entry{}, storeErr("join", err)
+	}
+	r, err := joinScript.Run(ctx, s.joins, joinKeys(show), user, flag, receipted).Slice()
 	if err != nil {
 		return waitroom.Entry{}, storeErr("join", err)
 	}

@@ -19,7 +19,9 @@ local cfg = redis.call('HMGET', KEYS[1], 'enabled', 'admitPerSecond', 'paused')
 if not cfg[1] then
   return {'unknown'} -- no settings cached: never read as "closed" before the record has been asked
 end
-if cfg[1] ~= '1' or redis.call('HGET', KEYS[2], 'closed') == '1' then -- off, or the operator closed the sale
+-- One read of the show's info serves the closed check and everything below.
+local info = redis.call('HMGET', KEYS[2], 'closed', 'available', 'held', 'saleStartsAt')
+if cfg[1] ~= '1' or info[1] == '1' then -- off, or the operator closed the sale
   return {'closed'}
 end
 local rate = cfg[2] or '10'
@@ -39,11 +41,12 @@ if not st[3] then
 end
 local cursor = tonumber(st[1] or '0')
 
-local info = redis.call('HMGET', KEYS[2], 'available', 'held', 'saleStartsAt')
 local seq = redis.call('ZSCORE', KEYS[4], user)
-local member = seq or redis.call('SISMEMBER', KEYS[5], user) == 1
-if info[1] and tonumber(info[1]) == 0 and tonumber(info[2] or '0') == 0 then
-  if member or join then return {'sold_out'} end
+-- Whether a lookup finds the fan in the queue or the pre-opening pool; a join never asks (every answer below
+-- that depends on it is the same for a join), so a join does not read the pool.
+local member = join or seq or redis.call('SISMEMBER', KEYS[5], user) == 1
+if info[2] and tonumber(info[2]) == 0 and tonumber(info[3] or '0') == 0 then
+  if member then return {'sold_out'} end
   return {'none'}
 end
 
@@ -58,16 +61,16 @@ if join and receipted > cursor then
   return {'waiting', receipted, cursor, rate, paused}
 end
 
-local opens = tonumber(info[3] or '') or 0
+local opens = tonumber(info[4] or '') or 0
 if now < opens then
   if join then redis.call('SADD', KEYS[5], user) end
-  if member or join then return {'pre', opens, paused} end
+  if member then return {'pre', opens, paused} end
   return {'none'}
 end
 
 if st[2] ~= '1' then
   if redis.call('SCARD', KEYS[5]) > 0 then
-    if member or join then return {'pending', opens} end
+    if member then return {'pending', opens} end
     return {'none'}
   end
   -- Nobody joined before a known opening: the draw is done, empty. Without a known opening there is no draw

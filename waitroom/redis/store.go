@@ -57,10 +57,23 @@ func Keys(show string) []string {
 // Store is the Redis implementation of waitroom.Store.
 type Store struct {
 	rdb goredis.UniversalClient
+	// joins runs join.lua. In a flash crowd thousands of joins arrive at once, each one short script: sent one per
+	// round trip, most of Redis's and our time goes to the read and write of each request, not to the script. The
+	// client's autopipeliner sends the scripts of concurrent joiners together, each still its own atomic script
+	// answered to its own caller; a lone joiner is sent at once. A queued script is not withdrawn when its
+	// caller's context ends (its batch answers within the client's read timeout), so join checks the context
+	// before queueing. Without an autopipeliner (a client that has none), rdb.
+	joins goredis.Scripter
 }
 
 // New returns a store on rdb.
-func New(rdb goredis.UniversalClient) *Store { return &Store{rdb: rdb} }
+func New(rdb goredis.UniversalClient) *Store {
+	s := &Store{rdb: rdb, joins: rdb}
+	if ap, err := rdb.AutoPipeline(); err == nil { // cached by the client and closed with it
+		s.joins = ap
+	}
+	return s
+}
 
 var _ waitroom.Store = (*Store)(nil)
 
