@@ -490,7 +490,8 @@ func TestWatchersAcrossOpeningAndSellOut(t *testing.T) {
 	rdb := client(t)
 	show := newShow(t, rdb)
 	configure(t, rdb, show, 0.001, 100, 600) // positions only, nobody admitted
-	opens := time.Now().Add(2 * time.Second)
+	// Ten joins and a watch must land before the opening, on a loaded machine too.
+	opens := time.Now().Add(5 * time.Second)
 	showInfo(t, rdb, show, map[string]any{rediskey.InfoSaleStartsAt: ms(opens), rediskey.InfoAvailable: 5})
 	svc := newService(t, rdb, issuer(t), waitroom.Options{})
 	for _, u := range users("o", 10) {
@@ -509,6 +510,9 @@ func TestWatchersAcrossOpeningAndSellOut(t *testing.T) {
 	tickUntil := func(what string, ok func(waitroom.Update) bool, w *waitroom.Watcher) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
+		if d := opens.Add(5 * time.Second); d.After(deadline) {
+			deadline = d
+		}
 		for time.Now().Before(deadline) {
 			if _, err := svc.Tick(ctx, show, false); err != nil {
 				t.Fatal(err)
