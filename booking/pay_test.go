@@ -689,6 +689,32 @@ func TestWebhook(t *testing.T) {
 	e.settle(t, e.pay)
 }
 
+// TestPayCancelledWhileGatewayFails: the paying process dies with the gateway's error unread and the fan cancels
+// the hold meanwhile: the worker settles the attempt, and no money is left in motion.
+func TestPayCancelledWhileGatewayFails(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{})
+	var b booking.Booking
+	payCtx, die := context.WithCancel(context.Background())
+	p := e.restart(t, &hooked{Gateway: e.gw, afterAuthorize: func(context.Context) {
+		// The paying process dies with the gateway's answer unread (its context ends), and the fan, told
+		// nothing, cancels the hold.
+		die()
+		if _, _, err := e.Svc.Cancel(context.Background(), b.ID, "u1"); err != nil {
+			t.Errorf("cancel during pay: %v", err)
+		}
+	}})
+	b = e.hold(t, "u1", "D4")
+	if res, err := p.Pay(payCtx, booking.PayRequest{BookingID: b.ID, UserID: "u1",
+		PaymentMethod: sim.CardError, IdempotencyKey: "k1"}); err == nil && !res.Pending {
+		t.Fatalf("pay against a failing gateway: %+v, want an error or pending", res)
+	}
+	if s := e.status(t, b.ID); s != booking.StatusCancelled {
+		t.Fatalf("status = %s, want CANCELLED", s)
+	}
+	e.settle(t, p)
+}
+
 // TestPayGatewayNeverAnswers: the worker gives up on an attempt the gateway keeps silent about, so the seat is not
 // held forever; when the authorization shows up after all, its webhook gets it voided.
 func TestPayGatewayNeverAnswers(t *testing.T) {
