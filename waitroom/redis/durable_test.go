@@ -69,7 +69,7 @@ func TestRebuildFromReceipts(t *testing.T) {
 		before[u] = p.Position
 	}
 
-	// Redis loses every key of the show (the records set stays: as when a node loses one slot's keys).
+	// Redis loses every key of the show (the synced mark stays: as when a node loses one slot's keys).
 	if err := rdb.Del(ctx, wrredis.Keys(show)...).Err(); err != nil {
 		t.Fatal(err)
 	}
