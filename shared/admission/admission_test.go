@@ -248,9 +248,49 @@ func TestSyncMarksComplete(t *testing.T) {
 	if ok, err := admredis.New(rdb).Synced(ctx); err != nil || !ok {
 		t.Fatalf("synced: %v %v", ok, err)
 	}
+	// The mark vouches for no single show: a show without settings is the record's to answer (off, here).
 	_, p, err := admredis.New(rdb).Lookup(ctx, "never-recorded-"+show)
-	if err != nil || p != admission.NoRecord {
-		t.Fatalf("show without record: got %v %v, want NoRecord", p, err)
+	if err != nil || p != admission.Unknown {
+		t.Fatalf("show without record: got %v %v, want Unknown", p, err)
+	}
+	if s, err := k.Settings(ctx, "never-recorded-"+show); err != nil || s.Enabled {
+		t.Fatalf("show without record: got %+v %v, want off", s, err)
+	}
+}
+
+// TestAbsentSettingsAskTheRecord: on a Redis Cluster a master's failover can promote a replica that lacks the
+// show's newest writes while the mark that the cache was synced, on another master, survives: the cache then
+// holds nothing of a show whose queue is on. The keeper must take the settings from the record (and put them
+// back), never read the absence as "queue off": that told a whole crowd its queue was closed, and would let the
+// gate pass requests without a token.
+func TestAbsentSettingsAskTheRecord(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := newRedis(t)
+	pool := pgtest.New(t)
+	k := admissiontest.Keeper(t, pool, rdb)
+	cache := admredis.New(rdb)
+	show := admissiontest.Show(t, rdb, "adm-")
+	// The operator's switch is on record; every cache write for the show went with the failed master.
+	if _, _, _, err := admpostgres.New(pool).Update(ctx, show, func(s admission.Settings) (admission.Settings, error) {
+		s.Enabled = true
+		return s, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cache.MarkSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gate := admission.NewGate(k, token.NewStaticKeys(), 0)
+	if _, err := gate.Check(ctx, show, "u1", ""); !errors.Is(err, admission.ErrRequired) {
+		t.Fatalf("gate without a token on a show whose queue is on: %v, want ErrRequired", err)
+	}
+	s, err := k.Settings(ctx, show)
+	if err != nil || !s.Enabled {
+		t.Fatalf("settings: got %+v %v, want the record's (on)", s, err)
+	}
+	if s, p, err := cache.Lookup(ctx, show); err != nil || p != admission.Cached || !s.Enabled {
+		t.Fatalf("cache after the lookup: %+v %v %v, want the record's settings restored", s, p, err)
 	}
 }
 

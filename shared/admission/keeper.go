@@ -39,15 +39,16 @@ const pruneAfter = 24 * time.Hour
 // Presence says what the cache knows of a show's queue.
 type Presence int
 
-// What a cache lookup can find.
+// What a cache lookup can find. There is no "no record" answer: the cache cannot vouch for an absence. On a Redis
+// Cluster a show's settings and any global mark of completeness live on different masters, and a failover to a
+// replica that lacks the newest writes loses the one without the other, so an absence in the cache is only ever a
+// reason to ask the record (a queue read as off there is a queue told "closed", and a gate left open).
 const (
-	// Unknown: the cache holds nothing for the show and cannot vouch that this means "no record" (Redis lost its
-	// data, or the show's keys went): the state must be restored from the record.
+	// Unknown: the cache holds no settings for the show (it never had a record, or Redis lost the show's keys):
+	// the record decides, and the state is restored from it.
 	Unknown Presence = iota
 	// Cached: the cache holds the show's settings, revocations and active admissions.
 	Cached
-	// NoRecord: the cache is complete and the show has no record: the queue is off.
-	NoRecord
 )
 
 // Cache is the fast copy every hot path reads (Redis; admission/redis).
@@ -65,9 +66,10 @@ type Cache interface {
 	Put(ctx context.Context, show string, s Settings, version int64) (ok bool, err error)
 	// Release frees an admission's active slot and revokes its token id.
 	Release(ctx context.Context, g Grant) error
-	// Synced reports whether the cache holds every show with a record (set by MarkSynced, lost with Redis's data).
+	// Synced reports whether the cache was filled with every show on record since it last lost its data (set by
+	// MarkSynced, lost with Redis's data): Run's cue to rebuild. It says nothing of any one show's keys.
 	Synced(ctx context.Context) (bool, error)
-	// MarkSynced records that every show with a record is in the cache.
+	// MarkSynced records that every show with a record was put in the cache.
 	MarkSynced(ctx context.Context) error
 }
 
@@ -101,18 +103,15 @@ func NewKeeper(rec Record, cache Cache, log *slog.Logger) *Keeper {
 // Record is the keeper's record, for callers that read admissions directly (a kick by user).
 func (k *Keeper) Record() Record { return k.rec }
 
-// Settings returns a show's settings: from the cache, or, when the cache cannot vouch, from the record after
-// restoring the cache. Errors wrap ErrUnavailable.
+// Settings returns a show's settings: from the cache, or, when the cache holds none, from the record after
+// restoring the cache. Only the record may say a queue is off for want of settings. Errors wrap ErrUnavailable.
 func (k *Keeper) Settings(ctx context.Context, show string) (Settings, error) {
 	s, p, err := k.cache.Lookup(ctx, show)
 	if err != nil {
 		return Settings{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	switch p {
-	case Cached:
+	if p == Cached {
 		return s, nil
-	case NoRecord:
-		return DefaultSettings(), nil
 	}
 	return k.Restore(ctx, show)
 }

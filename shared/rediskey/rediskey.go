@@ -59,13 +59,11 @@ const (
 	QueueVersion         = "version"         // the record's version of these settings (PostgreSQL)
 )
 
-// QueueRecords is the set of show ids whose queue settings are on record (PostgreSQL), and QueueSynced the mark
-// that the cache holds every one of them. Together they let a replica tell "no settings because the operator
-// never set any" (queue off) from "no settings because Redis lost them" (restore from the record first).
-const (
-	QueueRecords = "flashseat:queue:records"
-	QueueSynced  = "flashseat:queue:synced"
-)
+// QueueSynced is the mark that every show on record (PostgreSQL) was put in the cache since Redis last lost its
+// data: its absence sends every replica's keeper to rebuild them all. It vouches for no single show (on a
+// cluster it lives on another master than the show's keys), so a show without settings is always asked of the
+// record, never read as "queue off".
+const QueueSynced = "flashseat:queue:synced"
 
 // QueueConfigEvents is the channel on which a changed QueueConfig's show id is published, so every replica applies
 // an operator's change within a second.

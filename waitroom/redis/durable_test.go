@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/shared/admission"
+	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
+	admredis "github.com/flashseat/flashseat/shared/admission/redis"
 	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/token"
 	"github.com/flashseat/flashseat/waitroom"
@@ -69,7 +71,7 @@ func TestRebuildFromReceipts(t *testing.T) {
 		before[u] = p.Position
 	}
 
-	// Redis loses every key of the show (the records set stays: as when a node loses one slot's keys).
+	// Redis loses every key of the show (the synced mark stays: as when a node loses one slot's keys).
 	if err := rdb.Del(ctx, wrredis.Keys(show)...).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -284,5 +286,46 @@ func TestOpenStreamsSurviveALoss(t *testing.T) {
 				t.Fatalf("fan %s after the loss: %+v, %v; want back at ticket %d", u, p, err, seqs[u])
 			}
 		}
+	}
+}
+
+// TestLostSettingsNeverClosed: a cluster failover promoted a replica lacking the show's newest writes: the queue
+// is on in the record, the cache holds nothing of the show, and the synced mark (on another master) survived.
+// Joins, polls and ticks must restore the queue from the record, never tell the fans "closed".
+func TestLostSettingsNeverClosed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := client(t)
+	show := newShow(t, rdb)
+	showInfo(t, rdb, show, map[string]any{rediskey.InfoAvailable: 10, rediskey.InfoHeld: 0,
+		rediskey.InfoSaleStartsAt: ms(time.Now().Add(-time.Minute))})
+	svc := newService(t, rdb, issuer(t), waitroom.Options{})
+	if _, _, _, err := admpostgres.New(database(t)).Update(ctx, show, func(admission.Settings) (admission.Settings, error) {
+		return admission.Settings{Enabled: true, AdmitPerSecond: 1000, MaxActive: 2, TokenTTLSeconds: 600}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admredis.New(rdb).MarkSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fans := users("f", 4)
+	for _, u := range fans {
+		if p, err := svc.Join(ctx, show, u); err != nil || p.Status != waitroom.Waiting || p.Seq <= 0 {
+			t.Fatalf("join %s: %+v, %v; want a ticket", u, p, err)
+		}
+	}
+	// And again for a poll and a tick meeting the loss first.
+	if err := rdb.Del(ctx, rediskey.QueueConfig(show)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := svc.Status(ctx, show, fans[0]); err != nil || p.Status != waitroom.Waiting {
+		t.Fatalf("status after the loss: %+v, %v; want waiting", p, err)
+	}
+	if err := rdb.Del(ctx, rediskey.QueueConfig(show)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := svc.Tick(ctx, show, false)
+	if err != nil || snap.Phase == waitroom.PhaseClosed {
+		t.Fatalf("tick after the loss: phase %s, %v", snap.Phase, err)
 	}
 }

@@ -32,7 +32,6 @@ func newShow(t testing.TB, rdb goredis.UniversalClient) string {
 	t.Cleanup(func() {
 		ctx := context.Background()
 		rdb.Del(ctx, wrredis.Keys(show)...)
-		rdb.SRem(ctx, rediskey.QueueRecords, show)
 	})
 	return show
 }

@@ -33,8 +33,8 @@ func Show(t testing.TB, rdb goredis.UniversalClient, prefix string) string {
 	return id
 }
 
-// Wipe deletes a show's cached queue state, as a Redis that lost its data would have (but leaves the global
-// records set, as a Redis losing one show's keys would).
+// Wipe deletes a show's cached queue state, as a Redis that lost its data, or a cluster master's replica that
+// lacked its newest writes, would have (the global synced mark stays, as on a cluster it may).
 func Wipe(ctx context.Context, rdb goredis.UniversalClient, show string) {
 	rdb.Del(ctx, rediskey.QueueConfig(show), rediskey.QueueActive(show), rediskey.QueueRevoked(show))
 }

@@ -1,7 +1,8 @@
 // Package redis is the queue-state cache of shared/admission on Redis (go-redis/v9): a show's settings in
 // rediskey.QueueConfig, its active admissions in QueueActive and its revoked token ids in QueueRevoked (all under
-// the show's hash tag, so one script touches one cluster slot), plus the global QueueRecords set and QueueSynced
-// mark that tell a show without a record from a show whose state Redis lost.
+// the show's hash tag, so one script touches one cluster slot), plus the global QueueSynced mark that tells the
+// keeper Redis lost its data. A show without cached settings is never read as "no record" here: that is the
+// record's to say (see admission.Presence).
 package redis
 
 import (
@@ -41,7 +42,7 @@ var _ admission.Cache = (*Cache)(nil)
 var configFields = []string{rediskey.QueueEnabled, rediskey.QueueAdmitPerSecond, rediskey.QueueMaxActive,
 	rediskey.QueueTokenTTLSeconds, rediskey.QueuePaused}
 
-// Lookup implements admission.Cache: one HMGET when the show is cached, a second round trip only when not.
+// Lookup implements admission.Cache: one HMGET.
 func (c *Cache) Lookup(ctx context.Context, show string) (admission.Settings, admission.Presence, error) {
 	vals, err := c.rdb.HMGet(ctx, rediskey.QueueConfig(show), configFields...).Result()
 	if err != nil {
@@ -49,15 +50,6 @@ func (c *Cache) Lookup(ctx context.Context, show string) (admission.Settings, ad
 	}
 	if s, ok := parse(vals); ok {
 		return s, admission.Cached, nil
-	}
-	p := c.rdb.Pipeline()
-	member := p.SIsMember(ctx, rediskey.QueueRecords, show)
-	synced := p.Exists(ctx, rediskey.QueueSynced)
-	if _, err := p.Exec(ctx); err != nil {
-		return admission.Settings{}, admission.Unknown, fmt.Errorf("admission/redis: records: %w", err)
-	}
-	if synced.Val() == 1 && !member.Val() {
-		return admission.DefaultSettings(), admission.NoRecord, nil
 	}
 	return admission.Settings{}, admission.Unknown, nil
 }
@@ -123,9 +115,6 @@ func (c *Cache) Fill(ctx context.Context, show string, s admission.Settings, ver
 	if err := fillScript.Run(ctx, c.rdb, keys, args...).Err(); err != nil {
 		return fmt.Errorf("admission/redis: fill %s: %w", show, err)
 	}
-	if err := c.rdb.SAdd(ctx, rediskey.QueueRecords, show).Err(); err != nil {
-		return fmt.Errorf("admission/redis: fill %s: %w", show, err)
-	}
 	return nil
 }
 
@@ -137,9 +126,6 @@ func (c *Cache) Put(ctx context.Context, show string, s admission.Settings, vers
 	}
 	if n < 0 {
 		return false, nil
-	}
-	if err := c.rdb.SAdd(ctx, rediskey.QueueRecords, show).Err(); err != nil {
-		return false, fmt.Errorf("admission/redis: put %s: %w", show, err)
 	}
 	return true, c.announce(ctx, show)
 }

@@ -205,23 +205,9 @@ func Glob(s string) string {
 	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`).Replace(s)
 }
 
-// cleanUp deletes the test's keys and its shows' entries in the shared set of shows on record.
+// cleanUp deletes the test's keys.
 func (r *Redis) cleanUp(ctx context.Context) error {
-	err := DeleteMatching(ctx, r.Client, "*"+Glob(r.Prefix)+"*")
-	iter := r.Client.SScan(ctx, rediskey.QueueRecords, 0, Glob(r.Prefix)+"*", 1000).Iterator()
-	var shows []any
-	for iter.Next(ctx) {
-		shows = append(shows, iter.Val())
-	}
-	if err == nil {
-		err = iter.Err()
-	}
-	if len(shows) > 0 {
-		if serr := r.Client.SRem(ctx, rediskey.QueueRecords, shows...).Err(); err == nil {
-			err = serr
-		}
-	}
-	return err
+	return DeleteMatching(ctx, r.Client, "*"+Glob(r.Prefix)+"*")
 }
 
 // prefix is a fresh test prefix: short (it ends up in many keys) and unique across concurrent test binaries.

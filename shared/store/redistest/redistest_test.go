@@ -3,7 +3,6 @@ package redistest_test
 import (
 	"context"
 	"os"
-	"strings"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -37,9 +36,6 @@ func TestCleanUp(t *testing.T) {
 				[]string{rediskey.Seat(show, "A1"), rediskey.ShowInfo(show)}).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.Client.SAdd(ctx, rediskey.QueueRecords, show).Err(); err != nil {
-				t.Fatal(err)
-			}
 		}
 		env := r.Env()
 		if (r.Target == redistest.Cluster) != (env["REDIS_CLUSTER_ADDRS"] != "") || len(env) != 1 {
@@ -54,12 +50,6 @@ func TestCleanUp(t *testing.T) {
 	for _, k := range keys {
 		if n := other.Client.Exists(ctx, k).Val(); n != 0 {
 			t.Errorf("%s is still there after its test ended", k)
-		}
-	}
-	members := other.Client.SMembers(ctx, rediskey.QueueRecords).Val()
-	for _, m := range members {
-		if strings.HasPrefix(m, "rt") && strings.Contains(strings.Join(keys, " "), m) {
-			t.Errorf("the records set still holds %s", m)
 		}
 	}
 	if n := other.Client.Exists(ctx, keep).Val(); n != 1 {
