@@ -90,8 +90,6 @@ func (s *Server) gate(c *fiber.Ctx) error {
 	if r.Guard == edge.Ungated {
 		return c.Next()
 	}
-	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
-	defer cancel()
 	raw := c.Get(admission.Header)
 	user := User(c)
 
@@ -104,6 +102,8 @@ func (s *Server) gate(c *fiber.Ctx) error {
 		}
 		return c.Next()
 	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	defer cancel()
 
 	show := r.ShowID
 	if r.Guard == edge.RequireBodyShowAdmission {
