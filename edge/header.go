@@ -44,6 +44,16 @@ func IsHopByHop(name string) bool {
 	return false
 }
 
+// IsHopByHopBytes is IsHopByHop for a name in fasthttp's bytes, without converting it.
+func IsHopByHopBytes(name []byte) bool {
+	for _, h := range hopByHop {
+		if len(name) == len(h) && strings.EqualFold(h, string(name)) {
+			return true
+		}
+	}
+	return false
+}
+
 // Replayable reports whether a request may be sent to the upstream a second time after a failure: only methods
 // that are safe or idempotent by definition. A POST may have taken effect before the connection broke (a hold
 // placed, a card charged), so the edge answers 502 rather than guess.

@@ -74,21 +74,34 @@ func Classify(method, path string) Class {
 // caller should match both the raw and the decoded path and gate if either is gated.
 func Match(method, path string) Route {
 	r := Route{Class: Classify(method, path)}
-	trimmed := strings.TrimRight(path, "/")
-	seg := strings.Split(strings.TrimPrefix(trimmed, "/"), "/")
-	eq := func(i int, s string) bool { return i < len(seg) && strings.EqualFold(seg[i], s) }
+	// The segments, as strings.Split would give them; only the first few are ever compared, so they are kept in
+	// an array (every request is matched, and the slice was an allocation each) and n counts them all.
+	var seg [6]string
+	n := 0
+	for rest := strings.TrimPrefix(strings.TrimRight(path, "/"), "/"); ; {
+		s, after, more := strings.Cut(rest, "/")
+		if n < len(seg) {
+			seg[n] = s
+		}
+		n++
+		if !more {
+			break
+		}
+		rest = after
+	}
+	eq := func(i int, s string) bool { return i < n && i < len(seg) && strings.EqualFold(seg[i], s) }
 	read := method == http.MethodGet || method == http.MethodHead
 	switch {
-	case read && len(seg) == 2 && eq(0, "shows") && seg[1] != "":
+	case read && n == 2 && eq(0, "shows") && seg[1] != "":
 		// The seat-map page.
 		r.Guard, r.ShowID = RequirePathShowAdmission, seg[1]
-	case read && eq(0, "api") && eq(1, "v1") && eq(2, "shows") && len(seg) >= 5 && seg[3] != "" && eq(4, "seats") &&
-		(len(seg) == 5 || (len(seg) == 6 && eq(5, "stream"))):
+	case read && eq(0, "api") && eq(1, "v1") && eq(2, "shows") && n >= 5 && seg[3] != "" && eq(4, "seats") &&
+		(n == 5 || (n == 6 && eq(5, "stream"))):
 		r.Guard, r.ShowID = RequirePathShowAdmission, seg[3]
-	case method == http.MethodPost && len(seg) == 4 && eq(0, "api") && eq(1, "v1") && eq(2, "bookings") &&
+	case method == http.MethodPost && n == 4 && eq(0, "api") && eq(1, "v1") && eq(2, "bookings") &&
 		eq(3, "hold"):
 		r.Guard, r.Write = RequireBodyShowAdmission, true
-	case method == http.MethodPost && len(seg) == 5 && eq(0, "api") && eq(1, "v1") && eq(2, "bookings") &&
+	case method == http.MethodPost && n == 5 && eq(0, "api") && eq(1, "v1") && eq(2, "bookings") &&
 		seg[3] != "" && eq(4, "pay"):
 		r.Guard, r.Write = VerifyTokenIfSent, true
 	}

@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
-	"net/url"
-	"strings"
+	"net/netip"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
@@ -99,15 +98,11 @@ func containsFold(s []byte, word string) bool {
 
 // handleFast forwards a request that cannot be answered with an event stream.
 func (p *Proxy) handleFast(c *fiber.Ctx) error {
-	out, err := p.target(c)
-	if err != nil {
-		return err
-	}
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	if err := p.fastOutgoing(c, req, &out); err != nil {
+	if err := p.fastOutgoing(c, req); err != nil {
 		return err
 	}
 	// Replayed as the Transport replays: only safe methods, or a request carrying an Idempotency-Key.
@@ -115,6 +110,7 @@ func (p *Proxy) handleFast(c *fiber.Ctx) error {
 		c.Method() == fiber.MethodOptions || c.Method() == fiber.MethodTrace ||
 		len(req.Header.Peek("Idempotency-Key")) > 0
 	deadline := time.Now().Add(p.cfg.Timeout)
+	var err error
 	for attempt, stale := 0, 0; ; {
 		err = p.fast.DoDeadline(req, resp, deadline)
 		if errors.Is(err, errStaleConn) && stale < maxStaleConns {
@@ -146,81 +142,152 @@ func fastTimeout(err error) bool {
 }
 
 // fastOutgoing fills req as outgoing builds the Transport's request: same method, target, headers and body, minus
-// hop-by-hop headers and those the Connection header names, plus X-Forwarded-* and the request id.
-func (p *Proxy) fastOutgoing(c *fiber.Ctx, req *fasthttp.Request, out *url.URL) error {
+// hop-by-hop headers and those the Connection header names, plus X-Forwarded-* and the request id. It works on
+// fasthttp's bytes throughout: every request passes here, and string conversions, canonicalised names and joined
+// values were most of what the edge allocated per request.
+func (p *Proxy) fastOutgoing(c *fiber.Ctx, req *fasthttp.Request) error {
 	fr := c.Request()
+	if err := p.fastTarget(c, req); err != nil {
+		return err
+	}
 	req.Header.SetMethodBytes(fr.Header.Method())
 	req.Header.SetNoDefaultContentType(true)
-	req.SetRequestURI(out.RequestURI())
-	req.URI().SetScheme(out.Scheme)
-	req.SetHost(out.Host)
 
-	// Headers the Connection header names are hop-by-hop too.
-	var named []string
-	var xff []string
-	var proto, host string
-	fr.Header.VisitAll(func(k, v []byte) {
+	// Headers the Connection header names are hop-by-hop too. The first pass finds them, and the forwarding
+	// headers a trusted proxy may have set; the second copies what may cross.
+	var named [][]byte
+	var proto, host []byte
+	xffs := 0
+	bad := false
+	for k, v := range fr.Header.All() {
 		switch {
+		case !validHeaderName(k) || !validHeaderValue(v):
+			bad = true
 		case bytes.EqualFold(k, []byte("Connection")):
 			named = connectionTokens(named, v)
 		case bytes.EqualFold(k, []byte("X-Forwarded-For")):
-			xff = append(xff, string(v))
+			xffs++
 		case bytes.EqualFold(k, []byte("X-Forwarded-Proto")):
-			if proto == "" {
-				proto = string(v)
+			if len(proto) == 0 {
+				proto = v
 			}
 		case bytes.EqualFold(k, []byte("X-Forwarded-Host")):
-			if host == "" {
-				host = string(v)
+			if len(host) == 0 {
+				host = v
 			}
 		}
-	})
-	var bad error
-	fr.Header.VisitAll(func(k, v []byte) {
-		if bad != nil {
-			return
+		if bad {
+			return fmt.Errorf("%w: header %q", edge.ErrBadRequest, k)
 		}
-		name := string(k)
-		if !httpguts.ValidHeaderFieldName(name) || !validHeaderValue(v) {
-			bad = fmt.Errorf("%w: header %q", edge.ErrBadRequest, name)
-			return
+	}
+	st := stateOf(c)
+	trusted := p.trusted.Trusts(st.peer)
+	// X-Forwarded-For: a trusted proxy's values, in order, then the peer.
+	var xffBuf [128]byte // on the stack: SetBytesV copies it
+	xff := xffBuf[:0]
+	if trusted && xffs > 0 {
+		for k, v := range fr.Header.All() {
+			if bytes.EqualFold(k, []byte("X-Forwarded-For")) {
+				xff = append(append(xff, v...), ", "...)
+			}
 		}
-		switch http.CanonicalHeaderKey(name) {
-		case "Host", "Content-Length", "Expect", HeaderRequestID,
-			"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host":
-			return // set below, or carried by the request itself
-		}
-		if hopByHop(name, named) {
-			return
+	}
+	xff = appendPeer(xff, c, st.peer)
+	for k, v := range fr.Header.All() {
+		if skipOutgoing(k) || hopByHop(k, named) {
+			continue
 		}
 		req.Header.AddBytesKV(k, v)
-	})
-	if bad != nil {
-		return bad
 	}
 
-	peer := c.Context().RemoteIP().String()
-	trusted := p.trusted.Trusts(peerAddr(c))
-	if trusted && len(xff) > 0 {
-		req.Header.Set("X-Forwarded-For", strings.Join(xff, ", ")+", "+peer)
-	} else {
-		req.Header.Set("X-Forwarded-For", peer)
-	}
-	if !trusted || proto == "" {
-		proto = "http"
+	req.Header.SetBytesV("X-Forwarded-For", xff)
+	if !trusted || len(proto) == 0 {
+		proto = []byte("http")
 		if c.Context().IsTLS() {
-			proto = "https"
+			proto = []byte("https")
 		}
 	}
-	req.Header.Set("X-Forwarded-Proto", proto)
-	if !trusted || host == "" {
-		host = string(fr.Host())
+	req.Header.SetBytesV("X-Forwarded-Proto", proto)
+	if !trusted || len(host) == 0 {
+		host = fr.Host()
 	}
-	req.Header.Set("X-Forwarded-Host", host)
-	req.Header.Set(HeaderRequestID, RequestID(c))
+	req.Header.SetBytesV("X-Forwarded-Host", host)
+	req.Header.Set(HeaderRequestID, st.id)
 	// The exchange ends before the handler returns, so the client's body buffer can be sent as it is.
 	req.SetBodyRaw(fr.Body())
 	return nil
+}
+
+// fastTarget sets req's target as target builds it: the path as the client sent it, under the upstream's path,
+// with the query as sent. A path of characters that url.URL writes back unchanged, under an upstream without a
+// path (booking's URL), is that URL already; anything else is built by target.
+func (p *Proxy) fastTarget(c *fiber.Ctx, req *fasthttp.Request) error {
+	u := c.Request().URI()
+	path := u.PathOriginal()
+	if p.cfg.Target.Path == "" && p.cfg.Target.RawPath == "" && len(path) > 0 && path[0] == '/' && plainPath(path) {
+		var buf [256]byte
+		uri := append(buf[:0], path...)
+		if q := u.QueryString(); len(q) > 0 {
+			uri = append(append(uri, '?'), q...)
+		}
+		req.SetRequestURIBytes(uri)
+	} else {
+		out, err := p.target(c)
+		if err != nil {
+			return err
+		}
+		req.SetRequestURI(out.RequestURI())
+	}
+	req.URI().SetScheme(p.cfg.Target.Scheme)
+	req.SetHost(p.cfg.Target.Host)
+	return nil
+}
+
+// plainPath reports whether url.URL would give back path exactly as it is: only characters a path may carry
+// unescaped (RFC 3986's pchar and "/"), and no percent sign, whose decoding target checks.
+func plainPath(path []byte) bool {
+	for _, b := range path {
+		switch {
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
+		case bytes.IndexByte([]byte("-._~!$&'()*+,;=:@/"), b) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// appendPeer appends the connection's address as net.IP writes it.
+func appendPeer(b []byte, c *fiber.Ctx, peer netip.Addr) []byte {
+	if !peer.IsValid() {
+		return append(b, c.Context().RemoteIP().String()...)
+	}
+	return peer.AppendTo(b)
+}
+
+// skipOutgoing reports whether a client's header is left out of the upstream request: fastOutgoing sets it itself,
+// or the request carries it (Host, Content-Length), or fasthttp has already acted on it (Expect).
+func skipOutgoing(k []byte) bool {
+	for _, name := range []string{"Host", "Content-Length", "Expect", HeaderRequestID,
+		"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host"} {
+		if len(k) == len(name) && bytes.EqualFold(k, []byte(name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// validHeaderName is httpguts.ValidHeaderFieldName on bytes: a non-empty token.
+func validHeaderName(k []byte) bool {
+	if len(k) == 0 {
+		return false
+	}
+	for _, b := range k {
+		if b >= utf8.RuneSelf || !httpguts.IsTokenRune(rune(b)) {
+			return false
+		}
+	}
+	return true
 }
 
 func validHeaderValue(v []byte) bool {
@@ -234,24 +301,19 @@ func validHeaderValue(v []byte) bool {
 
 // fastRespond copies status, headers and body as respond does, the body already complete.
 func (p *Proxy) fastRespond(c *fiber.Ctx, resp *fasthttp.Response) {
-	var named []string
-	resp.Header.VisitAll(func(k, v []byte) {
+	var named [][]byte
+	for k, v := range resp.Header.All() {
 		if bytes.EqualFold(k, []byte("Connection")) {
 			named = connectionTokens(named, v)
 		}
-	})
+	}
 	rh := &c.Response().Header
-	resp.Header.VisitAll(func(k, v []byte) {
-		name := string(k)
-		switch http.CanonicalHeaderKey(name) {
-		case "Content-Length", "Date", "Server", HeaderRequestID:
-			return // fasthttp writes its own; the request id is already set
-		}
-		if hopByHop(name, named) {
-			return
+	for k, v := range resp.Header.All() {
+		if skipIncoming(k) || hopByHop(k, named) {
+			continue
 		}
 		rh.AddBytesKV(k, v)
-	})
+	}
 	c.Status(resp.StatusCode())
 	if c.Request().Header.IsHead() {
 		if n := resp.Header.ContentLength(); n > 0 {
@@ -265,10 +327,21 @@ func (p *Proxy) fastRespond(c *fiber.Ctx, resp *fasthttp.Response) {
 	resp.SwapBody(c.Response().SwapBody(resp.SwapBody(nil)))
 }
 
+// skipIncoming reports whether an upstream header is left out of the answer: fasthttp writes its own
+// Content-Length, Date and Server, and the request id is already set.
+func skipIncoming(k []byte) bool {
+	for _, name := range []string{"Content-Length", "Date", "Server", HeaderRequestID} {
+		if len(k) == len(name) && bytes.EqualFold(k, []byte(name)) {
+			return true
+		}
+	}
+	return false
+}
+
 // connectionTokens appends to named the header names a Connection header's value v lists.
-func connectionTokens(named []string, v []byte) []string {
-	for _, n := range strings.Split(string(v), ",") {
-		if n = strings.TrimSpace(n); n != "" {
+func connectionTokens(named [][]byte, v []byte) [][]byte {
+	for n := range bytes.SplitSeq(v, []byte(",")) {
+		if n = bytes.TrimSpace(n); len(n) > 0 {
 			named = append(named, n)
 		}
 	}
@@ -276,12 +349,12 @@ func connectionTokens(named []string, v []byte) []string {
 }
 
 // hopByHop reports whether a header is hop-by-hop: always, or because the message's Connection header names it.
-func hopByHop(name string, named []string) bool {
-	if edge.IsHopByHop(name) {
+func hopByHop(name []byte, named [][]byte) bool {
+	if edge.IsHopByHopBytes(name) {
 		return true
 	}
 	for _, n := range named {
-		if strings.EqualFold(n, name) {
+		if bytes.EqualFold(n, name) {
 			return true
 		}
 	}

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"net/url"
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
@@ -39,5 +40,40 @@ func TestMayStream(t *testing.T) {
 				t.Errorf("mayStream(%s %s, Accept %q) = %v, want %v", tc.method, tc.uri, tc.accept, got, tc.want)
 			}
 		})
+	}
+}
+
+// The fast path's upstream target is the one target builds, however the path is spelled, with or without a path
+// under the upstream's URL.
+func TestFastTargetAsTarget(t *testing.T) {
+	t.Parallel()
+	app := fiber.New()
+	for _, base := range []string{"http://127.0.0.1:8081", "http://127.0.0.1:8081/base/"} {
+		u, err := url.Parse(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &Proxy{cfg: ProxyConfig{Target: u}}
+		for _, uri := range []string{
+			"/api/v1/shows/s1/seats", "/api/v1/shows/s1/seats?x=1&y=%20", "/a%20b", "/a%2Fb", "/a+b;c=d,e",
+			"/!$&'()*+,;=:@~._-", "//twice", "/trailing/", "/caf\xc3\xa9", "/a b", "/%zz", "/q?", "/a[1]",
+		} {
+			var rc fasthttp.RequestCtx
+			rc.Request.Header.SetMethod("GET")
+			rc.Request.SetRequestURI(uri)
+			c := app.AcquireCtx(&rc)
+			want, werr := p.target(c)
+			var req fasthttp.Request
+			gerr := p.fastTarget(c, &req)
+			switch {
+			case (gerr != nil) != (werr != nil):
+				t.Errorf("%s %q: error %v, target's %v", base, uri, gerr, werr)
+			case gerr == nil && string(req.Header.RequestURI()) != want.RequestURI():
+				t.Errorf("%s %q: %q, target's %q", base, uri, req.Header.RequestURI(), want.RequestURI())
+			case gerr == nil && string(req.Host()) != u.Host:
+				t.Errorf("%s %q: host %q", base, uri, req.Host())
+			}
+			app.ReleaseCtx(c)
+		}
 	}
 }

@@ -14,46 +14,56 @@ import (
 // HeaderRequestID carries the request id to the upstream and back to the client.
 const HeaderRequestID = "X-Request-Id"
 
-const (
-	localRequestID  = "edge.requestId"
-	localClientAddr = "edge.clientAddr"
-	localUser       = "edge.user"
-)
+// localState keys the request's state among fiber's locals.
+const localState = "edge.state"
+
+// state is what the middleware learns about a request once and every later step reads: one value per request,
+// where a local each (the id, the address, the user) cost an allocation apiece to box.
+type state struct {
+	id     string
+	peer   netip.Addr // the connection's address
+	client netip.Addr // the client's, by the trusted-proxy policy
+	user   string     // the verified user token's subject, or ""
+}
+
+// stateOf is the request's state, made empty for a request identify has not seen (a handler tested alone).
+func stateOf(c *fiber.Ctx) *state {
+	if st, ok := c.Locals(localState).(*state); ok {
+		return st
+	}
+	st := &state{}
+	c.Locals(localState, st)
+	return st
+}
 
 // RequestID returns the id of the request: the client's X-Request-Id when it looks like one, else a fresh one.
-func RequestID(c *fiber.Ctx) string {
-	id, _ := c.Locals(localRequestID).(string)
-	return id
-}
+func RequestID(c *fiber.Ctx) string { return stateOf(c).id }
 
 // ClientAddr returns the client's address as decided by the trusted-proxy policy.
-func ClientAddr(c *fiber.Ctx) netip.Addr {
-	a, _ := c.Locals(localClientAddr).(netip.Addr)
-	return a
-}
+func ClientAddr(c *fiber.Ctx) netip.Addr { return stateOf(c).client }
 
 // identify gives every request its id and client address before anything else runs, so logs, rate limits and
 // the upstream all see the same ones.
 func identify(trusted edge.TrustedProxies) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		id := c.Get(HeaderRequestID)
-		if !validRequestID(id) {
-			id = newRequestID()
+		st := stateOf(c)
+		if id := c.Request().Header.Peek(HeaderRequestID); validRequestID(id) {
+			st.id = string(id) // a copy: fiber reuses the buffer
 		} else {
-			id = string([]byte(id)) // fiber's string aliases a buffer it reuses
+			st.id = newRequestID()
 		}
-		c.Locals(localRequestID, id)
-		c.Set(HeaderRequestID, id)
-		peer := peerAddr(c)
+		c.Locals(localState, st)
+		c.Set(HeaderRequestID, st.id)
+		st.peer = peerAddr(c)
 		var xff []string
-		if trusted.Trusts(peer) { // anyone else's X-Forwarded-For is not read (ClientAddr ignores it)
+		if trusted.Trusts(st.peer) { // anyone else's X-Forwarded-For is not read (ClientAddr ignores it)
 			c.Request().Header.VisitAll(func(k, v []byte) {
 				if string(k) == "X-Forwarded-For" {
 					xff = append(xff, string(v))
 				}
 			})
 		}
-		c.Locals(localClientAddr, trusted.ClientAddr(peer, xff))
+		st.client = trusted.ClientAddr(st.peer, xff)
 		return c.Next()
 	}
 }
@@ -85,8 +95,8 @@ func newRequestID() string {
 }
 
 // validRequestID accepts ids a client or CDN may reasonably send: short, and of characters safe in logs.
-func validRequestID(id string) bool {
-	if id == "" || len(id) > 128 {
+func validRequestID(id []byte) bool {
+	if len(id) == 0 || len(id) > 128 {
 		return false
 	}
 	for i := 0; i < len(id); i++ {

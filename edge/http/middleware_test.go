@@ -21,7 +21,7 @@ func TestNewRequestID(t *testing.T) {
 			t.Fatalf("%q: version %d, variant %s", id, u.Version(), u.Variant())
 		case seen[id]:
 			t.Fatalf("%q made twice", id)
-		case !validRequestID(id):
+		case !validRequestID([]byte(id)):
 			t.Fatalf("%q would not be accepted back", id)
 		}
 		seen[id] = true

@@ -58,6 +58,10 @@ func (l *Limiter) Allow(key string, now time.Time) (bool, time.Duration) {
 	s := &l.shard[maphash.String(l.seed, key)%shards]
 	s.mu.Lock()
 	lim := s.get(key, l)
+	if lim.AllowN(now, 1) { // the usual answer, without the Reservation a refusal needs
+		s.mu.Unlock()
+		return true, 0
+	}
 	r := lim.ReserveN(now, 1)
 	d := r.DelayFrom(now)
 	if d > 0 {

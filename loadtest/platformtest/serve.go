@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"runtime/pprof"
 	"sync"
 	"testing"
 	"time"
@@ -33,7 +34,11 @@ func Launch(tb testing.TB, name string, run RunFunc) *Service {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{tb: tb, name: name, cancel: cancel, done: make(chan error, 1)}
 	addr := make(chan string, 1)
-	go func() { s.done <- run(ctx, func(a string) { addr <- a }) }()
+	// Every goroutine the service starts inherits the label, so a CPU profile of a test (the platform runs in
+	// its process) splits by service: go tool pprof -tagfocus service=edge.
+	go pprof.Do(ctx, pprof.Labels("service", name), func(ctx context.Context) {
+		s.done <- run(ctx, func(a string) { addr <- a })
+	})
 	select {
 	case a := <-addr:
 		tb.Cleanup(s.Stop)

@@ -46,11 +46,20 @@ func TestGate(t *testing.T) {
 	is := token.NewIssuer(key)
 	gate := admission.NewGate(k, token.NewStaticKeys(key.Public()), 0)
 
+	if gate.Open(show) {
+		t.Fatal("Open before the settings were read: want false (ask Check)")
+	}
 	if c, err := gate.Check(ctx, show, "u1", ""); err != nil || c != nil {
 		t.Fatalf("queue off: got %v, %v; want pass", c, err)
 	}
+	if !gate.Open(show) {
+		t.Fatal("Open with the queue read as off: want true")
+	}
 	switchOn(t, k, show, false)
 	gate.Forget(show)
+	if gate.Open(show) {
+		t.Fatal("Open after Forget: want false")
+	}
 	raw, exp, _ := is.Issue("u1", show, "jti-1", time.Now(), time.Minute)
 	other, _, _ := is.Issue("u1", "another", "jti-2", time.Now(), time.Minute)
 	tests := []struct {
@@ -68,9 +77,10 @@ func TestGate(t *testing.T) {
 		}
 	}
 	c, err := gate.Check(ctx, show, "u1", raw)
-	if err != nil || c.ID != "jti-1" {
-		t.Fatalf("valid token: got %v, %v", c, err)
+	if err != nil || c.ID != "jti-1" || gate.Open(show) {
+		t.Fatalf("valid token: got %v, %v, Open %v", c, err, gate.Open(show))
 	}
+	// The token is now among the verified ones; a revocation still refuses it (below), as it must on every use.
 	rdb.ZAdd(ctx, rediskey.QueueActive(show), redis.Z{Score: float64(exp.UnixMilli()), Member: "jti-1"})
 	if err := gate.Release(ctx, show, "u1", "jti-1", exp); err != nil {
 		t.Fatal(err)

@@ -23,6 +23,13 @@ type Gate struct {
 
 const gateCacheSize = 100000
 
+// The verified admission tokens' bounds (token.NewCachedVerifier): one token per admitted fan, and a key the
+// edge retires (booking reads the edge's JWKS) stops being trusted within tokenCacheTTL of being dropped.
+const (
+	tokenCacheSize = 100000
+	tokenCacheTTL  = 10 * time.Second
+)
+
 type cached struct {
 	s  Settings
 	at time.Time
@@ -33,7 +40,8 @@ type cached struct {
 // where the change is announced, see Forget) without a Redis call per request.
 func NewGate(keeper *Keeper, keys token.KeySource, leeway time.Duration) *Gate {
 	cache, _ := lru.New[string, cached](gateCacheSize) // errs only for a size below 1
-	return &Gate{keeper: keeper, verifier: token.NewVerifier(keys, leeway), ttl: time.Second, cache: cache}
+	return &Gate{keeper: keeper, verifier: token.NewCachedVerifier(keys, leeway, tokenCacheSize, tokenCacheTTL),
+		ttl: time.Second, cache: cache}
 }
 
 // Keeper is the gate's keeper, whose Release ends an admission.
@@ -59,6 +67,14 @@ func (g *Gate) Settings(ctx context.Context, showID string) (Settings, error) {
 func (g *Gate) Enabled(ctx context.Context, showID string) (bool, error) {
 	s, err := g.Settings(ctx, showID)
 	return s.Enabled, err
+}
+
+// Open reports whether showID's queue is off by the settings this process read under a second ago, without a
+// store call: a gate may then pass the request at once (no deadline to arm, no token to look for). false means
+// only "not known here": ask Check.
+func (g *Gate) Open(showID string) bool {
+	c, ok := g.cache.Get(showID)
+	return ok && time.Since(c.at) < g.ttl && !c.s.Enabled
 }
 
 // Forget drops the cached settings of a show, for a replica that heard of a settings change.

@@ -167,6 +167,7 @@ func NewStaticKeys(keys ...PublicKey) StaticKeys {
 type Verifier struct {
 	keys   KeySource
 	parser *jwt.Parser
+	cache  *verifiedCache[*Admission] // nil: every token is checked in full
 }
 
 // NewVerifier returns a verifier trusting the keys of src. leeway tolerates clock skew between replicas.
@@ -179,22 +180,50 @@ func NewVerifier(src KeySource, leeway time.Duration) *Verifier {
 	)}
 }
 
+// NewCachedVerifier is NewVerifier remembering up to size tokens whose signature and claims it accepted, for at
+// most ttl and never past their exp (verifiedCache). With a show's queue on, each of an admitted fan's holds and
+// seat-map reads carries the same token, and its Ed25519 signature was checked by the edge and again by booking
+// every time. A remembered token is still checked on every use for all that can change while it is remembered:
+// the show and user it is presented for, and its expiry (the entry ends at exp, after which the full check and its
+// leeway decide). Revocation is the caller's to check on every use, as for a token checked in full.
+func NewCachedVerifier(src KeySource, leeway time.Duration, size int, ttl time.Duration) *Verifier {
+	v := NewVerifier(src, leeway)
+	v.cache = newVerifiedCache[*Admission](size, ttl)
+	return v
+}
+
 // Verify checks raw for showID and userID and returns its claims. Revocation is the caller's to check (it needs
 // Redis), using the returned jti.
 func (v *Verifier) Verify(raw, showID, userID string) (*Admission, error) {
-	var c Admission
-	if err := parseSigned(v.parser, v.keys, raw, &c); err != nil {
-		return nil, err
+	var c *Admission
+	var err error
+	if v.cache != nil {
+		c, err = v.cache.verify(raw, v.check)
+	} else {
+		c, _, err = v.check(raw)
 	}
 	switch {
-	case c.ID == "" || c.Subject == "":
-		return nil, fmt.Errorf("%w: missing sub or jti", ErrInvalid)
+	case err != nil:
+		return nil, err
 	case c.Show != showID:
 		return nil, ErrWrongShow
 	case c.Subject != userID:
 		return nil, ErrWrongUser
 	}
-	return &c, nil
+	own := *c // the cached claims stay as they were, whatever the caller does with its copy
+	return &own, nil
+}
+
+// check verifies what does not depend on the request: signature, audience, expiry, and a subject and jti present.
+func (v *Verifier) check(raw string) (*Admission, time.Time, error) {
+	var c Admission
+	if err := parseSigned(v.parser, v.keys, raw, &c); err != nil {
+		return nil, time.Time{}, err
+	}
+	if c.ID == "" || c.Subject == "" {
+		return nil, time.Time{}, fmt.Errorf("%w: missing sub or jti", ErrInvalid)
+	}
+	return &c, c.ExpiresAt.Time, nil // present: the parser requires exp
 }
 
 // parseSigned verifies raw's signature under the key its kid names in keys, and parser's checks, into claims.
