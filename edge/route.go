@@ -53,6 +53,9 @@ type Route struct {
 	ShowID string // for RequirePathShowAdmission
 	// Write marks a route that changes state for a user, which must carry a user token when gated.
 	Write bool
+	// Shared marks a read whose successful answer is the same for every caller (the seat map's JSON): identical
+	// requests in flight at once may share one upstream fetch, once each has passed the gate on its own.
+	Shared bool
 }
 
 // Classify returns the rate-limit class of a request.
@@ -97,7 +100,7 @@ func Match(method, path string) Route {
 		r.Guard, r.ShowID = RequirePathShowAdmission, seg[1]
 	case read && eq(0, "api") && eq(1, "v1") && eq(2, "shows") && n >= 5 && seg[3] != "" && eq(4, "seats") &&
 		(n == 5 || (n == 6 && eq(5, "stream"))):
-		r.Guard, r.ShowID = RequirePathShowAdmission, seg[3]
+		r.Guard, r.ShowID, r.Shared = RequirePathShowAdmission, seg[3], method == http.MethodGet && n == 5
 	case method == http.MethodPost && n == 4 && eq(0, "api") && eq(1, "v1") && eq(2, "bookings") &&
 		eq(3, "hold"):
 		r.Guard, r.Write = RequireBodyShowAdmission, true

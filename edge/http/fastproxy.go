@@ -98,12 +98,19 @@ func containsFold(s []byte, word string) bool {
 
 // handleFast forwards a request that cannot be answered with an event stream.
 func (p *Proxy) handleFast(c *fiber.Ctx) error {
+	_, err := p.forwardFast(c, false)
+	return err
+}
+
+// forwardFast forwards the request and writes the answer; with share set, it also returns the answer for other
+// requests when it may be shared (see sharedAnswer), else nil.
+func (p *Proxy) forwardFast(c *fiber.Ctx, share bool) (*sharedAnswer, error) {
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	if err := p.fastOutgoing(c, req); err != nil {
-		return err
+		return nil, err
 	}
 	// Replayed as the Transport replays: only safe methods, or a request carrying an Idempotency-Key.
 	replayable := c.Method() == fiber.MethodGet || c.Method() == fiber.MethodHead ||
@@ -129,10 +136,17 @@ func (p *Proxy) handleFast(c *fiber.Ctx) error {
 		}
 		err = upstreamError(err)
 		p.metrics.upstreamErrors.WithLabelValues(upstreamReason(err)).Inc()
-		return err
+		return nil, err
+	}
+	var ans *sharedAnswer
+	if share {
+		ans = shareable(resp)
 	}
 	p.fastRespond(c, resp)
-	return nil
+	if ans != nil {
+		ans.body = bytes.Clone(c.Response().Body()) // the one copy every sharing request's answer points at
+	}
+	return ans, nil
 }
 
 func fastTimeout(err error) bool {
@@ -301,19 +315,8 @@ func validHeaderValue(v []byte) bool {
 
 // fastRespond copies status, headers and body as respond does, the body already complete.
 func (p *Proxy) fastRespond(c *fiber.Ctx, resp *fasthttp.Response) {
-	var named [][]byte
-	for k, v := range resp.Header.All() {
-		if bytes.EqualFold(k, []byte("Connection")) {
-			named = connectionTokens(named, v)
-		}
-	}
 	rh := &c.Response().Header
-	for k, v := range resp.Header.All() {
-		if skipIncoming(k) || hopByHop(k, named) {
-			continue
-		}
-		rh.AddBytesKV(k, v)
-	}
+	incoming(resp, rh.AddBytesKV)
 	c.Status(resp.StatusCode())
 	if c.Request().Header.IsHead() {
 		if n := resp.Header.ContentLength(); n > 0 {
@@ -325,6 +328,22 @@ func (p *Proxy) fastRespond(c *fiber.Ctx, resp *fasthttp.Response) {
 	// takes the upstream response's buffer, which is released right after, and the upstream response takes back
 	// the client's empty one.
 	resp.SwapBody(c.Response().SwapBody(resp.SwapBody(nil)))
+}
+
+// incoming calls add with each of the upstream's headers that the client is given: not hop-by-hop, not one
+// fasthttp writes itself, not the request id.
+func incoming(resp *fasthttp.Response, add func(k, v []byte)) {
+	var named [][]byte
+	for k, v := range resp.Header.All() {
+		if bytes.EqualFold(k, []byte("Connection")) {
+			named = connectionTokens(named, v)
+		}
+	}
+	for k, v := range resp.Header.All() {
+		if !skipIncoming(k) && !hopByHop(k, named) {
+			add(k, v)
+		}
+	}
 }
 
 // skipIncoming reports whether an upstream header is left out of the answer: fasthttp writes its own

@@ -54,6 +54,7 @@ type Proxy struct {
 	trusted   edge.TrustedProxies
 	metrics   *Metrics
 	log       *slog.Logger
+	collapse  collapser // seat-map reads in flight share a fetch; see collapse.go
 
 	// streams is cancelled when the server starts shutting down, so proxied event streams end (their clients
 	// reconnect to another replica) instead of holding the drain until its deadline.
@@ -76,7 +77,7 @@ func NewProxy(streams context.Context, cfg ProxyConfig, trusted edge.TrustedProx
 		ForceAttemptHTTP2:  false,
 	}
 	return &Proxy{cfg: cfg, transport: t, fast: newHostClient(cfg), trusted: trusted, metrics: m, log: log,
-		streams: streams}
+		streams: streams, collapse: collapser{slots: map[string]*slot{}}}
 }
 
 // Close drops the pooled upstream connections.
@@ -108,6 +109,9 @@ func (p *Proxy) Healthy(ctx context.Context) error {
 // Handle forwards the request and writes the upstream's answer.
 func (p *Proxy) Handle(c *fiber.Ctx) error {
 	if !mayStream(c) {
+		if key, ok := sharedKey(c); ok {
+			return p.handleShared(c, key)
+		}
 		return p.handleFast(c)
 	}
 	req, cancelCause, err := p.outgoing(c)
