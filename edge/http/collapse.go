@@ -37,8 +37,9 @@ type slot struct {
 
 // flight is one upstream fetch and the requests that wait for it.
 type flight struct {
-	done   chan struct{} // closed when answer is set
-	answer *sharedAnswer // nil: not to be shared, each waiting request is forwarded on its own
+	done    chan struct{} // closed when answer is set
+	answer  *sharedAnswer // nil: not to be shared, each waiting request is forwarded on its own
+	waiters int           // requests that joined while it was next; none join once it runs
 }
 
 // sharedAnswer is an upstream answer every sharing request is given as it is. It is not changed once published.
@@ -92,13 +93,14 @@ func (p *Proxy) handleShared(c *fiber.Ctx, key string) error {
 		co.slots[key] = s
 	}
 	switch {
-	case s.running == nil: // nothing in flight: fetch now
+	case s.running == nil: // nothing in flight: fetch now, for this request alone
 		f := &flight{done: make(chan struct{})}
 		s.running = f
 		co.mu.Unlock()
-		return p.lead(c, key, s, f)
+		return p.lead(c, key, s, f, false)
 	case s.next != nil: // the next fetch is already waiting to start: join it
 		f := s.next
+		f.waiters++
 		co.mu.Unlock()
 		<-f.done
 		if f.answer == nil {
@@ -114,22 +116,27 @@ func (p *Proxy) handleShared(c *fiber.Ctx, key string) error {
 		<-prev.done
 		co.mu.Lock()
 		s.running, s.next = f, nil
+		share := f.waiters > 0
 		co.mu.Unlock()
-		return p.lead(c, key, s, f)
+		return p.lead(c, key, s, f, share)
 	}
 }
 
-// lead fetches for flight f of slot s and publishes the answer to the requests waiting for it.
-func (p *Proxy) lead(c *fiber.Ctx, key string, s *slot, f *flight) error {
-	answer, err := p.forwardFast(c, true)
-	co := &p.collapse
-	co.mu.Lock()
-	f.answer = answer
-	if s.next == nil { // else the next fetch's leader, waiting for f.done, takes the slot over
-		s.running = nil
-		delete(co.slots, key)
-	}
-	co.mu.Unlock()
-	close(f.done)
+// lead fetches for flight f of slot s and publishes the answer to the requests waiting for it, if any (share).
+// Whatever happens to the fetch, even a panic, the waiting requests are let go and the slot is handed on.
+func (p *Proxy) lead(c *fiber.Ctx, key string, s *slot, f *flight, share bool) (err error) {
+	var answer *sharedAnswer
+	defer func() {
+		co := &p.collapse
+		co.mu.Lock()
+		f.answer = answer
+		if s.next == nil { // else the next fetch's leader, waiting for f.done, takes the slot over
+			s.running = nil
+			delete(co.slots, key)
+		}
+		co.mu.Unlock()
+		close(f.done)
+	}()
+	answer, err = p.forwardFast(c, share)
 	return err
 }
