@@ -17,7 +17,9 @@ import (
 // BenchmarkEdgeOverhead measures what the edge costs on the two requests a flash crowd sends most: the seat map
 // and a hold. Each is sent straight to booking and through the edge, with the same client, the same concurrency
 // and keep-alive connections, in alternating rounds of the same run, so load from elsewhere on the machine falls on
-// both paths alike. edge/direct is the share of booking's own throughput the edge keeps.
+// both paths alike. edge/direct is the share of booking's own throughput the edge keeps. Through the edge, seat-map
+// reads in flight at once share fetches from booking (edge/http/collapse.go), so seatmap may exceed 1: it measures
+// that sharing more than the proxy, whose cost for a request of its own is what hold shows.
 //
 // Holds are those of the hold-storm (queue off, as in loadtest's hold-storm): each worker is a fan with a user
 // token, holding one to four seats, 90% of the time among the twenty best; a granted hold is cancelled at once so
