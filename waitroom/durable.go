@@ -210,10 +210,12 @@ func (s *Service) recordCursor(ctx context.Context, show string, snap TickResult
 	}
 }
 
-// presentedReceipt is what a fan's receipt proves: seq, if ok.
+// presentedReceipt is what a fan's receipt proves: seq, if ok. renew: it was made under a previous key or in the
+// Ed25519 format, and the fan gets a fresh one even for the same place.
 type presentedReceipt struct {
-	seq int64
-	ok  bool
+	seq   int64
+	ok    bool
+	renew bool
 }
 
 // verifyReceipt checks a presented receipt. An invalid, expired or foreign one proves nothing and is ignored:
@@ -226,24 +228,24 @@ func (s *Service) verifyReceipt(show, user, raw string) presentedReceipt {
 	if err != nil {
 		return presentedReceipt{}
 	}
-	return presentedReceipt{seq: r.Seq, ok: true}
+	return presentedReceipt{seq: r.Seq, ok: true, renew: r.Renew}
 }
 
-// receipt returns the receipt for a waiting fan's place: the one presented when it proves this very place (no
-// signing on every poll), else a new one. Admitted, closed and sold-out fans get none.
+// receipt returns the receipt for a waiting fan's place: the one presented when it proves this very place under
+// the current key (no new receipt on every poll), else a new one. Admitted, closed and sold-out fans get none.
 func (s *Service) receipt(show, user string, p Place, raw string, presented presentedReceipt) string {
 	if p.Status != Waiting {
 		return ""
 	}
-	if presented.ok && presented.seq == p.Seq {
+	if presented.ok && presented.seq == p.Seq && !presented.renew {
 		return raw
 	}
-	signed, err := s.issuer.IssueReceipt(user, show, p.Seq, time.Now())
+	made, err := s.issuer.IssueReceipt(user, show, p.Seq, time.Now())
 	if err != nil {
-		s.logFailure("sign receipt", show, err)
+		s.logFailure("make receipt", show, err)
 		return ""
 	}
-	return signed
+	return made
 }
 
 // Receipt returns the place receipt for p, reusing presented (the fan's current one) when it proves the same

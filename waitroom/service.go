@@ -173,7 +173,7 @@ func New(store Store, record Record, queues *admission.Keeper, issuer *token.Iss
 		opt.Logger = slog.Default()
 	}
 	return &Service{store: store, record: record, queues: queues, issuer: issuer,
-		receipts: token.NewReceiptVerifier(token.NewStaticKeys(issuer.Keys()...), 5*time.Second),
+		receipts: token.NewReceiptVerifier(issuer, 5*time.Second),
 		opt:      opt, log: opt.Logger, Hub: NewHub(), polled: map[string]map[string]struct{}{},
 		seeded: newLRU[struct{}](maxSeeded), loggedAt: newLRU[time.Time](maxLoggedAt), cursors: newLRU[savedCursor](maxCursors),
 		failedAt: newLRU[time.Time](maxFailedAt)}

@@ -82,7 +82,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	queues := admission.NewKeeper(admpostgres.New(pool), admredis.New(rdb), log)
 	auditLog := audit.New(pool)
 
-	issuer := token.NewIssuer(cfg.AdmissionKey, cfg.AdmissionPrevious...)
+	issuer := token.NewIssuer(cfg.AdmissionKey, cfg.AdmissionPrevious...).WithPrevious(cfg.AdmissionPreviousSigning...)
 	keys := token.NewStaticKeys(issuer.Keys()...)
 	gate := admission.NewGate(queues, keys, cfg.TokenLeeway)
 	users := token.NewUserVerifier(cfg.AuthSecret, cfg.AuthExternal, cfg.TokenLeeway)

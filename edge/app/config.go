@@ -47,10 +47,13 @@ type Config struct {
 
 	// Admission keys. AdmissionKey signs (ADMISSION_SIGNING_KEY, a base64 32-byte Ed25519 seed, with
 	// ADMISSION_KEY_ID); AdmissionPrevious (ADMISSION_PREVIOUS_KEYS, "kid:base64url-public-key,...") are still
-	// accepted and published during a rotation. Generated when unset, for development only.
-	AdmissionKey          token.Key
-	AdmissionPrevious     []token.PublicKey
-	AdmissionKeyGenerated bool
+	// accepted and published during a rotation. AdmissionPreviousSigning (ADMISSION_PREVIOUS_SIGNING_KEYS,
+	// "kid:base64-seed,...") are previous keys given whole: accepted and published too, and the place receipts
+	// MACed under them still verify. Generated when unset, for development only.
+	AdmissionKey             token.Key
+	AdmissionPrevious        []token.PublicKey
+	AdmissionPreviousSigning []token.Key
+	AdmissionKeyGenerated    bool
 
 	// User tokens: AUTH_SECRET (HS256, at least 32 bytes; generated when unset) and optionally an external
 	// issuer (AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE).
@@ -174,7 +177,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	return cfg, nil
 }
 
-// admissionKeys reads the signing key and the previous public keys, or generates a key for development.
+// admissionKeys reads the signing key and the previous keys, or generates a key for development.
 func (l *loader) admissionKeys(cfg *Config) {
 	seed := l.String("ADMISSION_SIGNING_KEY", "")
 	if seed == "" {
@@ -211,6 +214,23 @@ func (l *loader) admissionKeys(cfg *Config) {
 			continue
 		}
 		cfg.AdmissionPrevious = append(cfg.AdmissionPrevious, token.PublicKey{ID: pair[:i], Key: pub})
+	}
+	for _, pair := range strings.Split(l.String("ADMISSION_PREVIOUS_SIGNING_KEYS", ""), ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		i := strings.LastIndex(pair, ":")
+		if i <= 0 {
+			l.Fail("ADMISSION_PREVIOUS_SIGNING_KEYS: want kid:base64-seed pairs")
+			continue
+		}
+		k, err := token.ParseSeed(pair[:i], pair[i+1:])
+		if err != nil {
+			l.Fail("ADMISSION_PREVIOUS_SIGNING_KEYS: key %s: %v", pair[:i], err) // the error never contains the seed
+			continue
+		}
+		cfg.AdmissionPreviousSigning = append(cfg.AdmissionPreviousSigning, k)
 	}
 }
 

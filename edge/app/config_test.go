@@ -67,12 +67,42 @@ func TestLoadConfigKeys(t *testing.T) {
 	}
 }
 
+// A previous key given whole keeps the place receipts made under it, and its tokens, during a rotation.
+func TestLoadConfigPreviousSigningKeys(t *testing.T) {
+	t.Parallel()
+	prev, _ := token.GenerateKey()
+	prev.ID = "k0"
+	env := map[string]string{
+		"ADMISSION_SIGNING_KEY":           testSeed,
+		"ADMISSION_PREVIOUS_SIGNING_KEYS": "k0:" + token.EncodeSeed(prev),
+		"AUTH_SECRET":                     testSecret,
+	}
+	cfg, err := LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.AdmissionPreviousSigning) != 1 || cfg.AdmissionPreviousSigning[0].ID != "k0" {
+		t.Fatalf("previous signing keys %+v", cfg.AdmissionPreviousSigning)
+	}
+	is := token.NewIssuer(cfg.AdmissionKey, cfg.AdmissionPrevious...).WithPrevious(cfg.AdmissionPreviousSigning...)
+	receipt, _ := token.NewIssuer(prev).IssueReceipt("u", "s", 7, time.Now())
+	if r, err := token.NewReceiptVerifier(is, 0).Verify(receipt, "s", "u"); err != nil || r.Seq != 7 {
+		t.Fatalf("previous key's receipt: %+v, %v", r, err)
+	}
+	raw, _, _ := token.NewIssuer(prev).Issue("u", "s", "j", time.Now(), time.Minute)
+	if _, err := token.NewVerifier(token.NewStaticKeys(is.Keys()...), 0).Verify(raw, "s", "u"); err != nil {
+		t.Fatalf("previous key's token refused: %v", err)
+	}
+}
+
 func TestLoadConfigErrors(t *testing.T) {
 	t.Parallel()
 	tests := map[string]map[string]string{
 		"bad seed":             {"ADMISSION_SIGNING_KEY": "c2hvcnQ"},
 		"bad previous":         {"ADMISSION_PREVIOUS_KEYS": "k1"},
 		"bad previous key":     {"ADMISSION_PREVIOUS_KEYS": "k1:AAAA"},
+		"bad previous signing": {"ADMISSION_PREVIOUS_SIGNING_KEYS": "AAAA"},
+		"bad previous seed":    {"ADMISSION_PREVIOUS_SIGNING_KEYS": "k0:AAAA"},
 		"short secret":         {"AUTH_SECRET": "short"},
 		"bad booking url":      {"BOOKING_URL": "ftp://x"},
 		"bad duration":         {"UPSTREAM_TIMEOUT": "soon"},

@@ -99,15 +99,35 @@ func decodeB64(s string) ([]byte, error) {
 }
 
 // Issuer signs admission tokens with its current key and publishes current and previous public keys, so a
-// rotation drops nobody holding a token signed with the previous key.
+// rotation drops nobody holding a token signed with the previous key. It also makes place receipts, under a MAC
+// key derived from each of its signing keys (see IssueReceipt).
 type Issuer struct {
 	current  Key
 	previous []PublicKey
+	receipts []receiptKey // the current key's first (when it has one), then previous keys given whole
 }
 
-// NewIssuer returns an issuer signing with current.
+// NewIssuer returns an issuer signing with current. previous are public keys still accepted and published during
+// a rotation; place receipts MACed under them no longer verify (WithPrevious keeps them).
 func NewIssuer(current Key, previous ...PublicKey) *Issuer {
-	return &Issuer{current: current, previous: previous}
+	is := &Issuer{current: current, previous: previous}
+	if current.Private != nil {
+		is.receipts = []receiptKey{newReceiptKey(current)}
+	}
+	return is
+}
+
+// WithPrevious returns an issuer like is that also keeps previous signing keys during a rotation: their public
+// halves are accepted and published as is's previous keys are, and the place receipts made under them still
+// verify (their MAC key is derived from the private half).
+func (is *Issuer) WithPrevious(previous ...Key) *Issuer {
+	out := &Issuer{current: is.current, previous: append([]PublicKey(nil), is.previous...),
+		receipts: append([]receiptKey(nil), is.receipts...)}
+	for _, k := range previous {
+		out.previous = append(out.previous, k.Public())
+		out.receipts = append(out.receipts, newReceiptKey(k))
+	}
+	return out
 }
 
 // Issue signs an admission token for user at show, valid for ttl from now.

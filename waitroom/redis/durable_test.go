@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/flashseat/flashseat/shared/admission"
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
 	admredis "github.com/flashseat/flashseat/shared/admission/redis"
@@ -141,6 +143,80 @@ func TestRebuildFromReceipts(t *testing.T) {
 			break
 		}
 	}
+}
+
+// TestReceiptsAcrossUpgradeAndRotation: Redis forgets a queue while fans hold receipts from before the MAC
+// format (Ed25519, as the previous version handed out) or made under the admission key just rotated out. Both
+// still prove their places, and each fan is handed a fresh receipt under the current key that proves it too.
+func TestReceiptsAcrossUpgradeAndRotation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := client(t)
+	show := newShow(t, rdb)
+	configure(t, rdb, show, 1000, 1, 600)
+	old, _ := token.GenerateKey()
+	svc := newService(t, rdb, token.NewIssuer(old), waitroom.Options{})
+	fans := users("u", 4)
+	receipts := map[string]string{}
+	seqs := map[string]int64{}
+	for i, u := range fans {
+		p, err := svc.Join(ctx, show, u)
+		if err != nil || p.Receipt == "" {
+			t.Fatalf("join %s: %+v, %v", u, p, err)
+		}
+		receipts[u], seqs[u] = p.Receipt, p.Seq
+		if i%2 == 0 { // as the previous version made it
+			receipts[u] = ed25519Receipt(t, old, u, show, p.Seq)
+		}
+	}
+	if err := rdb.Del(ctx, wrredis.Keys(show)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The deploy after the loss also rotates the key, keeping the old one whole.
+	cur, _ := token.GenerateKey()
+	rotated := token.NewIssuer(cur).WithPrevious(old)
+	svc = newService(t, rdb, rotated, waitroom.Options{})
+	late, err := svc.Join(ctx, show, "late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	verify := token.NewReceiptVerifier(token.NewIssuer(cur), 0) // the current key alone
+	for _, u := range fans {
+		p, err := svc.JoinWithReceipt(ctx, show, u, receipts[u])
+		if err != nil || p.Seq != seqs[u] || p.Seq >= late.Seq {
+			t.Fatalf("re-join %s with its receipt: %+v, %v; want seq %d, before %d", u, p, err, seqs[u], late.Seq)
+		}
+		r, err := verify.Verify(p.Receipt, show, u)
+		if err != nil || r.Seq != seqs[u] || r.Renew {
+			t.Fatalf("%s's renewed receipt: %+v, %v", u, r, err)
+		}
+		// A status answer also renews an old receipt for the same place.
+		q, err := svc.StatusWithReceipt(ctx, show, u, receipts[u])
+		if err != nil || q.Seq != seqs[u] {
+			t.Fatalf("status %s: %+v, %v", u, q, err)
+		}
+		if got := svc.Receipt(show, u, q, receipts[u]); got == receipts[u] || got == "" {
+			t.Fatalf("status kept %s's old receipt", u)
+		}
+		if got := svc.Receipt(show, u, q, p.Receipt); got != p.Receipt {
+			t.Fatalf("status replaced %s's current receipt", u)
+		}
+	}
+}
+
+// ed25519Receipt is a place receipt as the Ed25519 format made it, before receipts were MACed.
+func ed25519Receipt(t *testing.T, k token.Key, user, show string, seq int64) string {
+	t.Helper()
+	now := time.Now()
+	tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, token.Receipt{Show: show, Seq: seq,
+		RegisteredClaims: jwt.RegisteredClaims{Subject: user, Audience: jwt.ClaimStrings{token.ReceiptAudience},
+			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(token.ReceiptTTL))}})
+	tok.Header["kid"] = k.ID
+	raw, err := tok.SignedString(k.Private)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }
 
 // TestLostSettingsNeverClose: a queue whose settings Redis lost is never answered "closed": the settings come

@@ -19,9 +19,15 @@ var (
 	joinScript = goredis.NewScript(joinLua)
 )
 
-func joinKeys(show string) []string {
-	return []string{rediskey.QueueConfig(show), rediskey.ShowInfo(show), State(show), Wait(show), Pre(show),
+// joinKeys returns join.lua's keys for show, shared by every call: callers must not change them.
+func (s *Store) joinKeys(show string) []string {
+	if k, ok := s.keys.Get(show); ok {
+		return k
+	}
+	k := []string{rediskey.QueueConfig(show), rediskey.ShowInfo(show), State(show), Wait(show), Pre(show),
 		Heartbeat(show), Grants(show), rediskey.QueueActive(show)}
+	s.keys.Add(show, k)
+	return k
 }
 
 // Join implements waitroom.Store.
@@ -35,14 +41,14 @@ func (s *Store) Lookup(ctx context.Context, show, user string) (waitroom.Entry, 
 }
 
 func (s *Store) join(ctx context.Context, show, user string, join bool, receipted int64) (waitroom.Entry, error) {
-	flag := "0"
+	var flag any = "0" // constants in an interface: no allocation per call
 	if join {
 		flag = "1"
 	}
 	if err := ctx.Err(); err != nil {
 		return waitroom.Entry{}, storeErr("join", err)
 	}
-	r, err := joinScript.Run(ctx, s.joins, joinKeys(show), user, flag, receipted).Slice()
+	r, err := joinScript.Run(ctx, s.joins, s.joinKeys(show), user, flag, receipted).Slice()
 	if err != nil {
 		return waitroom.Entry{}, storeErr("join", err)
 	}

@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	goredis "github.com/redis/go-redis/v9"
 
 	admredis "github.com/flashseat/flashseat/shared/admission/redis"
@@ -64,11 +65,18 @@ type Store struct {
 	// caller's context ends (its batch answers within the client's read timeout), so join checks the context
 	// before queueing. Without an autopipeliner (a client that has none), rdb.
 	joins goredis.Scripter
+	// keys holds each recent show's join.lua keys: built on every join and status poll they were 9 allocations,
+	// and go-redis only reads them. Bounded, so ids of shows that do not exist cannot grow it.
+	keys *lru.Cache[string, []string]
 }
+
+// maxKeyedShows bounds Store.keys: shows on sale at once, with room to spare.
+const maxKeyedShows = 4096
 
 // New returns a store on rdb.
 func New(rdb goredis.UniversalClient) *Store {
-	s := &Store{rdb: rdb, joins: rdb}
+	keys, _ := lru.New[string, []string](maxKeyedShows) // errs only for a size below 1
+	s := &Store{rdb: rdb, joins: rdb, keys: keys}
 	if ap, err := rdb.AutoPipeline(); err == nil { // cached by the client and closed with it
 		s.joins = ap
 	}

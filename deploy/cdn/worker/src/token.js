@@ -3,8 +3,8 @@
 // checks everything the keys alone can tell (signature, expiry, audience, show); revocation is recorded at the
 // origin and only the origin can check it.
 
-// AUDIENCE is the aud of every admission token; a place receipt (aud "waitroom-place") signed with the same key
-// must never pass as one.
+// AUDIENCE is the aud of every admission token; a place receipt (aud "waitroom-place", HS256 now, once signed
+// with the same Ed25519 key) must never pass as one.
 export const AUDIENCE = "booking";
 
 // Reasons a token is refused, as the edge's refusal metric names them.
