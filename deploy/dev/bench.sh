@@ -104,7 +104,7 @@ end='<!-- bench:end -->'
   done
   echo "| holds/s at p99 ≤ 50 ms, < 0.1% errors (open loop, direct) | $(metric HoldSLO slo-rate-booking)/s | row-lock $(metric HoldSLO slo-rate-rowlock)/s ($(metric HoldSLO x-slo)×) | \`go test -bench HoldSLO ./booking/app/\` |"
   for k in seatmap hold; do
-    echo "| $k through the edge vs direct (edge/direct $(metric EdgeOverhead/$k edge/direct)) | $(metric EdgeOverhead/$k edge-req/s) req/s | direct $(metric EdgeOverhead/$k direct-req/s) req/s | \`go test -bench EdgeOverhead ./edge/e2e/\` |"
+    echo "| $k through the edge vs direct (edge/direct $(metric EdgeOverhead/$k edge/direct); a bare proxy hop keeps $(metric EdgeOverhead/$k hop/direct), the edge $(metric EdgeOverhead/$k edge/hop) of the hop) | $(metric EdgeOverhead/$k edge-req/s) req/s | direct $(metric EdgeOverhead/$k direct-req/s) req/s | \`go test -bench EdgeOverhead ./edge/e2e/\` |"
   done
   echo "| queue joins/s | $(metric Join joins/s) | raw Redis ZADD $(metric Join zadd/s)/s | \`go test -bench Join ./waitroom/redis/\` |"
   echo "| SSE streams held by one edge: each one's RSS, goroutines, I/O buffers; a position change reaching them all | $(metric Streams streams) held: $(metric Streams rss-B/stream) B RSS, $(metric Streams goroutines/stream) goroutines, $(metric Streams buffers-B/stream) B buffers; p99 $(metric Streams update-p99-ms) ms | — | \`go test -bench Streams ./edge/app/\` |"

@@ -5,13 +5,17 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // BenchmarkEdgeOverhead measures what the edge costs on the two requests a flash crowd sends most: the seat map
@@ -26,8 +30,14 @@ import (
 // the seats keep cycling, and the cancel counts as one of the round's requests. A 201 or a 409 is a decision; any
 // other answer fails the benchmark. The edge's per-user limit stays on, at a rate no fan here reaches, so the
 // limiter's work is measured and its refusals are not.
+//
+// Beside them, in the same rounds, the same requests go through a bare proxy (barehop): a fasthttp server whose
+// only work is to pass each request to booking over a pooled connection and its answer back. No proxy can cost
+// less than that hop, so hop/direct is the most edge/direct can be on this machine, and edge/hop is what the
+// edge's own work (routing, limits, the gate, forwarding headers) keeps of it.
 func BenchmarkEdgeOverhead(b *testing.B) {
 	p := start(b, map[string]string{"RATE_PER_USER": "1000000", "RATE_PER_USER_BURST": "1000000"})
+	hop := barehop(b, p.booking)
 	const workers, rounds = 16, 10
 	hc := &http.Client{Timeout: 10 * time.Second,
 		Transport: &http.Transport{MaxIdleConns: 4 * workers, MaxIdleConnsPerHost: 2 * workers}}
@@ -146,27 +156,58 @@ func BenchmarkEdgeOverhead(b *testing.B) {
 		b.Run(k.name, func(b *testing.B) {
 			load(b, p.booking, 200, k.send) // warm both paths' connection pools and caches
 			load(b, p.edge, 200, k.send)
+			load(b, hop, 200, k.send)
 			b.ResetTimer()
 			per := max(b.N/rounds, 1)
-			var direct, edge, directCPU, edgeCPU time.Duration
-			var directN, edgeN int64
+			var direct, edge, bare, directCPU, edgeCPU, bareCPU time.Duration
+			var directN, edgeN, bareN int64
 			for r := 0; r < rounds; r++ {
 				d, c, n := load(b, p.booking, per, k.send)
 				direct, directCPU, directN = direct+d, directCPU+c, directN+n
 				d, c, n = load(b, p.edge, per, k.send)
 				edge, edgeCPU, edgeN = edge+d, edgeCPU+c, edgeN+n
+				d, c, n = load(b, hop, per, k.send)
+				bare, bareCPU, bareN = bare+d, bareCPU+c, bareN+n
 			}
 			b.StopTimer()
 			directRate, edgeRate := float64(directN)/direct.Seconds(), float64(edgeN)/edge.Seconds()
+			hopRate := float64(bareN) / bare.Seconds()
 			b.ReportMetric(directRate, "direct-req/s")
 			b.ReportMetric(edgeRate, "edge-req/s")
 			b.ReportMetric(edgeRate/directRate, "edge/direct")
+			b.ReportMetric(hopRate, "hop-req/s")
+			b.ReportMetric(hopRate/directRate, "hop/direct")
+			b.ReportMetric(edgeRate/hopRate, "edge/hop")
 			// CPU time of the whole process (client, edge and booking) per request: what the edge adds, less
 			// exposed than a rate to how much of the machine other work takes.
 			b.ReportMetric(float64(directCPU.Microseconds())/float64(directN), "direct-cpu-µs/req")
 			b.ReportMetric(float64(edgeCPU.Microseconds())/float64(edgeN), "edge-cpu-µs/req")
+			b.ReportMetric(float64(bareCPU.Microseconds())/float64(bareN), "hop-cpu-µs/req")
 		})
 	}
+}
+
+// barehop starts the least a proxy can be in front of upstream: every request is passed on as it came, over a
+// pooled keep-alive connection, and the answer back as it came. It returns the hop's base URL.
+func barehop(b *testing.B, upstream string) string {
+	b.Helper()
+	u, err := url.Parse(upstream)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hc := &fasthttp.HostClient{Addr: u.Host}
+	srv := &fasthttp.Server{Handler: func(c *fasthttp.RequestCtx) {
+		if err := hc.Do(&c.Request, &c.Response); err != nil {
+			c.Error(err.Error(), fasthttp.StatusBadGateway)
+		}
+	}}
+	go func() { _ = srv.Serve(ln) }()
+	b.Cleanup(func() { _ = srv.Shutdown() })
+	return "http://" + ln.Addr().String()
 }
 
 // processCPU is the CPU time (user and system) this process has used so far.
