@@ -222,8 +222,8 @@ func TestUpdateRecordsThenCaches(t *testing.T) {
 	}
 }
 
-// TestSyncMarksComplete: once synced, a show with no record reads as off without asking PostgreSQL; a flush
-// (no mark) makes the keeper ask, and Run puts the mark back.
+// TestSyncMarksComplete: Run restores a wiped show and puts the mark back; the mark vouches for no single show,
+// so a show with no record still reads as off only because the record says so.
 func TestSyncMarksComplete(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -314,5 +314,80 @@ func TestPruneKeepsLiveAdmissions(t *testing.T) {
 	live, _, err := rec.Grants(ctx, "s", now)
 	if err != nil || len(live) != 1 || live[0].JTI != "live" {
 		t.Fatalf("after prune: %+v, %v", live, err)
+	}
+}
+
+// TestNoQueueReadOnce: a show whose queue was never set is asked of PostgreSQL once; the record's "off" is then
+// cached on the show's own settings key, so later gate checks (each a fresh gate: nothing in its one-second
+// memory) are answered by Redis. The operator's switch-on replaces the cached "off" at once, a failover that loses
+// the show's keys loses the "off" with them (the record is asked again), and a made-up show id leaves nothing
+// behind.
+func TestNoQueueReadOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := newRedis(t)
+	pool := pgtest.New(t)
+	k, rec := admissiontest.CountingKeeper(t, pool, rdb)
+	cache := admredis.New(rdb)
+	show := admissiontest.Show(t, rdb, "adm-")
+	// Booking's info says the show exists.
+	if err := rdb.HSet(ctx, rediskey.ShowInfo(show), rediskey.InfoTotalSeats, 10).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Del(context.Background(), rediskey.ShowInfo(show)) })
+	key, _ := token.GenerateKey()
+	keys := token.NewStaticKeys(key.Public())
+	check := func(k *admission.Keeper, want error) {
+		t.Helper()
+		if _, err := admission.NewGate(k, keys, 0).Check(ctx, show, "u1", ""); !errors.Is(err, want) {
+			t.Fatalf("gate: got %v, want %v", err, want)
+		}
+	}
+
+	for range 20 {
+		check(k, nil)
+	}
+	if s, err := k.Settings(ctx, show); err != nil || s != admission.DefaultSettings() {
+		t.Fatalf("settings: got %+v, %v; want the defaults (off)", s, err)
+	}
+	if n := rec.SettingsReads(); n != 1 {
+		t.Fatalf("record read %d times for 21 lookups of a show without a queue, want 1", n)
+	}
+	if s, p, err := cache.Lookup(ctx, show); err != nil || p != admission.Cached || s.Enabled {
+		t.Fatalf("cache: %+v %v %v, want off, cached", s, p, err)
+	}
+
+	// A failover loses the show's keys, the cached "off" with them: the record is asked again, once.
+	admissiontest.Wipe(ctx, rdb, show)
+	check(k, nil)
+	check(k, nil)
+	if n := rec.SettingsReads(); n != 2 {
+		t.Fatalf("record read %d times after the show's keys were lost, want 2", n)
+	}
+
+	// The operator switches the queue on: the change overwrites the cached "off" (no restore, no read), and
+	// every replica's next lookup sees it.
+	switchOn(t, k, show, false)
+	if s, p, err := cache.Lookup(ctx, show); err != nil || p != admission.Cached || !s.Enabled {
+		t.Fatalf("cache after the switch: %+v %v %v, want on", s, p, err)
+	}
+	check(k, admission.ErrRequired)
+	check(admissiontest.Keeper(t, pool, rdb), admission.ErrRequired)
+	if n := rec.SettingsReads(); n != 2 {
+		t.Fatalf("record read %d times, want still 2 (the switch writes the cache)", n)
+	}
+
+	// A show id nobody knows of costs a read every time, as before, and is never cached.
+	made := "made-up-" + show
+	for i := range 3 {
+		if _, err := admission.NewGate(k, keys, 0).Check(ctx, made, "u1", ""); err != nil {
+			t.Fatalf("made-up show %d: %v", i, err)
+		}
+	}
+	if n := rec.SettingsReads(); n != 5 {
+		t.Fatalf("record read %d times, want 5 (3 for the made-up show)", n)
+	}
+	if n := rdb.Exists(ctx, rediskey.QueueConfig(made)).Val(); n != 0 {
+		t.Fatalf("a made-up show's settings were cached")
 	}
 }

@@ -44,10 +44,11 @@ type Presence int
 // replica that lacks the newest writes loses the one without the other, so an absence in the cache is only ever a
 // reason to ask the record (a queue read as off there is a queue told "closed", and a gate left open).
 const (
-	// Unknown: the cache holds no settings for the show (it never had a record, or Redis lost the show's keys):
-	// the record decides, and the state is restored from it.
+	// Unknown: the cache holds no settings for the show (never asked of the record yet, or Redis lost the show's
+	// keys): the record decides, and the state is restored from it (a show without a record is cached as off).
 	Unknown Presence = iota
-	// Cached: the cache holds the show's settings, revocations and active admissions.
+	// Cached: the cache holds the show's settings, revocations and active admissions (or, for a show without a
+	// record, the settings "off" the record gave).
 	Cached
 )
 
@@ -60,6 +61,9 @@ type Cache interface {
 	Revoked(ctx context.Context, show, jti string) (revoked, cached bool, err error)
 	// Fill writes a show's state from the record (revocations and active admissions first, the settings last, so
 	// that settings in the cache mean the rest is there too). It changes nothing if the settings are cached.
+	// Version 0 means the show has no record: its queue is off, cached on the show's own keys (never a global
+	// one) so that the answer is lost only together with the rest of the show's state; the cache may decline
+	// to keep it (a show id nobody else knows of).
 	Fill(ctx context.Context, show string, s Settings, version int64, live, revoked []Grant) error
 	// Put replaces cached settings with a newer version and announces the change to every replica; ok is false
 	// when the show has nothing cached (Fill it instead).
@@ -150,7 +154,15 @@ func (k *Keeper) restore(ctx context.Context, show string) (Settings, error) {
 		return Settings{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if !found {
-		return DefaultSettings(), nil
+		// Cached as off (version 0) on the show's own key, so the next joins and gate checks are answered by
+		// Redis, not PostgreSQL. A failover that loses it loses it with the show's other keys, and the miss
+		// comes back here; an operator's first change (version 1) replaces it (Put). A failure to cache
+		// changes nothing of the answer, which the record gave.
+		s = DefaultSettings()
+		if err := k.cache.Fill(ctx, show, s, 0, nil, nil); err != nil {
+			k.log.Warn("admission: cannot cache a show's queue as off", "show", show, "err", err)
+		}
+		return s, nil
 	}
 	live, revoked, err := k.rec.Grants(ctx, show, k.now())
 	if err != nil {
