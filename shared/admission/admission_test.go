@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
@@ -34,6 +35,28 @@ func switchOn(t *testing.T, k *admission.Keeper, show string, paused bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// switchOnInRecord switches a show's queue on in the record alone, as when every cache write of the change went
+// with a failed master.
+func switchOnInRecord(t *testing.T, pool *pgxpool.Pool, show string) {
+	t.Helper()
+	if _, _, _, err := admpostgres.New(pool).Update(context.Background(), show, func(s admission.Settings) (admission.Settings, error) {
+		s.Enabled = true
+		return s, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// showExists writes booking's ShowInfo for show, deleted when the test ends.
+func showExists(t *testing.T, rdb redis.UniversalClient, show string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := rdb.HSet(ctx, rediskey.ShowInfo(show), rediskey.InfoTotalSeats, 10).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Del(ctx, rediskey.ShowInfo(show)) })
 }
 
 func TestGate(t *testing.T) {
@@ -272,12 +295,7 @@ func TestAbsentSettingsAskTheRecord(t *testing.T) {
 	cache := admredis.New(rdb)
 	show := admissiontest.Show(t, rdb, "adm-")
 	// The operator's switch is on record; every cache write for the show went with the failed master.
-	if _, _, _, err := admpostgres.New(pool).Update(ctx, show, func(s admission.Settings) (admission.Settings, error) {
-		s.Enabled = true
-		return s, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	switchOnInRecord(t, pool, show)
 	if err := cache.MarkSynced(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -331,10 +349,7 @@ func TestNoQueueReadOnce(t *testing.T) {
 	cache := admredis.New(rdb)
 	show := admissiontest.Show(t, rdb, "adm-")
 	// Booking's info says the show exists.
-	if err := rdb.HSet(ctx, rediskey.ShowInfo(show), rediskey.InfoTotalSeats, 10).Err(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rdb.Del(context.Background(), rediskey.ShowInfo(show)) })
+	showExists(t, rdb, show)
 	key, _ := token.GenerateKey()
 	keys := token.NewStaticKeys(key.Public())
 	check := func(k *admission.Keeper, want error) {
@@ -389,5 +404,32 @@ func TestNoQueueReadOnce(t *testing.T) {
 	}
 	if n := rdb.Exists(ctx, rediskey.QueueConfig(made)).Val(); n != 0 {
 		t.Fatalf("a made-up show's settings were cached")
+	}
+}
+
+// TestSyncReplacesOlderSettings: a failover can promote a replica that has the show's keys but lacks their newest
+// write, the operator's switch-on over a cached "no queue": nothing is missing, so no lookup asks the record. The
+// keeper's periodic sync compares versions and puts the record's settings back.
+func TestSyncReplacesOlderSettings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := newRedis(t)
+	pool := pgtest.New(t)
+	k := admissiontest.Keeper(t, pool, rdb)
+	show := admissiontest.Show(t, rdb, "adm-")
+	showExists(t, rdb, show)
+	if s, err := k.Settings(ctx, show); err != nil || s.Enabled {
+		t.Fatalf("settings: %+v %v, want off", s, err)
+	}
+	// The switch-on reached the record; its cache write went with the failed master.
+	switchOnInRecord(t, pool, show)
+	if err := k.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := k.Settings(ctx, show); err != nil || !s.Enabled {
+		t.Fatalf("settings after the sync: %+v %v, want the record's (on)", s, err)
+	}
+	if v, ok, err := admredis.New(rdb).Version(ctx, show); err != nil || !ok || v != 1 {
+		t.Fatalf("cached version: %d %v %v, want 1", v, ok, err)
 	}
 }

@@ -55,6 +55,20 @@ func (c *Cache) Lookup(ctx context.Context, show string) (admission.Settings, ad
 	return admission.Settings{}, admission.Unknown, nil
 }
 
+// Version implements admission.Cache. Settings written without a version (SetSettings) count as version 0.
+func (c *Cache) Version(ctx context.Context, show string) (int64, bool, error) {
+	vals, err := c.rdb.HMGet(ctx, rediskey.QueueConfig(show), rediskey.QueueEnabled, rediskey.QueueVersion).Result()
+	if err != nil {
+		return 0, false, fmt.Errorf("admission/redis: settings version: %w", err)
+	}
+	if len(vals) != 2 || vals[0] == nil {
+		return 0, false, nil
+	}
+	v, _ := vals[1].(string)
+	n, _ := strconv.ParseInt(v, 10, 64)
+	return n, true, nil
+}
+
 // parse reads HMGET's values of configFields; ok is false when nothing is cached.
 func parse(vals []any) (admission.Settings, bool) {
 	str := func(i int) string { s, _ := vals[i].(string); return s }
