@@ -7,6 +7,8 @@
 #   BENCH_QUICK=1     fewer iterations, no premiere, 2,000 streams instead of 50,000 (19,000 here: the open-file limit) (a quick look, not the record)
 #   BENCH_PORT=18180  first of the three ports used (edge, booking, payment simulator)
 #   BENCH_FILE=…      the file to refresh instead of BENCHMARKS.md
+#   BENCH_DB=…        the database to recreate (default flashseat_bench_<BENCH_PORT>: two runs on other ports
+#                     never drop each other's)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -30,10 +32,12 @@ export BOOKING_URL=http://$BOOKING_ADDR PAYMENT_GATEWAY_URL=http://$PAYSIM_ADDR
 export PAYMENT_WEBHOOK_URL=http://$BOOKING_ADDR/webhooks/payments
 export ADMISSION_JWKS_URL=http://$EDGE_ADDR/.well-known/jwks.json
 base_db=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/flashseat?sslmode=disable}
-export DATABASE_URL=$(sed -E 's|/[^/?]+(\?.*)?$|/flashseat_bench\1|' <<<"$base_db")
+db=${BENCH_DB:-flashseat_bench_$port}
+[[ $db =~ ^[a-z_][a-z0-9_]*$ ]] || { log "BENCH_DB must be a plain lower-case name: $db"; exit 1; }
+export DATABASE_URL=$(sed -E "s|/[^/?]+(\\?.*)?\$|/$db\\1|" <<<"$base_db")
 export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379/0}
 admin_db=$(sed -E 's|/[^/?]+(\?.*)?$|/postgres\1|' <<<"$base_db")
-psql "$admin_db" -qc 'DROP DATABASE IF EXISTS flashseat_bench WITH (FORCE)' -c 'CREATE DATABASE flashseat_bench'
+psql "$admin_db" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db"
 
 pids=()
 stop() { trap - INT TERM EXIT; kill -TERM "${pids[@]}" 2>/dev/null || true; wait "${pids[@]}" 2>/dev/null || true; }
@@ -60,16 +64,24 @@ stop
 
 # --- Go micro-benchmarks, each with the command that reproduces it --------------------------------------------
 n() { if [ -n "$quick" ]; then echo "$1"; else echo "$2"; fi; }
+failed=() # the benchmark commands that failed: the report is still written, then the bench fails
 gob() { # runs one benchmark command (its words as given) and records it with its result lines
   log "$*"
-  { echo "\$ $*"; "$@" 2>&1 | grep -E '^(Benchmark|ok|FAIL|---|goos|cpu)' || true; echo; } >>"$out/go-bench.txt"
+  # stderr (the services' logs, build errors) goes to its own file: a line written there while a benchmark runs
+  # would otherwise split its result line, which go test starts with the name before the run and ends after it.
+  # The whole of stdout (with a failure's reason) is kept in go-bench.raw.
+  echo "\$ $*" | tee -a "$out/go-bench.raw" >>"$out/go-bench.txt"
+  "$@" 2>>"$out/go-bench.stderr" >"$out/go-bench.last" || failed+=("$*")
+  cat "$out/go-bench.last" >>"$out/go-bench.raw"
+  { grep -E '^(Benchmark|ok|FAIL|---|goos|cpu)' "$out/go-bench.last" || true; echo; } >>"$out/go-bench.txt"
 }
 gob go test -run '^$' -bench EdgeOverhead -benchtime "$(n 2000x 20000x)" ./edge/e2e/
 gob go test -run '^$' -bench 'Join|AdmitTick|AdmitScript' -benchtime "$(n 500x 5000x)" ./waitroom/redis/
 gob env EDGE_BENCH_STREAMS="$(n 2000 50000)" go test -run '^$' -bench Streams -benchtime 1x -timeout 30m ./edge/app/
 gob go test -run '^$' -bench HotShow -benchtime 1x ./booking/app/
 # The open-loop search writes every rate it tried into $out/slo.md (the table below) and $out/slo.html (the curves).
-gob env BENCH_SLO_OUT="$out" BENCH_SLO_STEP="$(n 1s 3s)" go test -run '^$' -bench HoldSLO -benchtime 1x ./booking/app/
+# An absolute path: go test runs the benchmark in the package's directory.
+gob env BENCH_SLO_OUT="$PWD/$out" BENCH_SLO_STEP="$(n 1s 3s)" go test -run '^$' -bench HoldSLO -benchtime 1x ./booking/app/
 gob go test -run '^$' -bench Checkout -benchtime "$(n 50x 500x)" ./booking/
 
 # --- BENCHMARKS.md ------------------------------------------------------------------------------------------
@@ -106,6 +118,8 @@ end='<!-- bench:end -->'
   for k in seatmap hold; do
     echo "| $k through the edge vs direct (edge/direct $(metric EdgeOverhead/$k edge/direct); a bare proxy hop keeps $(metric EdgeOverhead/$k hop/direct), the edge $(metric EdgeOverhead/$k edge/hop) of the hop) | $(metric EdgeOverhead/$k edge-req/s) req/s | direct $(metric EdgeOverhead/$k direct-req/s) req/s | \`go test -bench EdgeOverhead ./edge/e2e/\` |"
   done
+  echo "| holds decided/s on one hot show, p99 (in-process, same rig) | $(metric HotShow booking-decisions/s)/s, p99 $(metric HotShow booking-p99-ms) ms | row-lock $(metric HotShow rowlock-decisions/s)/s, p99 $(metric HotShow rowlock-p99-ms) ms ($(metric HotShow x-throughput)× the rate, p99 $(metric HotShow x-p99)× lower) | \`go test -bench HotShow ./booking/app/\` |"
+  echo "| checkouts/s, hold → pay (authorize, confirm, capture), 16 fans at once per CPU | $(metric Checkout/gateway=0s checkouts/s)/s with an instant gateway | $(metric Checkout/gateway=200ms checkouts/s)/s with a 200 ms gateway ($(metric Checkout/gateway=200ms x-zero-latency-rate)×) | \`go test -bench Checkout ./booking/\` |"
   echo "| queue joins/s | $(metric Join joins/s) | raw Redis ZADD $(metric Join zadd/s)/s | \`go test -bench Join ./waitroom/redis/\` |"
   echo "| SSE streams held by one edge: each one's RSS, goroutines, I/O buffers; a position change reaching them all | $(metric Streams streams) held: $(metric Streams rss-B/stream) B RSS, $(metric Streams goroutines/stream) goroutines, $(metric Streams buffers-B/stream) B buffers; p99 $(metric Streams update-p99-ms) ms | — | \`go test -bench Streams ./edge/app/\` |"
   for s in premiere smoke; do
@@ -151,3 +165,8 @@ else
 fi
 mv "$out/refreshed.md" "$file"
 log "$file refreshed"
+if [ ${#failed[@]} -gt 0 ]; then
+  log "benchmarks failed (their output: $out/go-bench.raw, $out/go-bench.stderr):"
+  printf '  %s\n' "${failed[@]}" >&2
+  exit 1
+fi

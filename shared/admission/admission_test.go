@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
@@ -34,6 +35,28 @@ func switchOn(t *testing.T, k *admission.Keeper, show string, paused bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// switchOnInRecord switches a show's queue on in the record alone, as when every cache write of the change went
+// with a failed master.
+func switchOnInRecord(t *testing.T, pool *pgxpool.Pool, show string) {
+	t.Helper()
+	if _, _, _, err := admpostgres.New(pool).Update(context.Background(), show, func(s admission.Settings) (admission.Settings, error) {
+		s.Enabled = true
+		return s, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// showExists writes booking's ShowInfo for show, deleted when the test ends.
+func showExists(t *testing.T, rdb redis.UniversalClient, show string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := rdb.HSet(ctx, rediskey.ShowInfo(show), rediskey.InfoTotalSeats, 10).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Del(ctx, rediskey.ShowInfo(show)) })
 }
 
 func TestGate(t *testing.T) {
@@ -232,8 +255,8 @@ func TestUpdateRecordsThenCaches(t *testing.T) {
 	}
 }
 
-// TestSyncMarksComplete: once synced, a show with no record reads as off without asking PostgreSQL; a flush
-// (no mark) makes the keeper ask, and Run puts the mark back.
+// TestSyncMarksComplete: Run restores a wiped show and puts the mark back; the mark vouches for no single show,
+// so a show with no record still reads as off only because the record says so.
 func TestSyncMarksComplete(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -282,12 +305,7 @@ func TestAbsentSettingsAskTheRecord(t *testing.T) {
 	cache := admredis.New(rdb)
 	show := admissiontest.Show(t, rdb, "adm-")
 	// The operator's switch is on record; every cache write for the show went with the failed master.
-	if _, _, _, err := admpostgres.New(pool).Update(ctx, show, func(s admission.Settings) (admission.Settings, error) {
-		s.Enabled = true
-		return s, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	switchOnInRecord(t, pool, show)
 	if err := cache.MarkSynced(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -324,5 +342,104 @@ func TestPruneKeepsLiveAdmissions(t *testing.T) {
 	live, _, err := rec.Grants(ctx, "s", now)
 	if err != nil || len(live) != 1 || live[0].JTI != "live" {
 		t.Fatalf("after prune: %+v, %v", live, err)
+	}
+}
+
+// TestNoQueueReadOnce: a show whose queue was never set is asked of PostgreSQL once; the record's "off" is then
+// cached on the show's own settings key, so later gate checks (each a fresh gate: nothing in its one-second
+// memory) are answered by Redis. The operator's switch-on replaces the cached "off" at once, a failover that loses
+// the show's keys loses the "off" with them (the record is asked again), and a made-up show id leaves nothing
+// behind.
+func TestNoQueueReadOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := newRedis(t)
+	pool := pgtest.New(t)
+	k, rec := admissiontest.CountingKeeper(t, pool, rdb)
+	cache := admredis.New(rdb)
+	show := admissiontest.Show(t, rdb, "adm-")
+	// Booking's info says the show exists.
+	showExists(t, rdb, show)
+	key, _ := token.GenerateKey()
+	keys := token.NewStaticKeys(key.Public())
+	check := func(k *admission.Keeper, want error) {
+		t.Helper()
+		if _, err := admission.NewGate(k, keys, 0).Check(ctx, show, "u1", ""); !errors.Is(err, want) {
+			t.Fatalf("gate: got %v, want %v", err, want)
+		}
+	}
+
+	for range 20 {
+		check(k, nil)
+	}
+	if s, err := k.Settings(ctx, show); err != nil || s != admission.DefaultSettings() {
+		t.Fatalf("settings: got %+v, %v; want the defaults (off)", s, err)
+	}
+	if n := rec.SettingsReads(); n != 1 {
+		t.Fatalf("record read %d times for 21 lookups of a show without a queue, want 1", n)
+	}
+	if s, p, err := cache.Lookup(ctx, show); err != nil || p != admission.Cached || s.Enabled {
+		t.Fatalf("cache: %+v %v %v, want off, cached", s, p, err)
+	}
+
+	// A failover loses the show's keys, the cached "off" with them: the record is asked again, once.
+	admissiontest.Wipe(ctx, rdb, show)
+	check(k, nil)
+	check(k, nil)
+	if n := rec.SettingsReads(); n != 2 {
+		t.Fatalf("record read %d times after the show's keys were lost, want 2", n)
+	}
+
+	// The operator switches the queue on: the change overwrites the cached "off" (no restore, no read), and
+	// every replica's next lookup sees it.
+	switchOn(t, k, show, false)
+	if s, p, err := cache.Lookup(ctx, show); err != nil || p != admission.Cached || !s.Enabled {
+		t.Fatalf("cache after the switch: %+v %v %v, want on", s, p, err)
+	}
+	check(k, admission.ErrRequired)
+	check(admissiontest.Keeper(t, pool, rdb), admission.ErrRequired)
+	if n := rec.SettingsReads(); n != 2 {
+		t.Fatalf("record read %d times, want still 2 (the switch writes the cache)", n)
+	}
+
+	// A show id nobody knows of costs a read every time, as before, and is never cached.
+	made := "made-up-" + show
+	for i := range 3 {
+		if _, err := admission.NewGate(k, keys, 0).Check(ctx, made, "u1", ""); err != nil {
+			t.Fatalf("made-up show %d: %v", i, err)
+		}
+	}
+	if n := rec.SettingsReads(); n != 5 {
+		t.Fatalf("record read %d times, want 5 (3 for the made-up show)", n)
+	}
+	if n := rdb.Exists(ctx, rediskey.QueueConfig(made)).Val(); n != 0 {
+		t.Fatalf("a made-up show's settings were cached")
+	}
+}
+
+// TestSyncReplacesOlderSettings: a failover can promote a replica that has the show's keys but lacks their newest
+// write, the operator's switch-on over a cached "no queue": nothing is missing, so no lookup asks the record. The
+// keeper's periodic sync compares versions and puts the record's settings back.
+func TestSyncReplacesOlderSettings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := newRedis(t)
+	pool := pgtest.New(t)
+	k := admissiontest.Keeper(t, pool, rdb)
+	show := admissiontest.Show(t, rdb, "adm-")
+	showExists(t, rdb, show)
+	if s, err := k.Settings(ctx, show); err != nil || s.Enabled {
+		t.Fatalf("settings: %+v %v, want off", s, err)
+	}
+	// The switch-on reached the record; its cache write went with the failed master.
+	switchOnInRecord(t, pool, show)
+	if err := k.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := k.Settings(ctx, show); err != nil || !s.Enabled {
+		t.Fatalf("settings after the sync: %+v %v, want the record's (on)", s, err)
+	}
+	if v, ok, err := admredis.New(rdb).Version(ctx, show); err != nil || !ok || v != 1 {
+		t.Fatalf("cached version: %d %v %v, want 1", v, ok, err)
 	}
 }

@@ -16,8 +16,8 @@ type Record interface {
 	// Update changes a show's settings with fn (given the settings in force, or DefaultSettings) in one
 	// transaction and returns the settings before and after and the new version.
 	Update(ctx context.Context, show string, fn func(Settings) (Settings, error)) (old, now Settings, version int64, err error)
-	// Shows lists the shows with a record.
-	Shows(ctx context.Context) ([]string, error)
+	// Shows lists the shows with a record, each with its settings' version.
+	Shows(ctx context.Context) (map[string]int64, error)
 	// Grants reads a show's admissions that have not expired at now: live ones and revoked ones.
 	Grants(ctx context.Context, show string, now time.Time) (live, revoked []Grant, err error)
 	// AddGrants records admissions (idempotent by show and jti).
@@ -44,10 +44,11 @@ type Presence int
 // replica that lacks the newest writes loses the one without the other, so an absence in the cache is only ever a
 // reason to ask the record (a queue read as off there is a queue told "closed", and a gate left open).
 const (
-	// Unknown: the cache holds no settings for the show (it never had a record, or Redis lost the show's keys):
-	// the record decides, and the state is restored from it.
+	// Unknown: the cache holds no settings for the show (never asked of the record yet, or Redis lost the show's
+	// keys): the record decides, and the state is restored from it (a show without a record is cached as off).
 	Unknown Presence = iota
-	// Cached: the cache holds the show's settings, revocations and active admissions.
+	// Cached: the cache holds the show's settings, revocations and active admissions (or, for a show without a
+	// record, the settings "off" the record gave).
 	Cached
 )
 
@@ -55,11 +56,17 @@ const (
 type Cache interface {
 	// Lookup reads a show's settings and whether the cache can vouch for them.
 	Lookup(ctx context.Context, show string) (Settings, Presence, error)
+	// Version reads the record's version of a show's cached settings (0: cached as having no record); ok is
+	// false when none are cached.
+	Version(ctx context.Context, show string) (version int64, ok bool, err error)
 	// Revoked reports whether a token id of show has been revoked, and whether the show's state is cached at
 	// all (if not, "not revoked" means nothing).
 	Revoked(ctx context.Context, show, jti string) (revoked, cached bool, err error)
 	// Fill writes a show's state from the record (revocations and active admissions first, the settings last, so
 	// that settings in the cache mean the rest is there too). It changes nothing if the settings are cached.
+	// Version 0 means the show has no record: its queue is off, cached on the show's own keys (never a global
+	// one) so that the answer is lost only together with the rest of the show's state; the cache may decline
+	// to keep it (a show id nobody else knows of).
 	Fill(ctx context.Context, show string, s Settings, version int64, live, revoked []Grant) error
 	// Put replaces cached settings with a newer version and announces the change to every replica; ok is false
 	// when the show has nothing cached (Fill it instead).
@@ -150,7 +157,15 @@ func (k *Keeper) restore(ctx context.Context, show string) (Settings, error) {
 		return Settings{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if !found {
-		return DefaultSettings(), nil
+		// Cached as off (version 0) on the show's own key, so the next joins and gate checks are answered by
+		// Redis, not PostgreSQL. A failover that loses it loses it with the show's other keys, and the miss
+		// comes back here; an operator's first change (version 1) replaces it (Put). A failure to cache
+		// changes nothing of the answer, which the record gave.
+		s = DefaultSettings()
+		if err := k.cache.Fill(ctx, show, s, 0, nil, nil); err != nil {
+			k.log.Warn("admission: cannot cache a show's queue as off", "show", show, "err", err)
+		}
+		return s, nil
 	}
 	live, revoked, err := k.rec.Grants(ctx, show, k.now())
 	if err != nil {
@@ -164,21 +179,25 @@ func (k *Keeper) restore(ctx context.Context, show string) (Settings, error) {
 	return s, nil
 }
 
-// Sync restores every show with a record whose state the cache lacks, then marks the cache complete.
+// Sync restores every show with a record whose state the cache lacks, brings up to date every show whose cached
+// settings are older than the record's, then marks the cache complete.
 func (k *Keeper) Sync(ctx context.Context) error {
 	shows, err := k.rec.Shows(ctx)
 	if err != nil {
 		return fmt.Errorf("admission: sync: %w", err)
 	}
-	for _, show := range shows {
-		_, p, err := k.cache.Lookup(ctx, show)
+	for show, version := range shows {
+		cached, ok, err := k.cache.Version(ctx, show)
 		if err != nil {
 			return fmt.Errorf("admission: sync: %w", err)
 		}
-		if p == Cached {
-			continue
+		switch {
+		case !ok:
+			_, err = k.restore(ctx, show)
+		case cached < version:
+			err = k.refresh(ctx, show)
 		}
-		if _, err := k.restore(ctx, show); err != nil {
+		if err != nil {
 			return fmt.Errorf("admission: sync %s: %w", show, err)
 		}
 	}
@@ -192,9 +211,30 @@ func (k *Keeper) Sync(ctx context.Context) error {
 	return nil
 }
 
+// refresh puts a show's settings from the record over older cached ones. Older settings are cached when a
+// cluster failover promoted a replica that lacked the newest write of the show's settings (an operator's change,
+// often the first switch-on over a show cached as having no queue): the show's other keys are there, so nothing
+// reads as missing, and only the version tells.
+func (k *Keeper) refresh(ctx context.Context, show string) error {
+	s, version, _, err := k.rec.Settings(ctx, show)
+	if err != nil {
+		return err
+	}
+	ok, err := k.cache.Put(ctx, show, s, version)
+	if err == nil && !ok {
+		_, err = k.restore(ctx, show)
+	}
+	if err == nil {
+		k.log.Info("admission: cached queue settings were older than the record's; replaced", "show", show,
+			"version", version, "enabled", s.Enabled)
+	}
+	return err
+}
+
 // Run keeps the cache complete until ctx ends: every check interval it looks for the cache's completeness mark
 // (gone when Redis restarted empty or was flushed, so this also covers a reconnect) and rebuilds every show when
-// it is missing; every full interval it rebuilds whatever single show lost its keys.
+// it is missing; every full interval it rebuilds whatever single show lost its keys and replaces settings older
+// than the record's.
 func (k *Keeper) Run(ctx context.Context, check, full time.Duration) {
 	t := time.NewTicker(check)
 	defer t.Stop()

@@ -46,7 +46,9 @@ func SeatEvents(showID string) string { return Tag(showID) + ":seat-events" }
 // the waiting room can react to sell-out and to seats coming back without polling every show.
 const AvailabilityEvents = "flashseat:availability"
 
-// QueueConfig is a hash of the operator's settings for a show's waiting room: the fields below.
+// QueueConfig is a hash of the operator's settings for a show's waiting room: the fields below. A show whose
+// queue was never set has its record's answer cached here too (off, version 0), on the show's own key so that a
+// cluster failover loses it only together with the rest of the show's state.
 func QueueConfig(showID string) string { return Tag(showID) + ":queue:config" }
 
 // Fields of QueueConfig.
@@ -56,7 +58,7 @@ const (
 	QueueMaxActive       = "maxActive"       // integer
 	QueueTokenTTLSeconds = "tokenTtlSeconds" // integer
 	QueuePaused          = "paused"          // "1" or "0": admission paused, queue still on
-	QueueVersion         = "version"         // the record's version of these settings (PostgreSQL)
+	QueueVersion         = "version"         // the record's version of these settings (PostgreSQL); 0: no record, off
 )
 
 // QueueSynced is the mark that every show on record (PostgreSQL) was put in the cache since Redis last lost its

@@ -11,12 +11,14 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/admission/admissiontest"
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
 	admredis "github.com/flashseat/flashseat/shared/admission/redis"
 	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/token"
 	"github.com/flashseat/flashseat/waitroom"
 	"github.com/flashseat/flashseat/waitroom/internal/wrtest"
+	wrpostgres "github.com/flashseat/flashseat/waitroom/postgres"
 	wrredis "github.com/flashseat/flashseat/waitroom/redis"
 )
 
@@ -373,8 +375,7 @@ func TestLostSettingsNeverClosed(t *testing.T) {
 	ctx := context.Background()
 	rdb := client(t)
 	show := newShow(t, rdb)
-	showInfo(t, rdb, show, map[string]any{rediskey.InfoAvailable: 10, rediskey.InfoHeld: 0,
-		rediskey.InfoSaleStartsAt: ms(time.Now().Add(-time.Minute))})
+	openSale(t, rdb, show)
 	svc := newService(t, rdb, issuer(t), waitroom.Options{})
 	if _, _, _, err := admpostgres.New(database(t)).Update(ctx, show, func(admission.Settings) (admission.Settings, error) {
 		return admission.Settings{Enabled: true, AdmitPerSecond: 1000, MaxActive: 2, TokenTTLSeconds: 600}, nil
@@ -403,5 +404,52 @@ func TestLostSettingsNeverClosed(t *testing.T) {
 	snap, err := svc.Tick(ctx, show, false)
 	if err != nil || snap.Phase == waitroom.PhaseClosed {
 		t.Fatalf("tick after the loss: phase %s, %v", snap.Phase, err)
+	}
+}
+
+// TestNoQueueAnsweredFromCache: joins, polls and ticks of a show whose queue was never set ask PostgreSQL once;
+// the record's "off" is cached on the show's settings key and answers the rest. The operator's switch-on takes
+// effect at the next join, and the cached "off" lost with the show's keys is asked again, never guessed.
+func TestNoQueueAnsweredFromCache(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := client(t)
+	show := newShow(t, rdb)
+	openSale(t, rdb, show)
+	k, rec := admissiontest.CountingKeeper(t, database(t), rdb)
+	svc := waitroom.New(wrredis.New(rdb), wrpostgres.New(database(t)), k, issuer(t), waitroom.Options{})
+	for _, u := range users("n", 5) {
+		if p, err := svc.Join(ctx, show, u); err != nil || p.Status != waitroom.Closed {
+			t.Fatalf("join %s: %+v, %v; want closed", u, p, err)
+		}
+	}
+	if snap, err := svc.Tick(ctx, show, false); err != nil || snap.Phase != waitroom.PhaseClosed {
+		t.Fatalf("tick: phase %s, %v; want closed", snap.Phase, err)
+	}
+	if n := rec.SettingsReads(); n != 1 {
+		t.Fatalf("record read %d times for five joins and a tick, want 1", n)
+	}
+
+	// A failover loses the show's keys; booking's info comes back with its next reconcile.
+	rdb.Del(ctx, wrredis.Keys(show)...)
+	openSale(t, rdb, show)
+	if p, err := svc.Join(ctx, show, "n0"); err != nil || p.Status != waitroom.Closed {
+		t.Fatalf("join after the loss: %+v, %v; want closed", p, err)
+	}
+	if n := rec.SettingsReads(); n != 2 {
+		t.Fatalf("record read %d times after the loss, want 2", n)
+	}
+
+	if _, _, err := svc.UpdateSettings(ctx, show, func(s admission.Settings) (admission.Settings, error) {
+		s.Enabled = true
+		return s, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := svc.Join(ctx, show, "n1"); err != nil || p.Status != waitroom.Waiting || p.Seq <= 0 {
+		t.Fatalf("join after the switch-on: %+v, %v; want a ticket", p, err)
+	}
+	if n := rec.SettingsReads(); n != 2 {
+		t.Fatalf("record read %d times, want still 2 (the switch-on overwrote the cached off)", n)
 	}
 }

@@ -80,6 +80,13 @@ func showInfo(t testing.TB, rdb goredis.UniversalClient, show string, fields map
 	}
 }
 
+// openSale writes booking's ShowInfo for a show whose sale opened a minute ago with 10 seats free.
+func openSale(t testing.TB, rdb goredis.UniversalClient, show string) {
+	t.Helper()
+	showInfo(t, rdb, show, map[string]any{rediskey.InfoAvailable: 10, rediskey.InfoHeld: 0,
+		rediskey.InfoSaleStartsAt: ms(time.Now().Add(-time.Minute))})
+}
+
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
 func users(prefix string, n int) []string {

@@ -4,6 +4,7 @@ package admissiontest
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
@@ -23,6 +24,30 @@ func Keeper(t testing.TB, pool *pgxpool.Pool, rdb goredis.UniversalClient) *admi
 		t.Fatalf("admissiontest: migrate: %v", err)
 	}
 	return admission.NewKeeper(admpostgres.New(pool), admredis.New(rdb), nil)
+}
+
+// Counting is the PostgreSQL record, counting the settings reads it answers: what a show's queue costs the
+// record, seen from where the record is used.
+type Counting struct {
+	admission.Record
+	reads atomic.Int64
+}
+
+// Settings implements admission.Record, counting the read.
+func (c *Counting) Settings(ctx context.Context, show string) (admission.Settings, int64, bool, error) {
+	c.reads.Add(1)
+	return c.Record.Settings(ctx, show)
+}
+
+// SettingsReads is how many times the settings were read from the record.
+func (c *Counting) SettingsReads() int64 { return c.reads.Load() }
+
+// CountingKeeper is Keeper over a record that counts its settings reads.
+func CountingKeeper(t testing.TB, pool *pgxpool.Pool, rdb goredis.UniversalClient) (*admission.Keeper, *Counting) {
+	t.Helper()
+	Keeper(t, pool, rdb) // migrates
+	rec := &Counting{Record: admpostgres.New(pool)}
+	return admission.NewKeeper(rec, admredis.New(rdb), nil), rec
 }
 
 // Show returns a unique show id whose shared cache keys are deleted when the test ends.

@@ -122,16 +122,21 @@ func (r *Record) Update(ctx context.Context, show string, fn func(admission.Sett
 }
 
 // Shows implements admission.Record.
-func (r *Record) Shows(ctx context.Context) ([]string, error) {
-	rows, err := r.pool.Query(ctx, `SELECT show_id FROM queue_settings ORDER BY show_id`)
+func (r *Record) Shows(ctx context.Context) (map[string]int64, error) {
+	rows, err := r.pool.Query(ctx, `SELECT show_id, version FROM queue_settings`)
 	if err != nil {
 		return nil, fmt.Errorf("admission/postgres: shows: %w", err)
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
+	shows := map[string]int64{}
+	var show string
+	var version int64
+	if _, err := pgx.ForEachRow(rows, []any{&show, &version}, func() error {
+		shows[show] = version
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("admission/postgres: shows: %w", err)
 	}
-	return ids, nil
+	return shows, nil
 }
 
 const grantCols = `show_id, jti, user_id, issued_at, expires_at`

@@ -4,7 +4,8 @@
 -- Reply: -1 nothing cached (the caller restores the whole state instead: settings alone would vouch for
 -- revocations that are not there), 0 a version as new or newer is cached (two operators raced: the record's
 -- order wins), 1 written.
--- Settings written without a version (SetSettings, for tools and tests) count as version 0.
+-- Settings written without a version (SetSettings, for tools and tests) count as version 0, as does a show cached
+-- as having no record (queue off): the record's first version, an operator's first change, replaces it at once.
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return -1
 end

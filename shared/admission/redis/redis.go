@@ -2,7 +2,8 @@
 // rediskey.QueueConfig, its active admissions in QueueActive and its revoked token ids in QueueRevoked (all under
 // the show's hash tag, so one script touches one cluster slot), plus the global QueueSynced mark that tells the
 // keeper Redis lost its data. A show without cached settings is never read as "no record" here: that is the
-// record's to say (see admission.Presence).
+// record's to say (see admission.Presence). Once the record has said it, the answer is cached on the show's own
+// settings key (version 0, queue off), so it is lost together with the show's other keys, never apart from them.
 package redis
 
 import (
@@ -54,6 +55,20 @@ func (c *Cache) Lookup(ctx context.Context, show string) (admission.Settings, ad
 	return admission.Settings{}, admission.Unknown, nil
 }
 
+// Version implements admission.Cache. Settings written without a version (SetSettings) count as version 0.
+func (c *Cache) Version(ctx context.Context, show string) (int64, bool, error) {
+	vals, err := c.rdb.HMGet(ctx, rediskey.QueueConfig(show), rediskey.QueueEnabled, rediskey.QueueVersion).Result()
+	if err != nil {
+		return 0, false, fmt.Errorf("admission/redis: settings version: %w", err)
+	}
+	if len(vals) != 2 || vals[0] == nil {
+		return 0, false, nil
+	}
+	v, _ := vals[1].(string)
+	n, _ := strconv.ParseInt(v, 10, 64)
+	return n, true, nil
+}
+
 // parse reads HMGET's values of configFields; ok is false when nothing is cached.
 func parse(vals []any) (admission.Settings, bool) {
 	str := func(i int) string { s, _ := vals[i].(string); return s }
@@ -102,7 +117,8 @@ func (c *Cache) Revoked(ctx context.Context, show, jti string) (revoked, cached 
 	return score.Err() == nil, exists.Val() == 1, nil
 }
 
-// Fill implements admission.Cache.
+// Fill implements admission.Cache. Version 0 (no record) is cached as queue off only for a show booking's
+// ShowInfo says exists (fill.lua), so requests for made-up show ids leave no keys behind.
 func (c *Cache) Fill(ctx context.Context, show string, s admission.Settings, version int64, live, revoked []admission.Grant) error {
 	args := settingsArgs(s, version)
 	args = append(args, len(live))
@@ -111,7 +127,8 @@ func (c *Cache) Fill(ctx context.Context, show string, s admission.Settings, ver
 			args = append(args, g.ExpiresAt.UnixMilli(), g.JTI)
 		}
 	}
-	keys := []string{rediskey.QueueConfig(show), rediskey.QueueActive(show), rediskey.QueueRevoked(show)}
+	keys := []string{rediskey.QueueConfig(show), rediskey.QueueActive(show), rediskey.QueueRevoked(show),
+		rediskey.ShowInfo(show)}
 	if err := fillScript.Run(ctx, c.rdb, keys, args...).Err(); err != nil {
 		return fmt.Errorf("admission/redis: fill %s: %w", show, err)
 	}
