@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -138,4 +139,40 @@ func sloChart(steps []sloStep, slo time.Duration) string {
 	}
 	b.WriteString(`</svg>`)
 	return b.String()
+}
+
+// The report has a row and a curve for each design and the floor, and names the floor's rate.
+func TestWriteSLOReport(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	job := sloJob{Tokens: make([]string, 4), Step: time.Second, SLO: 50 * time.Millisecond, MaxErrors: 0.001}
+	var steps []sloStep
+	for d := range sloDesigns {
+		for _, rate := range []float64{250, 500} {
+			steps = append(steps, sloStep{Design: d, Rate: rate, Sent: int(rate), Decisions: int(rate),
+				Elapsed: time.Second, P50: time.Millisecond, P99: 20 * time.Millisecond, Workers: 4, Pass: true})
+		}
+	}
+	if err := writeSLOReport(dir, job, steps, []float64{500, 250, 500}); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "slo.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "slo.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range sloDesigns {
+		if got := strings.Count(string(md), "| "+name+" |"); got != 2 {
+			t.Errorf("slo.md has %d rows of %s, want 2:\n%s", got, name, md)
+		}
+		if !strings.Contains(string(page), ">"+name+" p99<") {
+			t.Errorf("slo.html has no p99 curve of %s", name)
+		}
+	}
+	if !strings.Contains(string(md), "a server doing no work) 500/s") {
+		t.Errorf("slo.md does not name the floor's rate:\n%s", md)
+	}
 }
