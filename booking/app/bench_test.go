@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -38,10 +39,7 @@ func BenchmarkHotShow(b *testing.B) {
 	rig := newHotShowRig(b, 500)
 	// The machine is shared and its load drifts: alternate the designs (and the floor) in short rounds so all
 	// see the same conditions, and add the rounds up.
-	rounds := 5
-	if v, err := strconv.Atoi(os.Getenv("BENCH_ROUNDS")); err == nil && v > 0 {
-		rounds = v
-	}
+	rounds := envInt("BENCH_ROUNDS", 5)
 	b.ResetTimer()
 	// The clients run in a process of their own (this test binary again), so the servers' goroutines do not
 	// share a scheduler with 500 client goroutines; the operating system shares the CPUs between them.
@@ -120,6 +118,13 @@ func startFloor(b *testing.B) string {
 	return "http://" + ln.Addr().String()
 }
 
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
 func envDuration(name string, def time.Duration) time.Duration {
 	if v, err := time.ParseDuration(os.Getenv(name)); err == nil && v > 0 {
 		return v
@@ -184,6 +189,8 @@ type loadResult struct {
 	p50, p99                time.Duration
 	lat                     []time.Duration
 	elapsed                 time.Duration
+	// serverCPU and loadCPU are the CPU time the servers' process and the load process spent in the rounds.
+	serverCPU, loadCPU time.Duration
 }
 
 // add merges the rounds of one design.
@@ -192,6 +199,8 @@ func (r loadResult) add(o loadResult) loadResult {
 	r.errors += o.errors
 	r.lat = append(r.lat, o.lat...)
 	r.elapsed += o.elapsed
+	r.serverCPU += o.serverCPU
+	r.loadCPU += o.loadCPU
 	return r
 }
 
@@ -352,7 +361,11 @@ func (f *fleet) run(dur time.Duration) loadResult {
 func runRounds(t testing.TB, job loadJob) []loadResult {
 	fleets := make([]*fleet, len(job.URLs))
 	for i, url := range job.URLs {
-		fleets[i] = newFleet(t, url, job.Show, job.Tokens)
+		tokens := job.Tokens
+		if i < len(job.Clients) {
+			tokens = tokens[:job.Clients[i]]
+		}
+		fleets[i] = newFleet(t, url, job.Show, tokens)
 		defer fleets[i].close()
 	}
 	for _, f := range fleets {
@@ -361,7 +374,10 @@ func runRounds(t testing.TB, job loadJob) []loadResult {
 	res := make([]loadResult, len(fleets))
 	for range job.Rounds {
 		for i, f := range fleets {
-			res[i] = res[i].add(f.run(job.Round))
+			server, load := serverCPU(), processCPU()
+			r := f.run(job.Round)
+			r.serverCPU, r.loadCPU = serverCPU()-server, processCPU()-load
+			res[i] = res[i].add(r)
 		}
 	}
 	for i := range res {
@@ -377,12 +393,13 @@ type loadJob struct {
 	Tokens        []string
 	Round, Warmup time.Duration
 	Rounds        int
+	Clients       []int // per URL, how many clients (the first of Tokens); all of Tokens when not given
 }
 
 type loadReport struct {
-	Lat          []time.Duration
-	Held, Errors int
-	Elapsed      time.Duration
+	Lat                         []time.Duration
+	Held, Errors                int
+	Elapsed, ServerCPU, LoadCPU time.Duration
 }
 
 // runLoadProcess runs runRounds in a child process (TestLoadHelper of this test binary).
@@ -391,7 +408,8 @@ func runLoadProcess(b testing.TB, job loadJob) []loadResult {
 	runChild(b, "TestLoadHelper", job, &reps)
 	res := make([]loadResult, len(reps))
 	for i, r := range reps {
-		res[i] = loadResult{held: r.Held, errors: r.Errors, lat: r.Lat, elapsed: r.Elapsed}.done()
+		res[i] = loadResult{held: r.Held, errors: r.Errors, lat: r.Lat, elapsed: r.Elapsed, serverCPU: r.ServerCPU,
+			loadCPU: r.LoadCPU}.done()
 	}
 	return res
 }
@@ -404,7 +422,25 @@ func TestLoadHelper(t *testing.T) {
 	}
 	var reps []loadReport
 	for _, r := range runRounds(t, job) {
-		reps = append(reps, loadReport{Lat: r.lat, Held: r.held, Errors: r.errors, Elapsed: r.elapsed})
+		reps = append(reps, loadReport{Lat: r.lat, Held: r.held, Errors: r.errors, Elapsed: r.elapsed,
+			ServerCPU: r.serverCPU, LoadCPU: r.loadCPU})
 	}
 	childReport(t, reps)
+}
+
+// serverCPU is the CPU time (user and system) of the servers' process, this load process's parent, from
+// /proc (Linux; 0 elsewhere), to the clock tick (10 ms).
+func serverCPU() time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", os.Getppid()))
+	end := bytes.LastIndexByte(raw, ')')
+	if err != nil || end < 0 {
+		return 0
+	}
+	f := strings.Fields(string(raw[end+1:])) // from the state, the third field of stat(5)
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.Atoi(f[11])
+	stime, _ := strconv.Atoi(f[12])
+	return time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ is 100 on Linux
 }

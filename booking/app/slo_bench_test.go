@@ -5,7 +5,6 @@ import (
 	"math"
 	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -15,7 +14,10 @@ import (
 
 // BenchmarkHoldSLO finds, for booking and for the row-lock baseline, the highest constant arrival rate of holds
 // on the hot show of BenchmarkHotShow whose p99 stays at or under 50 ms (the flash-sale target) with fewer than
-// 0.1% errors, and reports both and their ratio, x-slo.
+// 0.1% errors, and reports both and their ratio, x-slo. Beside them it searches the same way against the floor of
+// BenchmarkHotShow, a server that answers every hold 409 without doing any work: slo-rate-floor is the highest
+// rate this machine, the generator and fasthttp sustain at the target in this run, and x-slo-floor (floor over
+// row-lock) the largest x-slo the run allowed at all.
 //
 // The load is open loop, in the manner of wrk2: request i of a step is due at start + i/rate whether or not the
 // earlier ones have been answered, and its latency runs from that due time, not from when it was sent, so a stall
@@ -25,8 +27,8 @@ import (
 // or whose requests went out late, says so in its line: then the generator, not the server, set the pace.
 //
 // The search steps the rate up from 250/s, doubling, until a step misses the target, then bisects (geometric
-// midpoints) until the passing and failing rates are within 10%. The two designs take their steps in turn, so
-// both see the same drift of this shared machine. Run it once:
+// midpoints) until the passing and failing rates are within 10%. The designs and the floor take their steps in
+// turn, under the same rules, so all see the same drift of this shared machine. Run it once:
 //
 //	go test -run '^$' -bench HoldSLO -benchtime 1x ./booking/app/
 //
@@ -34,12 +36,8 @@ import (
 // design gets first, BENCH_SLO_WORKERS (default 2000) the generator's pool per design, and BENCH_SLO_OUT a
 // directory to write slo.md (a table of every step) and slo.html (the curves) into.
 func BenchmarkHoldSLO(b *testing.B) {
-	workers := 2000
-	if v, err := strconv.Atoi(os.Getenv("BENCH_SLO_WORKERS")); err == nil && v > 0 {
-		workers = v
-	}
-	rig := newHotShowRig(b, workers)
-	job := sloJob{URLs: []string{rig.booking, rig.rowlock}, Show: rig.show, Tokens: rig.tokens,
+	rig := newHotShowRig(b, envInt("BENCH_SLO_WORKERS", 2000))
+	job := sloJob{URLs: []string{rig.booking, rig.rowlock, startFloor(b)}, Show: rig.show, Tokens: rig.tokens,
 		Step: envDuration("BENCH_SLO_STEP", 3*time.Second), Warmup: envDuration("BENCH_WARMUP", time.Second),
 		Start: 250, SLO: 50 * time.Millisecond, MaxErrors: 0.001}
 	b.ResetTimer()
@@ -56,8 +54,10 @@ func BenchmarkHoldSLO(b *testing.B) {
 	}
 	b.ReportMetric(best[0], "slo-rate-booking")
 	b.ReportMetric(best[1], "slo-rate-rowlock")
+	b.ReportMetric(best[2], "slo-rate-floor")
 	if best[1] > 0 {
 		b.ReportMetric(best[0]/best[1], "x-slo")
+		b.ReportMetric(best[2]/best[1], "x-slo-floor")
 	}
 	if dir := os.Getenv("BENCH_SLO_OUT"); dir != "" {
 		if err := writeSLOReport(dir, job, steps, best); err != nil {
@@ -67,7 +67,7 @@ func BenchmarkHoldSLO(b *testing.B) {
 }
 
 // sloDesigns names the job's URLs, in order.
-var sloDesigns = []string{"booking", "rowlock"}
+var sloDesigns = []string{"booking", "rowlock", "floor"}
 
 type sloJob struct {
 	URLs         []string
@@ -128,7 +128,7 @@ func ms(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) 
 // rateSearch is one design's search for its highest passing rate. A rate fails only when two tries miss the
 // target: on this shared machine another process can stall the servers for 100 ms or more, which alone puts
 // more than 1% of a 3 s step over 50 ms at any rate. The second try comes on the design's next turn, after the
-// other design's step, and both designs are searched under the same rule.
+// others' steps, and every design (and the floor) is searched under the same rule.
 type rateSearch struct {
 	lo, hi float64 // highest passing and lowest failing rate so far (0: none yet)
 	again  float64 // a rate that failed once, to try again

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -24,8 +25,9 @@ func writeSLOReport(dir string, job sloJob, steps []sloStep, best []float64) err
 	})
 	var md strings.Builder
 	fmt.Fprintf(&md, "Open loop, %v a step, %d workers (keep-alive connections) per design; target p99 ≤ %v with "+
-		"under %.1f%% errors; a rate fails when two tries miss. Highest passing rate: booking %.0f/s, row-lock %.0f/s.\n\n", job.Step, len(job.Tokens),
-		job.SLO, job.MaxErrors*100, best[0], best[1])
+		"under %.1f%% errors; a rate fails when two tries miss. Highest passing rate: booking %.0f/s, row-lock %.0f/s; "+
+		"the floor (a server doing no work) %.0f/s.\n\n", job.Step, len(job.Tokens), job.SLO, job.MaxErrors*100, best[0],
+		best[1], best[2])
 	md.WriteString("| design | offered/s | answered/s | p50 | p99 | max | errors | sent late p99 | in flight max | generator CPU | meets target |\n")
 	md.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, s := range sorted {
@@ -112,7 +114,7 @@ func sloChart(steps []sloStep, slo time.Duration) string {
 	fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#b3261e" stroke-dasharray="5 3"/><text x="%d" y="%.1f" fill="#b3261e">p99 target</text>`,
 		l, w-r, y(target), y(target), w-r+4, y(target)+4)
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">offered holds per second (log)</text>`, (w+l-r)/2, h-6)
-	colors := []string{"#1a5fb4", "#c64600"}
+	colors := []string{"#1a5fb4", "#c64600", "#777777"}
 	for d, name := range sloDesigns {
 		for _, q := range []struct {
 			label string
@@ -137,4 +139,40 @@ func sloChart(steps []sloStep, slo time.Duration) string {
 	}
 	b.WriteString(`</svg>`)
 	return b.String()
+}
+
+// The report has a row and a curve for each design and the floor, and names the floor's rate.
+func TestWriteSLOReport(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	job := sloJob{Tokens: make([]string, 4), Step: time.Second, SLO: 50 * time.Millisecond, MaxErrors: 0.001}
+	var steps []sloStep
+	for d := range sloDesigns {
+		for _, rate := range []float64{250, 500} {
+			steps = append(steps, sloStep{Design: d, Rate: rate, Sent: int(rate), Decisions: int(rate),
+				Elapsed: time.Second, P50: time.Millisecond, P99: 20 * time.Millisecond, Workers: 4, Pass: true})
+		}
+	}
+	if err := writeSLOReport(dir, job, steps, []float64{500, 250, 500}); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "slo.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "slo.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range sloDesigns {
+		if got := strings.Count(string(md), "| "+name+" |"); got != 2 {
+			t.Errorf("slo.md has %d rows of %s, want 2:\n%s", got, name, md)
+		}
+		if !strings.Contains(string(page), ">"+name+" p99<") {
+			t.Errorf("slo.html has no p99 curve of %s", name)
+		}
+	}
+	if !strings.Contains(string(md), "a server doing no work) 500/s") {
+		t.Errorf("slo.md does not name the floor's rate:\n%s", md)
+	}
 }

@@ -18,6 +18,9 @@ type Gate struct {
 
 	// cache is bounded against requests for made-up show ids; when full it forgets the show least recently
 	// asked for, not every show at once (which would send every replica's next requests to Redis together).
+	// Lookups only read it (Peek, under the cache's read lock): every hold asks, and moving the entry to the
+	// front would take the exclusive lock each time. A show asked for is put back at the front when its entry
+	// is renewed, once a ttl, which keeps the order to within a second.
 	cache *lru.Cache[string, cached]
 }
 
@@ -51,7 +54,7 @@ func (g *Gate) Keeper() *Keeper { return g.keeper }
 // must refuse, never treat the queue as off.
 func (g *Gate) Settings(ctx context.Context, showID string) (Settings, error) {
 	now := time.Now()
-	c, ok := g.cache.Get(showID)
+	c, ok := g.cache.Peek(showID)
 	if ok && now.Sub(c.at) < g.ttl {
 		return c.s, nil
 	}
@@ -73,7 +76,7 @@ func (g *Gate) Enabled(ctx context.Context, showID string) (bool, error) {
 // store call: a gate may then pass the request at once (no deadline to arm, no token to look for). false means
 // only "not known here": ask Check.
 func (g *Gate) Open(showID string) bool {
-	c, ok := g.cache.Get(showID)
+	c, ok := g.cache.Peek(showID)
 	return ok && time.Since(c.at) < g.ttl && !c.s.Enabled
 }
 

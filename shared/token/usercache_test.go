@@ -64,7 +64,8 @@ func TestUserCache(t *testing.T) {
 		t.Fatalf("Verify(junk) = %v, cached %v; want ErrInvalid, not cached", err, cached("not.a.token"))
 	}
 
-	for i := range 10 { // bounded, least recently used first out
+	for i := range 10 { // bounded, least recently used (to within promoteEvery) first out
+		clock = now.Add(time.Duration(i) * promoteEvery)
 		if _, err := c.Verify(long); err != nil { // long stays in use
 			t.Fatal(err)
 		}
