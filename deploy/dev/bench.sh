@@ -122,7 +122,7 @@ end='<!-- bench:end -->'
   done
   echo "| holds decided/s on one hot show, p99 (in-process, same rig) | $(metric HotShow booking-decisions/s)/s, p99 $(metric HotShow booking-p99-ms) ms | row-lock $(metric HotShow rowlock-decisions/s)/s, p99 $(metric HotShow rowlock-p99-ms) ms ($(metric HotShow x-throughput)× the rate, p99 $(metric HotShow x-p99)× lower) | \`go test -bench HotShow ./booking/app/\` |"
   echo "| checkouts/s, hold → pay (authorize, confirm, capture), 16 fans at once per CPU | $(metric Checkout/gateway=0s checkouts/s)/s with an instant gateway | $(metric Checkout/gateway=200ms checkouts/s)/s with a 200 ms gateway ($(metric Checkout/gateway=200ms x-zero-latency-rate)×) | \`go test -bench Checkout ./booking/\` |"
-  echo "| queue joins/s | $(metric Join joins/s) | raw Redis ZADD $(metric Join zadd/s)/s | \`go test -bench Join ./waitroom/redis/\` |"
+  echo "| queue joins/s, 1,000,000 queued (join/zadd $(metric Join join/zadd)) | $(metric Join joins/s) | raw Redis ZADD $(metric Join zadd/s)/s | \`go test -bench Join ./waitroom/redis/\` |"
   echo "| SSE streams held by one edge: each one's RSS, goroutines, I/O buffers; a position change reaching them all | $(metric Streams streams) held: $(metric Streams rss-B/stream) B RSS, $(metric Streams goroutines/stream) goroutines, $(metric Streams buffers-B/stream) B buffers; p99 $(metric Streams update-p99-ms) ms | — | \`go test -bench Streams ./edge/app/\` |"
   for s in premiere smoke; do
     f=$out/$s.txt
