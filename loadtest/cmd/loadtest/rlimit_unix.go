@@ -35,3 +35,12 @@ func raiseFileLimit(want uint64) error {
 	}
 	return nil
 }
+
+// fileLimit is the hard open-file limit, the most a process can raise its own to.
+func fileLimit() uint64 {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0
+	}
+	return lim.Max
+}
