@@ -210,7 +210,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := crowd.Config{Client: c, Scenario: sc, ShowID: *showID, Seed: *seed, Log: log, Transport: tr}
 	if *procs > 1 {
 		cfg.Split = &crowd.Split{Parts: *procs, Play: children(childSpec{Bases: bases, Scenario: sc, Sources: *sources,
-			Timeout: *timeout, MaxConns: *maxConns, Verbose: *verbose}, stderr)}
+			Timeout: *timeout, MaxConns: *maxConns, Verbose: *verbose}, stderr, log)}
 	}
 	if sc.Mode == loadtest.ModeHoldStorm && sc.Baseline {
 		if *dbURL == "" {

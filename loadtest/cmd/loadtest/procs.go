@@ -65,8 +65,8 @@ func checkShareFits(fans, procs int) error {
 
 // children returns the Split's player: each share runs in a child process of this executable, on the next base
 // URL and its own source block, and its part is read back from the child's stdout. The children's logs go to
-// stderr.
-func children(spec childSpec, stderr io.Writer) func(context.Context, crowd.Share) (*loadtest.Part, error) {
+// stderr; the CPU time each spent, to log.
+func children(spec childSpec, stderr io.Writer, log *slog.Logger) func(context.Context, crowd.Share) (*loadtest.Part, error) {
 	var next atomic.Int64
 	logs := &lockedWriter{w: stderr}
 	return func(ctx context.Context, s crowd.Share) (*loadtest.Part, error) {
@@ -99,6 +99,10 @@ func children(spec childSpec, stderr io.Writer) func(context.Context, crowd.Shar
 			_, _ = io.Copy(io.Discard, out) // let the child finish writing, so Wait can reap it
 		}
 		werr := cmd.Wait()
+		if st := cmd.ProcessState; st != nil {
+			log.Info("child done", "child", i+1, "base", cs.Base, "fans", s.Count, "cpuUser", st.UserTime().Round(time.Millisecond),
+				"cpuSys", st.SystemTime().Round(time.Millisecond))
+		}
 		switch {
 		case derr != nil:
 			return nil, fmt.Errorf("child %d at %s: no record (%w): %w", i+1, cs.Base, derr, werr)
