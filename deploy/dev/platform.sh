@@ -82,7 +82,8 @@ platform_stop() {
 # generator process nor an edge can hold that many streams under an open-file limit of 20,000 (soft and hard,
 # not raisable here), so STADIUM_EDGES replicas share the crowd, which STADIUM_PROCS generator processes play,
 # one replica each, from their own loopback source addresses. While it runs, the load average and every edge's
-# peak RSS are recorded into OUT/stadium.txt beside the report.
+# peak RSS are recorded into OUT/stadium.txt beside the report, with the CPU seconds of booking, the edges and
+# the generator processes (whose own log is OUT/stadium.log).
 stadium_step() { # out, extra loadtest args
   local out=$1; shift
   local edges=${STADIUM_EDGES:-8} procs=${STADIUM_PROCS:-8}
@@ -91,8 +92,8 @@ stadium_step() { # out, extra loadtest args
   local load=$out/stadium-load.txt
   (while sleep 5; do cut -d' ' -f1 /proc/loadavg; done) >"$load" & local sampler=$!
   local rc=0
-  bin/loadtest -out "$out/stadium" -scenario stadium -procs "$procs" -source-ips 2 -base "$EDGE_URLS" "$@" |
-    tee "$out/stadium.txt" || rc=$?
+  bin/loadtest -out "$out/stadium" -scenario stadium -procs "$procs" -source-ips 2 -base "$EDGE_URLS" -v "$@" \
+    2>"$out/stadium.log" | tee "$out/stadium.txt" || rc=$?
   kill "$sampler" 2>/dev/null || true
   {
     echo "load average (1 min, sampled every 5 s): peak $(sort -g "$load" | tail -1)"
@@ -101,7 +102,8 @@ stadium_step() { # out, extra loadtest args
       rss+=("$(awk '/^VmHWM/{printf "%.0f", $2/1024}' "/proc/$pid/status" 2>/dev/null || echo '?')")
     done
     echo "edge peak RSS (MB, $edges replicas): ${rss[*]}"
-    echo "CPU seconds: booking $(cpu_seconds "${platform_pids[1]}"), edges $(cpu_seconds "${edge_pids[@]}")"
+    echo "CPU seconds: booking $(cpu_seconds "${platform_pids[1]}"), edges $(cpu_seconds "${edge_pids[@]}"), generator processes $(sed -nE 's/.*msg="child done".* cpuSeconds=([0-9]+).*/\1/p' "$out/stadium.log" | awk '{t += $1} END {print t + 0}')"
+    echo "generator peak RSS (MB, $procs processes): $(sed -nE 's/.*msg="child done".* peakRSSMB=([0-9]+).*/\1/p' "$out/stadium.log" | tr '\n' ' ')"
   } | tee -a "$out/stadium.txt"
   return $rc
 }

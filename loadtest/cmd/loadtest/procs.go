@@ -65,7 +65,7 @@ func checkShareFits(fans, procs int) error {
 
 // children returns the Split's player: each share runs in a child process of this executable, on the next base
 // URL and its own source block, and its part is read back from the child's stdout. The children's logs go to
-// stderr; the CPU time each spent, to log.
+// stderr; the CPU time and peak RSS of each, to log.
 func children(spec childSpec, stderr io.Writer, log *slog.Logger) func(context.Context, crowd.Share) (*loadtest.Part, error) {
 	var next atomic.Int64
 	logs := &lockedWriter{w: stderr}
@@ -100,8 +100,8 @@ func children(spec childSpec, stderr io.Writer, log *slog.Logger) func(context.C
 		}
 		werr := cmd.Wait()
 		if st := cmd.ProcessState; st != nil {
-			log.Info("child done", "child", i+1, "base", cs.Base, "fans", s.Count, "cpuUser", st.UserTime().Round(time.Millisecond),
-				"cpuSys", st.SystemTime().Round(time.Millisecond))
+			log.Info("child done", "child", i+1, "base", cs.Base, "fans", s.Count,
+				"cpuSeconds", int((st.UserTime() + st.SystemTime()).Seconds()), "peakRSSMB", peakRSS(st))
 		}
 		switch {
 		case derr != nil:

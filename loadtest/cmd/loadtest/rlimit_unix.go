@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"syscall"
 )
 
@@ -43,4 +44,12 @@ func fileLimit() uint64 {
 		return 0
 	}
 	return lim.Max
+}
+
+// peakRSS is a finished child's peak resident set in MB (0 when unknown).
+func peakRSS(ps *os.ProcessState) int64 {
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return int64(ru.Maxrss) / 1024 // kilobytes on Linux
+	}
+	return 0
 }
