@@ -28,7 +28,7 @@ test: services tools ## run every test (race detector on) against real Redis and
 bench: services build ## run the benchmarks and refresh BENCHMARKS.md
 	@bash deploy/dev/bench.sh
 
-stadium: services build ## the stadium preset alone at full size (100,000 fans over 8 edges and 8 generator processes; report in .run/stadium)
+stadium: services build ## the stadium preset alone at full size (100,000 fans over 10 edges and 10 generator processes; report in .run/stadium)
 	@bash deploy/dev/stadium.sh
 
 audit: services build ## Lighthouse (mobile) on the home page, seat map and waiting room; scores into BENCHMARKS.md

@@ -6,7 +6,7 @@
 #
 #   BENCH_QUICK=1     fewer iterations, no premiere, 2,000 streams instead of 50,000 (19,000 here: the open-file limit) (a quick look, not the record)
 #   BENCH_PORT=18180  first of the ports used (edge, booking, payment simulator, then the stadium's other edges)
-#   STADIUM_EDGES=8 STADIUM_PROCS=8  edge replicas and generator processes of the stadium step
+#   STADIUM_EDGES=10 STADIUM_PROCS=10  edge replicas and generator processes of the stadium step
 #   BENCH_FILE=…      the file to refresh instead of BENCHMARKS.md
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -95,7 +95,7 @@ end='<!-- bench:end -->'
   done
   if [ -f "$out/stadium.txt" ]; then
     f=$out/stadium.txt
-    echo "| stadium: fans following the queue over SSE / polling; place in line vs admission order | $(sed -nE 's/^queue followed over SSE by ([0-9]+) fans; ([0-9]+) polled.*/\1 \/ \2/p' "$f"); $(sed -nE 's/^fairness: Spearman ([^ ]+) .*; ([0-9]+) fans checked by ticket and token time, ([0-9]+) admitted after.*/Spearman \1, \3 of \2 admitted out of order/p' "$f") | ${STADIUM_EDGES:-8} edges, peak RSS $(sed -nE 's/^edge peak RSS \(MB, [0-9]+ replicas\): //p' "$f" | tr ' ' '/') MB; $(sed -nE 's/^load average.*: peak ([^;]+);.*/\1/p' "$f") peak load | the same run |"
+    echo "| stadium: fans following the queue over SSE / polling; place in line vs admission order | $(sed -nE 's/^queue followed over SSE by ([0-9]+) fans; ([0-9]+) polled.*/\1 \/ \2/p' "$f"); $(sed -nE 's/^fairness: Spearman ([^ ]+) .*; ([0-9]+) fans checked by ticket and token time, ([0-9]+) admitted after.*/Spearman \1, \3 of \2 admitted out of order/p' "$f") | ${STADIUM_EDGES:-10} edges, peak RSS $(sed -nE 's/^edge peak RSS \(MB, [0-9]+ replicas\): //p' "$f" | tr ' ' '/') MB; $(sed -nE 's/^load average.*: peak ([^;]+);.*/\1/p' "$f") peak load | the same run |"
   fi
   echo
   echo "### Holds: flashseat vs the row-lock baseline (hold-storm, same run)"

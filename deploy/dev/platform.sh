@@ -84,10 +84,10 @@ platform_stop() {
 # one replica each, from their own loopback source addresses. While it runs, the load average and every edge's
 # peak RSS are recorded into OUT/stadium.txt beside the report, with the CPU seconds of booking, the edges and
 # the generator processes (whose own log is OUT/stadium.log). The generator runs at nice STADIUM_NICE (10): it
-# stands for 100,000 phones elsewhere, and at equal priority its 8 processes take the CPU booking needs.
+# stands for 100,000 phones elsewhere, and at equal priority its processes take the CPU booking needs.
 stadium_step() { # out, extra loadtest args
   local out=$1; shift
-  local edges=${STADIUM_EDGES:-8} procs=${STADIUM_PROCS:-8}
+  local edges=${STADIUM_EDGES:-10} procs=${STADIUM_PROCS:-10}
   platform_edges "$edges"
   platform_log "loadtest stadium over $edges edges, $procs processes: $*"
   local load=$out/stadium-load.txt

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make stadium`: the stadium preset alone (100,000 fans, 5,000 seats) against a platform it starts itself, as
-# `make bench` plays it: STADIUM_EDGES edge replicas (default 8) and STADIUM_PROCS generator processes (default 8),
+# `make bench` plays it: STADIUM_EDGES edge replicas (default 10) and STADIUM_PROCS generator processes (default 10),
 # so that no process holds more event streams than its open-file limit allows. Arguments go to the load test
 # (-fans 20000 -seats 1000 for a smaller crowd in the same layout). Report in .run/stadium/.
 #
