@@ -5,7 +5,7 @@ GOBIN   := $(shell $(GO) env GOPATH)/bin
 export PATH := $(GOBIN):$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help run test bench lint fmt build loadtest services tools audit chaos
+.PHONY: help run test bench lint fmt build loadtest services tools audit chaos stadium
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -27,6 +27,9 @@ test: services tools ## run every test (race detector on) against real Redis and
 
 bench: services build ## run the benchmarks and refresh BENCHMARKS.md
 	@bash deploy/dev/bench.sh
+
+stadium: services build ## the stadium preset alone at full size (100,000 fans over 10 edges and 10 generator processes; report in .run/stadium)
+	@bash deploy/dev/stadium.sh
 
 audit: services build ## Lighthouse (mobile) on the home page, seat map and waiting room; scores into BENCHMARKS.md
 	@bash deploy/dev/audit.sh

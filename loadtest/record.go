@@ -131,6 +131,11 @@ type Fan struct {
 
 	Probes []Probe `json:"probes,omitempty"`
 
+	// Streamed says the fan heard at least one event over its queue stream; Polled, that it fell back to polling
+	// the status because the stream could not be held.
+	Streamed bool `json:"streamed,omitempty"`
+	Polled   bool `json:"polled,omitempty"`
+
 	// Rejoins counts joins made again because the waiting room had forgotten the fan (its store was lost);
 	// PlaceLost says how the fan lost its place in line, if it did ("" when it kept it).
 	Rejoins   int    `json:"rejoins,omitempty"`
@@ -179,4 +184,30 @@ type Run struct {
 
 	// Baseline is the same hold-storm played against the row-lock design, when asked for.
 	Baseline *Run `json:"-"`
+}
+
+// Part is what one process of a crowd played by several records: its fans and its requests, on the clock of the
+// whole run (offsets from the same StartedAt), so that parts merge into one Run.
+type Part struct {
+	Fans           []*Fan
+	Steps          map[Step][]Sample
+	NoSeatsAt      time.Duration // 0: its fans never found the hall without a free seat
+	StreamFailures int
+}
+
+// Add merges a part into r: fans and samples are appended, the earliest "no seat" wins, failures add up. The
+// fairness check then runs over every fan of every part, whose tickets and admission times come from the one
+// waiting room, so one global order judges them all.
+func (r *Run) Add(p *Part) {
+	r.Fans = append(r.Fans, p.Fans...)
+	if r.Steps == nil {
+		r.Steps = map[Step][]Sample{}
+	}
+	for step, ss := range p.Steps {
+		r.Steps[step] = append(r.Steps[step], ss...)
+	}
+	if p.NoSeatsAt > 0 && (r.NoSeatsAt == 0 || p.NoSeatsAt < r.NoSeatsAt) {
+		r.NoSeatsAt = p.NoSeatsAt
+	}
+	r.StreamFailures += p.StreamFailures
 }

@@ -35,6 +35,10 @@ type Summary struct {
 	Fairness       Fairness `json:"fairness"`
 	Tokens         Tokens   `json:"tokens"`
 	StreamFailures int      `json:"streamFailures"`
+	// FansStreamed counts fans that heard their place over the event stream, FansPolled those that polled the
+	// status at some point because their stream could not be held (a fan can be both).
+	FansStreamed int `json:"fansStreamed"`
+	FansPolled   int `json:"fansPolled"`
 
 	HoldsPerSecond     []Point           `json:"holdsPerSecond"`     // 201s by second
 	ConflictsPerSecond []Point           `json:"conflictsPerSecond"` // 409s by second
@@ -99,6 +103,12 @@ func Summarize(r *Run, fairnessSlack time.Duration) *Summary {
 			f.Outcome = OutcomeError
 		}
 		s.FanOutcomes[f.Outcome]++
+		if f.Streamed {
+			s.FansStreamed++
+		}
+		if f.Polled {
+			s.FansPolled++
+		}
 		if f.Outcome == OutcomeError || f.Outcome == OutcomeRefused || f.Outcome == OutcomePatience {
 			if s.Reasons == nil {
 				s.Reasons = map[string]int{}

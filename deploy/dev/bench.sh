@@ -5,7 +5,8 @@
 # Text outside the markers is left as written.
 #
 #   BENCH_QUICK=1     fewer iterations, no premiere, 2,000 streams instead of 50,000 (19,000 here: the open-file limit) (a quick look, not the record)
-#   BENCH_PORT=18180  first of the three ports used (edge, booking, payment simulator)
+#   BENCH_PORT=18180  first of the ports used (edge, booking, payment simulator, then the stadium's other edges)
+#   STADIUM_EDGES=10 STADIUM_PROCS=10  edge replicas and generator processes of the stadium step
 #   BENCH_FILE=…      the file to refresh instead of BENCHMARKS.md
 #   BENCH_DB=…        the database to recreate (default flashseat_bench_<BENCH_PORT>: two runs on other ports
 #                     never drop each other's)
@@ -19,35 +20,11 @@ file=${BENCH_FILE:-BENCHMARKS.md}
 rm -rf "$out" && mkdir -p "$out"
 log() { echo "bench: $*" >&2; }
 
-# --- the platform, on its own ports and database --------------------------------------------------------------
-rnd() { head -c "$1" /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '='; }
-export ADMIN_TOKEN=adm_$(rnd 24) AUTH_SECRET=$(rnd 48) ADMISSION_SIGNING_KEY=$(rnd 32) TICKET_SIGNING_KEY=$(rnd 32)
-export PAYMENT_WEBHOOK_SECRET=whsec_$(rnd 24) LOG_LEVEL=warn
-# The hold-storm's 500 clients each send far more than a fan's 10 requests a second: with the edge's per-user limit
-# on, the storm would measure the limiter's 429s, not hold decisions. The bench platform turns it off; every other
-# policy (per-address limits exempt loopback anyway, the gate, the proxy) stays as deployed.
-export RATE_PER_USER=0
-export EDGE_ADDR=127.0.0.1:$port BOOKING_ADDR=127.0.0.1:$((port + 1)) PAYSIM_ADDR=127.0.0.1:$((port + 2))
-export BOOKING_URL=http://$BOOKING_ADDR PAYMENT_GATEWAY_URL=http://$PAYSIM_ADDR
-export PAYMENT_WEBHOOK_URL=http://$BOOKING_ADDR/webhooks/payments
-export ADMISSION_JWKS_URL=http://$EDGE_ADDR/.well-known/jwks.json
-base_db=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/flashseat?sslmode=disable}
+# --- the platform, on its own ports and database (deploy/dev/platform.sh) ----------------------------------------
 db=${BENCH_DB:-flashseat_bench_$port}
 [[ $db =~ ^[a-z_][a-z0-9_]*$ ]] || { log "BENCH_DB must be a plain lower-case name: $db"; exit 1; }
-export DATABASE_URL=$(sed -E "s|/[^/?]+(\\?.*)?\$|/$db\\1|" <<<"$base_db")
-export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379/0}
-admin_db=$(sed -E 's|/[^/?]+(\?.*)?$|/postgres\1|' <<<"$base_db")
-psql "$admin_db" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db"
-
-pids=()
-stop() { trap - INT TERM EXIT; kill -TERM "${pids[@]}" 2>/dev/null || true; wait "${pids[@]}" 2>/dev/null || true; }
-trap stop INT TERM EXIT
-bin/paysim >>"$out/paysim.log" 2>&1 & pids+=($!)
-bin/booking >>"$out/booking.log" 2>&1 & pids+=($!)
-for _ in $(seq 100); do curl -fsS "http://$BOOKING_ADDR/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
-bin/edge >>"$out/edge.log" 2>&1 & pids+=($!)
-for _ in $(seq 100); do curl -fsS "http://$EDGE_ADDR/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
-curl -fsS "http://$EDGE_ADDR/readyz" >/dev/null || { log "the platform did not start; see $out/*.log"; exit 1; }
+. deploy/dev/platform.sh
+platform_start "$out" "$port" "$db"
 
 # --- load-test scenarios --------------------------------------------------------------------------------------
 # Each writes report.md (command, machine, tables) under $out/<scenario>; a run with violations fails the bench.
@@ -60,7 +37,10 @@ lt smoke -scenario smoke -base "http://$EDGE_ADDR"
 lt hold-storm -scenario hold-storm -base "http://$EDGE_ADDR"
 lt hold-storm-direct -scenario hold-storm -base "http://$BOOKING_ADDR"
 [ -n "$quick" ] || lt premiere -scenario premiere -base "http://$EDGE_ADDR"
-stop
+# The stadium (100,000 fans) over STADIUM_EDGES replicas and STADIUM_PROCS generator processes: minutes of a
+# loaded machine, so not in a quick look.
+[ -n "$quick" ] || stadium_step "$out"
+platform_stop
 
 # --- Go micro-benchmarks, each with the command that reproduces it --------------------------------------------
 n() { if [ -n "$quick" ]; then echo "$1"; else echo "$2"; fi; }
@@ -124,11 +104,15 @@ end='<!-- bench:end -->'
   echo "| checkouts/s, hold → pay (authorize, confirm, capture), 16 fans at once per CPU | $(metric Checkout/gateway=0s checkouts/s)/s with an instant gateway | $(metric Checkout/gateway=200ms checkouts/s)/s with a 200 ms gateway ($(metric Checkout/gateway=200ms x-zero-latency-rate)×) | \`go test -bench Checkout ./booking/\` |"
   echo "| queue joins/s, 1,000,000 queued (join/zadd $(metric Join join/zadd)) | $(metric Join joins/s) | raw Redis ZADD $(metric Join zadd/s)/s | \`go test -bench Join ./waitroom/redis/\` |"
   echo "| SSE streams held by one edge: each one's RSS, goroutines, I/O buffers; a position change reaching them all | $(metric Streams streams) held: $(metric Streams rss-B/stream) B RSS, $(metric Streams goroutines/stream) goroutines, $(metric Streams buffers-B/stream) B buffers; p99 $(metric Streams update-p99-ms) ms | — | \`go test -bench Streams ./edge/app/\` |"
-  for s in premiere smoke; do
+  for s in stadium premiere smoke; do
     f=$out/$s.txt
     [ -f "$f" ] || continue
     echo "| $s: after opening, no seat free / every seat sold | $(sed -nE 's/^sold out \(no seat AVAILABLE\) after ([^ ]+) from opening; all seats booked after ([^ ]+)$/\1 \/ \2/p' "$f") | run $(sed -nE 's/.*elapsed ([^,]+),.*/\1/p' "$f"), $(sed -nE 's/^violations: //p' "$f") violations | \`$(cmdline "$out/$s")\` |"
   done
+  if [ -f "$out/stadium.txt" ]; then
+    f=$out/stadium.txt
+    echo "| stadium: fans following the queue over SSE / polling; place in line vs admission order | $(sed -nE 's/^queue followed over SSE by ([0-9]+) fans; ([0-9]+) polled.*/\1 \/ \2/p' "$f"); $(sed -nE 's/^fairness: Spearman ([^ ]+) .*; ([0-9]+) fans checked by ticket and token time, ([0-9]+) admitted after.*/Spearman \1, \3 of \2 admitted out of order/p' "$f") | ${STADIUM_EDGES:-10} edges, peak RSS $(sed -nE 's/^edge peak RSS \(MB, [0-9]+ replicas\): //p' "$f" | tr ' ' '/') MB; $(sed -nE 's/^load average.*: peak ([^;]+);.*/\1/p' "$f") peak load | the same run |"
+  fi
   echo
   echo "### Holds: flashseat vs the row-lock baseline (hold-storm, same run)"
   echo
@@ -144,7 +128,7 @@ end='<!-- bench:end -->'
     cat "$out/slo.md"
     echo
   fi
-  for s in smoke premiere; do
+  for s in smoke premiere stadium; do
     [ -d "$out/$s" ] && sed 's/^### /### Scenario: /' "$out"/$s/*/report.md && echo
   done
   echo "### Go benchmarks"

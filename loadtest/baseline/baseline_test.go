@@ -34,7 +34,7 @@ func TestBaselineDecidesHoldsLikeThePlatform(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(b.URL(), client.NewTransport(8, 1), client.Options{})
+	c, err := client.New(b.URL(), client.NewTransport(8), client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,7 +114,7 @@ func TestChaos(t *testing.T) {
 	edge.start()
 	base := "http://" + edgeAddr
 
-	tr := client.NewTransport(512, 1)
+	tr := client.NewTransport(512)
 	t.Cleanup(tr.CloseIdleConnections)
 	c, err := client.New(base, tr, client.Options{AdminToken: adminToken, Timeout: 10 * time.Second})
 	if err != nil {

@@ -38,7 +38,7 @@ func TestFailoverDuringCrowd(t *testing.T) {
 		PaymentTimeout: 2 * time.Second, SlowDelay: 3 * time.Second, MaxConns: conns,
 		Booking: map[string]string{"PAYMENT_RECOVER_INTERVAL": "300ms", "PAYMENT_BREAKER_MIN_CALLS": "1000"},
 	})
-	tr := client.NewTransport(256, 1)
+	tr := client.NewTransport(256)
 	t.Cleanup(tr.CloseIdleConnections)
 	c, err := client.New(p.BaseURL, tr, client.Options{AdminToken: p.AdminToken, Timeout: 10 * time.Second})
 	if err != nil {

@@ -61,21 +61,21 @@ func (c *Client) Base() string { return c.base.String() }
 
 // NewTransport is the one transport a run shares. Without a large idle pool per host, Go keeps only two idle
 // connections per host and a crowd on one host ends up dialling (and leaving in TIME_WAIT) a socket per request.
-// sources > 1 spreads outgoing connections over 127.0.0.1..127.0.0.sources so that a crowd larger than the
-// ephemeral port range can still hold its event streams open against a loopback target.
-func NewTransport(maxConns, sources int) *http.Transport {
+// Two or more sources spread outgoing connections to a loopback target over those loopback addresses: a socket
+// bound to an address takes an ephemeral port of that address's own range (about 28,000), so a crowd larger than
+// that range can still hold its event streams open, and crowds in several processes need not share a range.
+func NewTransport(maxConns int, sources ...net.IP) *http.Transport {
 	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	dial := d.DialContext
-	if sources > 1 {
+	if len(sources) > 1 {
 		var n atomic.Uint64
 		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			host, _, _ := net.SplitHostPort(addr)
 			if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() || ip.To4() == nil {
 				return d.DialContext(ctx, network, addr)
 			}
-			i := n.Add(1) % uint64(sources)
 			ld := *d
-			ld.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(1+i))}
+			ld.LocalAddr = &net.TCPAddr{IP: sources[n.Add(1)%uint64(len(sources))]}
 			return ld.DialContext(ctx, network, addr)
 		}
 	}
@@ -89,6 +89,16 @@ func NewTransport(maxConns, sources int) *http.Transport {
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true,
 	}
+}
+
+// Loopbacks are n consecutive IPv4 loopback addresses from 127.0.block.1, sources for NewTransport: block 0 is
+// 127.0.0.1..n, and each process of a split crowd takes its own block.
+func Loopbacks(block, n int) []net.IP {
+	ips := make([]net.IP, n)
+	for i := range ips {
+		ips[i] = net.IPv4(127, 0, byte(block), byte(1+i))
+	}
+	return ips
 }
 
 // Result is what the server answered to one call.

@@ -17,7 +17,7 @@ func newTestClient(t *testing.T, h http.Handler) *Client {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	tr := NewTransport(16, 1)
+	tr := NewTransport(16)
 	t.Cleanup(tr.CloseIdleConnections)
 	c, err := New(srv.URL, tr, Options{})
 	if err != nil {
@@ -122,7 +122,7 @@ func TestTransportSpreadsSourceAddresses(t *testing.T) {
 		w.Header().Set("Connection", "close") // a new connection, and so a new source, per request
 	}))
 	t.Cleanup(srv.Close)
-	c := &http.Client{Transport: NewTransport(4, 3)}
+	c := &http.Client{Transport: NewTransport(4, Loopbacks(0, 3)...)}
 	for i := 0; i < 6; i++ {
 		resp, err := c.Get(srv.URL)
 		if err != nil {

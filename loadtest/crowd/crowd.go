@@ -5,10 +5,12 @@ package crowd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +32,29 @@ type Config struct {
 	// run's shared transport, for the baseline's client.
 	Baseline  Baseline
 	Transport http.RoundTripper
+
+	// Split, when set, hands a queued crowd to players elsewhere after the setup (other processes: one process
+	// cannot hold a stadium's streams under its open-file limit) and merges what they recorded; this process
+	// only samples the operator's counters.
+	Split *Split
+}
+
+// Split plays a crowd in Parts shares, each by Play (PlayShare in another process), all at once.
+type Split struct {
+	Parts int
+	Play  func(ctx context.Context, s Share) (*loadtest.Part, error)
+}
+
+// Share is the part of a crowd one player plays: fans First..First+Count-1 of the scenario's Fans. They are the
+// very fans a single process would play with the same seed (same choices, same arrival times from Release), and
+// they record on the run's clock (Start), so that the parts merge into one run and one fairness check.
+type Share struct {
+	ShowID  string    `json:"showId"`
+	First   int       `json:"first"`
+	Count   int       `json:"count"`
+	Seed    uint64    `json:"seed"`
+	Start   time.Time `json:"start"`   // the run's clock: every offset is measured from it
+	Release time.Time `json:"release"` // fan 0 arrives then, the last fan Ramp later
 }
 
 // Holder is what a hold-storm hammers: the platform's hold API, or the row-lock baseline's.
@@ -109,10 +134,13 @@ func Play(ctx context.Context, cfg Config) (*loadtest.Run, error) {
 	go func() { samples <- cr.sample(sampleCtx, cfg.Sample) }()
 
 	var seats []client.Seat
-	switch sc.Mode {
-	case loadtest.ModeQueue:
-		run.Fans = cr.queue(ctx, cfg.Seed)
-	case loadtest.ModeHoldStorm:
+	var splitErr error
+	switch {
+	case sc.Mode == loadtest.ModeQueue && cfg.Split != nil:
+		splitErr = cr.split(ctx, cfg, run)
+	case sc.Mode == loadtest.ModeQueue:
+		run.Fans = cr.queue(ctx, cfg.Seed, 0, sc.Fans, time.Now())
+	case sc.Mode == loadtest.ModeHoldStorm:
 		var err error
 		if seats, err = cr.seatMap(ctx); err != nil {
 			stopSampling()
@@ -125,12 +153,8 @@ func Play(ctx context.Context, cfg Config) (*loadtest.Run, error) {
 	}
 	stopSampling()
 	run.Timeline = <-samples
-	run.Steps = rec.Samples()
 	run.Elapsed = time.Since(start)
-	if at := cr.noSeatsAt.Load(); at >= 0 {
-		run.NoSeatsAt = time.Duration(at)
-	}
-	run.StreamFailures = int(cr.streamFailures.Load())
+	run.Add(cr.part(nil)) // this process's own requests (a split crowd's shares were added by split)
 	run.StormFrom, run.StormTo = cr.stormWindow[0], cr.stormWindow[1]
 
 	if sc.Mode == loadtest.ModeHoldStorm && cfg.Baseline != nil {
@@ -140,18 +164,92 @@ func Play(ctx context.Context, cfg Config) (*loadtest.Run, error) {
 		}
 		run.Baseline = b
 	}
-	return run, nil
+	return run, splitErr
 }
 
-// queue releases sc.Fans fans spread over the ramp and waits for every one to finish.
-func (cr *Crowd) queue(ctx context.Context, seed uint64) []*loadtest.Fan {
+// PlayShare plays one share of a split crowd (cfg.Scenario in queue mode, against the share's show, which the
+// splitting process set up and samples) and returns what its fans recorded.
+func PlayShare(ctx context.Context, cfg Config, s Share) (*loadtest.Part, error) {
+	sc := cfg.Scenario
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	if sc.Mode != loadtest.ModeQueue || s.ShowID == "" || s.First < 0 || s.Count < 1 || s.First+s.Count > sc.Fans {
+		return nil, fmt.Errorf("share: fans %d..%d of %d of a queued show, want a valid range and show",
+			s.First, s.First+s.Count-1, sc.Fans)
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithDeadline(ctx, s.Start.Add(sc.Duration))
+	defer cancel()
+	cr := &Crowd{c: cfg.Client, sc: sc, showID: s.ShowID, rec: loadtest.NewRecorder(s.Start), runCtx: ctx, log: cfg.Log}
+	cr.noSeatsAt.Store(-1)
+	return cr.part(cr.queue(ctx, s.Seed, s.First, s.Count, s.Release)), nil
+}
+
+// part is what this process recorded, with fans.
+func (cr *Crowd) part(fans []*loadtest.Fan) *loadtest.Part {
+	p := &loadtest.Part{Fans: fans, Steps: cr.rec.Samples(), StreamFailures: int(cr.streamFailures.Load())}
+	if at := cr.noSeatsAt.Load(); at >= 0 {
+		p.NoSeatsAt = time.Duration(at)
+	}
+	return p
+}
+
+// split hands the crowd to cfg.Split's players in shares as even as can be, all released now, and adds each
+// share's record to run as it comes back. A share that failed is reported; the others still count.
+func (cr *Crowd) split(ctx context.Context, cfg Config, run *loadtest.Run) error {
+	n := min(cfg.Split.Parts, cr.sc.Fans)
+	release := time.Now()
+	type result struct {
+		part *loadtest.Part
+		err  error
+	}
+	results := make(chan result, n)
+	first := 0
+	for i := range n {
+		count := cr.sc.Fans / n
+		if i < cr.sc.Fans%n {
+			count++
+		}
+		s := Share{ShowID: cr.showID, First: first, Count: count, Seed: cfg.Seed, Start: cr.rec.Start(), Release: release}
+		first += count
+		go func() {
+			p, err := cfg.Split.Play(ctx, s)
+			if err != nil {
+				err = fmt.Errorf("fans %d..%d: %w", s.First, s.First+s.Count-1, err)
+			}
+			results <- result{p, err}
+		}()
+	}
+	var errs []error
+	for range n {
+		r := <-results
+		if r.part != nil {
+			run.Add(r.part)
+		}
+		errs = append(errs, r.err)
+	}
+	sort.Slice(run.Fans, func(i, j int) bool { return run.Fans[i].ID < run.Fans[j].ID })
+	return errors.Join(errs...)
+}
+
+// queue releases fans first..first+count-1 of the crowd, spread over the ramp from release, and waits for every
+// one to finish.
+func (cr *Crowd) queue(ctx context.Context, seed uint64, first, count int, release time.Time) []*loadtest.Fan {
 	sc := cr.sc
-	fans := make([]*loadtest.Fan, sc.Fans)
+	fans := make([]*loadtest.Fan, count)
 	var wg sync.WaitGroup
 	master := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	for i := range fans {
+	for range first { // the fans of earlier shares: their seeds, so that fan i is fan i whoever plays it
+		master.Uint64()
+		master.Uint64()
+	}
+	for k := range fans {
+		i := first + k
 		f := &loadtest.Fan{ID: i}
-		fans[i] = f
+		fans[k] = f
 		rng := rand.New(rand.NewPCG(master.Uint64(), master.Uint64()))
 		p := &fan{cr: cr, f: f, rng: rng,
 			hot:   rng.Float64() < sc.HotShare,
@@ -165,7 +263,8 @@ func (cr *Crowd) queue(ctx context.Context, seed uint64) []*loadtest.Fan {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if !wait(ctx, arrive) && arrive > 0 {
+			// Not wait, which caps a delay at 5 s: a stadium's ramp is longer.
+			if !sleepUntil(ctx, release.Add(arrive)) {
 				p.end(loadtest.OutcomeCutOff, "run ended before arrival")
 				return
 			}

@@ -34,7 +34,7 @@ func start(t *testing.T, edge map[string]string) (*client.Client, *platformtest.
 		Booking: map[string]string{"PAYMENT_RECOVER_INTERVAL": "300ms", "PAYMENT_BREAKER_MIN_CALLS": "1000"},
 		Edge:    edge,
 	})
-	tr := client.NewTransport(256, 1)
+	tr := client.NewTransport(256)
 	t.Cleanup(tr.CloseIdleConnections)
 	c, err := client.New(p.BaseURL, tr, client.Options{AdminToken: p.AdminToken, Timeout: 10 * time.Second})
 	if err != nil {
@@ -298,7 +298,7 @@ func TestHoldStorm(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer b.Close()
-		tr := client.NewTransport(64, 1)
+		tr := client.NewTransport(64)
 		defer tr.CloseIdleConnections()
 		r, err := Play(ctx, Config{Client: c, Scenario: sc, Seed: 7, Baseline: b, Transport: tr})
 		if err != nil {
@@ -363,7 +363,7 @@ func testPlayAgainstAnExistingShow(t *testing.T, c *client.Client, _ *platformte
 // only the moment the requests leave is chosen). One wins; the other must be refused with alternatives and hold
 // exactly those next.
 func testConflictRetriedWithAlternatives(t *testing.T, _ *client.Client, p *platformtest.Platform) {
-	tr := client.NewTransport(16, 1)
+	tr := client.NewTransport(16)
 	t.Cleanup(tr.CloseIdleConnections)
 	spy := &holdSpy{next: tr, gate: make(chan struct{}), first: map[string]bool{}}
 	c, err := client.New(p.BaseURL, spy, client.Options{AdminToken: p.AdminToken, Timeout: 10 * time.Second})

@@ -38,12 +38,21 @@ func wait(ctx context.Context, d time.Duration) bool {
 	if d > 5*time.Second {
 		d = 5 * time.Second
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
+	return sleepUntil(ctx, time.Now().Add(d))
+}
+
+// sleepUntil sleeps until t, or returns false when ctx ends first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
 	select {
 	case <-ctx.Done():
 		return false
-	case <-t.C:
+	case <-tm.C:
 		return true
 	}
 }

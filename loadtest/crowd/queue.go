@@ -79,6 +79,7 @@ func (p *fan) await(ctx context.Context, q client.QueueState) string {
 	}
 	final := ""
 	err := p.cr.c.Follow(ctx, p.user, p.cr.showID, p.receipt, func(ev client.QueueEvent) bool {
+		p.f.Streamed = true
 		switch ev.Kind {
 		case "position":
 			if ev.Position > 0 {
@@ -110,6 +111,7 @@ func (p *fan) await(ctx context.Context, q client.QueueState) string {
 		p.cr.streamFailures.Add(1)
 	}
 	// The stream ended without a verdict: poll, as the contract's fallback for clients that cannot hold a stream.
+	p.f.Polled = true
 	for {
 		began := time.Now()
 		st, res, err := p.cr.c.QueueStatus(ctx, p.user, p.cr.showID)

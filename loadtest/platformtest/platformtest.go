@@ -54,16 +54,20 @@ type Options struct {
 	// Booking and Edge are further environment variables of each service, applied over the ones Start sets
 	// (PAYMENT_RECOVER_INTERVAL, PAYMENT_BREAKER_MIN_CALLS, QUEUE_TICK, ...).
 	Booking, Edge map[string]string
+	// Edges is how many edge replicas serve the waiting room and the gate (default 1): the same configuration and
+	// admission key on their own ports, sharing Redis and booking, as a deployment scales the edge.
+	Edges int
 }
 
 // Platform is a running platform. Everything stops when the test that started it ends.
 type Platform struct {
-	BaseURL     string // the edge, the only address a fan uses
-	BookingURL  string // booking itself, behind the edge
-	PaymentURL  string // the payment simulator
-	AdminToken  string // the operator token of booking and the edge
-	AuthSecret  string // booking's and the edge's user-token secret (HS256)
-	DatabaseURL string // the test's own database
+	BaseURL     string   // the edge, the only address a fan uses
+	EdgeURLs    []string // every edge replica, BaseURL first
+	BookingURL  string   // booking itself, behind the edge
+	PaymentURL  string   // the payment simulator
+	AdminToken  string   // the operator token of booking and the edge
+	AuthSecret  string   // booking's and the edge's user-token secret (HS256)
+	DatabaseURL string   // the test's own database
 	// BookingOpsURL and EdgeOpsURL are the services' operations listeners when Options.Ops asked for them.
 	BookingOpsURL, EdgeOpsURL string
 	// Issuer signs admission tokens with the edge's key, as the waiting room does when it admits a fan.
@@ -196,9 +200,16 @@ func Start(t testing.TB, opts Options) *Platform {
 	}
 	edgeOps := make(chan string, 1)
 	ecfg.OpsBound = func(a string) { edgeOps <- a }
-	p.BaseURL = Serve(t, "edge", func(ctx context.Context, ready func(string)) error {
-		return edgeapp.Run(ctx, ecfg, log, ready)
-	})
+	for i := range max(1, opts.Edges) {
+		cfg := ecfg
+		if i > 0 {
+			cfg.OpsAddr, cfg.OpsBound = "", nil // one operations listener is enough for a test to read
+		}
+		p.EdgeURLs = append(p.EdgeURLs, Serve(t, "edge", func(ctx context.Context, ready func(string)) error {
+			return edgeapp.Run(ctx, cfg, log, ready)
+		}))
+	}
+	p.BaseURL = p.EdgeURLs[0]
 	if opts.Ops {
 		p.BookingOpsURL, p.EdgeOpsURL = "http://"+loopback(<-bookingOps), "http://"+loopback(<-edgeOps)
 	}

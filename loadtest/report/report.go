@@ -75,6 +75,7 @@ func Text(w io.Writer, d Document) error {
 		t := s.Tokens
 		fmt.Fprintf(w, "tokens: %d admitted, %d used, %d accepted, %d refused, %d expired before first use; probes without admission: %d, %d let through, %d unclear\n",
 			t.Admitted, t.Used, t.Accepted, len(t.Refused), t.ExpiredFirst, t.Probes, len(t.Allowed), t.Unclear)
+		fmt.Fprintf(w, "queue followed over SSE by %d fans; %d polled the status instead\n", s.FansStreamed, s.FansPolled)
 		if s.StreamFailures > 0 {
 			fmt.Fprintf(w, "event streams that failed and fell back to polling: %d\n", s.StreamFailures)
 		}

@@ -56,6 +56,7 @@ type Outcome struct {
 	Summary    *loadtest.Summary
 	Violations []loadtest.Violation
 	Dir        string
+	Fans       []*loadtest.Fan
 }
 
 // lastOutcome lets the in-process test read the result without parsing stdout.
@@ -69,11 +70,15 @@ func env(name, def string) string {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 2 && args[0] == childFlag {
+		return runChild(ctx, args[1], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
 		scenario    = fs.String("scenario", "smoke", "preset: "+strings.Join(loadtest.PresetNames(), ", "))
-		base        = fs.String("base", env("BASE", "http://localhost:8080"), "the platform's public base URL, the edge (env BASE)")
+		base        = fs.String("base", env("BASE", "http://localhost:8080"), "the platform's public base URL, the edge (env BASE); with -procs, a comma-separated list of edge replicas the processes take in turn")
+		procs       = fs.Int("procs", 1, "play the crowd in this many processes (this binary again), each under its own open-file limit, on its own source addresses; this one sets up, samples and reports")
 		adminToken  = fs.String("admin-token", os.Getenv("ADMIN_TOKEN"), "operator token (env ADMIN_TOKEN; else read from .run/secrets.env)")
 		showID      = fs.String("show", "", "play against this existing show instead of creating one")
 		allowRemote = fs.Bool("allow-remote", false, "allow a target that is not a loopback address")
@@ -156,8 +161,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := sc.Validate(); err != nil {
 		return err
 	}
-	if err := checkTarget(*base, *allowRemote); err != nil {
-		return err
+	bases := strings.Split(*base, ",")
+	for _, b := range bases {
+		if err := checkTarget(b, *allowRemote); err != nil {
+			return err
+		}
+	}
+	if len(bases) > 1 && *procs < 2 {
+		return errors.New("several -base URLs need -procs: each process plays against one of them")
+	}
+	if *procs < 1 || *procs > maxProcs || (*procs > 1 && sc.Mode != loadtest.ModeQueue) {
+		return fmt.Errorf("-procs must lie in [1, %d], and above 1 only for a queued scenario", maxProcs)
 	}
 	if *adminToken == "" && *showID == "" {
 		*adminToken = secretFromFile(".run/secrets.env", "ADMIN_TOKEN")
@@ -173,20 +187,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	// A waiting fan holds one stream; fans past the queue share the keep-alive pool for their API calls.
-	if err := raiseFileLimit(uint64(sc.Fans)*5/4 + 1024); err != nil {
+	ownFans := sc.Fans
+	if *procs > 1 {
+		ownFans = 0 // the children play them; this process only sets up and samples
+		if err := checkShareFits(sc.Fans, *procs); err != nil {
+			return err
+		}
+	}
+	if err := raiseFileLimit(fileNeed(ownFans)); err != nil {
 		log.Warn("file limit", "err", err)
 	}
 	conns := *maxConns
 	if conns <= 0 {
-		conns = sc.Fans + 64
+		conns = ownFans + 64
 	}
-	tr := client.NewTransport(conns, *sources)
+	tr := client.NewTransport(conns, client.Loopbacks(0, *sources)...)
 	defer tr.CloseIdleConnections()
-	c, err := client.New(*base, tr, client.Options{AdminToken: *adminToken, Timeout: *timeout})
+	c, err := client.New(bases[0], tr, client.Options{AdminToken: *adminToken, Timeout: *timeout})
 	if err != nil {
 		return err
 	}
 	cfg := crowd.Config{Client: c, Scenario: sc, ShowID: *showID, Seed: *seed, Log: log, Transport: tr}
+	if *procs > 1 {
+		cfg.Split = &crowd.Split{Parts: *procs, Play: children(childSpec{Bases: bases, Scenario: sc, Sources: *sources,
+			Timeout: *timeout, MaxConns: *maxConns, Verbose: *verbose}, stderr, log)}
+	}
 	if sc.Mode == loadtest.ModeHoldStorm && sc.Baseline {
 		if *dbURL == "" {
 			return errors.New("the row-lock baseline needs -database-url (or -baseline=false)")
@@ -253,7 +278,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return werr
 	}
 	fmt.Fprintf(stdout, "report: %s/report.html\n", dir)
-	lastOutcome = Outcome{Summary: sum, Violations: doc.Violations, Dir: dir}
+	lastOutcome = Outcome{Summary: sum, Violations: doc.Violations, Dir: dir, Fans: r.Fans}
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"syscall"
 )
 
@@ -34,4 +35,21 @@ func raiseFileLimit(want uint64) error {
 		return fmt.Errorf("open-file limit is %d, the crowd may need %d (raise it with ulimit -n)", next.Cur, want)
 	}
 	return nil
+}
+
+// fileLimit is the hard open-file limit, the most a process can raise its own to.
+func fileLimit() uint64 {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0
+	}
+	return lim.Max
+}
+
+// peakRSS is a finished child's peak resident set in MB (0 when unknown).
+func peakRSS(ps *os.ProcessState) int64 {
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return int64(ru.Maxrss) / 1024 // kilobytes on Linux
+	}
+	return 0
 }

@@ -14,6 +14,28 @@ import (
 
 var runMu sync.Mutex // run publishes lastOutcome; one run at a time
 
+// playClean runs the smoke scenario with args against p, checking every invariant from its stores, and fails the
+// test unless the run went through with zero violations.
+func playClean(t *testing.T, p *platformtest.Platform, args ...string) Outcome {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	runMu.Lock()
+	defer runMu.Unlock()
+	err := run(context.Background(), append([]string{
+		"-scenario", "smoke", "-admin-token", p.AdminToken, "-database-url", p.DatabaseURL, "-redis-url", p.RedisURL,
+		"-ramp", "2s", "-duration", "100s", "-patience", "90s",
+		"-reconcile-interval", p.Options.ReconcileInterval.String(), "-out", t.TempDir(),
+	}, args...), &stdout, &stderr)
+	t.Logf("loadtest output:\n%s\n%s", stdout.String(), stderr.String())
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if len(lastOutcome.Violations) != 0 {
+		t.Fatalf("got %d violations, want none", len(lastOutcome.Violations))
+	}
+	return lastOutcome
+}
+
 // TestSmokeAgainstTheRealPlatform plays the smoke scenario through the real edge, waiting room, booking and
 // payment simulator, then checks every invariant from the stores: zero violations. Under -short the crowd is
 // smaller so that `make test` stays quick on a 2-core machine shared with every other package's tests (under the
@@ -24,24 +46,7 @@ func TestSmokeAgainstTheRealPlatform(t *testing.T) {
 		fans, seats = "200", "50"
 	}
 	p := platformtest.Start(t, platformtest.Options{HoldTTL: 20 * time.Second, ReconcileInterval: 2 * time.Second})
-	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	runMu.Lock()
-	defer runMu.Unlock()
-	err := run(context.Background(), []string{
-		"-scenario", "smoke", "-base", p.BaseURL, "-admin-token", p.AdminToken,
-		"-database-url", p.DatabaseURL, "-redis-url", p.RedisURL,
-		"-fans", fans, "-seats", seats, "-sale-delay", "2s", "-ramp", "2s", "-duration", "100s", "-patience", "90s",
-		"-reconcile-interval", p.Options.ReconcileInterval.String(), "-out", out, "-seed", "42",
-	}, &stdout, &stderr)
-	t.Logf("loadtest output:\n%s\n%s", stdout.String(), stderr.String())
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	o := lastOutcome
-	if len(o.Violations) != 0 {
-		t.Fatalf("got %d violations, want none", len(o.Violations))
-	}
+	o := playClean(t, p, "-base", p.BaseURL, "-fans", fans, "-seats", seats, "-sale-delay", "2s", "-seed", "42")
 	s := o.Summary
 	if s.Admitted == 0 || s.Steps[loadtest.StepHold].Outcomes["201"] == 0 {
 		t.Fatalf("got %d admitted and holds %v, want fans admitted and holding", s.Admitted, s.Steps[loadtest.StepHold].Outcomes)
