@@ -21,6 +21,7 @@ import (
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/webhook"
 	"github.com/flashseat/flashseat/shared/audit"
+	"github.com/flashseat/flashseat/shared/listener"
 	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -116,15 +117,17 @@ func (s *Server) App() *fiber.App { return s.app }
 // Metrics are the server's metrics, for the Service's hooks.
 func (s *Server) Metrics() *Metrics { return s.metrics }
 
-// Listen serves on addr until Shutdown; ready is called with the bound address.
+// Listen serves on addr until Shutdown; ready is called with the bound address. Running out of descriptors pauses
+// accepting rather than ending the server (package listener).
 func (s *Server) Listen(addr string, ready func(addr string)) error {
-	s.app.Hooks().OnListen(func(ld fiber.ListenData) error {
-		if ready != nil {
-			ready(ld.Host + ":" + ld.Port)
-		}
-		return nil
-	})
-	return s.app.Listen(addr)
+	ln, err := listener.Listen(addr, s.log)
+	if err != nil {
+		return err
+	}
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	return s.app.Listener(ln)
 }
 
 // Shutdown ends the event streams, stops accepting and drains in-flight requests until ctx ends.

@@ -25,6 +25,7 @@ import (
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
 	admredis "github.com/flashseat/flashseat/shared/admission/redis"
 	"github.com/flashseat/flashseat/shared/audit"
+	"github.com/flashseat/flashseat/shared/listener"
 	"github.com/flashseat/flashseat/shared/ops"
 	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/store/driver"
@@ -151,7 +152,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	}
 	defer waitOps()
 
-	ln, err := net.Listen("tcp", cfg.Addr)
+	// Every held waiting-room stream is a descriptor: a crowd reaching the open-file limit pauses accepting
+	// instead of ending the edge and every stream it holds (package listener).
+	ln, err := listener.Listen(cfg.Addr, log)
 	if err != nil {
 		stopWork()
 		workers.Wait()
