@@ -27,11 +27,13 @@ db=${BENCH_DB:-flashseat_bench_$port}
 platform_start "$out" "$port" "$db"
 
 # --- load-test scenarios --------------------------------------------------------------------------------------
-# Each writes report.md (command, machine, tables) under $out/<scenario>; a run with violations fails the bench.
+# Each writes report.md (command, machine, tables) under $out/<scenario>; a run with violations fails the bench,
+# once everything else has run and been written down.
+failed=() # the scenarios and benchmark commands that failed: the report is still written, then the bench fails
 lt() { # name, args...
   local name=$1; shift
   log "loadtest $name: $*"
-  bin/loadtest -out "$out/$name" "$@" | tee "$out/$name.txt"
+  bin/loadtest -out "$out/$name" "$@" | tee "$out/$name.txt" || failed+=("loadtest $name")
 }
 lt smoke -scenario smoke -base "http://$EDGE_ADDR"
 lt hold-storm -scenario hold-storm -base "http://$EDGE_ADDR"
@@ -39,12 +41,11 @@ lt hold-storm-direct -scenario hold-storm -base "http://$BOOKING_ADDR"
 [ -n "$quick" ] || lt premiere -scenario premiere -base "http://$EDGE_ADDR"
 # The stadium (100,000 fans) over STADIUM_EDGES replicas and STADIUM_PROCS generator processes: minutes of a
 # loaded machine, so not in a quick look.
-[ -n "$quick" ] || stadium_step "$out"
+[ -n "$quick" ] || stadium_step "$out" || failed+=("loadtest stadium")
 platform_stop
 
 # --- Go micro-benchmarks, each with the command that reproduces it --------------------------------------------
 n() { if [ -n "$quick" ]; then echo "$1"; else echo "$2"; fi; }
-failed=() # the benchmark commands that failed: the report is still written, then the bench fails
 gob() { # runs one benchmark command (its words as given) and records it with its result lines
   log "$*"
   # stderr (the services' logs, build errors) goes to its own file: a line written there while a benchmark runs
@@ -152,7 +153,7 @@ fi
 mv "$out/refreshed.md" "$file"
 log "$file refreshed"
 if [ ${#failed[@]} -gt 0 ]; then
-  log "benchmarks failed (their output: $out/go-bench.raw, $out/go-bench.stderr):"
+  log "failed (scenarios: $out/<name>.txt; benchmarks: $out/go-bench.raw, $out/go-bench.stderr):"
   printf '  %s\n' "${failed[@]}" >&2
   exit 1
 fi
