@@ -11,7 +11,7 @@ type Tokens struct {
 	ExpiredFirst int   `json:"expiredFirst"`
 	Probes       int   `json:"probes"`            // requests made without admission
 	Allowed      []int `json:"allowed,omitempty"` // fans whose unadmitted probe was let through
-	Unclear      int   `json:"unclear"`           // probes with no answer or a 429/5xx
+	Unclear      int   `json:"unclear"`           // probes with no verdict (NoVerdict): no answer, 408, 429, 5xx
 }
 
 // CheckTokens reads the fans' token observations.
@@ -37,7 +37,7 @@ func CheckTokens(fans []*Fan) Tokens {
 			t.Probes++
 			switch {
 			case p.Status == 401 || p.Status == 403:
-			case p.Status == 0 || p.Status == 429 || p.Status >= 500:
+			case NoVerdict(p.Status):
 				t.Unclear++ // no verdict from the gate either way
 			default:
 				allowed = true // answered past the gate: 2xx, or booking's own 4xx
@@ -48,4 +48,11 @@ func CheckTokens(fans []*Fan) Tokens {
 		}
 	}
 	return t
+}
+
+// NoVerdict reports an answer that says nothing of what the gate decided: none at all, a request the server did not
+// read in time (408: an overloaded edge's read deadline, before any handler ran), a rate limit (429), or a failure
+// on the server's side (5xx). A probe answered so was neither let through nor refused.
+func NoVerdict(status int) bool {
+	return status == 0 || status == 408 || status == 429 || status >= 500
 }

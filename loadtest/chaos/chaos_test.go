@@ -533,9 +533,7 @@ func newReport(mode string, sc loadtest.Scenario, run *loadtest.Run, sum *loadte
 	p.mu.Lock()
 	for _, a := range p.answers {
 		all = append(all, obs{a.at, "probe " + a.route, client.Outcome(client.Result{Status: a.status}, nil)})
-		switch a.status {
-		case 0, 401, 403, 429, 500, 502, 503, 504:
-		default:
+		if a.status != 401 && a.status != 403 && !loadtest.NoVerdict(a.status) {
 			rep.letThrough = append(rep.letThrough, fmt.Sprintf("%s answered %d at +%s after the sale opened",
 				a.route, a.status, a.at.Sub(run.StartedAt.Add(run.SaleOpens)).Round(time.Millisecond)))
 		}

@@ -65,11 +65,12 @@ func (p *fan) backoff(ctx context.Context, try int, retryAfter time.Duration) bo
 	return wait(ctx, max(d, retryAfter))
 }
 
-// busy reports answers that mean "not now": rate limited, overloaded, a store briefly unreachable (503), booking
-// restarting behind the edge (502, 504). The fan waits and asks again.
+// busy reports answers that mean "not now": the request not read in time (408), rate limited, overloaded, a store
+// briefly unreachable (503), booking restarting behind the edge (502, 504). The fan waits and asks again.
 func busy(res client.Result) bool {
 	switch res.Status {
-	case http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
+	case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusBadGateway,
+		http.StatusGatewayTimeout:
 		return true
 	}
 	return false
