@@ -8,6 +8,8 @@
 #   BENCH_PORT=18180  first of the ports used (edge, booking, payment simulator, then the stadium's other edges)
 #   STADIUM_EDGES=10 STADIUM_PROCS=10  edge replicas and generator processes of the stadium step
 #   BENCH_FILE=…      the file to refresh instead of BENCHMARKS.md
+#   BENCH_ONLY=go     only the Go benchmarks; the scenarios' reports of the last run in .run/bench are kept and
+#                     written down again (the stadium alone takes up to 12 minutes)
 #   BENCH_DB=…        the database to recreate (default flashseat_bench_<BENCH_PORT>: two runs on other ports
 #                     never drop each other's)
 set -euo pipefail
@@ -17,9 +19,16 @@ quick=${BENCH_QUICK:-}
 port=${BENCH_PORT:-18180}
 out=.run/bench
 file=${BENCH_FILE:-BENCHMARKS.md}
-rm -rf "$out" && mkdir -p "$out"
+only=${BENCH_ONLY:-}
+if [ "$only" = go ]; then
+  rm -f "$out"/go-bench.* "$out"/slo.* && mkdir -p "$out"
+else
+  rm -rf "$out" && mkdir -p "$out"
+fi
 log() { echo "bench: $*" >&2; }
 
+failed=() # the scenarios and benchmark commands that failed: the report is still written, then the bench fails
+if [ "$only" != go ]; then
 # --- the platform, on its own ports and database (deploy/dev/platform.sh) ----------------------------------------
 db=${BENCH_DB:-flashseat_bench_$port}
 [[ $db =~ ^[a-z_][a-z0-9_]*$ ]] || { log "BENCH_DB must be a plain lower-case name: $db"; exit 1; }
@@ -29,7 +38,6 @@ platform_start "$out" "$port" "$db"
 # --- load-test scenarios --------------------------------------------------------------------------------------
 # Each writes report.md (command, machine, tables) under $out/<scenario>; a run with violations fails the bench,
 # once everything else has run and been written down.
-failed=() # the scenarios and benchmark commands that failed: the report is still written, then the bench fails
 lt() { # name, args...
   local name=$1; shift
   log "loadtest $name: $*"
@@ -43,6 +51,7 @@ lt hold-storm-direct -scenario hold-storm -base "http://$BOOKING_ADDR"
 # loaded machine, so not in a quick look.
 [ -n "$quick" ] || stadium_step "$out" || failed+=("loadtest stadium")
 platform_stop
+fi
 
 # --- Go micro-benchmarks, each with the command that reproduces it --------------------------------------------
 n() { if [ -n "$quick" ]; then echo "$1"; else echo "$2"; fi; }
