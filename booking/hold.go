@@ -72,8 +72,25 @@ type Holds struct {
 	gate      Admitter // nil when no show ever has a queue
 	cfg       Config
 	log       *slog.Logger
-	restoreMu sync.Mutex  // one fencing-epoch restore at a time
-	offers    OfferLookup // which bookings are waitlist offers (set by NewWaitlist); nil: none are
+	restoreMu sync.Mutex    // one fencing-epoch restore at a time
+	offers    OfferLookup   // which bookings are waitlist offers (set by NewWaitlist); nil: none are
+	offerTTL  time.Duration // the TTL of waitlist offers' holds (set by NewWaitlist); 0: no offers
+}
+
+// claimWindow bounds a hold's claim and the insert of its booking row together: both run under one deadline taken
+// before the hold script is sent, so no row is ever written for a lock claimed longer ago than this. That is what
+// lets the Reconciler take a lock whose booking Postgres does not know, once it is older than orphanGrace, for an
+// orphan (a claim whose reply or insert failed) and release it. A hold that takes this long has lost its fan
+// anyway: the edge gives up on booking after 30 s.
+const claimWindow = 20 * time.Second
+
+// shortestTTL is the shortest TTL any claim is made with: the lower bound of a lock's age the Reconciler reads
+// from the time the lock has left.
+func (s *Holds) shortestTTL() time.Duration {
+	if s.offerTTL > 0 && s.offerTTL < s.cfg.HoldTTL {
+		return s.offerTTL
+	}
+	return s.cfg.HoldTTL
 }
 
 // IdempotencyRecord is what is known about an Idempotency-Key already used.
@@ -299,6 +316,8 @@ func (s *Holds) hold(ctx context.Context, r HoldRequest, show Show, seats []Seat
 	b.ID = NewID("bk_")
 	claim := Claim{ShowID: b.ShowID, BookingID: b.ID, UserID: b.UserID, SeatIDs: b.SeatIDs, TTL: ttl,
 		Now: now, UserCap: s.cfg.MaxSeats}
+	ctx, cancel := context.WithTimeout(ctx, claimWindow)
+	defer cancel()
 	res, err := s.locks.Claim(ctx, claim)
 	if err == nil && res.NoEpoch {
 		// Redis has no epoch for this show: Redis lost its data (or the show predates epochs at creation). Start

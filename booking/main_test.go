@@ -12,6 +12,7 @@ import (
 // is about PostgreSQL and the gateway, and runs on the single Redis only.
 const clusterTests = "^Test(ThousandFansOneSeat|OverlappingHolds|Expiry|StaleOwnerRelease|LedgerAfterRedisLoss|" +
 	"TwoReplicas|FenceRollback|CancelRacesExpiry|CrowdOnFreeSeatClaimsOnce|CrowdOnStaleSnapshot|PayConfirms|" +
-	"PayRacingCancel|PayRacingHoldExpiry|PayRedisLostBetweenAuthorizeAndConfirm|PayChaos)$"
+	"PayRacingCancel|PayRacingHoldExpiry|PayRedisLostBetweenAuthorizeAndConfirm|PayChaos|" +
+	"ReconcileReleasesOrphanLocks|ReconcileOrphanReleaseIsFenced)$"
 
 func TestMain(m *testing.M) { os.Exit(redistest.RunEachOf(m, clusterTests)) }

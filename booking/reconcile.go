@@ -13,20 +13,28 @@ type ReconcileStore interface {
 	ExpireDue(ctx context.Context, showID string, now time.Time, limit int) ([]Booking, error)
 	UpcomingShows(ctx context.Context, now time.Time) ([]string, error)
 	SoldSeats(ctx context.Context, showID string) ([]string, error)
+	// BookingsByID reads the bookings of ids that exist; an id the ledger does not know is left out.
+	BookingsByID(ctx context.Context, ids []string) ([]Booking, error)
 }
 
-// ReconcileMirror is Redis as the Reconciler needs it: the sold set it restores and the seat events it
-// publishes.
+// ReconcileMirror is Redis as the Reconciler needs it: the sold set it restores, the seat events it publishes
+// and the seat locks it sweeps for orphans.
 type ReconcileMirror interface {
 	// AddSold mirrors the ledger's sold seats into Redis (after Redis lost them).
 	AddSold(ctx context.Context, showID string, seatIDs []string) error
 	// PublishSeats announces seat changes on the show's seat channel.
 	PublishSeats(ctx context.Context, showID string, evs []SeatEvent) error
+	// SeatLocks reads the locks of the given seats of a show, each with the time it has left; a seat without a
+	// lock is left out.
+	SeatLocks(ctx context.Context, showID string, seatIDs []string) ([]SeatLock, error)
+	// Release deletes the locks b still owns (compare-and-delete on "bookingID|fence") and publishes the seats it
+	// freed as AVAILABLE. It returns the seats freed.
+	Release(ctx context.Context, b Booking) ([]string, error)
 }
 
 // Reconciler is the booking's background work on each replica: it expires lapsed holds, mirrors the ledger's
-// sold seats into Redis, follows the other replicas' seat events into the seat cache, and has the catalog
-// rewrite ShowInfo where availability changed.
+// sold seats into Redis, releases seat locks no live booking holds (reconcile_orphans.go), follows the other
+// replicas' seat events into the seat cache, and has the catalog rewrite ShowInfo where availability changed.
 type Reconciler struct {
 	catalog *Catalog
 	holds   *Holds
@@ -40,8 +48,8 @@ type Reconciler struct {
 
 // Run does the background work until ctx ends: it expires lapsed holds (at once when a seat lock's
 // expiry is reported through SeatExpired, and at every ReconcileEvery in any case), rewrites the ShowInfo of shows
-// whose availability changed, and at each reconcile republishes every upcoming show's ShowInfo and mirrors its
-// sold seats into Redis, so that both come back after Redis lost its data.
+// whose availability changed, and at each reconcile releases every upcoming show's orphaned seat locks,
+// republishes its ShowInfo and mirrors its sold seats into Redis, so that both come back after Redis lost its data.
 func (s *Reconciler) Run(ctx context.Context) {
 	sweep := time.NewTicker(s.cfg.ReconcileEvery)
 	defer sweep.Stop()
@@ -112,7 +120,8 @@ func (s *Reconciler) SeatChanged(showID string, ev SeatEvent) {
 	s.seats.noteHeld(showID, []string{ev.SeatID})
 }
 
-// Reconcile expires every lapsed hold and republishes every upcoming show's availability.
+// Reconcile expires every lapsed hold, releases the seat locks no live booking holds and republishes every
+// upcoming show's availability.
 func (s *Reconciler) Reconcile(ctx context.Context) {
 	s.expireDue(ctx, "")
 	shows, err := s.store.UpcomingShows(ctx, s.cfg.Now())
@@ -130,6 +139,9 @@ func (s *Reconciler) Reconcile(ctx context.Context) {
 		}
 		if err != nil {
 			s.log.ErrorContext(ctx, "reconcile: sold seats", "show", id, "err", err)
+		}
+		if err := s.releaseOrphans(ctx, id); err != nil {
+			s.log.ErrorContext(ctx, "reconcile: orphaned seat locks", "show", id, "err", err)
 		}
 		if err := s.catalog.PublishInfo(ctx, id); err != nil {
 			s.log.ErrorContext(ctx, "reconcile: show info", "show", id, "err", err)

@@ -139,6 +139,7 @@ func NewWaitlist(svc *Service, store WaitlistStore, cfg WaitlistConfig) *Waitlis
 	}
 	w := &Waitlist{catalog: svc.Catalog, holds: svc.Holds, store: store, cfg: cfg, log: cfg.Logger}
 	svc.Holds.offers = store
+	svc.Holds.offerTTL = cfg.OfferTTL
 	return w
 }
 

@@ -99,6 +99,12 @@ func (s *Store) BookingsOf(ctx context.Context, userID string, limit int) ([]boo
 	return collectBookings("bookings of user", rows, err)
 }
 
+// BookingsByID implements booking.ReconcileStore: one lookup by primary key for the owners of a show's locks.
+func (s *Store) BookingsByID(ctx context.Context, ids []string) ([]booking.Booking, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+bookingColumns+` FROM bookings WHERE id = ANY($1)`, ids)
+	return collectBookings("bookings by id", rows, err)
+}
+
 // collectBookings reads the bookings a query returns; what names the query in errors.
 func collectBookings(what string, rows pgx.Rows, err error) ([]booking.Booking, error) {
 	if err != nil {

@@ -195,3 +195,31 @@ func TestBookingsOf(t *testing.T) {
 		t.Fatalf("nobody's = %+v, %v", none, err)
 	}
 }
+
+// TestBookingsByIDForReconcile reads the bookings of the ids it knows, with their status, and leaves out the rest.
+func TestBookingsByIDForReconcile(t *testing.T) {
+	t.Parallel()
+	st := postgres.New(pgtest.New(t))
+	ctx := context.Background()
+	sh := seedShow(t, st)
+	a := hold(t, st, sh.ID, 1, "A1", "A2")
+	b := hold(t, st, sh.ID, 2, "B1")
+	if _, err := st.Cancel(ctx, b.ID, b.UserID); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.BookingsByID(ctx, []string{a.ID, "bk_nobody", b.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]booking.Booking{}
+	for _, g := range got {
+		byID[g.ID] = g
+	}
+	if len(got) != 2 || byID[a.ID].Status != booking.StatusHeld || byID[b.ID].Status != booking.StatusCancelled ||
+		byID[a.ID].Fence != 1 || len(byID[a.ID].SeatIDs) != 2 || byID[b.ID].UserID != b.UserID {
+		t.Fatalf("bookings = %+v", got)
+	}
+	if none, err := st.BookingsByID(ctx, nil); err != nil || len(none) != 0 {
+		t.Fatalf("no ids = %+v, %v", none, err)
+	}
+}

@@ -34,6 +34,9 @@ var (
 	//go:embed epoch.lua
 	epochLua    string
 	epochScript = redis.NewScript(epochLua)
+	//go:embed locks.lua
+	locksLua    string
+	locksScript = redis.NewScript(locksLua)
 )
 
 // Keys booking keeps beside the shared scheme, under the same hash tag.
@@ -229,6 +232,44 @@ func (l *Locks) Status(ctx context.Context, showID string, seatIDs []string) (ma
 		sold[id] = true
 	}
 	return held, sold, nil
+}
+
+// seatLocksBatch is how many locks one run of locks.lua reads: a big hall is read in several short scripts
+// rather than one that keeps Redis from everyone else for long.
+const seatLocksBatch = 1000
+
+// SeatLocks runs locks.lua over the seats' lock keys, seatLocksBatch at a time. The keys are named from the
+// show's seats rather than found by SCAN, whose cost grows with the whole keyspace (every fan's keys) and not
+// with the hall; they share the show's hash slot, so each batch is one script on a cluster too.
+func (l *Locks) SeatLocks(ctx context.Context, showID string, seatIDs []string) ([]booking.SeatLock, error) {
+	var out []booking.SeatLock
+	for start := 0; start < len(seatIDs); start += seatLocksBatch {
+		batch := seatIDs[start:min(start+seatLocksBatch, len(seatIDs))]
+		res, err := locksScript.Run(ctx, l.rdb, seatKeys(showID, batch)).Slice()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("redis: seat locks: %w", err)
+		}
+		for i := 0; i+2 < len(res); i += 3 {
+			n, _ := res[i].(int64)
+			v, _ := res[i+1].(string)
+			ttl, _ := res[i+2].(int64)
+			if n < 1 || int(n) > len(batch) {
+				return nil, fmt.Errorf("redis: seat locks: unexpected reply %v", res[i:i+3])
+			}
+			id, f, ok := strings.Cut(v, "|")
+			fence, err := strconv.ParseInt(f, 10, 64)
+			if !ok || err != nil {
+				// Not a lock this code wrote: leave it to its TTL rather than guess whose it is.
+				continue
+			}
+			lock := booking.SeatLock{SeatID: batch[n-1], BookingID: id, Fence: fence, TTL: -1}
+			if ttl >= 0 {
+				lock.TTL = time.Duration(ttl) * time.Millisecond
+			}
+			out = append(out, lock)
+		}
+	}
+	return out, nil
 }
 
 // AddSold adds seats to the sold set.

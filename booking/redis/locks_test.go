@@ -1,0 +1,74 @@
+package redis_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/booking/redis"
+	"github.com/flashseat/flashseat/shared/rediskey"
+	"github.com/flashseat/flashseat/shared/store/redistest"
+)
+
+// TestSeatLocksForOrphanSweep: SeatLocks reads every lock of the seats asked for, over more than one batch, with
+// its booking, fence and time left (negative without an expiry), skips free seats and values it did not write;
+// and the release the sweep makes of what it read deletes a lock only while it carries the same booking and fence.
+func TestSeatLocksForOrphanSweep(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.New(t).Client
+	ctx := context.Background()
+	show := booking.NewID("sh_")
+	t.Cleanup(func() { _ = redistest.DeleteShow(context.Background(), rdb, show) })
+	seats := make([]string, 2500)
+	for i := range seats {
+		seats[i] = booking.SeatID("S", i+1)
+	}
+	set := func(seat, value string, ttl time.Duration) {
+		t.Helper()
+		if err := rdb.Set(ctx, rediskey.Seat(show, seat), value, ttl).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("S1", "bk_a|11", time.Minute)
+	set("S2", "bk_a|11", time.Minute)
+	set("S1500", "bk_b|12", 30*time.Second)
+	set("S2500", "bk_c|13", 0) // no expiry
+	set("S7", "not a lock", time.Minute)
+	l := redis.New(rdb)
+	got, err := l.SeatLocks(ctx, show, seats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]booking.SeatLock{
+		"S1":    {SeatID: "S1", BookingID: "bk_a", Fence: 11, TTL: time.Minute},
+		"S2":    {SeatID: "S2", BookingID: "bk_a", Fence: 11, TTL: time.Minute},
+		"S1500": {SeatID: "S1500", BookingID: "bk_b", Fence: 12, TTL: 30 * time.Second},
+		"S2500": {SeatID: "S2500", BookingID: "bk_c", Fence: 13, TTL: -1},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("locks = %+v, want %d", got, len(want))
+	}
+	for _, g := range got {
+		w, ok := want[g.SeatID]
+		if !ok || g.BookingID != w.BookingID || g.Fence != w.Fence {
+			t.Fatalf("lock %+v, want %+v", g, w)
+		}
+		if w.TTL < 0 && g.TTL >= 0 || w.TTL > 0 && (g.TTL > w.TTL || g.TTL < w.TTL-5*time.Second) {
+			t.Fatalf("lock %+v: time left %v, want about %v", g, g.TTL, w.TTL)
+		}
+	}
+
+	// A release with another fence (the seat was claimed again) deletes nothing; with the lock's own, it frees it.
+	stale := booking.Booking{ID: "bk_a", ShowID: show, SeatIDs: []string{"S1", "S2"}, Fence: 10}
+	if freed, err := l.Release(ctx, stale); err != nil || len(freed) != 0 {
+		t.Fatalf("stale release freed %v (%v)", freed, err)
+	}
+	stale.Fence = 11
+	if freed, err := l.Release(ctx, stale); err != nil || len(freed) != 2 {
+		t.Fatalf("release freed %v (%v), want S1 and S2", freed, err)
+	}
+	if n, err := rdb.Exists(ctx, rediskey.Seat(show, "S1"), rediskey.Seat(show, "S2")).Result(); err != nil || n != 0 {
+		t.Fatalf("%d locks left (%v)", n, err)
+	}
+}
