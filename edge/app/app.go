@@ -120,7 +120,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		Ready:       stores,
 		Users:       users,
 		Gate:        gate,
-		Admission:   token.NewCachedVerifier(keys, cfg.TokenLeeway, admissionCacheSize, admissionCacheTTL),
+		Admission:   gate.Verifier(), // the pay route checks tokens against the gate's cache of verified ones
 		Limits:      limits,
 		RateExempt:  cfg.RateExempt,
 	})
@@ -184,13 +184,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	workers.Wait()
 	return err
 }
-
-// The pay route's verified admission tokens (token.NewCachedVerifier): one per admitted fan, and a key retired
-// from the configuration leaves with the process anyway.
-const (
-	admissionCacheSize = 100000
-	admissionCacheTTL  = 10 * time.Second
-)
 
 // forgetOnChange drops a show's cached queue state as soon as an operator changes it, so this replica gates by
 // the new setting at once rather than within the cache's second.

@@ -172,11 +172,10 @@ func (p *Proxy) fastOutgoing(c *fiber.Ctx, req *fasthttp.Request) error {
 	var named [][]byte
 	var proto, host []byte
 	xffs := 0
-	bad := false
 	for k, v := range fr.Header.All() {
 		switch {
 		case !validHeaderName(k) || !validHeaderValue(v):
-			bad = true
+			return fmt.Errorf("%w: header %q", edge.ErrBadRequest, k)
 		case bytes.EqualFold(k, []byte("Connection")):
 			named = connectionTokens(named, v)
 		case bytes.EqualFold(k, []byte("X-Forwarded-For")):
@@ -189,9 +188,6 @@ func (p *Proxy) fastOutgoing(c *fiber.Ctx, req *fasthttp.Request) error {
 			if len(host) == 0 {
 				host = v
 			}
-		}
-		if bad {
-			return fmt.Errorf("%w: header %q", edge.ErrBadRequest, k)
 		}
 	}
 	st := stateOf(c)

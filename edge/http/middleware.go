@@ -52,7 +52,6 @@ func identify(trusted edge.TrustedProxies) fiber.Handler {
 		} else {
 			st.id = newRequestID()
 		}
-		c.Locals(localState, st)
 		c.Set(HeaderRequestID, st.id)
 		st.peer = peerAddr(c)
 		var xff []string

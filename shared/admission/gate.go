@@ -47,6 +47,10 @@ func NewGate(keeper *Keeper, keys token.KeySource, leeway time.Duration) *Gate {
 		ttl: time.Second, cache: cache}
 }
 
+// Verifier is the gate's admission-token verifier, with its cache of verified tokens: a route that checks a token
+// without the gate (the edge's pay route) shares it rather than verifying the same tokens into a second cache.
+func (g *Gate) Verifier() *token.Verifier { return g.verifier }
+
 // Keeper is the gate's keeper, whose Release ends an admission.
 func (g *Gate) Keeper() *Keeper { return g.keeper }
 

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -30,13 +29,11 @@ func Listen(addr string, log *slog.Logger) (*Listener, error) {
 // Listener is a net.Listener whose Accept outlasts a shortage of descriptors or kernel memory.
 type Listener struct {
 	net.Listener
-	log     *slog.Logger
-	paused  atomic.Int64 // accept errors waited out so far
-	lastLog time.Time    // only Accept's goroutine touches it
+	log *slog.Logger
+	// Only Accept's goroutine touches these.
+	paused  int64 // accept errors waited out so far
+	lastLog time.Time
 }
-
-// Paused returns how many accept errors the listener has waited out.
-func (l *Listener) Paused() int64 { return l.paused.Load() }
 
 // Accept waits for the next connection. An error of exhausted resources is waited out; any other error (the
 // listener closed) is returned.
@@ -47,12 +44,12 @@ func (l *Listener) Accept() (net.Conn, error) {
 		if err == nil || !exhausted(err) {
 			return c, err
 		}
-		l.paused.Add(1)
+		l.paused++
 		delay = min(max(2*delay, 5*time.Millisecond), time.Second)
 		if l.log != nil && time.Since(l.lastLog) >= time.Second {
 			l.lastLog = time.Now()
 			l.log.Warn("accept paused: out of resources; new connections wait in the backlog",
-				"err", err, "retryIn", delay.String(), "pausedSoFar", l.paused.Load())
+				"err", err, "retryIn", delay.String(), "pausedSoFar", l.paused)
 		}
 		time.Sleep(delay)
 	}
