@@ -6,8 +6,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
-
-	"github.com/flashseat/flashseat/edge"
 )
 
 // Identical seat-map reads in flight at once share one upstream fetch. In a flash crowd thousands of fans poll the
@@ -74,10 +72,7 @@ func (a *sharedAnswer) write(c *fiber.Ctx) {
 // body of a route whose answer is the same for everyone.
 func sharedKey(c *fiber.Ctx) (string, bool) {
 	fr := c.Request()
-	if !fr.Header.IsGet() || len(fr.Body()) > 0 || !containsFold(fr.URI().PathOriginal(), "seats") {
-		return "", false // the cheap tests first: most requests are not seat maps
-	}
-	if !edge.Match(fiber.MethodGet, string(fr.URI().PathOriginal())).Shared {
+	if !fr.Header.IsGet() || len(fr.Body()) > 0 || !routeOf(c).Shared {
 		return "", false
 	}
 	return string(fr.Header.RequestURI()), true

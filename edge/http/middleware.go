@@ -21,9 +21,20 @@ const localState = "edge.state"
 // where a local each (the id, the address, the user) cost an allocation apiece to box.
 type state struct {
 	id     string
-	peer   netip.Addr // the connection's address
-	client netip.Addr // the client's, by the trusted-proxy policy
-	user   string     // the verified user token's subject, or ""
+	peer   netip.Addr  // the connection's address
+	client netip.Addr  // the client's, by the trusted-proxy policy
+	user   string      // the verified user token's subject, or ""
+	route  *edge.Route // the route of the path as sent, once routeOf has matched it
+}
+
+// routeOf is the route of the request's path as sent, matched once: the gate and the proxy's sharing both ask.
+func routeOf(c *fiber.Ctx) edge.Route {
+	st := stateOf(c)
+	if st.route == nil {
+		r := edge.Match(c.Method(), string(c.Request().URI().PathOriginal()))
+		st.route = &r
+	}
+	return *st.route
 }
 
 // stateOf is the request's state, made empty for a request identify has not seen (a handler tested alone).

@@ -82,7 +82,7 @@ func (s *Server) gate(c *fiber.Ctx) error {
 	if s.cfg.Gate == nil {
 		return c.Next()
 	}
-	r := edge.Match(c.Method(), string(c.Request().URI().PathOriginal()))
+	r := routeOf(c)
 	if r.Guard == edge.Ungated {
 		r = edge.Match(c.Method(), string(c.Request().URI().Path()))
 	}
