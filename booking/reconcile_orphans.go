@@ -45,7 +45,8 @@ func holdsSeats(st Status) bool {
 //
 // Each release is release.lua's compare-and-delete on the lock's "bookingID|fence", so a lock that lapsed and
 // was claimed by another booking between this read and the release is left alone. The freed seats are published
-// as AVAILABLE (by the release itself) and the show's ShowInfo is marked for a rewrite.
+// as AVAILABLE (by the release itself) and noted in the seat cache; the caller, Reconcile, republishes the
+// show's ShowInfo right after.
 func (s *Reconciler) releaseOrphans(ctx context.Context, showID string) error {
 	layout, err := s.catalog.Layout(ctx, showID)
 	if err != nil {
@@ -118,7 +119,6 @@ func (s *Reconciler) releaseOrphans(ctx context.Context, showID string) error {
 	}
 	if len(freed) > 0 {
 		s.seats.noteFreed(showID, freed)
-		s.catalog.markDirty(showID)
 	}
 	return nil
 }

@@ -25,7 +25,7 @@ func (releaseFails) Release(context.Context, booking.Booking) ([]string, error) 
 }
 
 // TestReconcileReleasesOrphanLocks: a sweep releases the locks no live booking holds (an unknown booking's lock
-// older than any hold's insert can be, a CANCELLED or EXPIRED booking's), publishes their seats as AVAILABLE and
+// older than any hold's insert can be or with no expiry, a CANCELLED, EXPIRED or REFUNDED booking's), publishes their seats as AVAILABLE and
 // rewrites ShowInfo; it keeps an unknown booking's fresh lock (its insert may be under way) and the locks of
 // HELD, PAYMENT_PENDING and CONFIRMED bookings.
 func TestReconcileReleasesOrphanLocks(t *testing.T) {
@@ -65,6 +65,8 @@ func TestReconcileReleasesOrphanLocks(t *testing.T) {
 	lock("A2", "bk_lost|7", ttl-time.Minute)
 	// A claim made a moment ago whose row may still be on its way.
 	lock("A3", "bk_fresh|8", ttl-time.Second)
+	// A lock of an unknown booking with no expiry at all (no claim makes one): nothing will ever free it.
+	lock("A4", "bk_forever|9", 0)
 	hold("u1", "B1")
 	pending := hold("u2", "B2")
 	setStatus(pending, booking.StatusPaymentPending)
@@ -72,6 +74,8 @@ func TestReconcileReleasesOrphanLocks(t *testing.T) {
 	setStatus(confirmed, booking.StatusConfirmed)
 	expired := hold("u4", "B4")
 	setStatus(expired, booking.StatusExpired)
+	refunded := hold("u6", "B7")
+	setStatus(refunded, booking.StatusRefunded)
 	cancelled := hold("u5", "B5", "B6")
 	if _, _, err := booking.New(e.Store, releaseFails{e.Locks}, nil, booking.Config{}).Cancel(ctx, cancelled.ID, "u5"); err != nil {
 		t.Fatal(err)
@@ -88,7 +92,7 @@ func TestReconcileReleasesOrphanLocks(t *testing.T) {
 	}
 	e.Svc.Reconcile(ctx)
 
-	for _, seat := range []string{"A1", "A2", "B4", "B5", "B6"} {
+	for _, seat := range []string{"A1", "A2", "A4", "B4", "B5", "B6", "B7"} {
 		if v := lockOf(seat); v != "" {
 			t.Errorf("seat %s still locked by %q", seat, v)
 		}
@@ -98,7 +102,7 @@ func TestReconcileReleasesOrphanLocks(t *testing.T) {
 			t.Errorf("seat %s locked by %q, want %q kept", seat, got, want)
 		}
 	}
-	want := map[string]bool{"A1": true, "A2": true, "B4": true, "B5": true, "B6": true}
+	want := map[string]bool{"A1": true, "A2": true, "A4": true, "B4": true, "B5": true, "B6": true, "B7": true}
 	timeout := time.After(5 * time.Second)
 	for len(want) > 0 {
 		select {

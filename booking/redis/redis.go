@@ -246,7 +246,7 @@ func (l *Locks) SeatLocks(ctx context.Context, showID string, seatIDs []string) 
 	for start := 0; start < len(seatIDs); start += seatLocksBatch {
 		batch := seatIDs[start:min(start+seatLocksBatch, len(seatIDs))]
 		res, err := locksScript.Run(ctx, l.rdb, seatKeys(showID, batch)).Slice()
-		if err != nil && !errors.Is(err, redis.Nil) {
+		if err != nil { // locks.lua always answers a table, empty when no seat is locked
 			return nil, fmt.Errorf("redis: seat locks: %w", err)
 		}
 		for i := 0; i+2 < len(res); i += 3 {

@@ -88,7 +88,8 @@ platform_stop() {
 stadium_step() { # out, extra loadtest args
   local out=$1; shift
   local edges=${STADIUM_EDGES:-10} procs=${STADIUM_PROCS:-10}
-  platform_edges "$edges"
+  # Called on the left of || (bench.sh), where set -e does not reach: a replica that did not start stops the step.
+  platform_edges "$edges" || return 1
   platform_log "loadtest stadium over $edges edges, $procs processes: $*"
   local load=$out/stadium-load.txt
   local mem=$out/stadium-mem.txt

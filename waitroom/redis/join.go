@@ -19,9 +19,11 @@ var (
 	joinScript = goredis.NewScript(joinLua)
 )
 
-// joinKeys returns join.lua's keys for show, shared by every call: callers must not change them.
+// joinKeys returns join.lua's keys for show, shared by every call: callers must not change them. A lookup only
+// reads the cache (Peek, under its read lock): every join and status call asks, and moving the show to the front
+// would take the exclusive lock each time, for the few shows on sale at once.
 func (s *Store) joinKeys(show string) []string {
-	if k, ok := s.keys.Get(show); ok {
+	if k, ok := s.keys.Peek(show); ok {
 		return k
 	}
 	k := []string{rediskey.QueueConfig(show), rediskey.ShowInfo(show), State(show), Wait(show), Pre(show),
