@@ -126,6 +126,8 @@ type Fan struct {
 	// not the gate failing an admitted fan.
 	TokenLate bool  `json:"tokenLate,omitempty"`
 	TokenExp  int64 `json:"tokenExp,omitempty"` // the token's exp claim, Unix seconds
+	// TokenRefusal says, when that first answer was 401 or 403, which route gave it and why (refusal).
+	TokenRefusal string `json:"tokenRefusal,omitempty"`
 	// RefusedAt is when a booking route refused the fan's admission token while it was valid (0: never).
 	RefusedAt time.Duration `json:"refusedAt,omitempty"`
 

@@ -6,6 +6,8 @@ type Tokens struct {
 	Used     int   `json:"used"`              // of those, fans that made a booking-route request with it
 	Accepted int   `json:"accepted"`          // answered with anything but 401/403
 	Refused  []int `json:"refused,omitempty"` // fans whose valid token was refused
+	// RefusedWhy is each refused fan's first refusal: route, status, problem and the gate's reason.
+	RefusedWhy map[int]string `json:"refusedWhy,omitempty"`
 	// ExpiredFirst counts fans whose token expired before their first request with it was answered (an overloaded
 	// platform); those refusals are the token's expiry, not the gate's failure.
 	ExpiredFirst int   `json:"expiredFirst"`
@@ -29,6 +31,10 @@ func CheckTokens(fans []*Fan) Tokens {
 					t.ExpiredFirst++
 				default:
 					t.Refused = append(t.Refused, f.ID)
+					if t.RefusedWhy == nil {
+						t.RefusedWhy = map[int]string{}
+					}
+					t.RefusedWhy[f.ID] = f.TokenRefusal
 				}
 			}
 		}

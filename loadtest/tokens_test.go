@@ -28,11 +28,16 @@ func TestCheckTokensAdmitted(t *testing.T) {
 	fans := []*Fan{
 		{ID: 1, Admitted: true, TokenStatus: 200},
 		{ID: 2, Admitted: true, TokenStatus: 403, TokenLate: true},
-		{ID: 3, Admitted: true, TokenStatus: 401},
+		{ID: 3, Admitted: true, TokenStatus: 403, TokenRefusal: "hold: 403 queue-required (revoked)"},
 		{ID: 4, Admitted: true},
 	}
 	got := CheckTokens(fans)
 	if got.Admitted != 4 || got.Used != 3 || got.Accepted != 1 || got.ExpiredFirst != 1 || !slices.Equal(got.Refused, []int{3}) {
 		t.Errorf("got %+v", got)
+	}
+	// The violation says who refused the fan and why, which the stadium's refusals needed and lacked.
+	vs := tokenViolations(&Summary{Tokens: got})
+	if len(vs) != 1 || vs[0].Detail != "fan 3: its admission token was refused (hold: 403 queue-required (revoked))" {
+		t.Errorf("violations %+v", vs)
 	}
 }

@@ -51,7 +51,11 @@ func CrowdViolations(s *Summary) []Violation {
 func tokenViolations(s *Summary) []Violation {
 	var out []Violation
 	for _, id := range s.Tokens.Refused {
-		out = append(out, Violation{InvTokenAccepted, fmt.Sprintf("fan %d: its admission token was refused", id)})
+		detail := fmt.Sprintf("fan %d: its admission token was refused", id)
+		if why := s.Tokens.RefusedWhy[id]; why != "" {
+			detail += " (" + why + ")"
+		}
+		out = append(out, Violation{InvTokenAccepted, detail})
 	}
 	for _, id := range s.Tokens.Allowed {
 		out = append(out, Violation{InvUnadmittedRefused, fmt.Sprintf(

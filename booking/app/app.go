@@ -93,7 +93,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 
 	var keys token.KeySource = cfg.AdmissionKeys
 	if keys == nil {
-		keys = token.NewRemoteKeys(cfg.AdmissionJWKSURL, nil)
+		remote := token.NewRemoteKeys(cfg.AdmissionJWKSURL, nil)
+		remote.Warm() // fetched before the first admitted fan's hold needs the keys, not while it waits
+		keys = remote
 	}
 	// Queue settings and admissions: PostgreSQL the record, Redis the cache (rebuilt by queues.Run when lost).
 	queues := admission.NewKeeper(admpostgres.New(pool), admredis.New(rdb), log)

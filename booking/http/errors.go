@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/session"
 	"github.com/flashseat/flashseat/shared/store"
@@ -123,7 +124,12 @@ func (s *Server) toProblem(c *fiber.Ctx, err error) *problem.Problem {
 		var qe *booking.QueueError
 		if errors.As(err, &qe) {
 			p.Detail = "this show has a waiting room: join it to get an admission token"
-			p.With("queueUrl", qe.QueueURL())
+			reason := admission.Reason(qe.Cause)
+			p.With("queueUrl", qe.QueueURL()).With("reason", reason)
+			// Behind the edge, which checks the same token first, a refusal here means the two disagreed (a
+			// revocation between the checks, or the edge's gate off): worth a line, and rare.
+			s.log.InfoContext(c.UserContext(), "admission refused", "show", qe.ShowID, "reason", reason,
+				"method", c.Method(), "path", string([]byte(c.Path())))
 		}
 		return p
 	}

@@ -174,7 +174,7 @@ func TestQueueGate(t *testing.T) {
 	user := h.user("fan1")
 	r := h.do("POST", "/api/v1/bookings/hold", user, holdBody(show, "A1"))
 	p := problemOf(t, r)
-	if r.status != 403 || p.Extensions["queueUrl"] != "/queue/"+show {
+	if r.status != 403 || p.Extensions["queueUrl"] != "/queue/"+show || p.Extensions["reason"] != "missing" {
 		t.Fatalf("no admission: %d %s", r.status, r.body)
 	}
 	other, _, _ := issuer.Issue("fan2", show, "j0", time.Now(), time.Minute)
@@ -198,7 +198,8 @@ func TestQueueGate(t *testing.T) {
 	if n, _ := env.RDB.ZCard(ctx, "{show:"+show+"}:queue:active").Result(); n != 0 {
 		t.Fatalf("active slots after cancel: %d", n)
 	}
-	if r := h.do("POST", "/api/v1/bookings/hold", user, holdBody(show, "A1"), admission.Header, adm); r.status != 403 {
+	if r := h.do("POST", "/api/v1/bookings/hold", user, holdBody(show, "A1"), admission.Header, adm); r.status != 403 ||
+		problemOf(t, r).Extensions["reason"] != "revoked" {
 		t.Fatalf("revoked admission: %d %s", r.status, r.body)
 	}
 	var q struct{ QueueEnabled bool }

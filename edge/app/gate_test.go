@@ -165,6 +165,21 @@ func TestGate(t *testing.T) {
 			t.Fatalf("queueUrl %v", got)
 		}
 	})
+	t.Run("refusal says why", func(t *testing.T) {
+		for _, tc := range []struct{ name, url, raw, reason string }{
+			{"seat map, revoked", seats, revoked, "revoked"},
+			{"seat map, expired", seats, issue("u1", show, now.Add(-time.Hour)), "expired"},
+			{"gate, revoked", gateURL(show), revoked, "revoked"},
+			{"gate, another show's", gateURL(show), issue("u1", other, now), "wrong_show"},
+		} {
+			resp, body := do(t, "GET", tc.url, "", map[string]string{"Accept": "application/json",
+				"Authorization": "Bearer " + u1, admission.Header: tc.raw})
+			p := wantProblem(t, resp, body, 403, "queue-required")
+			if got := p.Extensions["reason"]; got != tc.reason {
+				t.Errorf("%s: reason %v, want %q; body %s", tc.name, got, tc.reason, body)
+			}
+		}
+	})
 	t.Run("browser is redirected to the waiting room", func(t *testing.T) {
 		resp, _ := do(t, "GET", edge+"/shows/"+show, "", map[string]string{"Accept": "text/html,*/*"})
 		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/queue/"+show {

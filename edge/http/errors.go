@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/flashseat/flashseat/edge"
+	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/session"
 	"github.com/flashseat/flashseat/shared/store"
@@ -90,11 +91,13 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 // refuseAdmission sends a fan without an acceptable admission token to the show's waiting room: browsers by a
 // redirect, API clients by a 403 naming the room.
 func (s *Server) refuseAdmission(c *fiber.Ctx, ae *edge.AdmissionError) error {
-	s.metrics.gateRefusals.WithLabelValues(refusalReason(ae.Err)).Inc()
+	reason := admission.Reason(ae.Err)
+	s.metrics.gateRefusals.WithLabelValues(reason).Inc()
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	if ae.ShowID == "" {
 		// A token that names no show: there is no waiting room to send the client to.
-		return problem.Send(c, problem.New(http.StatusForbidden, problem.Forbidden, "The admission token is not valid."))
+		return problem.Send(c, problem.New(http.StatusForbidden, problem.Forbidden, "The admission token is not valid.").
+			With("reason", reason))
 	}
 	q := edge.QueueURL(ae.ShowID)
 	if wantsHTML(c) {
@@ -103,24 +106,8 @@ func (s *Server) refuseAdmission(c *fiber.Ctx, ae *edge.AdmissionError) error {
 	}
 	p := problem.New(http.StatusForbidden, problem.QueueRequired,
 		"This show's waiting room is open; join it to get an admission token.").
-		With("queueUrl", q).With("showId", ae.ShowID)
+		With("queueUrl", q).With("showId", ae.ShowID).With("reason", reason)
 	return problem.Send(c, p)
-}
-
-func refusalReason(err error) string {
-	switch {
-	case errors.Is(err, token.ErrExpired):
-		return "expired"
-	case errors.Is(err, token.ErrWrongShow):
-		return "wrong_show"
-	case errors.Is(err, token.ErrWrongUser):
-		return "wrong_user"
-	case errors.Is(err, token.ErrRevoked):
-		return "revoked"
-	case errors.Is(err, token.ErrInvalid):
-		return "invalid"
-	}
-	return "missing"
 }
 
 // wantsHTML tells a browser navigating (Accept lists text/html) from an API client.

@@ -181,7 +181,7 @@ func (s *Server) gateCheck(c *fiber.Ctx) error {
 		return edge.ErrUnauthenticated
 	case errors.As(err, &refused):
 		return problem.New(fiber.StatusForbidden, problem.QueueRequired, "The admission token was refused.").
-			With("queueUrl", edge.QueueURL(show)).With("showId", show)
+			With("queueUrl", edge.QueueURL(show)).With("showId", show).With("reason", admission.Reason(refused.Err))
 	}
 	return err
 }

@@ -228,6 +228,15 @@ func (r Result) ProblemSlug() string {
 	return t[strings.LastIndex(t, "/")+1:]
 }
 
+// String reads an extension member that holds a string (for example "reason"), or "".
+func (r Result) String(name string) string {
+	if r.Problem == nil {
+		return ""
+	}
+	v, _ := r.Problem.Extensions[name].(string)
+	return v
+}
+
 // StringList reads an extension member that holds a list of strings (for example "alternatives").
 func (r Result) StringList(name string) []string {
 	if r.Problem == nil {

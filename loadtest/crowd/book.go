@@ -33,7 +33,7 @@ func (p *fan) book(ctx context.Context) {
 			began := time.Now()
 			m, res, err := c.Seats(ctx, p.user, p.adm, p.cr.showID)
 			p.obs(loadtest.StepSeatMap, began, res, err)
-			p.tokenAnswer(res)
+			p.tokenAnswer("seat map", res)
 			switch {
 			case res.Status == http.StatusOK:
 			case busy(res) || (err != nil && ctx.Err() == nil):
@@ -68,7 +68,7 @@ func (p *fan) book(ctx context.Context) {
 			}
 			p.backoff(ctx, try, res.RetryAfter)
 		}
-		p.tokenAnswer(res)
+		p.tokenAnswer("hold", res)
 		if busy(res) {
 			p.backoff(ctx, busyTries, res.RetryAfter)
 			busyTries++
@@ -130,10 +130,26 @@ func markTaken(seats []client.Seat, taken []string) {
 }
 
 // tokenAnswer keeps the first answer to a request made with the admission token.
-func (p *fan) tokenAnswer(res client.Result) {
+func (p *fan) tokenAnswer(route string, res client.Result) {
 	if p.f.TokenStatus == 0 && res.Status != 0 && !busy(res) {
 		p.f.TokenStatus = res.Status
 		// Whole seconds, as exp is: an answer in exp's own second may already see the token expired.
 		p.f.TokenLate = p.f.TokenExp > 0 && time.Now().Unix() >= p.f.TokenExp
+		if res.Status == http.StatusUnauthorized || res.Status == http.StatusForbidden {
+			p.f.TokenRefusal = refusal(route, res)
+		}
 	}
+}
+
+// refusal describes a 401 or 403: the route, the status, the problem's type and the reason the gate gave
+// ("revoked", "expired", ...), so that a refused admitted fan in a report says who refused it and why.
+func refusal(route string, res client.Result) string {
+	s := route + ": " + itoa(res.Status)
+	if slug := res.ProblemSlug(); slug != "" {
+		s += " " + slug
+	}
+	if r := res.String("reason"); r != "" {
+		s += " (" + r + ")"
+	}
+	return s
 }

@@ -2,6 +2,7 @@ package admission_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"net"
 	"os"
@@ -85,19 +86,34 @@ func TestGate(t *testing.T) {
 	}
 	raw, exp, _ := is.Issue("u1", show, "jti-1", time.Now(), time.Minute)
 	other, _, _ := is.Issue("u1", "another", "jti-2", time.Now(), time.Minute)
+	expired, _, _ := is.Issue("u1", show, "jti-3", time.Now().Add(-time.Hour), time.Minute)
 	tests := []struct {
 		name, user, raw string
 		want            error
+		reason          string
 	}{
-		{"no token", "u1", "", admission.ErrRequired},
-		{"wrong user", "u2", raw, token.ErrWrongUser},
-		{"wrong show", "u1", other, token.ErrWrongShow},
-		{"junk", "u1", "junk", token.ErrInvalid},
+		{"no token", "u1", "", admission.ErrRequired, "missing"},
+		{"wrong user", "u2", raw, token.ErrWrongUser, "wrong_user"},
+		{"wrong show", "u1", other, token.ErrWrongShow, "wrong_show"},
+		{"junk", "u1", "junk", token.ErrInvalid, "invalid"},
+		{"expired", "u1", expired, token.ErrExpired, "expired"},
 	}
 	for _, tc := range tests {
-		if _, err := gate.Check(ctx, show, tc.user, tc.raw); !errors.Is(err, tc.want) || !errors.Is(err, admission.ErrRequired) {
+		_, err := gate.Check(ctx, show, tc.user, tc.raw)
+		if !errors.Is(err, tc.want) || !errors.Is(err, admission.ErrRequired) {
 			t.Errorf("%s: got %v, want %v wrapped in ErrRequired", tc.name, err, tc.want)
 		}
+		if r := admission.Reason(err); r != tc.reason {
+			t.Errorf("%s: reason %q, want %q", tc.name, r, tc.reason)
+		}
+	}
+
+	// A gate whose keys are fetched from an issuer that cannot be reached does not know the token is bad: the
+	// fan is told to retry (ErrUnavailable, a 503), not sent back to the queue.
+	blind := admission.NewGate(k, unreachableKeys{}, 0)
+	if _, err := blind.Check(ctx, show, "u1", raw); !errors.Is(err, admission.ErrUnavailable) ||
+		errors.Is(err, admission.ErrRequired) {
+		t.Fatalf("keys unreachable: got %v, want ErrUnavailable and no refusal", err)
 	}
 	c, err := gate.Check(ctx, show, "u1", raw)
 	if err != nil || c.ID != "jti-1" || gate.Open(show) {
@@ -111,10 +127,16 @@ func TestGate(t *testing.T) {
 	if n := rdb.ZCard(ctx, rediskey.QueueActive(show)).Val(); n != 0 {
 		t.Fatalf("active after release = %d, want 0", n)
 	}
-	if _, err := gate.Check(ctx, show, "u1", raw); !errors.Is(err, token.ErrRevoked) {
-		t.Fatalf("revoked: got %v", err)
+	if _, err := gate.Check(ctx, show, "u1", raw); !errors.Is(err, token.ErrRevoked) || admission.Reason(err) != "revoked" {
+		t.Fatalf("revoked: got %v (reason %q)", err, admission.Reason(err))
 	}
 }
+
+// unreachableKeys is a fetched key set whose issuer has not answered yet: it knows no key.
+type unreachableKeys struct{}
+
+func (unreachableKeys) Key(string) (ed25519.PublicKey, bool) { return nil, false }
+func (unreachableKeys) Unavailable() bool                    { return true }
 
 // TestLostCacheFailsClosed: after Redis forgets a show whose record says the queue is on, the gate never reads
 // that as "off": the state comes back from the record by itself, with its revocations and active admissions.

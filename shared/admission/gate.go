@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -101,7 +102,12 @@ func (g *Gate) Check(ctx context.Context, showID, userID, raw string) (*token.Ad
 		return nil, ErrRequired
 	}
 	claims, err := g.verifier.Verify(raw, showID, userID)
-	if err != nil {
+	switch {
+	case errors.Is(err, token.ErrKeysUnavailable):
+		// The issuer's keys are out of reach (booking reads them from the edge's JWKS): the token is not known
+		// to be bad, so the fan is told to retry, not sent back to the queue.
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	case err != nil:
 		return nil, fmt.Errorf("%w: %w", ErrRequired, err)
 	}
 	revoked, present, err := g.keeper.cache.Revoked(ctx, showID, claims.ID)
@@ -132,4 +138,23 @@ func (g *Gate) Check(ctx context.Context, showID, userID, raw string) (*token.Ad
 // Release ends the admission jti of userID to showID (booking: the fan's booking was confirmed or cancelled).
 func (g *Gate) Release(ctx context.Context, showID, userID, jti string, exp time.Time) error {
 	return g.keeper.Release(ctx, Grant{ShowID: showID, UserID: userID, JTI: jti, ExpiresAt: exp})
+}
+
+// Reason names why Check refused a token (an error wrapping ErrRequired), for the refusal's problem body, logs and
+// metrics: "expired", "revoked", "wrong_show", "wrong_user", "invalid" (malformed, forged, unknown key, wrong
+// audience), or "missing" when no token came.
+func Reason(err error) string {
+	switch {
+	case errors.Is(err, token.ErrExpired):
+		return "expired"
+	case errors.Is(err, token.ErrWrongShow):
+		return "wrong_show"
+	case errors.Is(err, token.ErrWrongUser):
+		return "wrong_user"
+	case errors.Is(err, token.ErrRevoked):
+		return "revoked"
+	case errors.Is(err, token.ErrInvalid):
+		return "invalid"
+	}
+	return "missing"
 }

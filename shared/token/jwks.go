@@ -31,7 +31,8 @@ type RemoteKeys struct {
 	minInterval time.Duration
 	fetchMax    time.Duration // one fetch's deadline
 
-	set atomic.Pointer[keySet] // the last good set; nil before the first fetch succeeds
+	set    atomic.Pointer[keySet] // the last good set; nil before the first fetch succeeds
+	failed atomic.Bool            // the last fetch failed (Unavailable)
 
 	mu      sync.Mutex    // guards triedAt and running; never held across I/O
 	triedAt time.Time     // when the last fetch began
@@ -83,6 +84,14 @@ func (r *RemoteKeys) PublicKey(kid string) (crypto.PublicKey, bool) {
 	return nil, false
 }
 
+// Unavailable reports that the issuer's key set is out of reach: never fetched yet, or its last fetch failed. A
+// kid missing from the set then says nothing about the token (ErrKeysUnavailable).
+func (r *RemoteKeys) Unavailable() bool { return r.set.Load() == nil || r.failed.Load() }
+
+// Warm starts fetching the set now, in the background, so that the first tokens a replica checks do not wait for
+// it (or, with the issuer slow, get a 503 while it is fetched).
+func (r *RemoteKeys) Warm() { r.start(time.Now()) }
+
 // start begins a fetch unless one is under way or the last one began less than minInterval ago, and returns a
 // channel closed when the fetch under way ends, or nil when none is. A failed fetch keeps the last good set:
 // tokens keep being checked while the issuer is unreachable.
@@ -101,9 +110,11 @@ func (r *RemoteKeys) start(now time.Time) <-chan struct{} {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), r.fetchMax)
 		defer cancel()
-		if keys, err := r.fetch(ctx); err == nil {
+		keys, err := r.fetch(ctx)
+		if err == nil {
 			r.set.Store(&keySet{keys: keys, fetchedAt: now})
 		}
+		r.failed.Store(err != nil)
 		r.mu.Lock()
 		r.running = nil
 		r.mu.Unlock()

@@ -2,12 +2,15 @@ package token
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/flashseat/flashseat/shared/store"
 )
 
 // jwksServer serves the keys of is; while block is set, each request waits until release is closed.
@@ -141,5 +144,76 @@ func TestRemoteKeysRotation(t *testing.T) {
 	}
 	if n := srv.fetches.Load(); n != 2 {
 		t.Fatalf("%d fetches after made-up kids, want still 2", n)
+	}
+}
+
+// While the issuer's keys cannot be fetched, a token under a kid the verifier lacks is not refused: that is an
+// outage (ErrKeysUnavailable, which wraps store.ErrUnavailable), not a forgery. Once the set is fetched, the same
+// token verifies, and a kid the fetched set lacks is ErrInvalid.
+func TestRemoteKeysUnreachableIsUnavailable(t *testing.T) {
+	t.Parallel()
+	k, _ := GenerateKey()
+	is := NewIssuer(k)
+	srv := newJWKSServer(t, is)
+	var up atomic.Bool
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !up.Load() {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		srv.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	r := NewRemoteKeys(front.URL, nil)
+	r.minInterval = 0 // each check of an unknown kid may fetch again
+	v := NewVerifier(r, 0)
+	raw, _, _ := is.Issue("u", "s", "j", time.Now(), time.Minute)
+
+	_, err := v.Verify(raw, "s", "u")
+	if !errors.Is(err, ErrKeysUnavailable) || !errors.Is(err, store.ErrUnavailable) || errors.Is(err, ErrInvalid) {
+		t.Fatalf("issuer down: err %v, want ErrKeysUnavailable (a store outage), not ErrInvalid", err)
+	}
+	if !r.Unavailable() {
+		t.Fatal("Unavailable false after a failed fetch")
+	}
+
+	up.Store(true)
+	if _, err := v.Verify(raw, "s", "u"); err != nil {
+		t.Fatalf("issuer back: %v", err)
+	}
+	other, _ := GenerateKey()
+	forged, _, _ := NewIssuer(other).Issue("u", "s", "j", time.Now(), time.Minute)
+	if _, err := v.Verify(forged, "s", "u"); !errors.Is(err, ErrInvalid) || errors.Is(err, ErrKeysUnavailable) {
+		t.Fatalf("unknown kid with the issuer up: err %v, want ErrInvalid", err)
+	}
+
+	up.Store(false) // the issuer goes again: a kid the last good set lacks is unknown, not known-bad
+	if _, err := v.Verify(forged, "s", "u"); !errors.Is(err, ErrKeysUnavailable) {
+		t.Fatalf("unknown kid with the issuer down again: err %v, want ErrKeysUnavailable", err)
+	}
+	if _, err := v.Verify(raw, "s", "u"); err != nil { // a known key keeps answering from the last good set
+		t.Fatalf("known kid with the issuer down: %v", err)
+	}
+}
+
+// Warm fetches the set in the background, so the first check finds it.
+func TestRemoteKeysWarm(t *testing.T) {
+	t.Parallel()
+	k, _ := GenerateKey()
+	srv := newJWKSServer(t, NewIssuer(k))
+	r := NewRemoteKeys(srv.URL, nil)
+	r.Warm()
+	deadline := time.Now().Add(10 * time.Second)
+	for r.set.Load() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("Warm fetched nothing")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if r.Unavailable() {
+		t.Fatal("Unavailable after a good fetch")
+	}
+	if n := srv.fetches.Load(); n != 1 {
+		t.Fatalf("%d fetches, want 1", n)
 	}
 }

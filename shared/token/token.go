@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/flashseat/flashseat/shared/store"
 )
 
 // Audience is the aud of every admission token.
@@ -30,6 +32,12 @@ var (
 	ErrWrongUser = errors.New("token: wrong user")     // sub is not the caller
 	ErrRevoked   = errors.New("token: revoked")        // jti revoked (booking done, operator kick)
 	ErrNoKey     = errors.New("token: no signing key") // issuer misconfigured
+	// ErrKeysUnavailable means a token names a key its verifier cannot look up now: the key set is fetched from
+	// the issuer (a JWKS URL) and no fetch has succeeded yet, or the last one failed. The token may be perfectly
+	// good, so this is an outage to wait out (it wraps store.ErrUnavailable: every error table answers 503 with
+	// Retry-After), never a refusal: a replica that starts while the issuer is slow must not turn the first
+	// admitted fans away.
+	ErrKeysUnavailable = fmt.Errorf("token: verification keys unavailable: %w", store.ErrUnavailable)
 )
 
 // Admission is the claim set of an admission token: sub (user id), show, jti, iat, exp, aud="booking".
@@ -168,6 +176,12 @@ type KeySource interface {
 	Key(kid string) (ed25519.PublicKey, bool)
 }
 
+// fetchedKeys is a KeySource whose set comes from elsewhere and may be out of reach (RemoteKeys): Unavailable
+// reports that its last attempt to get the set failed, so a kid it lacks may only be one it could not fetch.
+type fetchedKeys interface {
+	Unavailable() bool
+}
+
 // StaticKeys is a fixed KeySource.
 type StaticKeys map[string]ed25519.PublicKey
 
@@ -252,6 +266,9 @@ func parseSigned(parser *jwt.Parser, keys KeySource, raw string, claims jwt.Clai
 		kid, _ := t.Header["kid"].(string)
 		k, ok := keys.Key(kid)
 		if !ok {
+			if f, fetched := keys.(fetchedKeys); fetched && f.Unavailable() {
+				return nil, fmt.Errorf("%w: kid %q", ErrKeysUnavailable, kid)
+			}
 			return nil, fmt.Errorf("unknown kid %q", kid)
 		}
 		return k, nil
@@ -259,6 +276,8 @@ func parseSigned(parser *jwt.Parser, keys KeySource, raw string, claims jwt.Clai
 	switch {
 	case errors.Is(err, jwt.ErrTokenExpired):
 		return ErrExpired
+	case errors.Is(err, ErrKeysUnavailable):
+		return ErrKeysUnavailable
 	case err != nil:
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
