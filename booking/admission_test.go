@@ -31,13 +31,16 @@ type admittedEnv struct {
 	key token.Key
 }
 
-func newAdmittedEnv(t *testing.T) *admittedEnv {
+func newAdmittedEnv(t *testing.T) *admittedEnv { return newAdmittedEnvLeeway(t, 0) }
+
+// newAdmittedEnvLeeway is newAdmittedEnv with a gate accepting tokens up to leeway past their expiry.
+func newAdmittedEnvLeeway(t *testing.T, leeway time.Duration) *admittedEnv {
 	t.Helper()
 	key, _ := token.GenerateKey()
 	rdb := bookingtest.Redis(t)
 	pool := pgtest.New(t)
 	queues := admissiontest.Keeper(t, pool, rdb)
-	gate := admission.NewGate(queues, token.NewStaticKeys(key.Public()), 0)
+	gate := admission.NewGate(queues, token.NewStaticKeys(key.Public()), leeway)
 	env := &bookingtest.Env{Store: postgres.New(pool), Locks: bookingredis.New(rdb), Pool: pool, RDB: rdb,
 		Queues: queues}
 	env.Svc = booking.New(env.Store, env.Locks, gate, booking.Config{})
@@ -60,14 +63,65 @@ func newAdmittedEnv(t *testing.T) *admittedEnv {
 // admit issues user an admission token jti to the show, holding an active slot, as the waiting room would.
 func (a *admittedEnv) admit(t *testing.T, user, jti string) string {
 	t.Helper()
+	raw, _ := a.admitFor(t, user, jti, time.Now(), time.Minute)
+	return raw
+}
+
+// admitFor is admit with a token issued at iat for ttl; it returns the token's expiry too.
+func (a *admittedEnv) admitFor(t *testing.T, user, jti string, iat time.Time, ttl time.Duration) (string, time.Time) {
+	t.Helper()
 	show := a.env.Show.ID
-	raw, exp, err := token.NewIssuer(a.key).Issue(user, show, jti, time.Now(), time.Minute)
+	raw, exp, err := token.NewIssuer(a.key).Issue(user, show, jti, iat, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.env.RDB.ZAdd(context.Background(), rediskey.QueueActive(show),
 		goredis.Z{Score: float64(exp.UnixMilli()), Member: jti})
-	return raw
+	return raw, exp
+}
+
+// TestHoldEndsWithItsAdmission: paying needs a valid admission token, so a hold made under one that expires before
+// the hold TTL ends with it (its expiresAt says so) and its seats go back on sale, instead of staying held for a
+// fan who can no longer pay. A token the gate accepts only within its leeway makes no hold at all.
+func TestHoldEndsWithItsAdmission(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a := newAdmittedEnvLeeway(t, 30*time.Second)
+	show := a.env.Show.ID
+	raw, exp := a.admitFor(t, "u1", "jti-1", time.Now(), 3*time.Second)
+	b, _, err := a.env.Svc.Hold(ctx, booking.HoldRequest{UserID: "u1", ShowID: show, SeatIDs: []string{"A1"},
+		AdmissionToken: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.ExpiresAt.Equal(exp) {
+		t.Fatalf("hold expires at %v, want the admission's expiry %v (hold TTL %v)", b.ExpiresAt, exp, a.env.Svc.HoldTTL())
+	}
+	other := a.admit(t, "u2", "jti-2")
+	hold2 := func() error {
+		_, _, err := a.env.Svc.Hold(ctx, booking.HoldRequest{UserID: "u2", ShowID: show, SeatIDs: []string{"A1"},
+			AdmissionToken: other})
+		return err
+	}
+	if err := hold2(); !errors.Is(err, booking.ErrSeatsUnavailable) {
+		t.Fatalf("A1 while u1 holds it: %v, want ErrSeatsUnavailable", err)
+	}
+	time.Sleep(time.Until(exp) + 10*time.Millisecond)
+	a.env.Svc.Reconcile(ctx)
+	if got, err := a.env.Svc.Booking(ctx, b.ID, "u1"); err != nil || got.Status != booking.StatusExpired {
+		t.Fatalf("u1's hold after its admission expired: %+v, %v; want EXPIRED", got, err)
+	}
+	if err := hold2(); err != nil {
+		t.Fatalf("A1 after u1's admission expired: %v, want it on sale again", err)
+	}
+
+	late, _ := a.admitFor(t, "u3", "jti-3", time.Now().Add(-time.Minute), 50*time.Second) // expired 10 s ago
+	_, _, err = a.env.Svc.Hold(ctx, booking.HoldRequest{UserID: "u3", ShowID: show, SeatIDs: []string{"A2"},
+		AdmissionToken: late})
+	var qe *booking.QueueError
+	if !errors.As(err, &qe) || !errors.Is(err, token.ErrExpired) {
+		t.Fatalf("hold under a token past its expiry, within the leeway: %v, want a queue error (expired)", err)
+	}
 }
 
 // TestAdmissionOutlivesAnEarlierHold: a fan holds twice under one admission (the first hold's answer was lost to

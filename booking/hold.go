@@ -11,6 +11,9 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/token"
 )
 
 // HoldStore is the ledger as the Holds need it: the bookings, and the Idempotency-Keys of hold requests.
@@ -312,6 +315,19 @@ func (s *Holds) hold(ctx context.Context, r HoldRequest, show Show, seats []Seat
 	}
 	if adm != nil {
 		b.AdmissionJTI, b.AdmissionExp = adm.jti, adm.exp
+		// A hold made under an admission is paid under it too (a new payment needs a valid admission token), so
+		// past the token's expiry nobody can pay for these seats: held longer, they would sit in limbo until the
+		// hold TTL, out of reach of the fans the queue admits next. The hold ends with the admission instead,
+		// and its expiresAt tells the fan so. Only the ledger's expiry is shortened; the seat locks keep the hold
+		// TTL as the backstop they are (the reconciler expires the booking and releases them at expiresAt), so
+		// a lock's age still follows from the time it has left (reconcile_orphans.go).
+		if !adm.exp.IsZero() && adm.exp.Before(b.ExpiresAt) {
+			if !adm.exp.After(now) {
+				return Booking{}, &QueueError{ShowID: r.ShowID,
+					Cause: fmt.Errorf("%w: %w", admission.ErrRequired, token.ErrExpired)}
+			}
+			b.ExpiresAt = adm.exp.UTC()
+		}
 	}
 	b.ID = NewID("bk_")
 	claim := Claim{ShowID: b.ShowID, BookingID: b.ID, UserID: b.UserID, SeatIDs: b.SeatIDs, TTL: ttl,
