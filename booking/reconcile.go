@@ -13,8 +13,9 @@ type ReconcileStore interface {
 	ExpireDue(ctx context.Context, showID string, now time.Time, limit int) ([]Booking, error)
 	UpcomingShows(ctx context.Context, now time.Time) ([]string, error)
 	SoldSeats(ctx context.Context, showID string) ([]string, error)
-	// BookingsByID reads the bookings of ids that exist; an id the ledger does not know is left out.
-	BookingsByID(ctx context.Context, ids []string) ([]Booking, error)
+	// LockOwners reads the bookings of ids that exist, with only what a release of their locks needs: ID, UserID,
+	// ShowID, Status and SeatIDs. An id the ledger does not know is left out.
+	LockOwners(ctx context.Context, ids []string) ([]Booking, error)
 }
 
 // ReconcileMirror is Redis as the Reconciler needs it: the sold set it restores, the seat events it publishes

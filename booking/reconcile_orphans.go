@@ -82,7 +82,7 @@ func (s *Reconciler) releaseOrphans(ctx context.Context, showID string) error {
 		c.seats = append(c.seats, l.SeatID)
 		c.ttl = max(c.ttl, l.TTL)
 	}
-	bs, err := s.store.BookingsByID(ctx, ids)
+	bs, err := s.store.LockOwners(ctx, ids)
 	if err != nil {
 		return err
 	}
