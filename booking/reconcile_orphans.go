@@ -23,7 +23,7 @@ type SeatLock struct {
 // orphanGrace is how old a lock of a booking Postgres does not know must be before it is taken for an orphan. A
 // hold writes its row within claimWindow of sending its claim (hold.go); the margin covers an insert that
 // commits while its cancelled request is still being torn down.
-const orphanGrace = claimWindow + 10*time.Second
+func (s *Holds) orphanGrace() time.Duration { return s.window + 10*time.Second }
 
 // holdsSeats reports whether a booking in status st may own seat locks. Only the end states that give the seats
 // back are listed: a status added later keeps its locks until someone decides otherwise.
@@ -90,7 +90,7 @@ func (s *Reconciler) releaseOrphans(ctx context.Context, showID string) error {
 	for _, b := range bs {
 		known[b.ID] = b
 	}
-	shortest := s.holds.shortestTTL()
+	shortest, grace := s.holds.shortestTTL(), s.holds.orphanGrace()
 	var freed []string
 	for o, c := range claims {
 		b, ok := known[o.booking]
@@ -99,7 +99,7 @@ func (s *Reconciler) releaseOrphans(ctx context.Context, showID string) error {
 		case ok && !holdsSeats(b.Status):
 			// Released with the booking's own seats and user, so its entry under the user's seat cap goes too.
 			b.Fence = o.fence
-		case !ok && (c.ttl < 0 || shortest-c.ttl >= orphanGrace):
+		case !ok && (c.ttl < 0 || shortest-c.ttl >= grace):
 			// Nobody knows the user: its cap entry lapses with the claim's TTL.
 			b = Booking{ID: o.booking, ShowID: showID, SeatIDs: c.seats, Fence: o.fence}
 			state = "unknown to the ledger"
