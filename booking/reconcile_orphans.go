@@ -35,7 +35,7 @@ func holdsSeats(st Status) bool {
 	return true // HELD, PAYMENT_PENDING, and CONFIRMED (its locks go when the sale is mirrored)
 }
 
-// releaseOrphans releases the show's seat locks that no live booking holds:
+// releaseOrphans releases those of the show's seat locks, as sweepShow read them, that no live booking holds:
 //   - the lock of a booking that is CANCELLED, EXPIRED or REFUNDED in the ledger, at once: none of these states
 //     ever holds seats again;
 //   - the lock of a booking the ledger does not know, once the lock is older than orphanGrace, so that a hold
@@ -45,20 +45,11 @@ func holdsSeats(st Status) bool {
 //
 // Each release is release.lua's compare-and-delete on the lock's "bookingID|fence", so a lock that lapsed and
 // was claimed by another booking between this read and the release is left alone. The freed seats are published
-// as AVAILABLE (by the release itself) and noted in the seat cache; the caller, Reconcile, republishes the
-// show's ShowInfo right after.
-func (s *Reconciler) releaseOrphans(ctx context.Context, showID string) error {
-	layout, err := s.catalog.Layout(ctx, showID)
-	if err != nil {
-		return err
-	}
-	seatIDs := make([]string, len(layout))
-	for i, st := range layout {
-		seatIDs[i] = st.ID
-	}
-	locks, err := s.locks.SeatLocks(ctx, showID, seatIDs)
-	if err != nil || len(locks) == 0 {
-		return err
+// as AVAILABLE (by the release itself) and noted in the seat cache; the caller, sweepShow, republishes the
+// show's ShowInfo right after with the locks it read less the seats freed, which it returns.
+func (s *Reconciler) releaseOrphans(ctx context.Context, showID string, locks []SeatLock) ([]string, error) {
+	if len(locks) == 0 {
+		return nil, nil
 	}
 	// One claim's locks share a value and an expiry: group them by value.
 	type owner struct {
@@ -84,7 +75,7 @@ func (s *Reconciler) releaseOrphans(ctx context.Context, showID string) error {
 	}
 	bs, err := s.store.LockOwners(ctx, ids)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	known := make(map[string]Booking, len(bs))
 	for _, b := range bs {
@@ -120,5 +111,5 @@ func (s *Reconciler) releaseOrphans(ctx context.Context, showID string) error {
 	if len(freed) > 0 {
 		s.seats.noteFreed(showID, freed)
 	}
-	return nil
+	return freed, nil
 }
