@@ -321,17 +321,7 @@ func (s *Catalog) counts(ctx context.Context, showID string, maxAge time.Duratio
 	if err != nil {
 		return Counts{}, err
 	}
-	c := Counts{Total: len(layout)}
-	for i := range layout {
-		switch sn.statusAt(i) {
-		case SeatBooked:
-			c.Booked++
-		case SeatHeld:
-			c.Held++
-		}
-	}
-	c.Available = c.Total - c.Held - c.Booked
-	return c, nil
+	return sn.counts(), nil
 }
 
 // Stats is the operator's view of a show.

@@ -78,6 +78,7 @@ type Holds struct {
 	restoreMu sync.Mutex    // one fencing-epoch restore at a time
 	offers    OfferLookup   // which bookings are waitlist offers (set by NewWaitlist); nil: none are
 	offerTTL  time.Duration // the TTL of waitlist offers' holds (set by NewWaitlist); 0: no offers
+	window    time.Duration // claimWindow, but shorter in tests
 }
 
 // claimWindow bounds a hold's claim and the insert of its booking row together: both run under one deadline taken
@@ -332,7 +333,7 @@ func (s *Holds) hold(ctx context.Context, r HoldRequest, show Show, seats []Seat
 	b.ID = NewID("bk_")
 	claim := Claim{ShowID: b.ShowID, BookingID: b.ID, UserID: b.UserID, SeatIDs: b.SeatIDs, TTL: ttl,
 		Now: now, UserCap: s.cfg.MaxSeats}
-	ctx, cancel := context.WithTimeout(ctx, claimWindow)
+	ctx, cancel := context.WithTimeout(ctx, s.window)
 	defer cancel()
 	res, err := s.locks.Claim(ctx, claim)
 	if err == nil && res.NoEpoch {

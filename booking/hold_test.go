@@ -539,6 +539,59 @@ func TestInsertFailureReleasesClaim(t *testing.T) {
 	}
 }
 
+// TestHoldGivesUpWithinClaimWindow: a hold whose insert cannot go through (another transaction keeps the
+// bookings table from writes) gives up when the claim window ends, though its caller would wait longer: it fails,
+// frees its claim, and no row of it is written even once the table is free again. This is what lets the orphan
+// sweep take a lock Postgres does not know for an orphan once it is older than the window.
+func TestHoldGivesUpWithinClaimWindow(t *testing.T) {
+	t.Parallel()
+	e := bookingtest.New(t, booking.Config{})
+	ctx := context.Background()
+	const window = 300 * time.Millisecond
+	e.Svc.SetClaimWindow(window)
+
+	tx, err := e.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// SHARE mode lets the hold read the catalog and only holds back its insert.
+	if _, err := tx.Exec(ctx, `LOCK TABLE bookings IN SHARE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	unlocked := make(chan struct{})
+	go func() {
+		defer close(unlocked)
+		select {
+		case <-done:
+		case <-time.After(window + 5*time.Second): // a hold that does not give up goes through after this
+		}
+		_ = tx.Rollback(ctx)
+	}()
+
+	start := time.Now()
+	_, _, err = e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u1", ShowID: e.Show.ID, SeatIDs: []string{"D1", "D2"}})
+	took := time.Since(start)
+	close(done)
+	<-unlocked
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("hold with its insert held back = %v, want %v", err, context.DeadlineExceeded)
+	}
+	if took > window+2*time.Second {
+		t.Errorf("hold took %v, want it to give up at the claim window (%v)", took, window)
+	}
+	var rows int
+	if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM bookings WHERE user_id = 'u1'`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 0 {
+		t.Errorf("%d booking rows written after the hold gave up, want none", rows)
+	}
+	if keys, _ := e.RDB.Keys(ctx, rediskey.Seat(e.Show.ID, "*")).Result(); len(keys) != 0 {
+		t.Errorf("locks left after the hold gave up: %v", keys)
+	}
+}
+
 // TestReconcileRestoresRedis: after Redis lost a show's ShowInfo and sold mirror, a reconcile brings both back
 // from the ledger.
 func TestReconcileRestoresRedis(t *testing.T) {

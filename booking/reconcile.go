@@ -13,8 +13,9 @@ type ReconcileStore interface {
 	ExpireDue(ctx context.Context, showID string, now time.Time, limit int) ([]Booking, error)
 	UpcomingShows(ctx context.Context, now time.Time) ([]string, error)
 	SoldSeats(ctx context.Context, showID string) ([]string, error)
-	// BookingsByID reads the bookings of ids that exist; an id the ledger does not know is left out.
-	BookingsByID(ctx context.Context, ids []string) ([]Booking, error)
+	// LockOwners reads the bookings of ids that exist, with only what a release of their locks needs: ID, UserID,
+	// ShowID, Status and SeatIDs. An id the ledger does not know is left out.
+	LockOwners(ctx context.Context, ids []string) ([]Booking, error)
 }
 
 // ReconcileMirror is Redis as the Reconciler needs it: the sold set it restores, the seat events it publishes
@@ -22,6 +23,8 @@ type ReconcileStore interface {
 type ReconcileMirror interface {
 	// AddSold mirrors the ledger's sold seats into Redis (after Redis lost them).
 	AddSold(ctx context.Context, showID string, seatIDs []string) error
+	// Sold reads the show's sold seats as Redis has them, the set every claim is checked against.
+	Sold(ctx context.Context, showID string) ([]string, error)
 	// PublishSeats announces seat changes on the show's seat channel.
 	PublishSeats(ctx context.Context, showID string, evs []SeatEvent) error
 	// SeatLocks reads the locks of the given seats of a show, each with the time it has left; a seat without a
@@ -140,13 +143,53 @@ func (s *Reconciler) Reconcile(ctx context.Context) {
 		if err != nil {
 			s.log.ErrorContext(ctx, "reconcile: sold seats", "show", id, "err", err)
 		}
-		if err := s.releaseOrphans(ctx, id); err != nil {
-			s.log.ErrorContext(ctx, "reconcile: orphaned seat locks", "show", id, "err", err)
-		}
-		if err := s.catalog.PublishInfo(ctx, id); err != nil {
+		if err := s.sweepShow(ctx, id); err != nil {
 			s.log.ErrorContext(ctx, "reconcile: show info", "show", id, "err", err)
 		}
 	}
+}
+
+// sweepShow releases the show's orphaned seat locks (releaseOrphans) and republishes its ShowInfo, both from one
+// read of the show's locks: the locks the sweep leaves are the seats held. A claim, cancel or sale since that
+// read marks the show dirty, so the next flush of ShowInfo counts it.
+func (s *Reconciler) sweepShow(ctx context.Context, showID string) error {
+	show, err := s.catalog.Show(ctx, showID)
+	if err != nil {
+		return err
+	}
+	layout, index, err := s.catalog.layoutIndex(ctx, showID)
+	if err != nil {
+		return err
+	}
+	seatIDs := make([]string, len(layout))
+	for i, st := range layout {
+		seatIDs[i] = st.ID
+	}
+	locks, err := s.locks.SeatLocks(ctx, showID, seatIDs)
+	if err != nil {
+		return err
+	}
+	freed, err := s.releaseOrphans(ctx, showID, locks)
+	if err != nil {
+		// The locks stand as read; ShowInfo is still worth rewriting.
+		s.log.ErrorContext(ctx, "reconcile: orphaned seat locks", "show", showID, "err", err)
+	}
+	soldIDs, err := s.locks.Sold(ctx, showID)
+	if err != nil {
+		return err
+	}
+	held := make(map[string]bool, len(locks))
+	for _, l := range locks {
+		held[l.SeatID] = true
+	}
+	for _, id := range freed {
+		delete(held, id)
+	}
+	sold := make(map[string]bool, len(soldIDs))
+	for _, id := range soldIDs {
+		sold[id] = true
+	}
+	return s.catalog.publishCounts(ctx, show, newSnapshot(time.Now(), layout, index, held, sold).counts())
 }
 
 func (s *Reconciler) expireDue(ctx context.Context, showID string) {

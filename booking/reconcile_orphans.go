@@ -23,7 +23,7 @@ type SeatLock struct {
 // orphanGrace is how old a lock of a booking Postgres does not know must be before it is taken for an orphan. A
 // hold writes its row within claimWindow of sending its claim (hold.go); the margin covers an insert that
 // commits while its cancelled request is still being torn down.
-const orphanGrace = claimWindow + 10*time.Second
+func (s *Holds) orphanGrace() time.Duration { return s.window + 10*time.Second }
 
 // holdsSeats reports whether a booking in status st may own seat locks. Only the end states that give the seats
 // back are listed: a status added later keeps its locks until someone decides otherwise.
@@ -35,7 +35,7 @@ func holdsSeats(st Status) bool {
 	return true // HELD, PAYMENT_PENDING, and CONFIRMED (its locks go when the sale is mirrored)
 }
 
-// releaseOrphans releases the show's seat locks that no live booking holds:
+// releaseOrphans releases those of the show's seat locks, as sweepShow read them, that no live booking holds:
 //   - the lock of a booking that is CANCELLED, EXPIRED or REFUNDED in the ledger, at once: none of these states
 //     ever holds seats again;
 //   - the lock of a booking the ledger does not know, once the lock is older than orphanGrace, so that a hold
@@ -45,20 +45,11 @@ func holdsSeats(st Status) bool {
 //
 // Each release is release.lua's compare-and-delete on the lock's "bookingID|fence", so a lock that lapsed and
 // was claimed by another booking between this read and the release is left alone. The freed seats are published
-// as AVAILABLE (by the release itself) and noted in the seat cache; the caller, Reconcile, republishes the
-// show's ShowInfo right after.
-func (s *Reconciler) releaseOrphans(ctx context.Context, showID string) error {
-	layout, err := s.catalog.Layout(ctx, showID)
-	if err != nil {
-		return err
-	}
-	seatIDs := make([]string, len(layout))
-	for i, st := range layout {
-		seatIDs[i] = st.ID
-	}
-	locks, err := s.locks.SeatLocks(ctx, showID, seatIDs)
-	if err != nil || len(locks) == 0 {
-		return err
+// as AVAILABLE (by the release itself) and noted in the seat cache; the caller, sweepShow, republishes the
+// show's ShowInfo right after with the locks it read less the seats freed, which it returns.
+func (s *Reconciler) releaseOrphans(ctx context.Context, showID string, locks []SeatLock) ([]string, error) {
+	if len(locks) == 0 {
+		return nil, nil
 	}
 	// One claim's locks share a value and an expiry: group them by value.
 	type owner struct {
@@ -82,15 +73,15 @@ func (s *Reconciler) releaseOrphans(ctx context.Context, showID string) error {
 		c.seats = append(c.seats, l.SeatID)
 		c.ttl = max(c.ttl, l.TTL)
 	}
-	bs, err := s.store.BookingsByID(ctx, ids)
+	bs, err := s.store.LockOwners(ctx, ids)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	known := make(map[string]Booking, len(bs))
 	for _, b := range bs {
 		known[b.ID] = b
 	}
-	shortest := s.holds.shortestTTL()
+	shortest, grace := s.holds.shortestTTL(), s.holds.orphanGrace()
 	var freed []string
 	for o, c := range claims {
 		b, ok := known[o.booking]
@@ -99,7 +90,7 @@ func (s *Reconciler) releaseOrphans(ctx context.Context, showID string) error {
 		case ok && !holdsSeats(b.Status):
 			// Released with the booking's own seats and user, so its entry under the user's seat cap goes too.
 			b.Fence = o.fence
-		case !ok && (c.ttl < 0 || shortest-c.ttl >= orphanGrace):
+		case !ok && (c.ttl < 0 || shortest-c.ttl >= grace):
 			// Nobody knows the user: its cap entry lapses with the claim's TTL.
 			b = Booking{ID: o.booking, ShowID: showID, SeatIDs: c.seats, Fence: o.fence}
 			state = "unknown to the ledger"
@@ -120,5 +111,5 @@ func (s *Reconciler) releaseOrphans(ctx context.Context, showID string) error {
 	if len(freed) > 0 {
 		s.seats.noteFreed(showID, freed)
 	}
-	return nil
+	return freed, nil
 }

@@ -73,6 +73,21 @@ func (sn *snapshot) statusAt(i int) SeatStatus {
 	return SeatAvailable
 }
 
+// counts are the snapshot's seat counts.
+func (sn *snapshot) counts() Counts {
+	c := Counts{Total: len(sn.state)}
+	for i := range sn.state {
+		switch sn.statusAt(i) {
+		case SeatBooked:
+			c.Booked++
+		case SeatHeld:
+			c.Held++
+		}
+	}
+	c.Available = c.Total - c.Held - c.Booked
+	return c
+}
+
 // entry is a show's current snapshot and its reload. Readers (every hold) only load cur; loads and notes,
 // a few hundred a second at most, take mu.
 type showSeats struct {

@@ -99,7 +99,8 @@ func New(store Store, locks Seats, gate Admitter, cfg Config) *Service {
 	}
 	c := &Catalog{store: store, locks: locks, gate: gate, cfg: cfg, log: cfg.Logger, dirty: map[string]bool{}}
 	c.seats = &seatCache{catalog: c, log: cfg.Logger}
-	h := &Holds{catalog: c, seats: c.seats, store: store, locks: locks, gate: gate, cfg: cfg, log: cfg.Logger}
+	h := &Holds{catalog: c, seats: c.seats, store: store, locks: locks, gate: gate, cfg: cfg, log: cfg.Logger,
+		window: claimWindow}
 	r := &Reconciler{catalog: c, holds: h, seats: c.seats, store: store, locks: locks, cfg: cfg, log: cfg.Logger,
 		nudge: make(chan string, 1024)}
 	return &Service{Catalog: c, Holds: h, Reconciler: r}

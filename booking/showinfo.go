@@ -47,13 +47,18 @@ func (s *Catalog) PublishInfo(ctx context.Context, showID string) error {
 	if err != nil {
 		return err
 	}
+	return s.publishCounts(ctx, show, c)
+}
+
+// publishCounts writes c, the show's live counts, to ShowInfo.
+func (s *Catalog) publishCounts(ctx context.Context, show Show, c Counts) error {
 	// The hash is rewritten every time (it may have been lost); the waiting room is told only of a change.
 	s.mu.Lock()
 	if s.published == nil {
 		s.published = map[string]Counts{}
 	}
-	last, seen := s.published[showID]
-	s.published[showID] = c
+	last, seen := s.published[show.ID]
+	s.published[show.ID] = c
 	s.mu.Unlock()
 	return s.locks.PublishInfo(ctx, show, c, s.cfg.Now(), !seen || last != c)
 }

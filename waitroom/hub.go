@@ -29,9 +29,9 @@ type hubShow struct {
 // Watcher is one local stream's subscription: a fan of a show.
 type Watcher struct {
 	Show, User string
-	c          chan struct{}
 	hs         *hubShow
 	onChange   atomic.Pointer[func()]
+	pending    atomic.Bool // a notification came before OnChange: OnChange hands it over
 
 	// guarded by hs.mu
 	seq   int64
@@ -103,7 +103,7 @@ func (h *Hub) Shows() []string {
 // (0: no bound); beyond it Add returns ErrTooManyStreams.
 func (h *Hub) Add(show, user string, p Place, max int) (*Watcher, error) {
 	hs := h.show(show)
-	w := &Watcher{Show: show, User: user, c: make(chan struct{}, 1), hs: hs}
+	w := &Watcher{Show: show, User: user, hs: hs}
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	if max > 0 && hs.perUser[user] >= max {
@@ -130,18 +130,13 @@ func (h *Hub) Remove(w *Watcher) {
 	w.hs.lastSeen = time.Now()
 }
 
-// C is signalled when the watcher's state may have changed, and at each pulse.
-func (w *Watcher) C() <-chan struct{} { return w.c }
-
-// OnChange has every later notification call f instead of signalling C, for a writer that keeps no goroutine
-// per stream (waitroom/http's streams). f runs on the hub's goroutine and must not block; a notification already
-// pending on C is handed to f at once.
+// OnChange has every later notification (the watcher's state may have changed, or a pulse) call f, for a writer
+// that keeps no goroutine per stream (waitroom/http's streams). f runs on the hub's goroutine and must not block.
+// Notifications before OnChange coalesce into one, handed to f at once.
 func (w *Watcher) OnChange(f func()) {
 	w.onChange.Store(&f)
-	select {
-	case <-w.c:
+	if w.pending.CompareAndSwap(true, false) {
 		f()
-	default:
 	}
 }
 
@@ -150,17 +145,10 @@ func (w *Watcher) notify() {
 		(*f)()
 		return
 	}
-	select {
-	case w.c <- struct{}{}:
-	default: // a notification is already pending; the writer will read the latest state
-	}
-	// OnChange may have been called meanwhile, after it looked at C: hand the signal over.
-	if f := w.onChange.Load(); f != nil {
-		select {
-		case <-w.c:
-			(*f)()
-		default:
-		}
+	w.pending.Store(true)
+	// OnChange may have been called meanwhile, after it looked for a pending notification: hand it over.
+	if f := w.onChange.Load(); f != nil && w.pending.CompareAndSwap(true, false) {
+		(*f)()
 	}
 }
 

@@ -99,18 +99,28 @@ func (s *Store) BookingsOf(ctx context.Context, userID string, limit int) ([]boo
 	return collectBookings("bookings of user", rows, err)
 }
 
-// BookingsByID implements booking.ReconcileStore: one lookup by primary key for the owners of a show's locks.
-func (s *Store) BookingsByID(ctx context.Context, ids []string) ([]booking.Booking, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+bookingColumns+` FROM bookings WHERE id = ANY($1)`, ids)
-	return collectBookings("bookings by id", rows, err)
+// LockOwners implements booking.ReconcileStore: one lookup by primary key for the owners of a show's locks, of
+// only the columns a release of their locks needs.
+func (s *Store) LockOwners(ctx context.Context, ids []string) ([]booking.Booking, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, user_id, show_id, status, seat_ids FROM bookings WHERE id = ANY($1)`, ids)
+	return collect("lock owners", rows, err, func(r pgx.CollectableRow) (booking.Booking, error) {
+		var b booking.Booking
+		err := r.Scan(&b.ID, &b.UserID, &b.ShowID, &b.Status, &b.SeatIDs)
+		return b, err
+	})
 }
 
-// collectBookings reads the bookings a query returns; what names the query in errors.
+// collectBookings reads the bookings a query of bookingColumns returns; what names the query in errors.
 func collectBookings(what string, rows pgx.Rows, err error) ([]booking.Booking, error) {
+	return collect(what, rows, err, func(r pgx.CollectableRow) (booking.Booking, error) { return scanBooking(r) })
+}
+
+// collect reads the bookings a query returns with scan; what names the query in errors.
+func collect(what string, rows pgx.Rows, err error, scan pgx.RowToFunc[booking.Booking]) ([]booking.Booking, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %s: %w", what, err)
 	}
-	bs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (booking.Booking, error) { return scanBooking(r) })
+	bs, err := pgx.CollectRows(rows, scan)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %s: %w", what, err)
 	}

@@ -272,6 +272,15 @@ func (l *Locks) SeatLocks(ctx context.Context, showID string, seatIDs []string) 
 	return out, nil
 }
 
+// Sold reads the sold set.
+func (l *Locks) Sold(ctx context.Context, showID string) ([]string, error) {
+	ids, err := l.rdb.SMembers(ctx, SoldKey(showID)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis: sold seats: %w", err)
+	}
+	return ids, nil
+}
+
 // AddSold adds seats to the sold set.
 func (l *Locks) AddSold(ctx context.Context, showID string, seatIDs []string) error {
 	if len(seatIDs) == 0 {

@@ -238,44 +238,59 @@ func (cr *Crowd) split(ctx context.Context, cfg Config, run *loadtest.Run) error
 // queue releases fans first..first+count-1 of the crowd, spread over the ramp from release, and waits for every
 // one to finish.
 func (cr *Crowd) queue(ctx context.Context, seed uint64, first, count int, release time.Time) []*loadtest.Fan {
-	sc := cr.sc
-	fans := make([]*loadtest.Fan, count)
+	players := cr.fans(seed, first, count)
+	fans := make([]*loadtest.Fan, len(players))
 	var wg sync.WaitGroup
-	master := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	for range first { // the fans of earlier shares: their seeds, so that fan i is fan i whoever plays it
-		master.Uint64()
-		master.Uint64()
-	}
-	for k := range fans {
-		i := first + k
-		f := &loadtest.Fan{ID: i}
-		fans[k] = f
-		rng := rand.New(rand.NewPCG(master.Uint64(), master.Uint64()))
-		p := &fan{cr: cr, f: f, rng: rng,
-			hot:   rng.Float64() < sc.HotShare,
-			size:  sc.GroupMin + rng.IntN(sc.GroupMax-sc.GroupMin+1),
-			probe: rng.Float64() < sc.ProbeShare}
-		f.Pay = sc.Pay.Pick(rng.Float64())
-		arrive := time.Duration(0)
-		if sc.Fans > 1 {
-			arrive = sc.Ramp * time.Duration(i) / time.Duration(sc.Fans-1)
-		}
+	for k, p := range players {
+		fans[k] = p.f
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			// Not wait, which caps a delay at 5 s: a stadium's ramp is longer.
-			if !sleepUntil(ctx, release.Add(arrive)) {
+			if !sleepUntil(ctx, release.Add(cr.arrival(p.f.ID))) {
 				p.end(loadtest.OutcomeCutOff, "run ended before arrival")
 				return
 			}
-			f.Arrived = cr.rec.Since(time.Now())
-			fctx, cancel := context.WithTimeout(ctx, sc.Patience)
+			p.f.Arrived = cr.rec.Since(time.Now())
+			fctx, cancel := context.WithTimeout(ctx, cr.sc.Patience)
 			defer cancel()
 			p.play(fctx)
 		}()
 	}
 	wg.Wait()
 	return fans
+}
+
+// fans makes fans first..first+count-1 of the crowd as seed makes them. Fan i is the same fan whatever share it
+// falls in (PlayShare in any -procs child, or the only process): the same choices and the same random stream for
+// its later ones, because each fan's stream is the master stream's i-th pair of draws.
+func (cr *Crowd) fans(seed uint64, first, count int) []*fan {
+	sc := cr.sc
+	out := make([]*fan, count)
+	master := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	for range first { // the fans of earlier shares: their seeds, so that fan i is fan i whoever plays it
+		master.Uint64()
+		master.Uint64()
+	}
+	for k := range out {
+		f := &loadtest.Fan{ID: first + k}
+		rng := rand.New(rand.NewPCG(master.Uint64(), master.Uint64()))
+		p := &fan{cr: cr, f: f, rng: rng,
+			hot:   rng.Float64() < sc.HotShare,
+			size:  sc.GroupMin + rng.IntN(sc.GroupMax-sc.GroupMin+1),
+			probe: rng.Float64() < sc.ProbeShare}
+		f.Pay = sc.Pay.Pick(rng.Float64())
+		out[k] = p
+	}
+	return out
+}
+
+// arrival is when fan i arrives after the release: the crowd spread evenly over the ramp.
+func (cr *Crowd) arrival(i int) time.Duration {
+	if cr.sc.Fans < 2 {
+		return 0
+	}
+	return cr.sc.Ramp * time.Duration(i) / time.Duration(cr.sc.Fans-1)
 }
 
 // sample reads the operator's counters every interval until ctx ends. A failed read is skipped: the sampler

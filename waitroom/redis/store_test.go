@@ -13,6 +13,7 @@ import (
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
 	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/waitroom"
+	"github.com/flashseat/flashseat/waitroom/internal/wrtest"
 	wrredis "github.com/flashseat/flashseat/waitroom/redis"
 )
 
@@ -420,6 +421,7 @@ func TestSoldOutDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Unwatch(w)
+	signals := wrtest.Signals(w)
 
 	showInfo(t, rdb, show, map[string]any{rediskey.InfoAvailable: 0, rediskey.InfoHeld: 0})
 	snap, err := svc.Tick(ctx, show, false)
@@ -427,7 +429,7 @@ func TestSoldOutDrain(t *testing.T) {
 		t.Fatalf("sold out tick: %+v, %v", snap, err)
 	}
 	select {
-	case <-w.C():
+	case <-signals:
 	case <-time.After(time.Second):
 		t.Fatal("a waiting fan was not told")
 	}
@@ -553,6 +555,7 @@ func TestChangesReachStreamsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Unwatch(w)
+	signals := wrtest.Signals(w)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = svc.Run(ctx) }()
 	defer func() { cancel(); <-done }()
@@ -566,7 +569,7 @@ func TestChangesReachStreamsAtOnce(t *testing.T) {
 				return
 			}
 			select {
-			case <-w.C():
+			case <-signals:
 			case <-deadline:
 				t.Fatalf("%s: still %+v after a second", what, w.Current())
 			}

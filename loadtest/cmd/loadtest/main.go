@@ -194,19 +194,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if err := raiseFileLimit(fileNeed(ownFans)); err != nil {
-		log.Warn("file limit", "err", err)
-	}
-	conns := *maxConns
-	if conns <= 0 {
-		conns = ownFans + 64
-	}
-	tr := client.NewTransport(conns, client.Loopbacks(0, *sources)...)
-	defer tr.CloseIdleConnections()
-	c, err := client.New(bases[0], tr, client.Options{AdminToken: *adminToken, Timeout: *timeout})
+	c, tr, err := player(log, bases[0], ownFans, *maxConns, 0, *sources,
+		client.Options{AdminToken: *adminToken, Timeout: *timeout})
 	if err != nil {
 		return err
 	}
+	defer tr.CloseIdleConnections()
 	cfg := crowd.Config{Client: c, Scenario: sc, ShowID: *showID, Seed: *seed, Log: log, Transport: tr}
 	if *procs > 1 {
 		cfg.Split = &crowd.Split{Parts: *procs, Play: children(childSpec{Bases: bases, Scenario: sc, Sources: *sources,

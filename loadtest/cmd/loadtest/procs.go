@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"sync"
@@ -124,23 +125,12 @@ func runChild(ctx context.Context, specJSON string, stdout, stderr io.Writer) er
 		level = slog.LevelInfo
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("child", spec.Block)
-	if err := raiseFileLimit(fileNeed(spec.Share.Count)); err != nil {
-		log.Warn("file limit", "err", err)
-	}
-	conns := spec.MaxConns
-	if conns <= 0 {
-		conns = spec.Share.Count + 64
-	}
-	var sources []net.IP
-	if spec.Sources > 1 {
-		sources = client.Loopbacks(spec.Block, spec.Sources)
-	}
-	tr := client.NewTransport(conns, sources...)
-	defer tr.CloseIdleConnections()
-	c, err := client.New(spec.Base, tr, client.Options{Timeout: spec.Timeout})
+	c, tr, err := player(log, spec.Base, spec.Share.Count, spec.MaxConns, spec.Block, spec.Sources,
+		client.Options{Timeout: spec.Timeout})
 	if err != nil {
 		return err
 	}
+	defer tr.CloseIdleConnections()
 	log.Info("playing", "fans", spec.Share.Count, "first", spec.Share.First, "target", spec.Base)
 	part, err := crowd.PlayShare(ctx, crowd.Config{Client: c, Scenario: spec.Scenario, Log: log}, spec.Share)
 	if err != nil {
@@ -150,6 +140,29 @@ func runChild(ctx context.Context, specJSON string, stdout, stderr io.Writer) er
 		return errors.Join(errors.New("child: writing the record"), err)
 	}
 	return nil
+}
+
+// player is the client of a process that plays fans (the only process, or a child): its open-file limit raised
+// for them, a keep-alive pool of maxConns (0: a connection per fan and some), and, with two or more sources, its
+// connections spread over the loopback addresses 127.0.block.1..sources.
+func player(log *slog.Logger, base string, fans, maxConns, block, sources int, opts client.Options) (*client.Client, *http.Transport, error) {
+	if err := raiseFileLimit(fileNeed(fans)); err != nil {
+		log.Warn("file limit", "err", err)
+	}
+	if maxConns <= 0 {
+		maxConns = fans + 64
+	}
+	var src []net.IP
+	if sources > 1 {
+		src = client.Loopbacks(block, sources)
+	}
+	tr := client.NewTransport(maxConns, src...)
+	c, err := client.New(base, tr, opts)
+	if err != nil {
+		tr.CloseIdleConnections()
+		return nil, nil, err
+	}
+	return c, tr, nil
 }
 
 // lockedWriter lets the children's log copiers share one writer.

@@ -1,5 +1,6 @@
 // Package wrtest gives the waiting room's tests their records on a real PostgreSQL: one fresh database per test,
-// shared by every service (replica) the test starts, as replicas share one PostgreSQL.
+// shared by every service (replica) the test starts, as replicas share one PostgreSQL; and a stream's
+// notifications as a channel.
 package wrtest
 
 import (
@@ -54,4 +55,17 @@ func Keeper(t testing.TB, rdb goredis.UniversalClient) *admission.Keeper {
 func Service(t testing.TB, store waitroom.Store, rdb goredis.UniversalClient, is *token.Issuer, opt waitroom.Options) *waitroom.Service {
 	t.Helper()
 	return waitroom.New(store, wrpostgres.New(Database(t)), Keeper(t, rdb), is, opt)
+}
+
+// Signals subscribes to w's notifications as a stream does (Watcher.OnChange) and delivers them on a channel
+// that keeps one pending: the ones that come while it is full coalesce into it.
+func Signals(w *waitroom.Watcher) <-chan struct{} {
+	c := make(chan struct{}, 1)
+	w.OnChange(func() {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	})
+	return c
 }
