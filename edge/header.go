@@ -3,6 +3,7 @@ package edge
 import (
 	"net/http"
 	"net/textproto"
+	"slices"
 	"strings"
 )
 
@@ -44,14 +45,19 @@ func IsHopByHop(name string) bool {
 	return false
 }
 
-// IsHopByHopBytes is IsHopByHop for a name in fasthttp's bytes, without converting it.
-func IsHopByHopBytes(name []byte) bool {
-	for _, h := range hopByHop {
+// HopByHopNames returns the names of the headers that are always hop-by-hop, for a proxy to build its own lists of
+// headers it does not pass on.
+func HopByHopNames() []string { return slices.Clone(hopByHop) }
+
+// HeaderIndex returns the index in names of the header name, in fasthttp's bytes and in any case, or -1, without
+// converting it: every header of every proxied request and answer is looked up this way.
+func HeaderIndex(name []byte, names []string) int {
+	for i, h := range names {
 		if len(name) == len(h) && strings.EqualFold(h, string(name)) {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // Replayable reports whether a request may be sent to the upstream a second time after a failure: only methods

@@ -104,18 +104,21 @@ func (p *Proxy) handleFast(c *fiber.Ctx) error {
 
 // forwardFast forwards the request and writes the answer; with share set, it also returns the answer for other
 // requests when it may be shared (see sharedAnswer), else nil.
+//
+// The client's request is sent as it is, changed in place (fastOutgoing), and the upstream's answer is read into
+// the client's response and cleaned there (fastRespond), as the least a proxy can do: no header or body is copied
+// to a second message and back. What the server and fiber read after the handler (the request's protocol and
+// Connection: close, its target and Host) is put back once the exchange is over.
 func (p *Proxy) forwardFast(c *fiber.Ctx, share bool) (*sharedAnswer, error) {
-	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	if err := p.fastOutgoing(c, req); err != nil {
-		return nil, err
-	}
+	req, resp := c.Request(), c.Response()
 	// Replayed as the Transport replays: only safe methods, or a request carrying an Idempotency-Key.
 	replayable := c.Method() == fiber.MethodGet || c.Method() == fiber.MethodHead ||
 		c.Method() == fiber.MethodOptions || c.Method() == fiber.MethodTrace ||
 		len(req.Header.Peek("Idempotency-Key")) > 0
+	var undo outgoingUndo
+	if err := p.fastOutgoing(c, &undo); err != nil {
+		return nil, err
+	}
 	deadline := time.Now().Add(p.cfg.Timeout)
 	var err error
 	for attempt, stale := 0, 0; ; {
@@ -130,7 +133,9 @@ func (p *Proxy) forwardFast(c *fiber.Ctx, share bool) (*sharedAnswer, error) {
 		// A replayable request met a broken pooled connection: send it once more, as the Transport would.
 		attempt++
 	}
+	undo.apply(c)
 	if err != nil {
+		// Whatever of the upstream's answer was read into the response, the error handler resets it.
 		if fastTimeout(err) {
 			err = fmt.Errorf("%w: %v", edge.ErrUpstreamTimeout, err)
 		}
@@ -138,13 +143,13 @@ func (p *Proxy) forwardFast(c *fiber.Ctx, share bool) (*sharedAnswer, error) {
 		p.metrics.upstreamErrors.WithLabelValues(upstreamReason(err)).Inc()
 		return nil, err
 	}
-	var ans *sharedAnswer
-	if share {
-		ans = shareable(resp)
+	fastRespond(c)
+	if !share {
+		return nil, nil
 	}
-	p.fastRespond(c, resp)
+	ans := shareable(resp)
 	if ans != nil {
-		ans.body = bytes.Clone(c.Response().Body()) // the one copy every sharing request's answer points at
+		ans.body = bytes.Clone(resp.Body()) // the one copy every sharing request's answer points at
 	}
 	return ans, nil
 }
@@ -155,101 +160,171 @@ func fastTimeout(err error) bool {
 		(errors.As(err, &t) && t.Timeout())
 }
 
-// fastOutgoing fills req as outgoing builds the Transport's request: same method, target, headers and body, minus
-// hop-by-hop headers and those the Connection header names, plus X-Forwarded-* and the request id. It works on
-// fasthttp's bytes throughout: every request passes here, and string conversions, canonicalised names and joined
-// values were most of what the edge allocated per request.
-func (p *Proxy) fastOutgoing(c *fiber.Ctx, req *fasthttp.Request) error {
-	fr := c.Request()
-	if err := p.fastTarget(c, req); err != nil {
-		return err
-	}
-	req.Header.SetMethodBytes(fr.Header.Method())
-	req.Header.SetNoDefaultContentType(true)
+// outgoingUndo is what fastOutgoing changed in the client's request that the server or a later handler reads:
+// apply puts it back.
+type outgoingUndo struct {
+	host       saved  // the client's Host
+	target     saved  // the client's request target, as sent (fasthttp writes the upstream's over it)
+	retargeted bool   // the upstream's target is not the client's: the URI must be parsed again
+	rawPath    bool   // the URI's DisablePathNormalizing, which the HostClient sets
+	scheme     string // the URI's scheme, when the upstream's differed
+	protocol   string // the client's protocol, when not HTTP/1.1 (the upstream's always is)
+	closeReq   bool   // the client asked for Connection: close
+}
 
-	// Headers the Connection header names are hop-by-hop too. The first pass finds them, and the forwarding
-	// headers a trusted proxy may have set; the second copies what may cross.
-	var named [][]byte
-	var proto, host []byte
-	xffs := 0
-	for k, v := range fr.Header.All() {
-		switch {
-		case !validHeaderName(k) || !validHeaderValue(v):
-			return fmt.Errorf("%w: header %q", edge.ErrBadRequest, k)
-		case bytes.EqualFold(k, []byte("Connection")):
-			named = connectionTokens(named, v)
-		case bytes.EqualFold(k, []byte("X-Forwarded-For")):
-			xffs++
-		case bytes.EqualFold(k, []byte("X-Forwarded-Proto")):
-			if len(proto) == 0 {
-				proto = v
-			}
-		case bytes.EqualFold(k, []byte("X-Forwarded-Host")):
-			if len(host) == 0 {
-				host = v
-			}
+func (u *outgoingUndo) apply(c *fiber.Ctx) {
+	req := c.Request()
+	req.UseHostHeader = false
+	req.Header.SetHostBytes(u.host.bytes())
+	req.URI().DisablePathNormalizing = u.rawPath
+	if u.retargeted {
+		req.SetRequestURIBytes(u.target.bytes())
+		req.URI() // parsed again into the buffers fiber's path was read from
+	} else {
+		req.Header.SetRequestURIBytes(u.target.bytes()) // the URI, parsed from it, is as it was
+		if u.scheme != "" {
+			req.URI().SetScheme(u.scheme)
 		}
 	}
+	if u.protocol != "" {
+		req.Header.SetProtocol(u.protocol)
+	}
+	if u.closeReq {
+		req.Header.SetConnectionClose()
+	}
+}
+
+// saved is a copy of a value fasthttp will write over: in place when it is short, as a host and most targets are,
+// so that every request does not allocate one.
+type saved struct {
+	buf  [128]byte
+	n    int
+	long []byte
+}
+
+func (s *saved) set(b []byte) {
+	s.n, s.long = copy(s.buf[:], b), nil
+	if len(b) > len(s.buf) {
+		s.long = bytes.Clone(b)
+	}
+}
+
+func (s *saved) bytes() []byte {
+	if s.long != nil {
+		return s.long
+	}
+	return s.buf[:s.n]
+}
+
+// fastOutgoing makes the client's request the upstream's, in place, as outgoing builds the Transport's request:
+// same method, target, headers and body, minus hop-by-hop headers and those the Connection header names, plus
+// X-Forwarded-* and the request id. It works on fasthttp's bytes throughout: every request passes here, and
+// string conversions, canonicalised names and joined values were most of what the edge allocated per request.
+func (p *Proxy) fastOutgoing(c *fiber.Ctx, undo *outgoingUndo) error {
+	fr := c.Request()
+	// One pass finds what must go (hop-by-hop headers, those the Connection header names, those set below) and
+	// the forwarding headers a trusted proxy may have set; the request is changed only once it is known valid.
 	st := stateOf(c)
 	trusted := p.trusted.Trusts(st.peer)
-	// X-Forwarded-For: a trusted proxy's values, in order, then the peer.
+	var named [][]byte
+	var drop uint32      // bit i: outgoingDropped[i] (at most 32 names) is present
 	var xffBuf [128]byte // on the stack: SetBytesV copies it
 	xff := xffBuf[:0]
-	if trusted && xffs > 0 {
-		for k, v := range fr.Header.All() {
-			if bytes.EqualFold(k, []byte("X-Forwarded-For")) {
+	// A trusted proxy's X-Forwarded-Proto and -Host, copied: their headers go before the new ones are set.
+	var protoBuf [16]byte
+	var hostBuf [128]byte
+	proto, host := protoBuf[:0], hostBuf[:0]
+	for k, v := range fr.Header.All() {
+		if !validHeaderName(k) || !validHeaderValue(v) {
+			return fmt.Errorf("%w: header %q", edge.ErrBadRequest, k)
+		}
+		i := edge.HeaderIndex(k, outgoingDropped)
+		if i < 0 {
+			continue
+		}
+		drop |= 1 << i
+		switch outgoingDropped[i] {
+		case "Connection":
+			named = connectionTokens(named, v)
+		case "X-Forwarded-For":
+			if trusted {
 				xff = append(append(xff, v...), ", "...)
+			}
+		case "X-Forwarded-Proto":
+			if trusted && len(proto) == 0 {
+				proto = append(proto, v...)
+			}
+		case "X-Forwarded-Host":
+			if trusted && len(host) == 0 {
+				host = append(host, v...)
 			}
 		}
 	}
 	xff = appendPeer(xff, c, st.peer)
-	for k, v := range fr.Header.All() {
-		if skipOutgoing(k) || hopByHop(k, named) {
-			continue
+
+	if err := p.fastTarget(c, undo); err != nil {
+		return err
+	}
+	undo.closeReq = fr.Header.ConnectionClose()
+	for _, n := range named { // before Connection goes: they point into its value
+		fr.Header.DelBytes(n)
+	}
+	for i, name := range outgoingDropped {
+		// Host and Content-Length are the message's own, set by fastTarget and by fasthttp from the body.
+		if drop&(1<<i) != 0 && name != "Host" && name != "Content-Length" {
+			fr.Header.Del(name)
 		}
-		req.Header.AddBytesKV(k, v)
+	}
+	fr.Header.ResetConnectionClose()
+	fr.Header.SetNoDefaultContentType(true)
+	if !fr.Header.IsHTTP11() {
+		undo.protocol = string(fr.Header.Protocol())
+		fr.Header.SetProtocol("HTTP/1.1")
 	}
 
-	req.Header.SetBytesV("X-Forwarded-For", xff)
-	if !trusted || len(proto) == 0 {
-		proto = []byte("http")
+	fr.Header.SetBytesV("X-Forwarded-For", xff)
+	if len(proto) == 0 {
+		proto = append(proto, "http"...)
 		if c.Context().IsTLS() {
-			proto = []byte("https")
+			proto = append(proto[:0], "https"...)
 		}
 	}
-	req.Header.SetBytesV("X-Forwarded-Proto", proto)
-	if !trusted || len(host) == 0 {
-		host = fr.Host()
+	fr.Header.SetBytesV("X-Forwarded-Proto", proto)
+	if len(host) == 0 {
+		host = undo.host.bytes()
 	}
-	req.Header.SetBytesV("X-Forwarded-Host", host)
-	req.Header.Set(HeaderRequestID, st.id)
-	// The exchange ends before the handler returns, so the client's body buffer can be sent as it is.
-	req.SetBodyRaw(fr.Body())
+	fr.Header.SetBytesV("X-Forwarded-Host", host)
+	fr.Header.Set(HeaderRequestID, st.id)
 	return nil
 }
 
-// fastTarget sets req's target as target builds it: the path as the client sent it, under the upstream's path,
-// with the query as sent. A path of characters that url.URL writes back unchanged, under an upstream without a
-// path (booking's URL), is that URL already; anything else is built by target.
-func (p *Proxy) fastTarget(c *fiber.Ctx, req *fasthttp.Request) error {
-	u := c.Request().URI()
+// fastTarget sets the request's upstream target as target builds it: the path as the client sent it, under the
+// upstream's path, with the query as sent, and the upstream's Host. A path of characters that url.URL writes back
+// unchanged, under an upstream without a path (booking's URL), is that target already; anything else is built by
+// target. undo records the client's Host and target.
+func (p *Proxy) fastTarget(c *fiber.Ctx, undo *outgoingUndo) error {
+	fr := c.Request()
+	u := fr.URI()
 	path := u.PathOriginal()
-	if p.cfg.Target.Path == "" && p.cfg.Target.RawPath == "" && len(path) > 0 && path[0] == '/' && plainPath(path) {
-		var buf [256]byte
-		uri := append(buf[:0], path...)
-		if q := u.QueryString(); len(q) > 0 {
-			uri = append(append(uri, '?'), q...)
-		}
-		req.SetRequestURIBytes(uri)
-	} else {
+	undo.target.set(fr.Header.RequestURI())
+	undo.rawPath = u.DisablePathNormalizing
+	if !(p.cfg.Target.Path == "" && p.cfg.Target.RawPath == "" && len(path) > 0 && path[0] == '/' && plainPath(path)) {
 		out, err := p.target(c)
 		if err != nil {
 			return err
 		}
-		req.SetRequestURI(out.RequestURI())
+		undo.retargeted = true
+		fr.SetRequestURI(out.RequestURI())
+		u = fr.URI()
 	}
-	req.URI().SetScheme(p.cfg.Target.Scheme)
-	req.SetHost(p.cfg.Target.Host)
+	undo.host.set(fr.Header.Host())
+	if s := p.cfg.Target.Scheme; string(u.Scheme()) != s {
+		undo.scheme = string(u.Scheme())
+		u.SetScheme(s)
+	}
+	// The Host header is the upstream's, and the URI's host (fiber's Hostname) stays the client's.
+	fr.UseHostHeader = true
+	fr.Header.SetHost(p.cfg.Target.Host)
 	return nil
 }
 
@@ -275,17 +350,15 @@ func appendPeer(b []byte, c *fiber.Ctx, peer netip.Addr) []byte {
 	return peer.AppendTo(b)
 }
 
-// skipOutgoing reports whether a client's header is left out of the upstream request: fastOutgoing sets it itself,
-// or the request carries it (Host, Content-Length), or fasthttp has already acted on it (Expect).
-func skipOutgoing(k []byte) bool {
-	for _, name := range []string{"Host", "Content-Length", "Expect", HeaderRequestID,
-		"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host"} {
-		if len(k) == len(name) && bytes.EqualFold(k, []byte(name)) {
-			return true
-		}
-	}
-	return false
-}
+// outgoingDropped are the client's headers left out of the upstream request: hop-by-hop ones, those fastOutgoing
+// sets itself, those the request carries (Host, Content-Length), and Expect, which fasthttp has already acted on.
+// One list, so each header is looked up once.
+var outgoingDropped = append(edge.HopByHopNames(), "Host", "Content-Length", "Expect", HeaderRequestID,
+	"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host")
+
+// incomingDropped are the upstream's headers left out of the answer: hop-by-hop ones, those fasthttp writes itself
+// (Content-Length, Date, Server), and the request id, which is already set.
+var incomingDropped = append(edge.HopByHopNames(), "Content-Length", "Date", "Server", HeaderRequestID)
 
 // validHeaderName is httpguts.ValidHeaderFieldName on bytes: a non-empty token.
 func validHeaderName(k []byte) bool {
@@ -309,21 +382,34 @@ func validHeaderValue(v []byte) bool {
 	return true
 }
 
-// fastRespond copies status, headers and body as respond does, the body already complete.
-func (p *Proxy) fastRespond(c *fiber.Ctx, resp *fasthttp.Response) {
+// fastRespond makes the upstream's answer, read into the client's response, the client's: the headers respond
+// would not copy are removed, and the request id is set again.
+func fastRespond(c *fiber.Ctx) {
 	rh := &c.Response().Header
-	incoming(resp, rh.AddBytesKV)
-	c.Status(resp.StatusCode())
-	if c.Request().Header.IsHead() {
-		if n := resp.Header.ContentLength(); n > 0 {
-			rh.SetContentLength(n)
+	var named [][]byte
+	var drop uint32 // bit i: incomingDropped[i] is present
+	for k, v := range rh.All() {
+		if i := edge.HeaderIndex(k, incomingDropped); i >= 0 {
+			drop |= 1 << i
+			if incomingDropped[i] == "Connection" {
+				named = connectionTokens(named, v)
+			}
 		}
-		return
 	}
-	// The body changes hands instead of being copied (a seat map is tens of kilobytes): the client's response
-	// takes the upstream response's buffer, which is released right after, and the upstream response takes back
-	// the client's empty one.
-	resp.SwapBody(c.Response().SwapBody(resp.SwapBody(nil)))
+	for _, n := range named { // before Connection goes: they point into its value
+		rh.DelBytes(n)
+	}
+	for i, name := range incomingDropped {
+		// fasthttp writes the body's own Content-Length, except for HEAD, where the upstream's stands.
+		if drop&(1<<i) != 0 && name != "Content-Length" {
+			rh.Del(name)
+		}
+	}
+	rh.ResetConnectionClose() // an upstream's Connection: close is about its own connection
+	rh.Set(HeaderRequestID, stateOf(c).id)
+	if c.Request().Header.IsHead() && rh.ContentLength() < 0 {
+		rh.SetContentLength(0)
+	}
 }
 
 // incoming calls add with each of the upstream's headers that the client is given: not hop-by-hop, not one
@@ -336,21 +422,10 @@ func incoming(resp *fasthttp.Response, add func(k, v []byte)) {
 		}
 	}
 	for k, v := range resp.Header.All() {
-		if !skipIncoming(k) && !hopByHop(k, named) {
+		if !dropped(k, incomingDropped, named) {
 			add(k, v)
 		}
 	}
-}
-
-// skipIncoming reports whether an upstream header is left out of the answer: fasthttp writes its own
-// Content-Length, Date and Server, and the request id is already set.
-func skipIncoming(k []byte) bool {
-	for _, name := range []string{"Content-Length", "Date", "Server", HeaderRequestID} {
-		if len(k) == len(name) && bytes.EqualFold(k, []byte(name)) {
-			return true
-		}
-	}
-	return false
 }
 
 // connectionTokens appends to named the header names a Connection header's value v lists.
@@ -363,9 +438,10 @@ func connectionTokens(named [][]byte, v []byte) [][]byte {
 	return named
 }
 
-// hopByHop reports whether a header is hop-by-hop: always, or because the message's Connection header names it.
-func hopByHop(name []byte, named [][]byte) bool {
-	if edge.IsHopByHopBytes(name) {
+// dropped reports whether a header does not cross the proxy: it is on the list, or the message's Connection header
+// names it.
+func dropped(name []byte, list []string, named [][]byte) bool {
+	if edge.HeaderIndex(name, list) >= 0 {
 		return true
 	}
 	for _, n := range named {

@@ -25,6 +25,18 @@ type state struct {
 	client netip.Addr  // the client's, by the trusted-proxy policy
 	user   string      // the verified user token's subject, or ""
 	route  *edge.Route // the route of the path as sent, once routeOf has matched it
+	class  edge.Class  // the request's class, once classOf has found it (classKnown)
+
+	classKnown bool
+}
+
+// classOf is the request's route class, found once: the rate limits and the metrics both ask.
+func classOf(c *fiber.Ctx) edge.Class {
+	st := stateOf(c)
+	if !st.classKnown {
+		st.class, st.classKnown = edge.Classify(c.Method(), c.Path()), true
+	}
+	return st.class
 }
 
 // routeOf is the route of the request's path as sent, matched once: the gate and the proxy's sharing both ask.
@@ -138,7 +150,7 @@ func (s *Server) observe(c *fiber.Ctx) error {
 			return herr
 		}
 	}
-	s.metrics.request(edge.Classify(c.Method(), c.Path()), methodLabel(c.Method()), c.Response().StatusCode(),
+	s.metrics.request(classOf(c), methodLabel(c.Method()), c.Response().StatusCode(),
 		time.Since(start).Seconds())
 	return nil
 }

@@ -55,7 +55,7 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 // limit applies the route class's per-address and per-user limits. Addresses in RateExempt (by default
 // loopback: a load generator or sidecar on the same host) are not limited by address; their users still are.
 func (s *Server) limit(c *fiber.Ctx) error {
-	class := edge.Classify(c.Method(), c.Path())
+	class := classOf(c)
 	l, ok := s.cfg.Limits[class]
 	if !ok {
 		return c.Next()

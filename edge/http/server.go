@@ -83,6 +83,9 @@ func New(cfg Config) *Server {
 		// Keep fiber's header parsing strict but do not let it trust forwarding headers; identify does that.
 		EnableTrustedProxyCheck: true,
 	})
+	// The waiting room's event streams take over their connections (waitroom/http, events.go); kept by the server,
+	// a held stream needs no goroutine of its own. Nothing else the edge serves hijacks a connection.
+	s.App.Server().KeepHijackedConns = true
 	for class, l := range cfg.Limits {
 		for key, lim := range map[string]*ratelimit.Limiter{"ip": l.PerIP, "user": l.PerUser} {
 			if lim.Enabled() {

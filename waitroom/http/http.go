@@ -80,13 +80,10 @@ func New(cfg Config) *Handler {
 // Close ends every open stream (at shutdown, so the server can drain).
 func (h *Handler) Close() { h.streams.close() }
 
-// Mount adds the waiting room's routes to r. Mounted on the app itself (not a group), it has the server keep the
-// connections its streams take over (events.go), so that a held stream needs no goroutine of its own; nothing
-// else in the process hijacks connections.
+// Mount adds the waiting room's routes to r. Its streams take over their connections (events.go): a server that
+// keeps hijacked connections (fasthttp's KeepHijackedConns, set by whoever builds the server) lets a held stream
+// go without a goroutine of its own; on any other, each stream holds its handler's goroutine until it ends.
 func (h *Handler) Mount(r fiber.Router) {
-	if app, ok := r.(*fiber.App); ok {
-		app.Server().KeepHijackedConns = true
-	}
 	r.Post("/queue/:showId/join", h.wrap(h.join))
 	r.Get("/queue/:showId/status", h.wrap(h.status))
 	r.Get("/queue/:showId/events", h.wrap(h.events))

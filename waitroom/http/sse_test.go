@@ -17,13 +17,14 @@ import (
 	wrhttp "github.com/flashseat/flashseat/waitroom/http"
 )
 
-// streamHandler serves s's waiting room from a second handler with its own heartbeat, mounted on the app or,
-// with group, on a group of it (where the server closes hijacked connections itself).
+// streamHandler serves s's waiting room from a second handler with its own heartbeat, on a server that keeps
+// hijacked connections as the edge's does or, with group, on one that closes them itself.
 func streamHandler(t *testing.T, s *server, heartbeat time.Duration, group bool) (string, *wrhttp.Handler) {
 	t.Helper()
 	h := wrhttp.New(wrhttp.Config{Service: s.svc, Users: token.NewUserVerifier(userSecret, nil, 0), Issuer: s.issuer,
 		Heartbeat: heartbeat})
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Server().KeepHijackedConns = !group
 	if group {
 		h.Mount(app.Group(""))
 	} else {
@@ -41,7 +42,7 @@ func streamHandler(t *testing.T, s *server, heartbeat time.Duration, group bool)
 	return "http://" + ln.Addr().String(), h
 }
 
-// A stream mounted on a group (the server closes hijacked connections when their handler returns) still
+// A stream on a server that closes hijacked connections when their handler returns (mounted on a group) still
 // follows the fan to admission.
 func TestStreamOnAGroup(t *testing.T) {
 	t.Parallel()
