@@ -1,6 +1,7 @@
 package booking
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -161,4 +162,31 @@ func pickAlternativesSorted(layout []Seat, free func(i int) bool, wanted []Seat)
 		out = append(out, layout[i].ID)
 	}
 	return out
+}
+
+// BenchmarkPickAlternatives is one miss of the alternatives' memo on the demo hall (10 rows of 20, the hot pair
+// in row E): with runs of free seats about, and with no two adjacent seats free (the nearest singles).
+//
+//	go test -run '^$' -bench PickAlternatives -benchmem ./booking/
+func BenchmarkPickAlternatives(b *testing.B) {
+	cats := map[byte]string{'A': "SILVER", 'B': "SILVER", 'C': "SILVER", 'I': "PLATINUM", 'J': "PLATINUM"}
+	var layout []Seat
+	for _, r := range []byte("ABCDEFGHIJ") {
+		for n := 1; n <= 20; n++ {
+			layout = append(layout, Seat{ID: SeatID(string(r), n), Row: string(r), Number: n,
+				Category: cmp.Or(cats[r], "GOLD")})
+		}
+	}
+	wanted := []Seat{layout[84], layout[85]}
+	for _, tc := range []struct {
+		name string
+		free func(i int) bool
+	}{{"runs", func(i int) bool { return i%7 < 2 }}, {"singles", func(i int) bool { return i%3 == 0 }}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				pickAlternatives(layout, tc.free, wanted)
+			}
+		})
+	}
 }
