@@ -3,7 +3,7 @@ package booking
 import (
 	"context"
 	"math"
-	"sort"
+	"slices"
 )
 
 // alternatives proposes, after a conflict, as many free seats as were asked for, of the category most of them
@@ -21,8 +21,9 @@ func (s *Holds) alternatives(ctx context.Context, showID string, wanted []Seat) 
 	return sn.alternatives(layout, wanted)
 }
 
-// pickAlternatives is the pure part of alternatives. It runs on every refused hold that misses the memo, so it
-// avoids maps: layouts are small and in row order.
+// pickAlternatives is the pure part of alternatives. It runs on every refused hold that misses the memo (several
+// thousand a second in a flash crowd, as seats are taken and freed), so it makes one pass over the layout, keeps
+// its candidates on the stack, and picks the nearest single seats by insertion instead of sorting them all.
 func pickAlternatives(layout []Seat, free func(i int) bool, wanted []Seat) []string {
 	n := len(wanted)
 	if n == 0 {
@@ -41,42 +42,42 @@ func pickAlternatives(layout []Seat, free func(i int) bool, wanted []Seat) []str
 			category, best = w.Category, c
 		}
 	}
-	// Row positions, in map order.
-	var rows []string
-	for i, st := range layout {
-		if i == 0 || st.Row != layout[i-1].Row {
-			rows = append(rows, st.Row)
-		}
-	}
-	rowOf := func(label string) int {
-		for i, r := range rows {
-			if r == label {
-				return i
-			}
-		}
-		return 0
-	}
-	var wantRow, wantNum float64
-	for _, w := range wanted {
-		wantRow += float64(rowOf(w.Row))
-		wantNum += float64(w.Number)
-	}
-	wantRow /= float64(n)
-	wantNum /= float64(n)
-
-	// Candidates as small index pairs: this runs for every refused request that misses the memo, and a slice
-	// of whole seats would be most of the garbage a flash crowd makes.
+	// One pass: the rows are numbered in map order, each wanted seat's row is the first with its label (0 when
+	// none has it), and the candidates are the free seats of the category, as small index pairs: a slice of
+	// whole seats would be most of the garbage a flash crowd makes.
 	type cand struct{ i, row int32 }
-	cands := make([]cand, 0, 64)
+	var candBuf [256]cand
+	cands := candBuf[:0]
+	var rowBuf [16]int32
+	wantRows := rowBuf[:0]
+	if n > len(rowBuf) {
+		wantRows = make([]int32, 0, n)
+	}
+	for range n {
+		wantRows = append(wantRows, -1)
+	}
 	r := int32(-1)
-	for i, st := range layout {
+	for i := range layout {
+		st := &layout[i]
 		if i == 0 || st.Row != layout[i-1].Row {
 			r++
+			for k := range wanted {
+				if wantRows[k] < 0 && wanted[k].Row == st.Row {
+					wantRows[k] = r
+				}
+			}
 		}
 		if st.Category == category && free(i) {
 			cands = append(cands, cand{int32(i), r})
 		}
 	}
+	var wantRow, wantNum float64
+	for k, w := range wanted {
+		wantRow += float64(max(wantRows[k], 0))
+		wantNum += float64(w.Number)
+	}
+	wantRow /= float64(n)
+	wantNum /= float64(n)
 	num := func(c cand) int { return layout[c.i].Number }
 	if len(cands) < n {
 		return []string{}
@@ -103,11 +104,34 @@ func pickAlternatives(layout []Seat, free func(i int) bool, wanted []Seat) []str
 		}
 		return out
 	}
-	sort.SliceStable(cands, func(i, j int) bool {
-		return dist(cands[i].row, float64(num(cands[i]))) < dist(cands[j].row, float64(num(cands[j])))
-	})
-	for _, c := range cands[:n] {
-		out = append(out, layout[c.i].ID)
+	// The n nearest single seats, nearest first, ties in map order: what a stable sort by distance would put
+	// first. The chosen are kept in order; a candidate enters only when nearer than the last of them, so an
+	// equal distance keeps the earlier seat.
+	type near struct {
+		c cand
+		d float64
+	}
+	var nearBuf [16]near
+	chosen := nearBuf[:0]
+	if n > len(nearBuf) {
+		chosen = make([]near, 0, n)
+	}
+	for _, c := range cands {
+		d := dist(c.row, float64(num(c)))
+		if len(chosen) == n {
+			if d >= chosen[n-1].d {
+				continue
+			}
+			chosen = chosen[:n-1]
+		}
+		at := len(chosen)
+		for at > 0 && chosen[at-1].d > d {
+			at--
+		}
+		chosen = slices.Insert(chosen, at, near{c, d})
+	}
+	for _, e := range chosen {
+		out = append(out, layout[e.c.i].ID)
 	}
 	return out
 }

@@ -143,7 +143,7 @@ func NewID(prefix string) string {
 // Hold claims the requested seats for the user: all of them or none. With an idempotency key, a repeat of the
 // same request returns the first request's booking (replayed true) instead of holding again.
 func (s *Holds) Hold(ctx context.Context, r HoldRequest) (b Booking, replayed bool, err error) {
-	show, seats, err := s.validateHold(ctx, r)
+	t, err := s.validateHold(ctx, r)
 	if err != nil {
 		return Booking{}, false, err
 	}
@@ -152,7 +152,7 @@ func (s *Holds) Hold(ctx context.Context, r HoldRequest) (b Booking, replayed bo
 		return Booking{}, false, err
 	}
 	if r.IdempotencyKey == "" {
-		b, err := s.hold(ctx, r, show, seats, claims)
+		b, err := s.hold(ctx, r, t, claims)
 		return b, false, err
 	}
 	hash := r.hash()
@@ -177,7 +177,7 @@ func (s *Holds) Hold(ctx context.Context, r HoldRequest) (b Booking, replayed bo
 		}
 		// The first request failed and gave the key up; try to claim it ourselves.
 	}
-	b, err = s.hold(ctx, r, show, seats, claims)
+	b, err = s.hold(ctx, r, t, claims)
 	if err != nil {
 		// A failed hold leaves nothing behind, so the key is free for a retry.
 		if aerr := s.store.AbortIdempotent(context.WithoutCancel(ctx), r.UserID, scopeHold, r.IdempotencyKey); aerr != nil {
@@ -219,47 +219,54 @@ func (s *Holds) awaitIdempotent(ctx context.Context, r HoldRequest, hash string)
 	return Booking{}, false, ErrInProgress
 }
 
-func (s *Holds) validateHold(ctx context.Context, r HoldRequest) (Show, []Seat, error) {
+// holdTarget is what validateHold found for a hold: the show, the requested seats and the show's whole layout,
+// read once from the catalog's cache for the rest of the hold.
+type holdTarget struct {
+	show          Show
+	seats, layout []Seat
+}
+
+func (s *Holds) validateHold(ctx context.Context, r HoldRequest) (holdTarget, error) {
 	if r.ShowID == "" {
-		return Show{}, nil, Invalid("showId is required")
+		return holdTarget{}, Invalid("showId is required")
 	}
 	if len(r.SeatIDs) == 0 {
-		return Show{}, nil, Unprocessable("seatIds must name at least one seat")
+		return holdTarget{}, Unprocessable("seatIds must name at least one seat")
 	}
 	if len(r.SeatIDs) > s.cfg.MaxSeats {
-		return Show{}, nil, fmt.Errorf("%w: at most %d seats per booking", ErrTooManySeats, s.cfg.MaxSeats)
+		return holdTarget{}, fmt.Errorf("%w: at most %d seats per booking", ErrTooManySeats, s.cfg.MaxSeats)
 	}
 	show, err := s.catalog.Show(ctx, r.ShowID)
 	if err != nil {
-		return Show{}, nil, err
+		return holdTarget{}, err
 	}
 	layout, byID, err := s.catalog.layoutIndex(ctx, r.ShowID)
 	if err != nil {
-		return Show{}, nil, err
+		return holdTarget{}, err
 	}
 	seats := make([]Seat, 0, len(r.SeatIDs))
 	for j, id := range r.SeatIDs {
 		if slices.Contains(r.SeatIDs[:j], id) { // at most MaxSeats: a scan beats a map
-			return Show{}, nil, Unprocessable("seat %q is listed twice", clip(id))
+			return holdTarget{}, Unprocessable("seat %q is listed twice", clip(id))
 		}
 		i, ok := byID[id]
 		if !ok {
-			return Show{}, nil, Unprocessable("seat %q does not exist in this show", clip(id))
+			return holdTarget{}, Unprocessable("seat %q does not exist in this show", clip(id))
 		}
 		seats = append(seats, layout[i])
 	}
 	now := s.cfg.Now()
 	if !show.SaleClosedAt.IsZero() {
-		return Show{}, nil, fmt.Errorf("%w: the sale of this show was closed at %s", ErrSaleClosed,
+		return holdTarget{}, fmt.Errorf("%w: the sale of this show was closed at %s", ErrSaleClosed,
 			show.SaleClosedAt.UTC().Format(time.RFC3339))
 	}
 	if now.Before(show.SaleStartsAt) {
-		return Show{}, nil, fmt.Errorf("%w: sale opens at %s", ErrSaleNotOpen, show.SaleStartsAt.UTC().Format(time.RFC3339))
+		return holdTarget{}, fmt.Errorf("%w: sale opens at %s", ErrSaleNotOpen, show.SaleStartsAt.UTC().Format(time.RFC3339))
 	}
 	if !now.Before(show.StartsAt) {
-		return Show{}, nil, fmt.Errorf("%w: the show has started", ErrSaleNotOpen)
+		return holdTarget{}, fmt.Errorf("%w: the show has started", ErrSaleNotOpen)
 	}
-	return show, seats, nil
+	return holdTarget{show: show, seats: seats, layout: layout}, nil
 }
 
 // clip keeps client-supplied text in error messages short.
@@ -271,7 +278,7 @@ func clip(s string) string {
 	return s
 }
 
-func (s *Holds) hold(ctx context.Context, r HoldRequest, show Show, seats []Seat, adm *admitted) (Booking, error) {
+func (s *Holds) hold(ctx context.Context, r HoldRequest, t holdTarget, adm *admitted) (Booking, error) {
 	// The fast refusal: in a flash crowd nearly every request is for seats that are already taken. When a recent
 	// snapshot (at most alternativesMaxAge old, kept current by every replica's seat events; a crowd that finds it
 	// older waits for one reload) shows a requested seat held or sold, refuse at once without asking Redis. A
@@ -281,7 +288,7 @@ func (s *Holds) hold(ctx context.Context, r HoldRequest, show Show, seats []Seat
 	// Seats the snapshot shows free are marked taken in it while this request claims them (reserve), so the
 	// crowd asking for the same seats meanwhile is refused at once too, instead of every one of them queueing on
 	// the hold script for seats a single claim is about to take. A claim that does not take a seat hands it back.
-	layout, _ := s.catalog.Layout(ctx, r.ShowID)
+	show, seats, layout := t.show, t.seats, t.layout
 	sn, taken, marked := s.seats.reserve(ctx, r.ShowID, r.SeatIDs, layout, alternativesMaxAge)
 	if len(taken) > 0 {
 		s.seats.countConflict(r.ShowID)

@@ -28,12 +28,37 @@ type snapshot struct {
 
 // altMemo maps a request key to the alternatives offered for it, up to maxMemo keys: in a flash crowd the same
 // few seat requests are refused over and over, and a crowd of distinct requests must not grow it without end.
+//
+// base is the memo of an earlier state that had every seat free that this one has (seats were only taken since:
+// a claim, a seat event, a reload that found new holds). An answer there still stands here while its seats are
+// all still free: the alternatives are a function of the free seats alone, and taking other seats removes only
+// candidates that lost to it (pickAlternatives). In a flash crowd seats are taken several hundred times a second,
+// and without this each time sent every distinct request back to pickAlternatives.
 type altMemo struct {
-	m sync.Map // request key -> []string
-	n atomic.Int32
+	m     sync.Map // request key -> *altAnswer
+	n     atomic.Int32
+	base  *altMemo
+	depth int // of the base chain, bounded by maxMemoDepth so a long sell-out does not keep every memo alive
 }
 
-const maxMemo = 4096
+// altAnswer is a memoised answer: the seat ids offered and their positions in the layout.
+type altAnswer struct {
+	ids []string
+	at  []int32
+}
+
+const (
+	maxMemo      = 4096
+	maxMemoDepth = 8
+)
+
+// after returns a memo for a state reached from the one of m by taking seats only.
+func (m *altMemo) after() *altMemo {
+	if m.depth >= maxMemoDepth {
+		return new(altMemo)
+	}
+	return &altMemo{base: m, depth: m.depth + 1}
+}
 
 type seatState uint8
 
@@ -339,11 +364,26 @@ func (s *seatCache) reloadAsync(showID string, layout []Seat) {
 	}()
 }
 
-// inherit takes over prev's memo of alternatives when the two have the same state.
+// inherit takes over prev's memo of alternatives when the two have the same state, and builds on it when seats
+// were only taken since prev.
 func (sn *snapshot) inherit(prev *snapshot) {
-	if prev != nil && slices.Equal(prev.state, sn.state) {
+	switch {
+	case prev == nil || len(prev.state) != len(sn.state):
+	case slices.Equal(prev.state, sn.state):
 		sn.alts = prev.alts
+	case !freedSince(prev.state, sn.state):
+		sn.alts = prev.alts.after()
 	}
+}
+
+// freedSince reports whether a seat free in now was taken in before.
+func freedSince(before, now []seatState) bool {
+	for i, st := range now {
+		if st == seatFree && before[i] != seatFree {
+			return true
+		}
+	}
+	return false
 }
 
 // alternatives returns pickAlternatives on this snapshot, memoised: in a flash crowd the same few seat requests
@@ -355,14 +395,39 @@ func (sn *snapshot) alternatives(layout []Seat, wanted []Seat) []string {
 		key = append(key, 0)
 	}
 	if v, ok := sn.alts.m.Load(string(key)); ok {
-		return v.([]string)
+		return v.(*altAnswer).ids
 	}
-	alts := pickAlternatives(layout, func(i int) bool { return sn.state[i] == seatFree }, wanted)
+	var a *altAnswer
+	for m := sn.alts.base; m != nil && a == nil; m = m.base {
+		if v, ok := m.m.Load(string(key)); ok {
+			if a = v.(*altAnswer); !sn.allFree(a.at) {
+				a = nil
+				break // an older memo's answer had the same seats, or seats taken longer ago
+			}
+		}
+	}
+	if a == nil {
+		a = &altAnswer{ids: pickAlternatives(layout, func(i int) bool { return sn.state[i] == seatFree }, wanted)}
+		a.at = make([]int32, len(a.ids))
+		for i, id := range a.ids {
+			a.at[i] = int32(sn.index[id])
+		}
+	}
 	// Load first: past the cap the counter stops moving, so it cannot wrap around on a long-lived memo.
 	if sn.alts.n.Load() < maxMemo && sn.alts.n.Add(1) <= maxMemo {
-		sn.alts.m.Store(string(key), alts)
+		sn.alts.m.Store(string(key), a)
 	}
-	return alts
+	return a.ids
+}
+
+// allFree reports whether the seats at the layout positions are all free in the snapshot.
+func (sn *snapshot) allFree(at []int32) bool {
+	for _, i := range at {
+		if sn.state[i] != seatFree {
+			return false
+		}
+	}
+	return true
 }
 
 // noteHeld records in the show's snapshot seats this process has just seen taken (its own successful claims, and
@@ -407,7 +472,11 @@ func (sn *snapshot) with(seatIDs []string, taken bool) *snapshot {
 	if slices.Equal(st, sn.state) {
 		return sn // a seat noted as it already was: the memo stays good
 	}
-	return &snapshot{at: sn.at, index: sn.index, state: st, alts: new(altMemo)}
+	alts := new(altMemo)
+	if taken {
+		alts = sn.alts.after()
+	}
+	return &snapshot{at: sn.at, index: sn.index, state: st, alts: alts}
 }
 
 // countConflict counts a refused hold towards the show's conflictsTotal; counts are flushed to Redis with the

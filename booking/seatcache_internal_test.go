@@ -2,6 +2,8 @@ package booking
 
 import (
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -54,5 +56,74 @@ func TestSnapshotMemo(t *testing.T) {
 	sn.alts.m.Range(func(any, any) bool { stored++; return true })
 	if stored > maxMemo {
 		t.Fatalf("memo holds %d keys, cap %d", stored, maxMemo)
+	}
+}
+
+// TestSnapshotMemoAfterTaking: a memo built on an earlier state's (seats only taken since) answers exactly as
+// pickAlternatives on the current seats would, over random claims, releases and reloads.
+func TestSnapshotMemoAfterTaking(t *testing.T) {
+	t.Parallel()
+	var layout []Seat
+	index := map[string]int{}
+	for _, row := range []string{"A", "B", "C", "D"} {
+		for n := 1; n <= 10; n++ {
+			cat := "GOLD"
+			if n > 7 {
+				cat = "SILVER"
+			}
+			index[SeatID(row, n)] = len(layout)
+			layout = append(layout, Seat{ID: SeatID(row, n), Row: row, Number: n, Category: cat})
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	taken := map[string]bool{}
+	sn := newSnapshot(time.Now(), layout, index, taken, nil)
+	reused := 0
+	for step := range 5000 {
+		switch op := rng.IntN(10); {
+		case op < 6: // a claim or a seat event takes seats
+			ids := []string{layout[rng.IntN(len(layout))].ID, layout[rng.IntN(len(layout))].ID}
+			for _, id := range ids {
+				taken[id] = true
+			}
+			sn = sn.with(ids, true)
+		case op < 7: // a release
+			id := layout[rng.IntN(len(layout))].ID
+			delete(taken, id)
+			sn = sn.with([]string{id}, false)
+		default: // a reload that finds some seats taken, or freed, by others
+			for range 2 {
+				if id := layout[rng.IntN(len(layout))].ID; rng.IntN(4) == 0 {
+					delete(taken, id)
+				} else {
+					taken[id] = true
+				}
+			}
+			next := newSnapshot(time.Now(), layout, index, taken, nil)
+			next.inherit(sn)
+			sn = next
+		}
+		if len(taken) > len(layout)*3/4 {
+			clear(taken)
+			next := newSnapshot(time.Now(), layout, index, taken, nil)
+			next.inherit(sn)
+			sn = next
+		}
+		if sn.alts.base != nil {
+			reused++
+		}
+		for range 3 {
+			i := rng.IntN(len(layout) - 1)
+			wanted := []Seat{layout[i], layout[i+1]}
+			got := sn.alternatives(layout, wanted)
+			want := pickAlternatives(layout, func(i int) bool { return !taken[layout[i].ID] }, wanted)
+			if !slices.Equal(got, want) {
+				t.Fatalf("step %d, %v taken, asked %s %s: alternatives %v, want %v", step, slices.Sorted(maps.Keys(taken)),
+					wanted[0].ID, wanted[1].ID, got, want)
+			}
+		}
+	}
+	if reused == 0 {
+		t.Fatal("no memo was ever built on an earlier one")
 	}
 }

@@ -85,7 +85,7 @@ type sloStep struct {
 	Rate              float64 // offered, requests per second
 	Sent, Decisions   int     // requests due in the step; of them, answered 201, 409 or 422
 	Unsent            int     // given up unsent, at least a second late: in the percentiles at that lateness
-	Held, Errors      int
+	Errors            int
 	Elapsed           time.Duration // from the first due time to the last answer
 	P50, P99, Max     time.Duration // from each request's due time to its answer, over decisions and the unsent
 	LateP99           time.Duration // p99 of how late requests were sent after their due time
@@ -93,8 +93,6 @@ type sloStep struct {
 	Workers           int
 	GeneratorCPU      float64 // the load process's CPU seconds per second during the step
 	Pass              bool
-	SLO               time.Duration
-	MaxErrors         float64
 	GeneratorLimiting bool // requests went out late while workers were free: the generator could not keep up
 	SecondTry         bool // the rate's second try, after it failed once
 }
@@ -104,9 +102,18 @@ func (s sloStep) String() string {
 	if !s.Pass {
 		verdict = "FAIL"
 	}
+	return fmt.Sprintf("%6.0f/s offered: p50 %v, p99 %v, max %v; %d of %d decided, %d errors, %.0f/s answered; "+
+		"sent late p99 %v, in flight max %d, generator %.0f%% CPU%s: %s", s.Rate, ms(s.P50), ms(s.P99), ms(s.Max),
+		s.Decisions, s.Sent, s.Errors, float64(s.Decisions)/s.Elapsed.Seconds(), ms(s.LateP99), s.MaxInFlight,
+		s.GeneratorCPU*100, s.notes(), verdict)
+}
+
+// notes names what else marks the step, for its line and its row of slo.md alike: every worker busy (the pool
+// exhausted), a generator running late, a second try, requests given up unsent.
+func (s sloStep) notes() string {
 	note := ""
 	if s.MaxInFlight >= s.Workers {
-		note += fmt.Sprintf(", all %d workers busy", s.Workers)
+		note += ", pool exhausted"
 	}
 	if s.GeneratorLimiting {
 		note += ", generator late"
@@ -117,10 +124,7 @@ func (s sloStep) String() string {
 	if s.Unsent > 0 {
 		note += fmt.Sprintf(", %d given up unsent", s.Unsent)
 	}
-	return fmt.Sprintf("%6.0f/s offered: p50 %v, p99 %v, max %v; %d of %d decided, %d errors, %.0f/s answered; "+
-		"sent late p99 %v, in flight max %d, generator %.0f%% CPU%s: %s", s.Rate, ms(s.P50), ms(s.P99), ms(s.Max),
-		s.Decisions, s.Sent, s.Errors, float64(s.Decisions)/s.Elapsed.Seconds(), ms(s.LateP99), s.MaxInFlight,
-		s.GeneratorCPU*100, note, verdict)
+	return note
 }
 
 func ms(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
@@ -223,9 +227,8 @@ func TestSLOLoadHelper(t *testing.T) {
 // openLoop offers rate holds a second for dur and waits for every answer.
 func (f *fleet) openLoop(rate float64, dur time.Duration, job sloJob) sloStep {
 	n := max(1, int(rate*dur.Seconds()))
-	lat := make([]time.Duration, n) // -1: an error
+	lat := make([]time.Duration, n) // -1: an error, -2: given up unsent
 	late := make([]time.Duration, n)
-	held := make([]bool, n)
 	period := 1e9 / rate
 	var next, inFlight, maxInFlight atomic.Int64
 	cpu0 := processCPU()
@@ -267,9 +270,8 @@ func (f *fleet) openLoop(rate float64, dur time.Duration, job sloJob) sloStep {
 						f.t.Logf("request error: %v", err)
 					}
 					lat[i] = -1
-				case c.resp.StatusCode() == 201:
-					held[i] = true
-				case c.resp.StatusCode() == 409, c.resp.StatusCode() == 422: // 422: this fan is at their cap
+				case c.resp.StatusCode() == 201, c.resp.StatusCode() == 409,
+					c.resp.StatusCode() == 422: // 422: this fan is at their cap
 				default:
 					if c.err++; c.err == 1 {
 						f.t.Logf("unexpected status %d: %s", c.resp.StatusCode(), c.resp.Body())
@@ -281,7 +283,7 @@ func (f *fleet) openLoop(rate float64, dur time.Duration, job sloJob) sloStep {
 	}
 	wg.Wait()
 	st := sloStep{Rate: rate, Sent: n, Elapsed: time.Since(start), MaxInFlight: int(maxInFlight.Load()),
-		Workers: len(f.clients), SLO: job.SLO, MaxErrors: job.MaxErrors}
+		Workers: len(f.clients)}
 	st.GeneratorCPU = (processCPU() - cpu0).Seconds() / st.Elapsed.Seconds()
 	ok := make([]time.Duration, 0, n)
 	st.Unsent = int(unsent.Load())
@@ -293,9 +295,6 @@ func (f *fleet) openLoop(rate float64, dur time.Duration, job sloJob) sloStep {
 			st.Errors++
 		default:
 			ok = append(ok, d)
-			if held[i] {
-				st.Held++
-			}
 		}
 	}
 	st.Decisions = len(ok) - st.Unsent

@@ -35,18 +35,7 @@ func writeSLOReport(dir string, job sloJob, steps []sloStep, best []float64) err
 		if !s.Pass {
 			verdict = "no"
 		}
-		if s.MaxInFlight >= s.Workers {
-			verdict += " (pool exhausted)"
-		}
-		if s.GeneratorLimiting {
-			verdict += " (generator late)"
-		}
-		if s.SecondTry {
-			verdict += ", second try"
-		}
-		if s.Unsent > 0 {
-			verdict += fmt.Sprintf(", %d given up unsent", s.Unsent)
-		}
+		verdict += s.notes()
 		fmt.Fprintf(&md, "| %s | %.0f | %.0f | %v | %v | %v | %d | %v | %d | %.0f%% | %s |\n", sloDesigns[s.Design],
 			s.Rate, float64(s.Decisions)/s.Elapsed.Seconds(), ms(s.P50), ms(s.P99), ms(s.Max), s.Errors,
 			ms(s.LateP99), s.MaxInFlight, s.GeneratorCPU*100, verdict)

@@ -148,8 +148,7 @@ func match(err error) (code, bool) {
 }
 
 func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
-	var ce *booking.ConflictError
-	if errors.As(err, &ce) {
+	if ce := conflictOf(err); ce != nil {
 		// The answer to nearly every request of a flash crowd: written without reflection.
 		c.Status(fiber.StatusConflict)
 		h := &c.Response().Header
@@ -187,6 +186,19 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		s.log.DebugContext(c.UserContext(), "problem", "status", p.Status)
 	}
 	return problem.Send(c, p)
+}
+
+// conflictOf returns the seats-unavailable error in err, or nil. A refused hold returns it unwrapped, and the
+// type assertion costs nothing where errors.As's target escapes to the heap on every refusal.
+func conflictOf(err error) *booking.ConflictError {
+	if ce, ok := err.(*booking.ConflictError); ok {
+		return ce
+	}
+	var ce *booking.ConflictError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return nil
 }
 
 func nonNil(s []string) []string {

@@ -197,14 +197,14 @@ const requestIDKey ctxKey = 0
 // requestContext gives each request an id (the edge's X-Request-ID when it sent a sane one), puts it on the
 // response and into the request's context for logs, and records the request's metrics.
 func (s *Server) requestContext(c *fiber.Ctx) error {
-	id := c.Get(fiber.HeaderXRequestID)
-	if !booking.ValidID(id) {
-		id = nextRequestID()
+	rc := &requestCtx{Context: c.UserContext()}
+	if id := c.Get(fiber.HeaderXRequestID); booking.ValidID(id) {
+		rc.n = uint8(copy(rc.id[:], id)) // fiber reuses the header's buffer
 	} else {
-		id = string([]byte(id)) // fiber reuses the header's buffer
+		rc.n = uint8(len(appendRequestID(rc.id[:0])))
 	}
-	c.Response().Header.SetCanonical(headerRequestID, []byte(id))
-	c.SetUserContext(context.WithValue(c.UserContext(), requestIDKey, id))
+	c.Response().Header.SetCanonical(headerRequestID, rc.id[:rc.n])
+	c.SetUserContext(rc)
 	start := time.Now()
 	err := c.Next()
 	if err != nil {
@@ -231,9 +231,25 @@ var (
 
 var headerRequestID = []byte(fiber.HeaderXRequestID)
 
-func nextRequestID() string {
-	var b [32]byte
-	return string(strconv.AppendUint(append(b[:0], requestPrefix...), requestSeq.Add(1), 36))
+// appendRequestID appends a new request id to b: 10 characters of prefix and at most 13 of counter.
+func appendRequestID(b []byte) []byte {
+	return strconv.AppendUint(append(b, requestPrefix...), requestSeq.Add(1), 36)
+}
+
+// requestCtx is a request's context: fiber's user context and the request id. The id lives in the context's own
+// array, made into a string only when asked for (by a log record): one allocation a request where an id string,
+// its boxing and a context.WithValue made three.
+type requestCtx struct {
+	context.Context
+	n  uint8
+	id [64]byte // booking.ValidID's longest
+}
+
+func (c *requestCtx) Value(key any) any {
+	if key == requestIDKey {
+		return string(c.id[:c.n])
+	}
+	return c.Context.Value(key)
 }
 
 // RequestID returns the request id of a request's context.
