@@ -7,17 +7,31 @@
 -- Invariants: a seat is locked by at most one booking (SET only after every seat was seen free, and the script
 -- runs atomically); a lock's value "bookingID|fence" carries a fence larger than every fence handed out before
 -- in this show, as the counter only grows within an epoch and Postgres only grows the epoch.
--- Returns {1, fence} | {0, taken seat ids...} | {-1} no epoch | {-2, seats held} over the user's cap.
+-- Returns {1, fence} | {0, taken seat ids...} | {-1} no epoch | {-2, seats held} over the user's cap. The same
+-- claim run again (a retry) returns {1, fence} with the fence of its first run.
 local epoch = redis.call('GET', KEYS[1])
 if not epoch then
   return {-1}
 end
-local taken = {}
+-- The Redis client sends a script again when its reply timed out, with the same arguments. A claim that ran the
+-- first time finds every seat locked by its own booking id (ids are never reused): it answers as it did, with
+-- the fence it took, instead of reporting its own seats taken and leaving them locked for a booking never made.
+local mine = ARGV[1] .. '|'
+local taken, own, ownFence = {}, {}, nil
 for i = 6, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 1 or redis.call('SISMEMBER', KEYS[5], ARGV[i]) == 1 then
+  local v = redis.call('GET', KEYS[i])
+  if v and string.sub(v, 1, #mine) == mine then
+    own[#own + 1] = ARGV[i]
+    ownFence = string.sub(v, #mine + 1)
+  elseif v or redis.call('SISMEMBER', KEYS[5], ARGV[i]) == 1 then
     taken[#taken + 1] = ARGV[i]
   end
 end
+if #own == #KEYS - 5 then
+  return {1, ownFence}
+end
+-- Some seats still this booking's and the rest lapsed meanwhile: not a claim to repeat, and all of them taken.
+for _, id in ipairs(own) do taken[#taken + 1] = id end
 if #taken > 0 then
   redis.call('HINCRBY', KEYS[4], 'conflicts', 1)
   return {0, unpack(taken)}

@@ -72,3 +72,44 @@ func TestSeatLocksForOrphanSweep(t *testing.T) {
 		t.Fatalf("%d locks left (%v)", n, err)
 	}
 }
+
+// TestClaimSentAgain: the Redis client sends a script again when its reply timed out. The claim's second run must
+// answer as the first did, with the first run's fence, not report the seats (its own) as taken: the hold would
+// fail and leave its locks for a booking never written. Another booking's claim of the same seats is still refused.
+func TestClaimSentAgain(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.New(t).Client
+	ctx := context.Background()
+	show := booking.NewID("sh_")
+	t.Cleanup(func() { _ = redistest.DeleteShow(context.Background(), rdb, show) })
+	l := redis.New(rdb)
+	if err := l.SetEpoch(ctx, show, 7, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := booking.Claim{ShowID: show, BookingID: "bk_1", UserID: "u1", SeatIDs: []string{"A1", "A2"},
+		TTL: time.Minute, Now: time.Now(), UserCap: 10}
+	first, err := l.Claim(ctx, c)
+	if err != nil || !first.OK {
+		t.Fatalf("first run: %+v, %v", first, err)
+	}
+	again, err := l.Claim(ctx, c)
+	if err != nil || !again.OK || again.Fence != first.Fence {
+		t.Fatalf("the same claim again: %+v, %v; want OK with fence %d", again, err, first.Fence)
+	}
+	other := c
+	other.BookingID, other.UserID = "bk_2", "u2"
+	if res, err := l.Claim(ctx, other); err != nil || res.OK || len(res.Taken) != 2 {
+		t.Fatalf("another booking's claim: %+v, %v; want both seats taken", res, err)
+	}
+	// One of the two seats lapsed and was claimed by someone else: the claim is not repeated.
+	if err := rdb.Del(ctx, rediskey.Seat(show, "A2")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := l.Claim(ctx, booking.Claim{ShowID: show, BookingID: "bk_3", UserID: "u3", SeatIDs: []string{"A2"},
+		TTL: time.Minute, Now: time.Now(), UserCap: 10}); err != nil || !res.OK {
+		t.Fatalf("claim of the lapsed seat: %+v, %v", res, err)
+	}
+	if res, err := l.Claim(ctx, c); err != nil || res.OK || len(res.Taken) != 2 {
+		t.Fatalf("the first claim once half of it lapsed: %+v, %v; want both seats reported taken", res, err)
+	}
+}

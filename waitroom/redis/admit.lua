@@ -1,7 +1,7 @@
 -- One admission tick for one show (pop-and-issue), run by any replica at any time.
 -- KEYS: 1 config, 2 info, 3 state, 4 wait, 5 pre, 6 hb, 7 grants, 8 active (rediskey.QueueActive), 9 gexp,
 --       10 jti->user, 11 unrecorded (jti -> ticket)
--- ARGV: 1 nonce (unique per call), 2 grace ms, 3 max fans popped per call (0: admit nobody this tick),
+-- ARGV: 1 nonce (unique per call, but a call the client retries runs again with it), 2 grace ms, 3 max fans popped per call (0: admit nobody this tick),
 --       4 ms after which unrecorded grants are handed out again for recording
 -- Invariants kept, atomically:
 --  * the rate is not multiplied by the number of replicas: credit accrues from the last tick's timestamp stored
@@ -145,7 +145,11 @@ if phase == 'open' then
       local hb = tonumber(hbs[i] or '')
       if hb and hb >= now - grace then
         granted = granted + 1
-        local jti = nonce .. '.' .. granted
+        -- The nonce alone is not enough: the Redis client sends a script again when its reply timed out, and
+        -- that second run, with the same nonce, admits the fans behind the first run's. Numbering by the
+        -- show's running total keeps every jti unique whichever run made it (admittedTotal is stored below,
+        -- in the same run); two fans sharing a jti would share a revocation.
+        local jti = nonce .. '.' .. (admittedTotal + granted)
         zargs[#zargs + 1] = exp
         zargs[#zargs + 1] = jti
         jargs[#jargs + 1] = jti

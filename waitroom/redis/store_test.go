@@ -627,3 +627,42 @@ func TestDrawAfterEarlierTickets(t *testing.T) {
 		t.Fatalf("tickets %v, want a=1 b=2 and the pool on 3, 4", seqs)
 	}
 }
+
+// TestRetriedTickKeepsJTIsUnique: the Redis client sends a script again when its reply timed out, with the same
+// arguments, so one tick's nonce can run twice, the second run admitting the fans behind the first's. Every
+// admission must still have its own jti: two fans sharing one share its revocation, and the stadium saw admitted
+// fans refused as revoked when another fan's booking under the same jti was confirmed.
+func TestRetriedTickKeepsJTIsUnique(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := client(t)
+	show := newShow(t, rdb)
+	configure(t, rdb, show, 10000, 1000, 600)
+	svc := newService(t, rdb, issuer(t), waitroom.Options{})
+	for _, u := range users("r", 400) {
+		if _, err := svc.Join(ctx, show, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := wrredis.New(rdb)
+	if _, err := store.Admit(ctx, show, "start", time.Minute, 0); err != nil { // the first tick only starts the clock
+		t.Fatal(err)
+	}
+	owner := map[string]string{} // jti -> user
+	for run := range 2 {
+		time.Sleep(5 * time.Millisecond) // credit for some fans each run, as a retry after a timeout has
+		snap, err := store.Admit(ctx, show, "same-nonce", time.Minute, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(snap.Grants) == 0 {
+			t.Fatalf("run %d admitted nobody", run)
+		}
+		for _, g := range snap.Grants {
+			if other, ok := owner[g.JTI]; ok {
+				t.Fatalf("jti %s given to %s and again to %s", g.JTI, other, g.UserID)
+			}
+			owner[g.JTI] = g.UserID
+		}
+	}
+}
