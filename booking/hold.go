@@ -79,6 +79,9 @@ type Holds struct {
 	offers    OfferLookup   // which bookings are waitlist offers (set by NewWaitlist); nil: none are
 	offerTTL  time.Duration // the TTL of waitlist offers' holds (set by NewWaitlist); 0: no offers
 	window    time.Duration // claimWindow, but shorter in tests
+	// expireAt asks the Reconciler to expire a show's lapsed holds at a time no lock expiry will report: that of a
+	// hold ending with its admission (Reconciler.expireAt).
+	expireAt func(showID string, at time.Time)
 }
 
 // claimWindow bounds a hold's claim and the insert of its booking row together: both run under one deadline taken
@@ -391,6 +394,9 @@ func (s *Holds) hold(ctx context.Context, r HoldRequest, t holdTarget, adm *admi
 		return Booking{}, err
 	}
 	s.seats.noteHeld(b.ShowID, b.SeatIDs)
+	if b.ExpiresAt.Before(now.Add(ttl)) && s.expireAt != nil {
+		s.expireAt(b.ShowID, b.ExpiresAt) // ends with its admission, before its locks would
+	}
 	if s.cfg.OnHold != nil {
 		s.cfg.OnHold()
 	}

@@ -111,6 +111,19 @@ func (s *Reconciler) SeatExpired(ctx context.Context, showID, seatID string) {
 	}
 }
 
+// expireAt has showID's lapsed holds expired at at, as SeatExpired has them expired when a lock's expiry is
+// reported: for a hold that ends with its admission, whose locks outlive it (hold.go), no report comes, and the
+// seats would otherwise wait for the next sweep, up to ReconcileEvery later. A timer per such hold, dropped on the
+// floor if the Reconciler is not running (the sweep still finds the hold).
+func (s *Reconciler) expireAt(showID string, at time.Time) {
+	time.AfterFunc(time.Until(at), func() {
+		select {
+		case s.nudge <- showID:
+		default: // the periodic sweep catches up
+		}
+	})
+}
+
 // SeatChanged is told of a seat event published by any replica (booking/redis.WatchSeatEvents), so this
 // process's snapshot of the show follows the others' claims and releases within milliseconds instead of at its
 // next reload. An event that arrives out of order can only make the snapshot wrong until the next reload, which

@@ -103,5 +103,6 @@ func New(store Store, locks Seats, gate Admitter, cfg Config) *Service {
 		window: claimWindow}
 	r := &Reconciler{catalog: c, holds: h, seats: c.seats, store: store, locks: locks, cfg: cfg, log: cfg.Logger,
 		nudge: make(chan string, 1024)}
+	h.expireAt = r.expireAt
 	return &Service{Catalog: c, Holds: h, Reconciler: r}
 }
