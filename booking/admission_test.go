@@ -132,6 +132,11 @@ func TestHoldEndsWithItsAdmission(t *testing.T) {
 	if !errors.As(err, &qe) || !errors.Is(err, token.ErrExpired) {
 		t.Fatalf("hold under a token past its expiry, within the leeway: %v, want a queue error (expired)", err)
 	}
+	// That refusal took nothing: A2 is free for the next fan at once, not shown taken by this replica's snapshot.
+	if _, _, err := a.env.Svc.Hold(ctx, booking.HoldRequest{UserID: "u2", ShowID: show, SeatIDs: []string{"A2"},
+		AdmissionToken: other}); err != nil {
+		t.Fatalf("A2 after a refused hold of it: %v, want it held", err)
+	}
 }
 
 // TestAdmissionOutlivesAnEarlierHold: a fan holds twice under one admission (the first hold's answer was lost to

@@ -292,6 +292,11 @@ func (s *Holds) hold(ctx context.Context, r HoldRequest, t holdTarget, adm *admi
 	// crowd asking for the same seats meanwhile is refused at once too, instead of every one of them queueing on
 	// the hold script for seats a single claim is about to take. A claim that does not take a seat hands it back.
 	show, seats, layout := t.show, t.seats, t.layout
+	if adm != nil && !adm.exp.IsZero() && !adm.exp.After(s.cfg.Now()) {
+		// Accepted by the gate only within its leeway: a hold would end as it began (below, a hold ends with its
+		// admission). Refused before the snapshot marks any seat taken for it.
+		return Booking{}, &QueueError{ShowID: r.ShowID, Cause: fmt.Errorf("%w: %w", admission.ErrRequired, token.ErrExpired)}
+	}
 	sn, taken, marked := s.seats.reserve(ctx, r.ShowID, r.SeatIDs, layout, alternativesMaxAge)
 	if len(taken) > 0 {
 		s.seats.countConflict(r.ShowID)
@@ -333,10 +338,6 @@ func (s *Holds) hold(ctx context.Context, r HoldRequest, t holdTarget, adm *admi
 		// TTL as the backstop they are (the reconciler expires the booking and releases them at expiresAt), so
 		// a lock's age still follows from the time it has left (reconcile_orphans.go).
 		if !adm.exp.IsZero() && adm.exp.Before(b.ExpiresAt) {
-			if !adm.exp.After(now) {
-				return Booking{}, &QueueError{ShowID: r.ShowID,
-					Cause: fmt.Errorf("%w: %w", admission.ErrRequired, token.ErrExpired)}
-			}
 			b.ExpiresAt = adm.exp.UTC()
 		}
 	}
