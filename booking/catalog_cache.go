@@ -11,16 +11,26 @@ import (
 // Show returns a show, from a cache: a show's definition changes only by an operator (sale opening, close),
 // and then every replica drops its copy at once (ShowChanged).
 func (s *Catalog) Show(ctx context.Context, id string) (Show, error) {
-	if sh, ok := s.cache.shows.Load(id); ok {
-		s.cache.touch(id)
-		return sh.(Show), nil
-	}
-	sh, err := s.store.Show(ctx, id)
+	sh, err := s.cachedShow(ctx, id)
 	if err != nil {
 		return Show{}, err
 	}
-	s.cache.store(&s.cache.shows, id, sh)
-	return sh, nil
+	return *sh, nil
+}
+
+// cachedShow is Show without the copy: the cached definition itself, which nobody may change (a changed show is
+// stored anew). A hold reads a few of its fields, and copying all of them showed in its profile.
+func (s *Catalog) cachedShow(ctx context.Context, id string) (*Show, error) {
+	if sh, ok := s.cache.shows.Load(id); ok {
+		s.cache.touch(id)
+		return sh.(*Show), nil
+	}
+	sh, err := s.store.Show(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s.cache.store(&s.cache.shows, id, &sh)
+	return &sh, nil
 }
 
 // Layout returns the seats of a show with prices, in map order, from a cache.
@@ -58,7 +68,7 @@ func (s *Catalog) layoutIndex(ctx context.Context, showID string) ([]Seat, map[s
 // PostgreSQL together. Reads touch the LRU only one time in touchEvery, so the hot path stays lock-free while a
 // show in use still counts as recently used.
 type catalogCache struct {
-	shows   sync.Map // show id -> Show
+	shows   sync.Map // show id -> *Show, never changed once stored
 	layouts sync.Map // show id -> *layoutEntry
 
 	mu    sync.Mutex                   // serializes changes to the maps with the LRU's, so the two agree

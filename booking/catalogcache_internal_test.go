@@ -12,13 +12,13 @@ func TestCatalogCacheBounded(t *testing.T) {
 	var c catalogCache
 	for i := range catalogCacheSize {
 		id := fmt.Sprintf("s%d", i)
-		c.store(&c.shows, id, Show{ID: id})
+		c.store(&c.shows, id, &Show{ID: id})
 		c.store(&c.layouts, id, &layoutEntry{})
 	}
 	for range 2000 { // a show in use: reads touch it one time in touchEvery
 		c.touch("s0")
 	}
-	c.store(&c.shows, "new", Show{ID: "new"})
+	c.store(&c.shows, "new", &Show{ID: "new"})
 
 	has := func(m *sync.Map, id string) bool { _, ok := m.Load(id); return ok }
 	if !has(&c.shows, "s0") || !has(&c.layouts, "s0") {
@@ -54,7 +54,7 @@ func TestCatalogCacheConcurrent(t *testing.T) {
 				if _, ok := c.shows.Load(id); ok {
 					c.touch(id)
 				} else {
-					c.store(&c.shows, id, Show{ID: id})
+					c.store(&c.shows, id, &Show{ID: id})
 				}
 				if i%50 == 0 {
 					c.forget(id)
@@ -70,7 +70,7 @@ func TestCatalogCacheConcurrent(t *testing.T) {
 // design not taken): run it with -cpu 1,2,8 and compare the ratios.
 func BenchmarkCatalogCacheRead(b *testing.B) {
 	var c catalogCache
-	c.store(&c.shows, "s1", Show{ID: "s1"})
+	c.store(&c.shows, "s1", &Show{ID: "s1"})
 	b.Run("load", func(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {

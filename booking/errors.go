@@ -57,6 +57,21 @@ func (e *ConflictError) Error() string {
 // Unwrap makes errors.Is(err, ErrSeatsUnavailable) hold.
 func (e *ConflictError) Unwrap() error { return ErrSeatsUnavailable }
 
+// refusal is a ConflictError and room for the seats it names, in one allocation: a flash crowd's answer is nearly
+// always one, for a seat or two.
+type refusal struct {
+	ConflictError
+	seats [4]string
+}
+
+// newRefusal returns a ConflictError naming a copy of unavailable (which may be the caller's scratch buffer).
+func newRefusal(unavailable, alternatives []string) *ConflictError {
+	r := new(refusal)
+	r.Unavailable = append(r.seats[:0:len(r.seats)], unavailable...)
+	r.Alternatives = alternatives
+	return &r.ConflictError
+}
+
 // QueueError is ErrQueueRequired with where the fan should queue.
 type QueueError struct {
 	ShowID string

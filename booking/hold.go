@@ -146,7 +146,8 @@ func NewID(prefix string) string {
 // Hold claims the requested seats for the user: all of them or none. With an idempotency key, a repeat of the
 // same request returns the first request's booking (replayed true) instead of holding again.
 func (s *Holds) Hold(ctx context.Context, r HoldRequest) (b Booking, replayed bool, err error) {
-	t, err := s.validateHold(ctx, r)
+	var buf [4]Seat // the requested seats: a fan asks for a few, and they need not outlive the request
+	t, seats, err := s.validateHold(ctx, r, buf[:0])
 	if err != nil {
 		return Booking{}, false, err
 	}
@@ -155,7 +156,7 @@ func (s *Holds) Hold(ctx context.Context, r HoldRequest) (b Booking, replayed bo
 		return Booking{}, false, err
 	}
 	if r.IdempotencyKey == "" {
-		b, err := s.hold(ctx, r, t, claims)
+		b, err := s.hold(ctx, r, t, seats, claims)
 		return b, false, err
 	}
 	hash := r.hash()
@@ -180,7 +181,7 @@ func (s *Holds) Hold(ctx context.Context, r HoldRequest) (b Booking, replayed bo
 		}
 		// The first request failed and gave the key up; try to claim it ourselves.
 	}
-	b, err = s.hold(ctx, r, t, claims)
+	b, err = s.hold(ctx, r, t, seats, claims)
 	if err != nil {
 		// A failed hold leaves nothing behind, so the key is free for a retry.
 		if aerr := s.store.AbortIdempotent(context.WithoutCancel(ctx), r.UserID, scopeHold, r.IdempotencyKey); aerr != nil {
@@ -222,54 +223,56 @@ func (s *Holds) awaitIdempotent(ctx context.Context, r HoldRequest, hash string)
 	return Booking{}, false, ErrInProgress
 }
 
-// holdTarget is what validateHold found for a hold: the show, the requested seats and the show's whole layout,
-// read once from the catalog's cache for the rest of the hold.
+// holdTarget is what validateHold found for a hold: the show and its whole layout, read once from the catalog's
+// cache for the rest of the hold.
 type holdTarget struct {
-	show          Show
-	seats, layout []Seat
+	show   *Show // the catalog's cached definition: read, never changed
+	layout []Seat
 }
 
-func (s *Holds) validateHold(ctx context.Context, r HoldRequest) (holdTarget, error) {
+// validateHold checks a hold request against the catalog and returns the show and the requested seats, appended
+// to seats. The seats travel beside the target, not in it: the layout escapes (a snapshot reload keeps it), and
+// in one struct it would take the caller's buffer of seats to the heap with it on every request.
+func (s *Holds) validateHold(ctx context.Context, r HoldRequest, seats []Seat) (holdTarget, []Seat, error) {
 	if r.ShowID == "" {
-		return holdTarget{}, Invalid("showId is required")
+		return holdTarget{}, nil, Invalid("showId is required")
 	}
 	if len(r.SeatIDs) == 0 {
-		return holdTarget{}, Unprocessable("seatIds must name at least one seat")
+		return holdTarget{}, nil, Unprocessable("seatIds must name at least one seat")
 	}
 	if len(r.SeatIDs) > s.cfg.MaxSeats {
-		return holdTarget{}, fmt.Errorf("%w: at most %d seats per booking", ErrTooManySeats, s.cfg.MaxSeats)
+		return holdTarget{}, nil, fmt.Errorf("%w: at most %d seats per booking", ErrTooManySeats, s.cfg.MaxSeats)
 	}
-	show, err := s.catalog.Show(ctx, r.ShowID)
+	show, err := s.catalog.cachedShow(ctx, r.ShowID)
 	if err != nil {
-		return holdTarget{}, err
+		return holdTarget{}, nil, err
 	}
 	layout, byID, err := s.catalog.layoutIndex(ctx, r.ShowID)
 	if err != nil {
-		return holdTarget{}, err
+		return holdTarget{}, nil, err
 	}
-	seats := make([]Seat, 0, len(r.SeatIDs))
 	for j, id := range r.SeatIDs {
 		if slices.Contains(r.SeatIDs[:j], id) { // at most MaxSeats: a scan beats a map
-			return holdTarget{}, Unprocessable("seat %q is listed twice", clip(id))
+			return holdTarget{}, nil, Unprocessable("seat %q is listed twice", clip(id))
 		}
 		i, ok := byID[id]
 		if !ok {
-			return holdTarget{}, Unprocessable("seat %q does not exist in this show", clip(id))
+			return holdTarget{}, nil, Unprocessable("seat %q does not exist in this show", clip(id))
 		}
 		seats = append(seats, layout[i])
 	}
 	now := s.cfg.Now()
 	if !show.SaleClosedAt.IsZero() {
-		return holdTarget{}, fmt.Errorf("%w: the sale of this show was closed at %s", ErrSaleClosed,
+		return holdTarget{}, nil, fmt.Errorf("%w: the sale of this show was closed at %s", ErrSaleClosed,
 			show.SaleClosedAt.UTC().Format(time.RFC3339))
 	}
 	if now.Before(show.SaleStartsAt) {
-		return holdTarget{}, fmt.Errorf("%w: sale opens at %s", ErrSaleNotOpen, show.SaleStartsAt.UTC().Format(time.RFC3339))
+		return holdTarget{}, nil, fmt.Errorf("%w: sale opens at %s", ErrSaleNotOpen, show.SaleStartsAt.UTC().Format(time.RFC3339))
 	}
 	if !now.Before(show.StartsAt) {
-		return holdTarget{}, fmt.Errorf("%w: the show has started", ErrSaleNotOpen)
+		return holdTarget{}, nil, fmt.Errorf("%w: the show has started", ErrSaleNotOpen)
 	}
-	return holdTarget{show: show, seats: seats, layout: layout}, nil
+	return holdTarget{show: show, layout: layout}, seats, nil
 }
 
 // clip keeps client-supplied text in error messages short.
@@ -281,7 +284,7 @@ func clip(s string) string {
 	return s
 }
 
-func (s *Holds) hold(ctx context.Context, r HoldRequest, t holdTarget, adm *admitted) (Booking, error) {
+func (s *Holds) hold(ctx context.Context, r HoldRequest, t holdTarget, seats []Seat, adm *admitted) (Booking, error) {
 	// The fast refusal: in a flash crowd nearly every request is for seats that are already taken. When a recent
 	// snapshot (at most alternativesMaxAge old, kept current by every replica's seat events; a crowd that finds it
 	// older waits for one reload) shows a requested seat held or sold, refuse at once without asking Redis. A
@@ -291,19 +294,20 @@ func (s *Holds) hold(ctx context.Context, r HoldRequest, t holdTarget, adm *admi
 	// Seats the snapshot shows free are marked taken in it while this request claims them (reserve), so the
 	// crowd asking for the same seats meanwhile is refused at once too, instead of every one of them queueing on
 	// the hold script for seats a single claim is about to take. A claim that does not take a seat hands it back.
-	show, seats, layout := t.show, t.seats, t.layout
+	show, layout := t.show, t.layout
 	if adm != nil && !adm.exp.IsZero() && !adm.exp.After(s.cfg.Now()) {
 		// Accepted by the gate only within its leeway: a hold would end as it began (below, a hold ends with its
 		// admission). Refused before the snapshot marks any seat taken for it.
 		return Booking{}, &QueueError{ShowID: r.ShowID, Cause: fmt.Errorf("%w: %w", admission.ErrRequired, token.ErrExpired)}
 	}
-	sn, taken, marked := s.seats.reserve(ctx, r.ShowID, r.SeatIDs, layout, alternativesMaxAge)
-	if len(taken) > 0 {
-		s.seats.countConflict(r.ShowID)
+	var taken [4]string
+	sn, e, refused, marked := s.seats.reserve(ctx, r.ShowID, r.SeatIDs, layout, alternativesMaxAge, taken[:0])
+	if len(refused) > 0 {
+		s.seats.countConflict(e, r.ShowID)
 		if s.cfg.OnConflict != nil {
 			s.cfg.OnConflict()
 		}
-		return Booking{}, &ConflictError{Unavailable: taken, Alternatives: sn.alternatives(layout, seats)}
+		return Booking{}, newRefusal(refused, sn.alternatives(layout, seats))
 	}
 	unmark := func(ids []string) {
 		if marked {

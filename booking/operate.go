@@ -89,7 +89,7 @@ func (s *Catalog) operatorShow(ctx context.Context, showID string) (Show, error)
 // showChanged makes a changed show definition visible: this replica's cache, ShowInfo, and the other replicas
 // (through CatalogBoard.AnnounceShow, whose subscribers call ShowChanged).
 func (s *Catalog) showChanged(ctx context.Context, sh Show) error {
-	s.cache.store(&s.cache.shows, sh.ID, sh)
+	s.cache.store(&s.cache.shows, sh.ID, &sh)
 	if err := s.PublishInfo(ctx, sh.ID); err != nil {
 		return err
 	}

@@ -256,32 +256,32 @@ func (s *seatCache) finishLoad(ctx context.Context, e *showSeats, showID string,
 	return sn, nil
 }
 
-// peekSnapshot returns the show's snapshot if one no older than maxAge is loaded; it never waits for Redis. A
-// snapshot getting old is reloaded in the background.
-func (s *seatCache) peekSnapshot(showID string, layout []Seat, maxAge time.Duration) (*snapshot, bool) {
+// peekSnapshot returns the show's snapshot, and its entry, if one no older than maxAge is loaded; it never waits
+// for Redis. A snapshot getting old is reloaded in the background.
+func (s *seatCache) peekSnapshot(showID string, layout []Seat, maxAge time.Duration) (*showSeats, *snapshot, bool) {
 	e := s.loaded(showID)
 	if e == nil {
-		return nil, false
+		return nil, nil, false
 	}
 	sn := e.cur.Load()
 	if sn == nil {
-		return nil, false
+		return nil, nil, false
 	}
 	age := sn.age()
 	if age > refreshAfter && !e.loading.Load() {
 		s.reloadAsync(showID, layout)
 	}
-	return sn, age <= maxAge
+	return e, sn, age <= maxAge
 }
 
-// freshSnapshot returns the show's snapshot no older than maxAge. When the one at hand is older it loads one,
-// or waits for the load in flight: when a sale opens, or the crowd comes back to a show after a quiet spell,
-// hundreds of requests arrive together on a stale snapshot, and one read of the show's status decides them all
-// far sooner than each going to the hold script. false when no fresh snapshot could be had (Redis failing, the
-// request ended); the caller then decides without one.
-func (s *seatCache) freshSnapshot(ctx context.Context, showID string, layout []Seat, maxAge time.Duration) (*snapshot, bool) {
-	if sn, ok := s.peekSnapshot(showID, layout, maxAge); ok {
-		return sn, true
+// freshSnapshot returns the show's snapshot no older than maxAge, and its entry. When the one at hand is older it
+// loads one, or waits for the load in flight: when a sale opens, or the crowd comes back to a show after a quiet
+// spell, hundreds of requests arrive together on a stale snapshot, and one read of the show's status decides them
+// all far sooner than each going to the hold script. false when no fresh snapshot could be had (Redis failing,
+// the request ended); the caller then decides without one.
+func (s *seatCache) freshSnapshot(ctx context.Context, showID string, layout []Seat, maxAge time.Duration) (*showSeats, *snapshot, bool) {
+	if e, sn, ok := s.peekSnapshot(showID, layout, maxAge); ok {
+		return e, sn, true
 	}
 	// Twice at most: a load already in flight may have begun too long ago to be fresh enough when it ends.
 	for range 2 {
@@ -289,19 +289,19 @@ func (s *seatCache) freshSnapshot(ctx context.Context, showID string, layout []S
 		e.mu.Lock()
 		if sn := e.cur.Load(); sn != nil && sn.age() <= maxAge {
 			e.mu.Unlock()
-			return sn, true
+			return e, sn, true
 		}
 		if e.begin() {
 			e.mu.Unlock()
 			sn, err := s.finishLoad(ctx, e, showID, layout)
-			return sn, err == nil
+			return e, sn, err == nil
 		}
 		w := e.wait
 		e.mu.Unlock()
 		select {
 		case <-w:
 		case <-ctx.Done():
-			return nil, false
+			return nil, nil, false
 		}
 	}
 	return s.peekSnapshot(showID, layout, maxAge)
@@ -309,37 +309,36 @@ func (s *seatCache) freshSnapshot(ctx context.Context, showID string, layout []S
 
 // reserve checks the seats against the show's snapshot no older than maxAge (freshSnapshot) and when all are
 // free marks them taken in it, in one step, so two requests of this process never both see a seat free. taken
-// lists the seats the snapshot has taken (then nothing is marked); marked reports whether the seats were
-// marked, for the caller to hand back what its claim does not take. Without a fresh snapshot nothing is
-// decided here.
-func (s *seatCache) reserve(ctx context.Context, showID string, seatIDs []string, layout []Seat, maxAge time.Duration) (sn *snapshot, taken []string, marked bool) {
-	sn, ok := s.freshSnapshot(ctx, showID, layout, maxAge)
+// lists the seats the snapshot has taken, appended to dst (then nothing is marked), and e is the show's entry
+// that decided it, for countConflict; marked reports whether the seats were marked, for the caller to hand
+// back what its claim does not take. Without a fresh snapshot nothing is decided here.
+func (s *seatCache) reserve(ctx context.Context, showID string, seatIDs []string, layout []Seat, maxAge time.Duration,
+	dst []string) (sn *snapshot, e *showSeats, taken []string, marked bool) {
+	e, sn, ok := s.freshSnapshot(ctx, showID, layout, maxAge)
 	if !ok {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
-	if taken = sn.takenOf(seatIDs); len(taken) > 0 {
-		return sn, taken, false // the common case in a flash crowd, decided without a lock
+	if taken = sn.takenOf(dst, seatIDs); len(taken) > 0 {
+		return sn, e, taken, false // the common case in a flash crowd, decided without a lock
 	}
-	e := s.loaded(showID)
-	if e == nil {
-		return nil, nil, false // the cache was dropped in between
+	if e = s.loaded(showID); e == nil {
+		return nil, nil, nil, false // the cache was dropped in between
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	cur := e.cur.Load()
 	if cur == nil || cur.age() > maxAge {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
-	if taken = cur.takenOf(seatIDs); len(taken) > 0 {
-		return cur, taken, false
+	if taken = cur.takenOf(dst, seatIDs); len(taken) > 0 {
+		return cur, e, taken, false
 	}
 	e.cur.Store(cur.with(seatIDs, true))
-	return cur, nil, true
+	return cur, e, nil, true
 }
 
-// takenOf returns the seats among ids that the snapshot has held or sold.
-func (sn *snapshot) takenOf(ids []string) []string {
-	var taken []string
+// takenOf appends to taken the seats among ids that the snapshot has held or sold.
+func (sn *snapshot) takenOf(taken, ids []string) []string {
 	for _, id := range ids {
 		if sn.taken(id) {
 			taken = append(taken, id)
@@ -481,9 +480,13 @@ func (sn *snapshot) with(seatIDs []string, taken bool) *snapshot {
 
 // countConflict counts a refused hold towards the show's conflictsTotal; counts are flushed to Redis with the
 // ShowInfo rewrites, so the fast refusal costs no Redis call of its own, and no lock: only a show's first
-// refusal since the last flush registers the show for the next one.
-func (s *seatCache) countConflict(showID string) {
-	if s.entry(showID).conflicts.Add(1) != 1 {
+// refusal since the last flush registers the show for the next one. e is the show's entry when the caller has
+// it already (reserve's), saving a second look-up of the show per refusal; nil looks it up.
+func (s *seatCache) countConflict(e *showSeats, showID string) {
+	if e == nil {
+		e = s.entry(showID)
+	}
+	if e.conflicts.Add(1) != 1 {
 		return
 	}
 	s.mu.Lock()

@@ -163,11 +163,11 @@ func pickOfferSeats(layout []Seat, free func(int) bool, n int, category string) 
 // any hold, with the offer's TTL and no waiting-room admission (the waitlist admitted the fan).
 func (s *Holds) HoldOffer(ctx context.Context, userID, showID string, seatIDs []string, ttl time.Duration, lang string) (Booking, error) {
 	r := HoldRequest{UserID: userID, ShowID: showID, SeatIDs: seatIDs, ttl: ttl, Language: lang}
-	t, err := s.validateHold(ctx, r)
+	t, seats, err := s.validateHold(ctx, r, nil)
 	if err != nil {
 		return Booking{}, err
 	}
-	return s.hold(ctx, r, t, nil)
+	return s.hold(ctx, r, t, seats, nil)
 }
 
 // OfferLookup tells the Holds which bookings are waitlist offers (the WaitlistStore).

@@ -14,7 +14,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	goredis "github.com/redis/go-redis/v9"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flashseat/flashseat/shared/ops"
 )
 
 // TestAlertRules: deploy/monitoring/alerts.yml is a Prometheus rule file whose every alert has an expression,
@@ -153,7 +157,8 @@ func metricNames(expr string) []string {
 }
 
 // exportedMetrics reads the services' Go source (not tests) for the metric names they register: the Name of
-// every prometheus.*Opts literal, the first argument of every prometheus.NewDesc and of ops.StoreUp.
+// every prometheus.*Opts literal, the first argument of every prometheus.NewDesc and of ops.StoreUp, and the
+// series ops.RedisPool exports under the prefix it is given.
 func exportedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
@@ -182,6 +187,9 @@ func exportedMetrics(t *testing.T) map[string]bool {
 						(isIdent(sel.X, "prometheus") && sel.Sel.Name == "NewDesc" || isIdent(sel.X, "ops") && sel.Sel.Name == "StoreUp") {
 						addLiteral(out, n.Args[0])
 					}
+					if sel, ok := n.Fun.(*ast.SelectorExpr); ok && len(n.Args) > 0 && isIdent(sel.X, "ops") && sel.Sel.Name == "RedisPool" {
+						addRedisPool(t, out, n.Args[0])
+					}
 				}
 				return true
 			})
@@ -200,6 +208,31 @@ func exportedMetrics(t *testing.T) map[string]bool {
 		t.Fatalf("found only %v in the source: the scan is broken", names)
 	}
 	return out
+}
+
+// addRedisPool adds the names of the series ops.RedisPool exports under the literal prefix e, as a registry
+// gathers them from a client that has dialled nothing.
+func addRedisPool(t *testing.T, out map[string]bool, e ast.Expr) {
+	t.Helper()
+	lit, ok := e.(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return
+	}
+	prefix, err := strconv.Unquote(lit.Value)
+	if err != nil {
+		return
+	}
+	rdb := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(ops.RedisPool(prefix, rdb))
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		out[f.GetName()] = true
+	}
 }
 
 func isIdent(e ast.Expr, name string) bool {

@@ -17,6 +17,11 @@ type Hub struct {
 }
 
 type hubShow struct {
+	epoch time.Time // Watcher.quiet counts from here, on the monotonic clock
+	// view is what Current needs of the latest tick, published once per tick, so a stream's writer reads it
+	// without taking mu: every stream reads it at every tick.
+	view atomic.Pointer[hubView]
+
 	mu       sync.Mutex
 	snap     TickResult
 	haveSnap bool
@@ -26,16 +31,28 @@ type hubShow struct {
 	lastSeen time.Time
 }
 
+// hubView is a show's latest tick as the streams see it, with the rate measured up to it.
+type hubView struct {
+	phase          Phase
+	cursor         int64
+	opensAt        time.Time
+	admitPerSecond float64
+	rate           float64 // RateMeter.Rate after this tick: it only changes at a tick
+	rateOK         bool
+}
+
 // Watcher is one local stream's subscription: a fan of a show.
 type Watcher struct {
 	Show, User string
 	hs         *hubShow
 	onChange   atomic.Pointer[func()]
 	pending    atomic.Bool // a notification came before OnChange: OnChange hands it over
+	// quiet is when (ns after hs.epoch) the watcher's stream may next want to hear that the fan moved (Hush).
+	quiet atomic.Int64
 
-	// guarded by hs.mu
-	seq   int64
-	grant *Grant
+	// Written with hs.mu held; Current reads them without it.
+	seq   atomic.Int64
+	grant atomic.Pointer[Grant]
 }
 
 // Update is what a stream tells its fan now.
@@ -58,7 +75,7 @@ func (h *Hub) show(id string) *hubShow {
 	defer h.mu.Unlock()
 	hs, ok := h.shows[id]
 	if !ok {
-		hs = &hubShow{meter: NewRateMeter(30 * time.Second), watchers: map[*Watcher]struct{}{}, perUser: map[string]int{}}
+		hs = &hubShow{epoch: time.Now(), meter: NewRateMeter(30 * time.Second), watchers: map[*Watcher]struct{}{}, perUser: map[string]int{}}
 		h.shows[id] = hs
 	}
 	return hs
@@ -109,7 +126,8 @@ func (h *Hub) Add(show, user string, p Place, max int) (*Watcher, error) {
 	if max > 0 && hs.perUser[user] >= max {
 		return nil, ErrTooManyStreams
 	}
-	w.seq, w.grant = p.Seq, p.Grant
+	w.seq.Store(p.Seq)
+	w.grant.Store(p.Grant)
 	hs.watchers[w] = struct{}{}
 	hs.perUser[user]++
 	hs.lastSeen = time.Now()
@@ -140,6 +158,17 @@ func (w *Watcher) OnChange(f func()) {
 	}
 }
 
+// Hush tells the hub that until then the watcher's stream sends no new position (it sends at a bounded rate): the
+// ticks that only move the fan along the line (a new cursor or a pulse, in the same phase, with a ticket and no
+// grant) do not notify it before then. Anything else does. The zero time hushes nothing.
+func (w *Watcher) Hush(until time.Time) {
+	var q int64
+	if !until.IsZero() {
+		q = int64(until.Sub(w.hs.epoch))
+	}
+	w.quiet.Store(q)
+}
+
 func (w *Watcher) notify() {
 	if f := w.onChange.Load(); f != nil {
 		(*f)()
@@ -152,20 +181,23 @@ func (w *Watcher) notify() {
 	}
 }
 
-// Current computes the watcher's update from the latest tick result, in memory.
+// Current computes the watcher's update from the latest tick result, in memory and without a lock. Its reads
+// of the watcher and of the tick are each atomic, not all at once: a change between them is followed by a
+// notification, and the writer reads again.
 func (w *Watcher) Current() Update {
-	hs := w.hs
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	u := Update{Seq: w.seq, Cursor: hs.snap.Cursor, Status: Waiting}
-	if w.grant != nil {
-		u.Status, u.Grant = Admitted, w.grant
+	v := w.hs.view.Load()
+	u := Update{Seq: w.seq.Load(), Status: Waiting}
+	if v != nil {
+		u.Cursor = v.cursor
+	}
+	if g := w.grant.Load(); g != nil {
+		u.Status, u.Grant = Admitted, g
 		return u
 	}
-	if !hs.haveSnap {
+	if v == nil {
 		return u
 	}
-	switch hs.snap.Phase {
+	switch v.phase {
 	case PhaseClosed:
 		u.Status = Closed
 		return u
@@ -173,26 +205,25 @@ func (w *Watcher) Current() Update {
 		u.Status = SoldOut
 		return u
 	case PhasePre, PhasePending:
-		if w.seq == 0 {
-			u.OpensAt = hs.snap.OpensAt
-			u.ETA = time.Until(hs.snap.OpensAt)
+		if u.Seq == 0 {
+			u.OpensAt = v.opensAt
+			u.ETA = time.Until(v.opensAt)
 			if u.ETA < 0 {
 				u.ETA = 0
 			}
 			return u
 		}
 	}
-	if w.seq == 0 {
-		u.OpensAt = hs.snap.OpensAt
+	if u.Seq == 0 {
+		u.OpensAt = v.opensAt
 		return u
 	}
-	u.Position = Position(w.seq, hs.snap.Cursor)
-	if hs.snap.Phase == PhasePaused {
+	u.Position = Position(u.Seq, v.cursor)
+	if v.phase == PhasePaused {
 		u.Paused = true
 		return u
 	}
-	r, ok := hs.meter.Rate()
-	u.ETA = ETA(u.Position, r, ok, hs.snap.AdmitPerSecond)
+	u.ETA = ETA(u.Position, v.rate, v.rateOK, v.admitPerSecond)
 	return u
 }
 
@@ -213,27 +244,55 @@ func (h *Hub) ApplyTick(snap TickResult, pulse bool) (needSeq, needGrant []strin
 	hs := h.show(snap.Show)
 	hs.meter.Observe(snap.At, snap.Cursor)
 	hs.mu.Lock()
-	changed := !hs.haveSnap || hs.snap.Phase != snap.Phase || hs.snap.Cursor != snap.Cursor
+	samePhase := hs.haveSnap && hs.snap.Phase == snap.Phase
+	changed := !samePhase || hs.snap.Cursor != snap.Cursor
 	grants := snap.Grants
 	snap.Grants = nil
 	hs.snap, hs.haveSnap = snap, true
-	byUser := map[string]*Grant{}
-	for i := range grants {
-		byUser[grants[i].UserID] = &grants[i]
+	r, ok := hs.meter.Rate()
+	hs.view.Store(&hubView{phase: snap.Phase, cursor: snap.Cursor, opensAt: snap.OpensAt,
+		admitPerSecond: snap.AdmitPerSecond, rate: r, rateOK: ok})
+	// A tick grants a few fans (the admission rate times the tick): finding them among the watchers by comparing
+	// names costs less than hashing every watcher's name at every tick. Many grants at once go through a map.
+	var byUser map[string]*Grant
+	if len(grants) > 16 {
+		byUser = make(map[string]*Grant, len(grants))
+		for i := range grants {
+			byUser[grants[i].UserID] = &grants[i]
+		}
 	}
+	grantFor := func(user string) *Grant {
+		if byUser != nil {
+			return byUser[user]
+		}
+		for i := range grants {
+			if grants[i].UserID == user {
+				return &grants[i]
+			}
+		}
+		return nil
+	}
+	// A hushed watcher that only moves is not visited again after this loop: with streams sending a position a
+	// second and ticks five times a second, most of them at most ticks.
+	now := int64(time.Since(hs.epoch))
 	watchers := make([]*Watcher, 0, len(hs.watchers))
 	for w := range hs.watchers {
-		if g := byUser[w.User]; g != nil && w.grant == nil {
-			w.grant = g
+		grant, seq := w.grant.Load(), w.seq.Load()
+		if grant == nil && len(grants) > 0 {
+			if g := grantFor(w.User); g != nil {
+				grant = g
+				w.grant.Store(g)
+			}
 		}
 		switch {
-		case w.grant != nil:
-		case w.seq == 0 && (snap.Phase == PhaseOpen || snap.Phase == PhasePaused):
+		case grant != nil:
+		case seq == 0 && (snap.Phase == PhaseOpen || snap.Phase == PhasePaused):
 			needSeq = append(needSeq, w.User)
-		case w.seq > 0 && w.seq <= snap.Cursor:
+		case seq > 0 && seq <= snap.Cursor:
 			needGrant = append(needGrant, w.User)
 		}
-		if changed || pulse || w.grant != nil {
+		moved := samePhase && grant == nil && seq > 0
+		if (changed || pulse || grant != nil) && !(moved && now < w.quiet.Load()) {
 			watchers = append(watchers, w)
 		}
 	}
@@ -247,8 +306,8 @@ func (h *Hub) ApplyTick(snap TickResult, pulse bool) (needSeq, needGrant []strin
 // SetSeq records seqs found for fans of a show and notifies them.
 func (h *Hub) SetSeq(show string, seqs map[string]int64) {
 	h.apply(show, func(w *Watcher) bool {
-		if s, ok := seqs[w.User]; ok && s > 0 && w.seq == 0 {
-			w.seq = s
+		if s, ok := seqs[w.User]; ok && s > 0 && w.seq.Load() == 0 {
+			w.seq.Store(s)
 			return true
 		}
 		return false
@@ -258,8 +317,8 @@ func (h *Hub) SetSeq(show string, seqs map[string]int64) {
 // SetGrants hands grants to the fans' watchers and notifies them.
 func (h *Hub) SetGrants(show string, grants map[string]Grant) {
 	h.apply(show, func(w *Watcher) bool {
-		if g, ok := grants[w.User]; ok && w.grant == nil {
-			w.grant = &g
+		if g, ok := grants[w.User]; ok && w.grant.Load() == nil {
+			w.grant.Store(&g)
 			return true
 		}
 		return false
@@ -301,8 +360,8 @@ func (h *Hub) Places(show string) map[string]int64 {
 	defer hs.mu.Unlock()
 	out := make(map[string]int64, len(hs.watchers))
 	for w := range hs.watchers {
-		if w.grant == nil {
-			out[w.User] = max(out[w.User], w.seq)
+		if w.grant.Load() == nil {
+			out[w.User] = max(out[w.User], w.seq.Load())
 		}
 	}
 	return out
@@ -351,8 +410,8 @@ func (h *Hub) waiting(show string, users []string) map[string]int64 {
 	defer hs.mu.Unlock()
 	out := map[string]int64{}
 	for w := range hs.watchers {
-		if want[w.User] && w.grant == nil && w.seq > 0 {
-			out[w.User] = w.seq
+		if seq := w.seq.Load(); want[w.User] && w.grant.Load() == nil && seq > 0 {
+			out[w.User] = seq
 		}
 	}
 	return out
@@ -361,8 +420,8 @@ func (h *Hub) waiting(show string, users []string) map[string]int64 {
 // reseq gives fans who joined again their new ticket.
 func (h *Hub) reseq(show string, seqs map[string]int64) {
 	h.apply(show, func(w *Watcher) bool {
-		if s, ok := seqs[w.User]; ok && w.grant == nil {
-			w.seq = s
+		if s, ok := seqs[w.User]; ok && w.grant.Load() == nil {
+			w.seq.Store(s)
 			return true
 		}
 		return false

@@ -205,3 +205,52 @@ func TestHubStreamsPerFan(t *testing.T) {
 		t.Fatalf("after closing a tab: %v", err)
 	}
 }
+
+// A tick's grants reach their fans' watchers, whether the tick granted a few or many, and notify them though
+// their streams are hushed; the others, hushed, only moved and are not notified.
+func TestHubTickGrants(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		granted int
+	}{{"a few", 3}, {"many", 40}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := waitroom.NewHub()
+			var ws []*waitroom.Watcher
+			told := make([]atomic.Int64, 60)
+			for i := range 60 {
+				w, _ := h.Add("s", "f"+strconv.Itoa(i), waitroom.Place{Seq: int64(100 + i)}, 0)
+				w.OnChange(func() { told[i].Add(1) })
+				ws = append(ws, w)
+			}
+			h.ApplyTick(waitroom.TickResult{Show: "s", Phase: waitroom.PhaseOpen, Cursor: 50}, false)
+			for i, w := range ws {
+				if n := told[i].Swap(0); n != 1 {
+					t.Fatalf("f%d: told %d times of the first tick, want once", i, n)
+				}
+				w.Hush(time.Now().Add(time.Minute))
+			}
+			var grants []waitroom.Grant
+			for i := range tc.granted {
+				grants = append(grants, waitroom.Grant{UserID: "f" + strconv.Itoa(i), JTI: "j" + strconv.Itoa(i)})
+			}
+			h.ApplyTick(waitroom.TickResult{Show: "s", Phase: waitroom.PhaseOpen, Cursor: 60, Grants: grants}, true)
+			for i, w := range ws {
+				u, granted := w.Current(), i < tc.granted
+				if granted != (u.Status == waitroom.Admitted) || granted != (told[i].Load() == 1) {
+					t.Errorf("f%d: got %v (told %d times), granted %v", i, u.Status, told[i].Load(), granted)
+				}
+				if granted && u.Grant.JTI != "j"+strconv.Itoa(i) {
+					t.Errorf("f%d: got grant %q", i, u.Grant.JTI)
+				}
+			}
+			// Unhushed, a fan hears that they moved.
+			ws[59].Hush(time.Time{})
+			h.ApplyTick(waitroom.TickResult{Show: "s", Phase: waitroom.PhaseOpen, Cursor: 61}, false)
+			if n := told[59].Load(); n != 1 {
+				t.Errorf("f59 unhushed: told %d times, want once", n)
+			}
+		})
+	}
+}

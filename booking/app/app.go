@@ -28,7 +28,7 @@ import (
 
 // OpenRedis connects to the configured Redis: a cluster client when cluster addresses are given.
 func OpenRedis(ctx context.Context, cfg Config) (goredis.UniversalClient, error) {
-	rdb, err := driver.OpenRedis(cfg.RedisURL, cfg.RedisClusterAddrs, 512)
+	rdb, err := driver.OpenRedis(cfg.RedisURL, cfg.RedisClusterAddrs, cfg.RedisPoolSize)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		BodyLimit:     cfg.BodyLimit,
 		Ready:         checks,
 	})
-	reg.MustRegister(bookinghttp.NewShowCollector(svc), ops.StoreUp("booking_store_up", checks))
+	reg.MustRegister(bookinghttp.NewShowCollector(svc), ops.StoreUp("booking_store_up", checks),
+		ops.RedisPool("booking", rdb))
 
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	// The operations server stops with the workers (the deferred stop below runs first).

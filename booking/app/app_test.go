@@ -34,13 +34,13 @@ func TestLoadConfig(t *testing.T) {
 	}
 	if cfg.Addr != ":8081" || cfg.HoldTTL != 10*time.Minute || cfg.MaxSeats != 10 || cfg.ReconcileInterval != 30*time.Second ||
 		cfg.RefundWindow != 48*time.Hour || !cfg.AuthGuest || !cfg.AdminTokenGenerated || len(cfg.AuthSecret) < 32 || cfg.SeedDemo ||
-		cfg.GCPercent != 400 {
+		cfg.GCPercent != 400 || cfg.RedisPoolSize != 512 {
 		t.Fatalf("defaults = %+v", cfg)
 	}
 	env := map[string]string{"REDIS_CLUSTER_ADDRS": " 10.0.0.1:7000, 10.0.0.2:7000 ,", "HOLD_TTL": "90s",
 		"MAX_SEATS_PER_BOOKING": "4", "AUTH_GUEST": "false", "ADMIN_TOKEN": "0123456789abcdef0123",
 		"AUTH_JWKS_URL": "https://id.example/jwks", "AUTH_ISSUER": "https://id.example/", "SEED_DEMO": "true",
-		"LOG_LEVEL": "debug", "GOGC": "off"}
+		"LOG_LEVEL": "debug", "GOGC": "off", "REDIS_POOL_SIZE": "64"}
 	cfg, err = app.LoadConfig(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestLoadConfig(t *testing.T) {
 	if !slices.Equal(cfg.RedisClusterAddrs, []string{"10.0.0.1:7000", "10.0.0.2:7000"}) || cfg.HoldTTL != 90*time.Second ||
 		cfg.MaxSeats != 4 || cfg.AuthGuest || cfg.AdminToken != env["ADMIN_TOKEN"] || cfg.AdminTokenGenerated ||
 		cfg.AuthExternal == nil || cfg.AuthExternal.Issuer != "https://id.example/" || !cfg.SeedDemo ||
-		cfg.LogLevel != slog.LevelDebug || cfg.GCPercent != -1 {
+		cfg.LogLevel != slog.LevelDebug || cfg.GCPercent != -1 || cfg.RedisPoolSize != 64 {
 		t.Fatalf("config = %+v", cfg)
 	}
 	bad := []map[string]string{
@@ -61,6 +61,9 @@ func TestLoadConfig(t *testing.T) {
 		{"LOG_LEVEL": "loud"},
 		{"GOGC": "lots"},
 		{"GOGC": "0"},
+		{"REDIS_POOL_SIZE": "0"},
+		{"REDIS_POOL_SIZE": "-1"},
+		{"REDIS_POOL_SIZE": "many"},
 	}
 	for _, env := range bad {
 		if _, err := app.LoadConfig(func(k string) string { return env[k] }); err == nil {

@@ -28,6 +28,7 @@ type Config struct {
 	DatabaseURL       string        // DATABASE_URL
 	RedisURL          string        // REDIS_URL, default redis://127.0.0.1:6379/0
 	RedisClusterAddrs []string      // REDIS_CLUSTER_ADDRS, comma-separated; when set, a cluster client is used
+	RedisPoolSize     int           // REDIS_POOL_SIZE, default 512 (per cluster node): the hot-show benchmark's size
 	HoldTTL           time.Duration // HOLD_TTL, default 10m
 	MaxSeats          int           // MAX_SEATS_PER_BOOKING, default 10
 	ReconcileInterval time.Duration // RECONCILE_INTERVAL, default 30s
@@ -89,6 +90,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		SeedDemo:          r.Bool("SEED_DEMO", false),
 	}
 	cfg.RedisClusterAddrs = r.List("REDIS_CLUSTER_ADDRS")
+	cfg.RedisPoolSize = r.PositiveInt("REDIS_POOL_SIZE", 512)
 	cfg.Payment = loadPaymentConfig(r)
 	cfg.Events = loadEventsConfig(r)
 	cfg.Waitlist = loadWaitlistSettings(r)

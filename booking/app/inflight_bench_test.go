@@ -64,5 +64,5 @@ func perDecision(cpu time.Duration, r loadResult) float64 {
 	if r.decisions == 0 {
 		return 0
 	}
-	return float64(cpu.Microseconds()) / float64(r.decisions)
+	return float64(cpu) / float64(time.Microsecond) / float64(r.decisions)
 }

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"os"
@@ -27,42 +28,85 @@ import (
 // or whose requests went out late, says so in its line: then the generator, not the server, set the pace.
 //
 // The search steps the rate up from 250/s, doubling, until a step misses the target, then bisects (geometric
-// midpoints) until the passing and failing rates are within 10%. The designs and the floor take their steps in
+// midpoints) until the passing and failing rates are within 5%. The designs and the floor take their steps in
 // turn, under the same rules, so all see the same drift of this shared machine. Run it once:
 //
 //	go test -run '^$' -bench HoldSLO -benchtime 1x ./booking/app/
 //
+// One search's ratio moves by a search step or two between runs on a shared machine (another process stalling
+// the servers for 100 ms fails a step that would pass), so BENCH_SLO_SEARCHES (default 1) runs that many whole
+// searches, each a same-run comparison, and reports the median of each figure; every search's figures are logged.
+//
 // BENCH_SLO_STEP (default 3s) is the length of one step, BENCH_WARMUP (default 1s) the unmeasured step each
 // design gets first, BENCH_SLO_WORKERS (default 2000) the generator's pool per design, and BENCH_SLO_OUT a
-// directory to write slo.md (a table of every step) and slo.html (the curves) into.
+// directory to write slo.md (a table of every step) and slo.html (the curves) into: those of the search whose
+// x-slo is the median.
 func BenchmarkHoldSLO(b *testing.B) {
 	rig := newHotShowRig(b, envInt("BENCH_SLO_WORKERS", 2000))
 	job := sloJob{URLs: []string{rig.booking, rig.rowlock, startFloor(b)}, Show: rig.show, Tokens: rig.tokens,
 		Step: envDuration("BENCH_SLO_STEP", 3*time.Second), Warmup: envDuration("BENCH_WARMUP", time.Second),
 		Start: 250, SLO: 50 * time.Millisecond, MaxErrors: 0.001}
 	b.ResetTimer()
-	var steps []sloStep
-	runChild(b, "TestSLOLoadHelper", job, &steps)
+	searches := make([]sloSearch, envInt("BENCH_SLO_SEARCHES", 1))
+	for i := range searches {
+		runChild(b, "TestSLOLoadHelper", job, &searches[i].steps)
+		searches[i].summarize()
+	}
 	b.StopTimer()
-
-	best := make([]float64, len(job.URLs))
-	for _, s := range steps {
-		b.Logf("%-7s %s", sloDesigns[s.Design], s)
-		if s.Pass {
-			best[s.Design] = max(best[s.Design], s.Rate)
+	// Each search's figures first: go test keeps only the first lines of a benchmark's log unless run with -v.
+	for i, s := range searches {
+		b.Logf("search %d: booking %.0f/s, row-lock %.0f/s, floor %.0f/s: x-slo %.2f, x-slo-floor %.2f", i+1,
+			s.best[0], s.best[1], s.best[2], s.x, s.xFloor)
+	}
+	for i, s := range searches {
+		for _, st := range s.steps {
+			b.Logf("search %d: %-7s %s", i+1, sloDesigns[st.Design], st)
 		}
 	}
-	b.ReportMetric(best[0], "slo-rate-booking")
-	b.ReportMetric(best[1], "slo-rate-rowlock")
-	b.ReportMetric(best[2], "slo-rate-floor")
-	if best[1] > 0 {
-		b.ReportMetric(best[0]/best[1], "x-slo")
-		b.ReportMetric(best[2]/best[1], "x-slo-floor")
+
+	median := func(f func(sloSearch) float64) float64 {
+		v := make([]float64, len(searches))
+		for i, s := range searches {
+			v[i] = f(s)
+		}
+		slices.Sort(v)
+		if n := len(v); n%2 == 0 {
+			return (v[n/2-1] + v[n/2]) / 2
+		}
+		return v[len(v)/2]
 	}
+	b.ReportMetric(median(func(s sloSearch) float64 { return s.best[0] }), "slo-rate-booking")
+	b.ReportMetric(median(func(s sloSearch) float64 { return s.best[1] }), "slo-rate-rowlock")
+	b.ReportMetric(median(func(s sloSearch) float64 { return s.best[2] }), "slo-rate-floor")
+	b.ReportMetric(median(func(s sloSearch) float64 { return s.x }), "x-slo")
+	b.ReportMetric(median(func(s sloSearch) float64 { return s.xFloor }), "x-slo-floor")
 	if dir := os.Getenv("BENCH_SLO_OUT"); dir != "" {
-		if err := writeSLOReport(dir, job, steps, best); err != nil {
+		// The report shows one search whole, the one at the median x-slo (the lower of the two middle ones).
+		byX := slices.Clone(searches)
+		slices.SortStableFunc(byX, func(a, b sloSearch) int { return cmp.Compare(a.x, b.x) })
+		mid := byX[(len(byX)-1)/2]
+		if err := writeSLOReport(dir, job, mid.steps, mid.best); err != nil {
 			b.Error(err)
 		}
+	}
+}
+
+// sloSearch is one whole search over every design: its steps, each design's highest passing rate, and the ratios.
+type sloSearch struct {
+	steps     []sloStep
+	best      []float64 // by design, in sloDesigns' order
+	x, xFloor float64   // booking and the floor over the row-lock baseline (0 when the baseline passed nothing)
+}
+
+func (s *sloSearch) summarize() {
+	s.best = make([]float64, len(sloDesigns))
+	for _, st := range s.steps {
+		if st.Pass {
+			s.best[st.Design] = max(s.best[st.Design], st.Rate)
+		}
+	}
+	if s.best[1] > 0 {
+		s.x, s.xFloor = s.best[0]/s.best[1], s.best[2]/s.best[1]
 	}
 }
 
@@ -140,12 +184,13 @@ type rateSearch struct {
 }
 
 const (
-	sloMaxSteps = 20 // per design: 9 doublings from 250/s reach 128,000/s, bisections, second tries
-	sloMinRate  = 10 // below this a design is declared unable to meet the target at all
+	sloMaxSteps  = 24   // per design: 9 doublings from 250/s reach 128,000/s, bisections, second tries
+	sloPrecision = 1.05 // the search ends when the failing rate is within 5% of the passing one
+	sloMinRate   = 10   // below this a design is declared unable to meet the target at all
 )
 
 func (s *rateSearch) done() bool {
-	return (s.again == 0 && s.steps >= sloMaxSteps) || (s.lo > 0 && s.hi > 0 && s.hi/s.lo <= 1.1) || (s.lo == 0 && s.hi > 0 && s.hi <= sloMinRate)
+	return (s.again == 0 && s.steps >= sloMaxSteps) || (s.lo > 0 && s.hi > 0 && s.hi/s.lo <= sloPrecision) || (s.lo == 0 && s.hi > 0 && s.hi <= sloMinRate)
 }
 
 func (s *rateSearch) next(start float64) float64 {

@@ -28,7 +28,11 @@ func (s *Server) RequireUser(c *fiber.Ctx) error {
 	if err != nil || len(id) > 256 {
 		return booking.ErrUnauthorized
 	}
-	c.Locals(userIDKey, id)
+	if rc := requestCtxOf(c); rc != nil {
+		rc.user = id
+	} else {
+		c.Locals(userIDKey, id)
+	}
 	return c.Next()
 }
 
@@ -41,6 +45,9 @@ const (
 
 // UserID is the caller's id, set by RequireUser.
 func UserID(c *fiber.Ctx) string {
+	if rc := requestCtxOf(c); rc != nil && rc.user != "" {
+		return rc.user
+	}
 	id, _ := c.Locals(userIDKey).(string)
 	return id
 }

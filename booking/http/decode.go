@@ -7,6 +7,10 @@ import (
 	"fmt"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
+	"github.com/valyala/fasthttp"
+
+	"github.com/flashseat/flashseat/shared/admission"
 
 	"github.com/flashseat/flashseat/booking"
 )
@@ -37,4 +41,23 @@ func pathID(c *fiber.Ctx, name, what string) (string, error) {
 		return "", fmt.Errorf("%s: %w", what, booking.ErrNotFound)
 	}
 	return string([]byte(id)), nil
+}
+
+// The request headers every hold reads, each name in the canonical form fasthttp stores request headers under
+// (it normalises their case as it parses them), for header.
+var (
+	headerXRequestID      = canonicalHeader(fiber.HeaderXRequestID)
+	headerContentEncoding = canonicalHeader(fiber.HeaderContentEncoding)
+	headerCookie          = canonicalHeader(fiber.HeaderCookie)
+	headerAdmission       = canonicalHeader(admission.Header)
+	headerIdempotencyKey  = canonicalHeader("Idempotency-Key")
+	headerAcceptLanguage  = canonicalHeader(fiber.HeaderAcceptLanguage)
+)
+
+func canonicalHeader(name string) []byte { return fasthttp.AppendNormalizedHeaderKey(nil, name) }
+
+// header is Ctx.Get for a name made by canonicalHeader: Get copies and normalises the name on every call, and a
+// hold reads half a dozen headers. Like Get's, the value points into fiber's buffer: copy it to keep it.
+func header(c *fiber.Ctx, name []byte) string {
+	return utils.UnsafeString(c.Request().Header.PeekCanonical(name))
 }

@@ -1,6 +1,10 @@
 package http
 
-import "github.com/gofiber/fiber/v2"
+import (
+	"bytes"
+
+	"github.com/gofiber/fiber/v2"
+)
 
 // decodeHold reads a hold request body. A flash crowd sends this one body shape tens of thousands of times a
 // second and encoding/json's reflection was a third of the CPU booking spent on a refused hold, so the plain
@@ -9,7 +13,7 @@ import "github.com/gofiber/fiber/v2"
 // same answers.
 func decodeHold(c *fiber.Ctx) (holdRequest, error) {
 	body := c.Request().Body()
-	if len(c.Request().Header.Peek(fiber.HeaderContentEncoding)) > 0 {
+	if header(c, headerContentEncoding) != "" {
 		body = c.Body() // decoded by fiber, whose Body visits every header to learn whether to: only when it must
 	}
 	if req, ok := parseHoldFast(body); ok {
@@ -62,6 +66,9 @@ func parseHoldFast(b []byte) (req holdRequest, ok bool) {
 type holdParser struct {
 	b []byte
 	i int
+	// text is b as a string, made at the first value read: the values are slices of it, one copy of the body
+	// where a string per value was one allocation each.
+	text string
 }
 
 func (p *holdParser) space() {
@@ -93,7 +100,14 @@ func (p *holdParser) end() bool {
 // str reads a string of printable ASCII without escapes.
 func (p *holdParser) str() (string, bool) {
 	b, ok := p.raw()
-	return string(b), ok
+	if !ok {
+		return "", false
+	}
+	if p.text == "" {
+		p.text = string(p.b)
+	}
+	end := p.i - 1 // the closing quote
+	return p.text[end-len(b) : end], true
 }
 
 // raw reads such a string and returns its bytes, in the body's buffer.
@@ -101,17 +115,20 @@ func (p *holdParser) raw() ([]byte, bool) {
 	if !p.byte('"') {
 		return nil, false
 	}
-	start := p.i
-	for ; p.i < len(p.b); p.i++ {
-		switch c := p.b[p.i]; {
-		case c == '"':
-			p.i++
-			return p.b[start : p.i-1], true
-		case c == '\\' || c < 0x20 || c > 0x7e:
+	// The closing quote first (IndexByte is vectorised), then what it closes: any escape or byte outside printable
+	// ASCII declines, as a byte-by-byte scan stopping at the first quote would.
+	n := bytes.IndexByte(p.b[p.i:], '"')
+	if n < 0 {
+		return nil, false
+	}
+	s := p.b[p.i : p.i+n]
+	for _, c := range s {
+		if c == '\\' || c < 0x20 || c > 0x7e {
 			return nil, false
 		}
 	}
-	return nil, false
+	p.i += n + 1
+	return s, true
 }
 
 // strs reads a non-empty array of such strings.

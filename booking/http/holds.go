@@ -31,10 +31,10 @@ const maxIdempotencyKey = 255
 // AdmissionToken is the request's admission token for a show: the X-Admission-Token header, else the waiting
 // room's cookie for that show.
 func AdmissionToken(c *fiber.Ctx, showID string) string {
-	if t := c.Get(admission.Header); t != "" {
+	if t := header(c, headerAdmission); t != "" {
 		return strings.Clone(t)
 	}
-	if len(c.Request().Header.Peek(fiber.HeaderCookie)) == 0 {
+	if header(c, headerCookie) == "" {
 		return "" // the usual case for API clients: no cookie name to build
 	}
 	return strings.Clone(c.Cookies(admission.CookieName(showID)))
@@ -51,7 +51,7 @@ func (s *Server) hold(c *fiber.Ctx) error {
 	if !booking.ValidID(req.ShowID) {
 		return booking.ErrNotFound
 	}
-	key := strings.Clone(c.Get("Idempotency-Key"))
+	key := strings.Clone(header(c, headerIdempotencyKey))
 	if len(key) > maxIdempotencyKey {
 		return booking.Invalid("Idempotency-Key is longer than %d characters", maxIdempotencyKey)
 	}

@@ -1,9 +1,13 @@
 package http_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	nethttp "net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -92,4 +96,75 @@ func TestConcurrentRefusalsOwnBodies(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestHoldHeadersAnyCase: the hold path reads its headers by their canonical names (fasthttp normalises the case
+// of request header names as it parses them), so a client sending them in lower case is served exactly as one
+// sending them as the API documents: authenticated, its request id echoed, its Idempotency-Key honoured, and a
+// refusal still the full problem.
+func TestHoldHeadersAnyCase(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, newEnv(t))
+	show := h.env.Show.ID
+	send := func(user, body string, headers map[string]string) response {
+		t.Helper()
+		req, err := nethttp.NewRequest("POST", h.base+"/api/v1/bookings/hold", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header["content-type"] = []string{"application/json"} // set as given, not canonicalised by net/http
+		req.Header["authorization"] = []string{"Bearer " + h.user(user)}
+		for k, v := range headers {
+			req.Header[k] = []string{v}
+		}
+		resp, err := nethttp.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return response{status: resp.StatusCode, header: resp.Header, body: b}
+	}
+	first := send("fan", holdBody(show, "F3", "F4"), map[string]string{"x-request-id": "req-lower-1",
+		"idempotency-key": "lower-k", "accept-language": "DE-de,en;q=0.5"})
+	if first.status != 201 || first.header.Get("X-Request-Id") != "req-lower-1" {
+		t.Fatalf("hold: %d %v %s", first.status, first.header, first.body)
+	}
+	var held struct{ BookingID string }
+	first.json(t, &held)
+	again := send("fan", holdBody(show, "F3", "F4"), map[string]string{"IDEMPOTENCY-KEY": "lower-k"})
+	if again.status != 201 || string(again.body) != string(first.body) {
+		t.Fatalf("replay: %d %s, want %s", again.status, again.body, first.body)
+	}
+	if lang, err := h.env.Store.BookingLanguage(context.Background(), held.BookingID); err != nil || lang != "de" {
+		t.Fatalf("booking %s: language %q, %v; want de", held.BookingID, lang, err)
+	}
+	refused := send("rival", holdBody(show, "F4", "F5"), map[string]string{"x-request-id": "req-lower-2"})
+	p := problemOf(t, refused)
+	if refused.status != 409 || refused.header.Get("X-Request-Id") != "req-lower-2" ||
+		refused.header.Get("Cache-Control") != "no-store" || !slices.Equal(anyStrings(p.Extensions["unavailable"]), []string{"F4"}) {
+		t.Fatalf("refusal: %d %v %s", refused.status, refused.header, refused.body)
+	}
+	if alts := anyStrings(p.Extensions["alternatives"]); len(alts) != 2 {
+		t.Fatalf("alternatives = %v", p.Extensions["alternatives"])
+	}
+	// Without the bearer, whatever its case, the answer is 401.
+	req, _ := nethttp.NewRequest("POST", h.base+"/api/v1/bookings/hold", strings.NewReader(holdBody(show, "F9")))
+	req.Header["authorisation"] = []string{"Bearer " + h.user("fan")}
+	resp, err := nethttp.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Fatalf("no bearer: %d", resp.StatusCode)
+	}
+}
+
+func anyStrings(v any) []string {
+	var out []string
+	for _, s := range v.([]any) {
+		out = append(out, s.(string))
+	}
+	return out
 }

@@ -192,31 +192,38 @@ func (s *Server) readyz(c *fiber.Ctx) error {
 
 type ctxKey int
 
-const requestIDKey ctxKey = 0
+const (
+	requestIDKey ctxKey = iota
+	requestCtxKey
+)
 
 // requestContext gives each request an id (the edge's X-Request-ID when it sent a sane one), puts it on the
 // response and into the request's context for logs, and records the request's metrics.
 func (s *Server) requestContext(c *fiber.Ctx) error {
 	rc := &requestCtx{Context: c.UserContext()}
-	if id := c.Get(fiber.HeaderXRequestID); booking.ValidID(id) {
+	if id := header(c, headerXRequestID); booking.ValidID(id) {
 		rc.n = uint8(copy(rc.id[:], id)) // fiber reuses the header's buffer
 	} else {
 		rc.n = uint8(len(appendRequestID(rc.id[:0])))
 	}
 	c.Response().Header.SetCanonical(headerRequestID, rc.id[:rc.n])
 	c.SetUserContext(rc)
-	start := time.Now()
+	// fasthttp read the clock as it handed the request over, a moment ago: read it once, not twice, a request.
+	start := c.Context().Time()
+	if start.IsZero() {
+		start = time.Now() // a handler called without fasthttp's server (benchmarks)
+	}
 	err := c.Next()
 	if err != nil {
 		if herr := s.errorHandler(c, err); herr != nil {
 			return herr
 		}
 	}
-	route := c.Route().Path
+	route := c.Route()
 	status := c.Response().StatusCode()
 	s.metrics.observe(route, c.Method(), status, time.Since(start))
 	if s.log.Enabled(c.UserContext(), slog.LevelDebug) {
-		s.log.DebugContext(c.UserContext(), "request", "method", c.Method(), "route", route,
+		s.log.DebugContext(c.UserContext(), "request", "method", c.Method(), "route", route.Path,
 			"status", status, "duration_ms", time.Since(start).Milliseconds())
 	}
 	return nil
@@ -236,20 +243,36 @@ func appendRequestID(b []byte) []byte {
 	return strconv.AppendUint(append(b, requestPrefix...), requestSeq.Add(1), 36)
 }
 
-// requestCtx is a request's context: fiber's user context and the request id. The id lives in the context's own
-// array, made into a string only when asked for (by a log record): one allocation a request where an id string,
-// its boxing and a context.WithValue made three.
+// requestCtx is a request's context: fiber's user context, the request id and the caller's user id. The id lives
+// in the context's own array, made into a string only when asked for (by a log record): one allocation a request
+// where an id string, its boxing and a context.WithValue made three. The user id (RequireUser) lives here too: as
+// one of fiber's Locals it was boxed, one more allocation a request.
 type requestCtx struct {
 	context.Context
-	n  uint8
-	id [64]byte // booking.ValidID's longest
+	user string
+	n    uint8
+	id   [64]byte // booking.ValidID's longest
 }
 
 func (c *requestCtx) Value(key any) any {
-	if key == requestIDKey {
+	switch key {
+	case requestIDKey:
 		return string(c.id[:c.n])
+	case requestCtxKey:
+		return c
 	}
 	return c.Context.Value(key)
+}
+
+// requestCtxOf is the request's requestCtx, also under contexts a handler derived from it; nil outside
+// requestContext.
+func requestCtxOf(c *fiber.Ctx) *requestCtx {
+	ctx := c.UserContext()
+	if rc, ok := ctx.(*requestCtx); ok {
+		return rc
+	}
+	rc, _ := ctx.Value(requestCtxKey).(*requestCtx)
+	return rc
 }
 
 // RequestID returns the request id of a request's context.

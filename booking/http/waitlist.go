@@ -70,7 +70,10 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) error {
 
 // pageLanguage is the first language of the request's Accept-Language (its primary tag, lower case), or "".
 func pageLanguage(c *fiber.Ctx) string {
-	al := c.Get(fiber.HeaderAcceptLanguage)
+	al := header(c, headerAcceptLanguage)
+	if al == "" {
+		return "" // API clients, and every request of the load tests
+	}
 	first, _, _ := strings.Cut(al, ",")
 	first, _, _ = strings.Cut(first, ";")
 	tag, _, _ := strings.Cut(strings.TrimSpace(first), "-")
@@ -78,7 +81,7 @@ func pageLanguage(c *fiber.Ctx) string {
 	if len(tag) < 2 || len(tag) > 8 || strings.Trim(tag, "abcdefghijklmnopqrstuvwxyz") != "" {
 		return ""
 	}
-	return tag
+	return strings.Clone(tag) // ToLower returns a lower-case tag as it was: in fiber's buffer
 }
 
 // getWaitlist answers the caller's entry; 404 when they have none.

@@ -70,7 +70,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	if cfg.AuthSecretGenerated {
 		log.Warn("AUTH_SECRET not set: generated one for this process only; user tokens from booking will not verify")
 	}
-	rdb, err := driver.OpenRedis(cfg.RedisURL, cfg.RedisClusterAddrs, 0)
+	rdb, err := driver.OpenRedis(cfg.RedisURL, cfg.RedisClusterAddrs, cfg.RedisPoolSize)
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 		{Name: "postgres", Ping: func(ctx context.Context) error { return pool.Ping(ctx) }},
 	}
-	reg.MustRegister(ops.StoreUp("edge_store_up", stores))
+	reg.MustRegister(ops.StoreUp("edge_store_up", stores), ops.RedisPool("edge", rdb))
 	srv := edgehttp.New(edgehttp.Config{
 		Proxy: edgehttp.ProxyConfig{
 			Target:          cfg.BookingURL,

@@ -22,6 +22,9 @@ func TestLoadConfigDefaults(t *testing.T) {
 	if cfg.Addr != ":8080" || cfg.BookingURL.String() != "http://127.0.0.1:8081" || cfg.HeaderTimeout != 15*time.Second {
 		t.Fatalf("defaults: %+v", cfg)
 	}
+	if cfg.RedisPoolSize != 256 {
+		t.Fatalf("REDIS_POOL_SIZE default = %d, want 256", cfg.RedisPoolSize)
+	}
 	if cfg.Waitroom.Tick != 200*time.Millisecond || cfg.Waitroom.AdminToken != "" {
 		t.Fatalf("waiting room defaults: %+v", cfg.Waitroom)
 	}
@@ -115,6 +118,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		"grace under flushes":  {"QUEUE_HEARTBEAT_GRACE": "1s", "QUEUE_HEARTBEAT_FLUSH": "2s"},
 		"bad queue tick":       {"QUEUE_TICK": "soon"},
 		"bad cluster address":  {"REDIS_CLUSTER_ADDRS": "10.0.0.1:7000,nohostport"},
+		"zero redis pool":      {"REDIS_POOL_SIZE": "0"},
+		"negative redis pool":  {"REDIS_POOL_SIZE": "-8"},
+		"non-integer pool":     {"REDIS_POOL_SIZE": "lots"},
 	}
 	for name, env := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -139,7 +145,7 @@ func TestLoadConfigErrors(t *testing.T) {
 func TestLoadConfigRedisCluster(t *testing.T) {
 	t.Parallel()
 	cfg, err := LoadConfig(func(k string) string {
-		return map[string]string{"REDIS_CLUSTER_ADDRS": "10.0.0.1:7000, 10.0.0.2:7000,"}[k]
+		return map[string]string{"REDIS_CLUSTER_ADDRS": "10.0.0.1:7000, 10.0.0.2:7000,", "REDIS_POOL_SIZE": " 64 "}[k]
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -147,12 +153,39 @@ func TestLoadConfigRedisCluster(t *testing.T) {
 	if got := cfg.RedisClusterAddrs; len(got) != 2 || got[0] != "10.0.0.1:7000" || got[1] != "10.0.0.2:7000" {
 		t.Fatalf("cluster addresses = %q", got)
 	}
-	rdb, err := driver.OpenRedis(cfg.RedisURL, cfg.RedisClusterAddrs, 0)
+	rdb, err := driver.OpenRedis(cfg.RedisURL, cfg.RedisClusterAddrs, cfg.RedisPoolSize)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
-	if _, ok := rdb.(*redis.ClusterClient); !ok {
+	cluster, ok := rdb.(*redis.ClusterClient)
+	if !ok {
 		t.Fatalf("client is %T, want a cluster client", rdb)
+	}
+	if got := cluster.Options().PoolSize; got != 64 {
+		t.Fatalf("pool size per node = %d, want REDIS_POOL_SIZE's 64", got)
+	}
+}
+
+// REDIS_POOL_SIZE sizes a single Redis's pool too, over a pool_size in REDIS_URL.
+func TestLoadConfigRedisPoolSize(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"REDIS_URL": "redis://127.0.0.1:6379/0?pool_size=5", "REDIS_POOL_SIZE": "300"}
+	cfg, err := LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb, err := driver.OpenRedis(cfg.RedisURL, cfg.RedisClusterAddrs, cfg.RedisPoolSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	if got := rdb.(*redis.Client).Options().PoolSize; got != 300 {
+		t.Fatalf("pool size = %d, want REDIS_POOL_SIZE's 300", got)
+	}
+	// A bad value stops the start, naming the variable.
+	_, err = LoadConfig(func(k string) string { return map[string]string{"REDIS_POOL_SIZE": "0"}[k] })
+	if err == nil || !strings.Contains(err.Error(), "REDIS_POOL_SIZE") {
+		t.Fatalf("REDIS_POOL_SIZE=0: %v, want an error naming it", err)
 	}
 }

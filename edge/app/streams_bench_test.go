@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,6 +36,22 @@ import (
 // stacks, goroutines, and the bytes of I/O buffers (bufio, pipes and copy buffers, estimated from the heap
 // profile). Then it lets the queue move and reports how long after that every stream had heard of its new
 // position (update-p50/p99/max-ms; the streams send at most one position a second by design).
+//
+// Then the queue keeps moving for EDGE_BENCH_WINDOW (default 10s), every stream getting a position event about
+// once a second, and it reports what those events cost: events/s (read by the crowd), edge-us/event (this
+// process's CPU time, user + system from getrusage, over the window, per event read), edge-sys-us/event (the
+// part of it spent in the kernel), fan-us/event (the crowd's process, the same way) and cores-100k: the CPU
+// 100,000 streams at one event a second need for the fan-out alone, 100,000 × (edge + fan µs) / 1e6, in cores of
+// the machine it ran on. EDGE_BENCH_WINDOW_PROFILE=FILE writes a CPU profile of this process over the window
+// alone:
+//
+//	EDGE_BENCH_STREAMS=5000 EDGE_BENCH_WINDOW_PROFILE=/tmp/streams.prof \
+//	  go test -run '^$' -bench Streams -benchtime 1x ./edge/app/
+//
+// Redis's CPU is in neither process; the window's edge CPU includes the admission ticks and heartbeats, which
+// grow with the crowd as the events do. On the 2-CPU machine of BENCHMARKS.md (5,000 streams, 2026-11-24, median
+// of five runs) an event cost the edge 16.4 µs (11.9 of them in the kernel, its write) and the fans 6.0 µs:
+// cores-100k 2.2, more than the machine's two cores for the stadium's fan-out alone.
 func BenchmarkStreams(b *testing.B) {
 	runtime.MemProfileRate = 64 << 10 // a finer sample of the heap for the buffer estimate
 	limit := raiseNoFile(b)
@@ -109,9 +126,38 @@ func BenchmarkStreams(b *testing.B) {
 	var seen, total int
 	var first, p50, p99, worst float64
 	expect("UPDATED %d %d %f %f %f %f", &seen, &total, &first, &p50, &p99, &worst)
-	stdin.Close()
+	fmt.Fprintln(stdin, "ALIVE")
 	var alive int
 	expect("ALIVE %d", &alive)
+
+	// The queue keeps moving: every tick changes every position, so each stream gets one position event a
+	// second. Both processes' CPU over a window, per event the crowd read, is what the fan-out costs.
+	window := 10 * time.Second
+	if v, err := time.ParseDuration(os.Getenv("EDGE_BENCH_WINDOW")); err == nil && v > 0 {
+		window = v
+	}
+	fmt.Fprintln(stdin, "WINDOW")
+	expect("WINDOW")
+	stopProfile := func() {}
+	if path := os.Getenv("EDGE_BENCH_WINDOW_PROFILE"); path != "" {
+		stopProfile = windowProfile(b, path)
+	}
+	user0, sys0 := cpuTimes()
+	at0 := time.Now()
+	time.Sleep(window)
+	user1, sys1 := cpuTimes()
+	elapsed := time.Since(at0)
+	edgeCPU, edgeSys := user1-user0+sys1-sys0, sys1-sys0
+	stopProfile()
+	fmt.Fprintln(stdin, "WINDOWED")
+	var events, fanCPU, fanElapsed int64
+	expect("WINDOWED %d %d %d", &events, &fanCPU, &fanElapsed)
+	stdin.Close()
+	if events == 0 {
+		b.Fatal("no event reached the crowd while the queue moved")
+	}
+	edgeUS := float64(edgeCPU.Microseconds()) / float64(events)
+	fanUS := float64(fanCPU) / 1e3 / float64(events)
 
 	h := float64(held)
 	b.ReportMetric(h, "streams")
@@ -129,9 +175,21 @@ func BenchmarkStreams(b *testing.B) {
 	b.ReportMetric(p99, "update-p99-ms")
 	b.ReportMetric(worst, "update-max-ms")
 	b.ReportMetric(float64(total-seen), "update-missed")
+	b.ReportMetric(float64(events)/time.Duration(fanElapsed).Seconds(), "events/s")
+	b.ReportMetric(edgeUS, "edge-us/event")
+	// The kernel's share (the write system calls, mostly), which no change to the edge's Go code makes smaller.
+	b.ReportMetric(float64(edgeSys.Microseconds())/float64(events), "edge-sys-us/event")
+	b.ReportMetric(fanUS, "fan-us/event")
+	// The stadium: 100,000 streams at one event a second, in cores of this machine, for the fan-out alone.
+	b.ReportMetric(100000*(edgeUS+fanUS)/1e6, "cores-100k")
 	b.Logf("%d streams held (%d connected, %d failed); after the queue moved %d of %d streams had their new "+
 		"position, the first after %.0f ms, p50 %.0f ms, p99 %.0f ms, max %.0f ms", held, connected, failed, seen, total,
 		first, p50, p99, worst)
+	b.Logf("while the queue moved for %s: %d events read, %.0f/s; edge %.1f µs CPU per event (%.0f%% of a core), "+
+		"fans %.1f µs (%.0f%%); 100,000 streams at one event a second would need %.2f cores for the fan-out alone",
+		elapsed.Round(time.Millisecond), events, float64(events)/time.Duration(fanElapsed).Seconds(), edgeUS,
+		100*edgeCPU.Seconds()/elapsed.Seconds(), fanUS, 100*float64(fanCPU)/float64(fanElapsed),
+		100000*(edgeUS+fanUS)/1e6)
 }
 
 // streamsGauge reads waitroom_streams from the edge's metrics.
@@ -215,9 +273,31 @@ func isBuffer(stack []uintptr) bool {
 }
 
 func cpuTime() time.Duration {
+	user, sys := cpuTimes()
+	return user + sys
+}
+
+// cpuTimes is this process's CPU time so far, in user space and in the kernel.
+func cpuTimes() (user, sys time.Duration) {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
+}
+
+// windowProfile writes a CPU profile of the edge's process to path until stop is called: the window alone, not
+// the connection burst before it that go test's -cpuprofile would also take in.
+func windowProfile(b *testing.B, path string) (stop func()) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 func raiseNoFile(tb testing.TB) uint64 {

@@ -26,7 +26,12 @@ type crowdFan struct {
 	movedAt atomic.Int64 // unix ns; 0: not yet
 }
 
-var positionKey = []byte(`"position":`)
+var (
+	positionKey = []byte(`"position":`)
+	eventKey    = []byte("\nevent: ")
+	// crowdEvents counts the events every fan has read since the crowd connected, for the CPU per event.
+	crowdEvents atomic.Int64
+)
 
 // read follows the stream to its end, noting positions; an admission counts as news too.
 func (f *crowdFan) read(alive *atomic.Int64) {
@@ -47,6 +52,8 @@ func (f *crowdFan) read(alive *atomic.Int64) {
 // note records what one read brought. A read may cut an event in two; a position cut there is read with the
 // next refresh, a second later at most, which the measurement would show.
 func (f *crowdFan) note(b []byte) {
+	// Each event is one write of the edge, so a read cuts one in two only when the fan falls behind.
+	crowdEvents.Add(int64(bytes.Count(b, eventKey)))
 	if bytes.Contains(b, []byte("event: admitted")) {
 		f.moved()
 	}
@@ -75,7 +82,9 @@ func (f *crowdFan) moved() { f.movedAt.CompareAndSwap(0, time.Now().UnixNano()) 
 
 // TestStreamCrowd is BenchmarkStreams's crowd, run in a child process: EDGE_N fans each open a stream and wait
 // for their first position, then keep reading. On MARK (stdin) each notes its position; on MOVED <unix ns> the
-// crowd reports how long after that instant each stream heard a lower one; it ends when stdin closes.
+// crowd reports how long after that instant each stream heard a lower one; on ALIVE it reports how many streams
+// are still open; WINDOW starts a measuring window and WINDOWED ends it, reporting the events read in it and this
+// process's CPU time (user + system) over it. It ends when stdin closes.
 func TestStreamCrowd(t *testing.T) {
 	if os.Getenv("EDGE_STREAM_CROWD") != "1" {
 		t.Skip("the crowd of BenchmarkStreams")
@@ -134,6 +143,9 @@ func TestStreamCrowd(t *testing.T) {
 		go f.read(&alive)
 	}
 	in := bufio.NewScanner(os.Stdin)
+	var events0 int64
+	var cpu0 time.Duration
+	var at0 time.Time
 	for in.Scan() {
 		cmd, arg, _ := strings.Cut(in.Text(), " ")
 		switch cmd {
@@ -145,9 +157,15 @@ func TestStreamCrowd(t *testing.T) {
 		case "MOVED":
 			t0, _ := strconv.ParseInt(arg, 10, 64)
 			fmt.Println(updated(fans, t0))
+		case "ALIVE":
+			fmt.Printf("ALIVE %d\n", alive.Load())
+		case "WINDOW":
+			events0, cpu0, at0 = crowdEvents.Load(), cpuTime(), time.Now()
+			fmt.Println("WINDOW")
+		case "WINDOWED":
+			fmt.Printf("WINDOWED %d %d %d\n", crowdEvents.Load()-events0, cpuTime()-cpu0, time.Since(at0))
 		}
 	}
-	fmt.Printf("ALIVE %d\n", alive.Load())
 	for _, f := range fans {
 		f.c.Close()
 	}

@@ -197,14 +197,16 @@ func mustURL(t *testing.T, s string) *url.URL {
 	return u
 }
 
-// TestShowGauges: the per-show gauges are on the operations addresses only, for shows with an open sale.
+// TestShowGauges: the per-show gauges are on the operations addresses only, for shows with an open sale; the
+// stores' gauges and the Redis pools' series beside them.
 func TestShowGauges(t *testing.T) {
 	p := start(t, map[string]string{"ADMIN_TOKEN": adminToken})
 	if s, b := send(t, "GET", p.bookingOps+"/metrics", "", nil); s != 200 ||
 		!strings.Contains(string(b), `booking_show_seats_available{show="`+p.show+`"}`) ||
 		!strings.Contains(string(b), `booking_show_seats_sold{show="`+p.show+`"} 0`) ||
 		!strings.Contains(string(b), `booking_store_up{store="postgres"} 1`) ||
-		!strings.Contains(string(b), `booking_store_up{store="redis"} 1`) {
+		!strings.Contains(string(b), `booking_store_up{store="redis"} 1`) ||
+		!strings.Contains(string(b), `booking_redis_pool_connections{pool="main"}`) {
 		t.Fatalf("booking metrics: %d %s", s, b)
 	}
 	// The edge gathers the figures once scraped; a second scrape a moment later carries them.
@@ -213,7 +215,8 @@ func TestShowGauges(t *testing.T) {
 	for {
 		s, b := send(t, "GET", p.edgeOps+"/metrics", "", nil)
 		if s == 200 && strings.Contains(string(b), want) && strings.Contains(string(b), "waitroom_show_admitted_total{show=") &&
-			strings.Contains(string(b), `edge_store_up{store="redis"} 1`) {
+			strings.Contains(string(b), `edge_store_up{store="redis"} 1`) &&
+			strings.Contains(string(b), `edge_redis_pool_timeouts_total{pool="main"}`) {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -47,7 +47,11 @@ func (p *fan) book(ctx context.Context) {
 				p.end(loadtest.OutcomeError, "seat map: "+client.Outcome(res, err))
 				return
 			}
-			seats = m.Seats
+			// Only the free seats are kept: a fan may hold its copy through minutes of retries, and ten thousand
+			// admitted fans each keeping a 5,000-seat hall filled the generator's memory (the stadium) until it
+			// spent its CPU collecting garbage and read its streams tens of seconds late. Choose looks at free
+			// seats alone, so the choice is the same.
+			seats = available(m.Seats)
 			want = Choose(seats, p.size, p.hot, p.rng)
 			if want == nil {
 				p.cr.noSeats(time.Now())

@@ -25,9 +25,9 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(redistest.RunEach(m)) }
 
-func newRedis(t *testing.T) redis.UniversalClient { return redistest.New(t).Client }
+func newRedis(t testing.TB) redis.UniversalClient { return redistest.New(t).Client }
 
-func switchOn(t *testing.T, k *admission.Keeper, show string, paused bool) {
+func switchOn(t testing.TB, k *admission.Keeper, show string, paused bool) {
 	t.Helper()
 	_, _, err := k.Update(context.Background(), show, func(s admission.Settings) (admission.Settings, error) {
 		s.Enabled, s.Paused = true, paused

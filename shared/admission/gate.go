@@ -23,6 +23,11 @@ type Gate struct {
 	// front would take the exclusive lock each time. A show asked for is put back at the front when its entry
 	// is renewed, once a ttl, which keeps the order to within a second.
 	cache *lru.Cache[string, cached]
+	// reads shares one settings read among the requests that find a show's entry stale together: without it,
+	// every request in flight on the show read Redis at the same moment, once a second.
+	reads flights[Settings]
+	// revoked batches the revocation lookups of concurrent checks on a show into shared round trips.
+	revoked revocations
 }
 
 const gateCacheSize = 100000
@@ -44,8 +49,9 @@ type cached struct {
 // where the change is announced, see Forget) without a Redis call per request.
 func NewGate(keeper *Keeper, keys token.KeySource, leeway time.Duration) *Gate {
 	cache, _ := lru.New[string, cached](gateCacheSize) // errs only for a size below 1
+	const ttl = time.Second
 	return &Gate{keeper: keeper, verifier: token.NewCachedVerifier(keys, leeway, tokenCacheSize, tokenCacheTTL),
-		ttl: time.Second, cache: cache}
+		ttl: ttl, cache: cache, reads: flights[Settings]{maxAge: ttl}, revoked: revocations{cache: keeper.cache}}
 }
 
 // Verifier is the gate's admission-token verifier, with its cache of verified tokens: a route that checks a token
@@ -56,19 +62,19 @@ func (g *Gate) Verifier() *token.Verifier { return g.verifier }
 func (g *Gate) Keeper() *Keeper { return g.keeper }
 
 // Settings returns showID's settings. An error (wrapping ErrUnavailable) means they cannot be known: the caller
-// must refuse, never treat the queue as off.
+// must refuse, never treat the queue as off. Callers that find the show's entry stale together share one read,
+// begun under a second before each of them (a read that began longer ago is not joined: the next one starts), and
+// each waits for it until its own context ends.
 func (g *Gate) Settings(ctx context.Context, showID string) (Settings, error) {
-	now := time.Now()
-	c, ok := g.cache.Peek(showID)
-	if ok && now.Sub(c.at) < g.ttl {
+	if c, ok := g.cache.Peek(showID); ok && time.Since(c.at) < g.ttl {
 		return c.s, nil
 	}
-	s, err := g.keeper.Settings(ctx, showID)
-	if err != nil {
-		return Settings{}, err
-	}
-	g.cache.Add(showID, cached{s: s, at: now})
-	return s, nil
+	return g.reads.do(ctx, showID, func(ctx context.Context) (Settings, error) {
+		return g.keeper.Settings(ctx, showID)
+	}, func(s Settings, began time.Time) {
+		// Dated when the read began: what it read is no older than that.
+		g.cache.Add(showID, cached{s: s, at: began})
+	})
 }
 
 // Enabled reports whether showID's queue is on.
@@ -85,9 +91,10 @@ func (g *Gate) Open(showID string) bool {
 	return ok && time.Since(c.at) < g.ttl && !c.s.Enabled
 }
 
-// Forget drops the cached settings of a show, for a replica that heard of a settings change.
+// Forget drops the cached settings of a show, for a replica that heard of a settings change. A read under way,
+// which may have begun before the change, is neither joined by later callers nor cached when it ends.
 func (g *Gate) Forget(showID string) {
-	g.cache.Remove(showID)
+	g.reads.forget(showID, func() { g.cache.Remove(showID) })
 }
 
 // Check lets a request by userID for showID pass. With the queue off it returns (nil, nil). With it on, raw must
@@ -110,7 +117,8 @@ func (g *Gate) Check(ctx context.Context, showID, userID, raw string) (*token.Ad
 	case err != nil:
 		return nil, fmt.Errorf("%w: %w", ErrRequired, err)
 	}
-	revoked, present, err := g.keeper.cache.Revoked(ctx, showID, claims.ID)
+	// Checks on the show share round trips (revocations), each answered by one sent after it began.
+	revoked, present, err := g.revoked.lookup(ctx, showID, claims.ID)
 	if err == nil && !present {
 		// The settings in memory are under a second old, but the cache lost the show's state since (Redis
 		// restarted empty): its revocations are gone too, so restore before trusting a "not revoked".
@@ -122,7 +130,7 @@ func (g *Gate) Check(ctx context.Context, showID, userID, raw string) (*token.Ad
 		if !s.Enabled {
 			return nil, nil
 		}
-		if revoked, present, err = g.keeper.cache.Revoked(ctx, showID, claims.ID); err == nil && !present {
+		if revoked, present, err = g.revoked.lookup(ctx, showID, claims.ID); err == nil && !present {
 			err = fmt.Errorf("show %s: state lost again", showID)
 		}
 	}

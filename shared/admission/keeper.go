@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 )
 
@@ -59,9 +58,9 @@ type Cache interface {
 	// Version reads the record's version of a show's cached settings (0: cached as having no record); ok is
 	// false when none are cached.
 	Version(ctx context.Context, show string) (version int64, ok bool, err error)
-	// Revoked reports whether a token id of show has been revoked, and whether the show's state is cached at
-	// all (if not, "not revoked" means nothing).
-	Revoked(ctx context.Context, show, jti string) (revoked, cached bool, err error)
+	// Revoked reports which of a show's token ids have been revoked (revoked[i] for jtis[i]), in one round trip
+	// however many, and whether the show's state is cached at all (if not, "not revoked" means nothing).
+	Revoked(ctx context.Context, show string, jtis []string) (revoked []bool, cached bool, err error)
 	// Fill writes a show's state from the record (revocations and active admissions first, the settings last, so
 	// that settings in the cache mean the rest is there too). It changes nothing if the settings are cached.
 	// Version 0 means the show has no record: its queue is off, cached on the show's own keys (never a global
@@ -89,14 +88,7 @@ type Keeper struct {
 	log   *slog.Logger
 	now   func() time.Time
 
-	mu      sync.Mutex
-	flights map[string]*flight
-}
-
-type flight struct {
-	done chan struct{}
-	s    Settings
-	err  error
+	restores flights[Settings] // joined however long ago they began: a restore's answer is the record's
 }
 
 // NewKeeper returns a keeper of cache over rec.
@@ -104,7 +96,7 @@ func NewKeeper(rec Record, cache Cache, log *slog.Logger) *Keeper {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Keeper{rec: rec, cache: cache, log: log, now: time.Now, flights: map[string]*flight{}}
+	return &Keeper{rec: rec, cache: cache, log: log, now: time.Now}
 }
 
 // Record is the keeper's record, for callers that read admissions directly (a kick by user).
@@ -126,29 +118,7 @@ func (k *Keeper) Settings(ctx context.Context, show string) (Settings, error) {
 // Restore rebuilds a show's cached state from the record and returns its settings. Concurrent calls for one
 // show share one restore.
 func (k *Keeper) Restore(ctx context.Context, show string) (Settings, error) {
-	k.mu.Lock()
-	f, ok := k.flights[show]
-	if !ok {
-		f = &flight{done: make(chan struct{})}
-		k.flights[show] = f
-		go func() {
-			// Not the caller's context: one caller giving up must not fail the others sharing the flight.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			f.s, f.err = k.restore(rctx, show)
-			cancel()
-			k.mu.Lock()
-			delete(k.flights, show)
-			k.mu.Unlock()
-			close(f.done)
-		}()
-	}
-	k.mu.Unlock()
-	select {
-	case <-f.done:
-		return f.s, f.err
-	case <-ctx.Done():
-		return Settings{}, fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
-	}
+	return k.restores.do(ctx, show, func(ctx context.Context) (Settings, error) { return k.restore(ctx, show) }, nil)
 }
 
 func (k *Keeper) restore(ctx context.Context, show string) (Settings, error) {

@@ -69,6 +69,11 @@ func (r *Reader) Int(name string, def int) int {
 	return value(r, name, def, strconv.Atoi, func(int) bool { return true }, "an integer")
 }
 
+// PositiveInt is name as a decimal integer above zero: a size or a count, where zero would mean none at all.
+func (r *Reader) PositiveInt(name string, def int) int {
+	return value(r, name, def, strconv.Atoi, func(n int) bool { return n > 0 }, "a positive integer")
+}
+
 // IntIn is name as a decimal integer in [lo, hi].
 func (r *Reader) IntIn(name string, def, lo, hi int) int {
 	return value(r, name, def, strconv.Atoi, func(n int) bool { return n >= lo && n <= hi },

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
 
 	"github.com/flashseat/flashseat/shared/problem"
 )
@@ -40,9 +41,16 @@ func Problem() *problem.Problem {
 	return problem.New(fiber.StatusForbidden, problem.CSRF, CSRFDetail)
 }
 
+// The request headers read on every request, named as fasthttp stores them (already canonical): PeekCanonical
+// skips the copy and normalisation of the name that Ctx.Get does on each call.
+var (
+	headerAuthorization = []byte(fiber.HeaderAuthorization)
+	headerCookie        = []byte(fiber.HeaderCookie)
+)
+
 // Bearer returns the Authorization header's bearer token, or "". It points into fiber's buffer: copy it to keep it.
 func Bearer(c *fiber.Ctx) string {
-	h := c.Get(fiber.HeaderAuthorization)
+	h := utils.UnsafeString(c.Request().Header.PeekCanonical(headerAuthorization))
 	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
 		return ""
 	}
@@ -55,7 +63,7 @@ func Token(c *fiber.Ctx) (raw string, fromCookie bool) {
 	if raw = Bearer(c); raw != "" {
 		return raw, false
 	}
-	if len(c.Request().Header.Peek(fiber.HeaderCookie)) == 0 {
+	if len(c.Request().Header.PeekCanonical(headerCookie)) == 0 {
 		return "", false // API clients: no cookie to parse
 	}
 	raw = c.Cookies(Cookie)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -45,7 +44,7 @@ func (h *Handler) events(c *fiber.Ctx) error {
 	fc := c.Context()
 	fc.Response.Header.SetContentLength(-1) // chunked
 	fc.Response.Header.SetConnectionClose()
-	sc := &sseConn{w: w, st: stream{lastID: strings.Clone(c.Get("Last-Event-ID"))}, owner: h.streams}
+	sc := &sseConn{w: w, st: stream{lastID: []byte(c.Get("Last-Event-ID"))}, owner: h.streams}
 	if !c.App().Server().KeepHijackedConns {
 		// The server closes a hijacked connection when its handler returns: hold it open until the stream ends.
 		sc.done = make(chan struct{})
@@ -67,8 +66,11 @@ func (h *Handler) events(c *fiber.Ctx) error {
 		sc.conn = conn
 		head := fc.Response.Header.AppendBytes(make([]byte, 0, 512))
 		body := append(make([]byte, 0, 256), "retry: 2000\n\n"...)
-		body, more := sc.st.event(body, w.Current(), true)
-		_ = conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+		now := time.Now()
+		body, more := sc.st.event(body, w.Current(), true, now)
+		sc.hush()
+		sc.deadline = now.Add(writeTimeout)
+		_ = conn.SetWriteDeadline(sc.deadline)
 		_, err := conn.Write(appendChunk(head, body))
 		sc.mu.Unlock()
 		switch {
@@ -84,57 +86,51 @@ func (h *Handler) events(c *fiber.Ctx) error {
 	return nil
 }
 
-// stream is one connection's writer state: what it last sent, to send on change or every 2 s.
+// stream is one connection's writer state: what it last sent, to send on change or every 2 s. lastID keeps its
+// backing array from event to event, so a stream allocates nothing per event.
 type stream struct {
-	lastID   string
+	lastID   []byte
 	lastKind string
 	lastAt   time.Time
 }
 
-// event appends to buf the event for u, if one is due, and reports whether the stream should go on after it.
-func (s *stream) event(buf []byte, u waitroom.Update, first bool) ([]byte, bool) {
-	var kind, id string
-	var data any
+// maxPositionID bounds a position event's id: "p-", two int64s, "-" and "-p".
+const maxPositionID = 2 + 20 + 1 + 20 + 2
+
+// event appends to buf the event for u, if one is due at now, and reports whether the stream should go on after
+// it. A position, what nearly every event is, is formatted here into buf (the same bytes encoding/json writes for
+// it) and its id on the stack: the writers call this for every stream at every tick, so it allocates nothing.
+func (s *stream) event(buf []byte, u waitroom.Update, first bool, now time.Time) ([]byte, bool) {
+	var kind string
+	var idBuf [maxPositionID]byte
+	id := idBuf[:0]
 	switch u.Status {
 	case waitroom.Admitted:
-		kind, id = "admitted", "a-"+u.Grant.JTI
-		data = struct {
-			Token     string    `json:"admissionToken"`
-			ExpiresAt time.Time `json:"expiresAt"`
-		}{u.Grant.Token, u.Grant.ExpiresAt.UTC()}
+		kind, id = "admitted", append(append(id, "a-"...), u.Grant.JTI...)
 	case waitroom.SoldOut:
-		kind, id, data = "sold_out", "s", map[string]string{"status": "sold_out"}
+		kind, id = "sold_out", append(id, 's')
 	case waitroom.Closed:
-		kind, id, data = "closed", "c", map[string]string{"status": "closed"}
+		kind, id = "closed", append(id, 'c')
 	default:
 		if u.Position > 0 {
 			kind = "position"
-			id = "p-" + strconv.FormatInt(u.Seq, 10) + "-" + strconv.FormatInt(u.Cursor, 10)
+			id = strconv.AppendInt(append(id, "p-"...), u.Seq, 10)
+			id = strconv.AppendInt(append(id, '-'), u.Cursor, 10)
 			if u.Paused {
-				id += "-p" // a pause or resume is news even when nobody moved
+				id = append(id, "-p"...) // a pause or resume is news even when nobody moved
 			}
-			data = struct {
-				Position   int64 `json:"position"`
-				EtaSeconds int64 `json:"etaSeconds"`
-				Paused     bool  `json:"paused"`
-			}{u.Position, seconds(u.ETA), u.Paused}
 		} else {
 			// Before the opening draw nobody has a position yet: say when the sale opens.
-			kind, id = "waiting", "w"
-			data = struct {
-				Status     string     `json:"status"`
-				OpensAt    *time.Time `json:"opensAt,omitempty"`
-				EtaSeconds int64      `json:"etaSeconds"`
-			}{"waiting", optTime(u.OpensAt), seconds(u.ETA)}
+			kind, id = "waiting", append(id, 'w')
 		}
 	}
-	now := time.Now()
+	same := string(id) == string(s.lastID)
 	switch {
-	case first && id == s.lastID && kind == "position":
+	case first && same && kind == "position":
 		// A reconnect that has already seen this exact state: resume without a repeat.
 		s.lastKind, s.lastAt = kind, now
 		return buf, true
-	case id == s.lastID && now.Sub(s.lastAt) < 1500*time.Millisecond:
+	case same && now.Sub(s.lastAt) < 1500*time.Millisecond:
 		return buf, true // nothing new, and the 2 s refresh is not due
 	case kind == "position" && s.lastKind == "position" && now.Sub(s.lastAt) < time.Second:
 		// The queue moves every tick; one position event a second is plenty and keeps a large crowd's write
@@ -143,20 +139,51 @@ func (s *stream) event(buf []byte, u waitroom.Update, first bool) ([]byte, bool)
 	case (kind == "sold_out" || kind == "waiting") && kind == s.lastKind && now.Sub(s.lastAt) < 10*time.Second:
 		return buf, true // a steady state: the heartbeat keeps the stream alive
 	}
-	b, err := json.Marshal(data)
-	if err != nil {
-		return buf, false
-	}
+	start := len(buf)
 	buf = append(buf, "id: "...)
 	buf = append(buf, id...)
 	buf = append(buf, "\nevent: "...)
 	buf = append(buf, kind...)
 	buf = append(buf, "\ndata: "...)
-	buf = append(buf, b...)
+	if kind == "position" {
+		buf = appendPosition(buf, u)
+	} else {
+		b, err := json.Marshal(eventData(kind, u))
+		if err != nil {
+			return buf[:start], false
+		}
+		buf = append(buf, b...)
+	}
 	buf = append(buf, "\n\n"...)
-	s.lastID, s.lastKind, s.lastAt = id, kind, now
+	s.lastID, s.lastKind, s.lastAt = append(s.lastID[:0], id...), kind, now
 	// The fan has what they came for, or the queue is gone: end the stream (the page closes its EventSource).
 	return buf, kind != "admitted" && kind != "closed"
+}
+
+// appendPosition appends a position event's data: {"position":…,"etaSeconds":…,"paused":…}.
+func appendPosition(buf []byte, u waitroom.Update) []byte {
+	buf = strconv.AppendInt(append(buf, `{"position":`...), u.Position, 10)
+	buf = strconv.AppendInt(append(buf, `,"etaSeconds":`...), seconds(u.ETA), 10)
+	buf = strconv.AppendBool(append(buf, `,"paused":`...), u.Paused)
+	return append(buf, '}')
+}
+
+// eventData is the data of every event but a position, for encoding/json: they are a few per stream.
+func eventData(kind string, u waitroom.Update) any {
+	switch kind {
+	case "admitted":
+		return struct {
+			Token     string    `json:"admissionToken"`
+			ExpiresAt time.Time `json:"expiresAt"`
+		}{u.Grant.Token, u.Grant.ExpiresAt.UTC()}
+	case "sold_out", "closed":
+		return map[string]string{"status": kind}
+	}
+	return struct {
+		Status     string     `json:"status"`
+		OpensAt    *time.Time `json:"opensAt,omitempty"`
+		EtaSeconds int64      `json:"etaSeconds"`
+	}{"waiting", optTime(u.OpensAt), seconds(u.ETA)}
 }
 
 func optTime(t time.Time) *time.Time {

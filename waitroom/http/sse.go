@@ -31,8 +31,8 @@ type streams struct {
 	start  sync.Once
 }
 
-// writeTimeout bounds one write to one stream; a client that has not read its last tens of kilobytes by then is
-// gone.
+// writeTimeout bounds one write to one stream (a write has between half of it and all of it, see flush); a client
+// that has not read its last tens of kilobytes by then is gone.
 const writeTimeout = 5 * time.Second
 
 // A stream's scheduling state: idle (nothing to do), queued (in the ready list), running (a writer has it),
@@ -54,10 +54,11 @@ type sseConn struct {
 	// connection to a new client, so nothing may touch conn after done is closed (mu orders that).
 	done chan struct{}
 
-	mu    sync.Mutex // guards what follows: one writer at a time, and none after the end
-	conn  net.Conn
-	st    stream
-	ended bool
+	mu       sync.Mutex // guards what follows: one writer at a time, and none after the end
+	conn     net.Conn
+	deadline time.Time // the write deadline conn has
+	st       stream
+	ended    bool
 }
 
 func newStreams(svc *waitroom.Service, heartbeat time.Duration) *streams {
@@ -151,14 +152,21 @@ func (c *sseConn) flush(body, frame []byte) ([]byte, []byte) {
 		c.mu.Unlock()
 		return body, frame
 	}
-	body, more := c.st.event(body, c.w.Current(), false)
+	now := time.Now()
+	body, more := c.st.event(body, c.w.Current(), false, now)
+	c.hush()
 	if c.beat.Swap(false) && len(body) == 0 {
 		body = append(body, ": hb\n\n"...)
 	}
 	graceful := true
 	if len(body) > 0 {
 		frame = appendChunk(frame, body)
-		_ = c.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+		// Moving the deadline costs a runtime timer update per write: it is moved only once less than half the
+		// timeout is left, so a write gets at least half of it and a stream about one update every few events.
+		if c.deadline.Sub(now) < writeTimeout/2 {
+			c.deadline = now.Add(writeTimeout)
+			_ = c.conn.SetWriteDeadline(c.deadline)
+		}
 		if _, err := c.conn.Write(frame); err != nil {
 			more, graceful = false, false
 		}
@@ -171,6 +179,21 @@ func (c *sseConn) flush(body, frame []byte) ([]byte, []byte) {
 	c.mu.Unlock()
 	c.owner.forget(c)
 	return body, frame
+}
+
+// quietFor is how long after a position event its stream is hushed (waitroom.Watcher.Hush): the ticks that only
+// move the fan do not wake a writer, which would find nothing due. It is a quarter second less than the second
+// stream.event waits, so that the tick due when the second is up still reaches a writer, which decides, though the
+// tick came a little earlier than the write it follows.
+const quietFor = 750 * time.Millisecond
+
+// hush tells the hub when c may next be due a position, from what it last sent; with mu held.
+func (c *sseConn) hush() {
+	var until time.Time
+	if c.st.lastKind == "position" {
+		until = c.st.lastAt.Add(quietFor)
+	}
+	c.w.Hush(until)
 }
 
 // end closes c's stream once: the last chunk (when the connection still works), the connection, the watcher.

@@ -9,7 +9,6 @@ package redis
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -102,19 +101,41 @@ func settingsArgs(s admission.Settings, version int64) []any {
 		s.TokenTTLSeconds, flag(s.Paused)}
 }
 
-// Revoked implements admission.Cache: the revocation and the settings' presence in one round trip (one slot).
-func (c *Cache) Revoked(ctx context.Context, show, jti string) (revoked, cached bool, err error) {
-	var score *goredis.FloatCmd
+// Revoked implements admission.Cache: the revocations and the settings' presence in one round trip (ZMSCORE and
+// EXISTS, pipelined: both keys carry the show's hash tag, so on a cluster they are one node's).
+func (c *Cache) Revoked(ctx context.Context, show string, jtis []string) (revoked []bool, cached bool, err error) {
+	var scores *goredis.Cmd
 	var exists *goredis.IntCmd
 	_, err = c.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		score = p.ZScore(ctx, rediskey.QueueRevoked(show), jti)
+		if len(jtis) > 0 {
+			args := make([]any, 0, 2+len(jtis))
+			args = append(args, "zmscore", rediskey.QueueRevoked(show))
+			for _, j := range jtis {
+				args = append(args, j)
+			}
+			// Do, not ZMScore: ZMScore reads a missing member as a score of 0, and only the nil says "absent".
+			scores = p.Do(ctx, args...)
+		}
 		exists = p.Exists(ctx, rediskey.QueueConfig(show))
 		return nil
 	})
-	if err != nil && !errors.Is(err, goredis.Nil) {
-		return false, false, fmt.Errorf("admission/redis: revocation: %w", err)
+	if err != nil {
+		return nil, false, fmt.Errorf("admission/redis: revocation: %w", err)
 	}
-	return score.Err() == nil, exists.Val() == 1, nil
+	revoked = make([]bool, len(jtis))
+	if scores != nil {
+		vals, err := scores.Slice()
+		switch {
+		case err != nil:
+			return nil, false, fmt.Errorf("admission/redis: revocation: %w", err)
+		case len(vals) != len(jtis):
+			return nil, false, fmt.Errorf("admission/redis: revocation: %d answers for %d ids", len(vals), len(jtis))
+		}
+		for i, v := range vals {
+			revoked[i] = v != nil
+		}
+	}
+	return revoked, exists.Val() == 1, nil
 }
 
 // Fill implements admission.Cache. Version 0 (no record) is cached as queue off only for a show booking's
