@@ -19,6 +19,7 @@ func (p *fan) book(ctx context.Context) {
 	// live by the seat stream would be. The map is fetched again only when the copy has nothing left to offer:
 	// a hall of 5,000 seats is half a megabyte of JSON per fetch, for booking to write and the fan to read.
 	var seats []client.Seat
+	var hall *Hall // the hall of the last map fetched
 	busyTries := 0 // "not now" answers: waited out with backoff, not counted against the fan's attempts
 	for attempts := 0; attempts < sc.MaxHoldAttempts; {
 		if ctx.Err() != nil {
@@ -26,7 +27,7 @@ func (p *fan) book(ctx context.Context) {
 			return
 		}
 		if want == nil && seats != nil {
-			want = Choose(seats, p.size, p.hot, p.rng)
+			want = hall.Choose(seats, p.size, p.hot, p.rng)
 			seats = nil // one choice from a copy; if that fails too, look at the real map again
 		}
 		if want == nil {
@@ -51,8 +52,9 @@ func (p *fan) book(ctx context.Context) {
 			// admitted fans each keeping a 5,000-seat hall filled the generator's memory (the stadium) until it
 			// spent its CPU collecting garbage and read its streams tens of seconds late. Choose looks at free
 			// seats alone, so the choice is the same.
+			hall = hallOf(&p.cr.hall, m.Seats)
 			seats = available(m.Seats)
-			want = Choose(seats, p.size, p.hot, p.rng)
+			want = hall.Choose(seats, p.size, p.hot, p.rng)
 			if want == nil {
 				p.cr.noSeats(time.Now())
 				p.end(loadtest.OutcomeSoldOut, "no seat AVAILABLE")

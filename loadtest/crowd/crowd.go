@@ -76,7 +76,8 @@ type Crowd struct {
 	streamFailures atomic.Int64
 	stormWindow    [2]time.Duration
 	noSeatsOnce    sync.Once
-	noSeatsAt      atomic.Int64 // offset in ns at which a fan first found no seat AVAILABLE
+	noSeatsAt      atomic.Int64         // offset in ns at which a fan first found no seat AVAILABLE
+	hall           atomic.Pointer[Hall] // the hall as the first seat map showed it (hallOf)
 }
 
 func (cr *Crowd) noSeats(t time.Time) {
