@@ -109,35 +109,42 @@ func available(seats []client.Seat) []client.Seat {
 	return out
 }
 
-// Choose picks n seats among free (seats of the hall, all taken as free whatever their status). A hot fan takes
+// Choose picks n seats among free, the fan's copy of the hall's free seats: those it has since marked taken (any
+// status but AVAILABLE) are left out, as are seats the hall does not have. A hot fan takes
 // the best run of n side-by-side seats in one row, the one whose ranks add up least (so hot fans all reach for
 // the same seats); anyone else takes a random run. Without a run of n, the fan takes n scattered seats (the
 // best, or at random), and with fewer than n seats left, whatever is left. Nil means nothing is free.
 func (h *Hall) Choose(free []client.Seat, n int, hot bool, rng *rand.Rand) []string {
-	if len(free) == 0 {
-		return nil
-	}
-	n = min(n, len(free))
 	isFree := make([]bool, len(h.ids))
+	count := 0
 	// free is in the map's order, as the hall is: walk both together, and once a seat is out of that order
-	// (or not in the hall, which then leaves it out), look the rest up.
+	// (or not in the hall), look the rest up.
 	ordered, i := true, 0
 	for _, s := range free {
+		if s.Status != "AVAILABLE" {
+			continue
+		}
 		if ordered {
 			for i < len(h.ids) && h.ids[i] != s.SeatID {
 				i++
 			}
 			if i < len(h.ids) {
 				isFree[i] = true
+				count++
 				i++
 				continue
 			}
 			ordered = false
 		}
-		if k, ok := h.index[s.SeatID]; ok {
+		if k, ok := h.index[s.SeatID]; ok && !isFree[k] {
 			isFree[k] = true
+			count++
 		}
 	}
+	if count == 0 {
+		return nil
+	}
+	n = min(n, count)
 
 	// run reports whether n free seats side by side start at i.
 	run := func(i int32) bool {
@@ -193,11 +200,18 @@ func (h *Hall) Choose(free []client.Seat, n int, hot bool, rng *rand.Rand) []str
 			}
 		}
 	default:
-		chosen := make(map[int]bool, n)
+		// The k-th free seat of the hall, for n distinct k: as many draws as seats, and one pass each.
 		for len(pick) < n {
-			if k := rng.IntN(len(free)); !chosen[k] {
-				chosen[k] = true
-				pick = append(pick, free[k].SeatID)
+			k := rng.IntN(count)
+			for j := range h.ids {
+				if isFree[j] {
+					if k == 0 {
+						isFree[j], count = false, count-1 // not drawn twice
+						pick = append(pick, h.ids[j])
+						break
+					}
+					k--
+				}
 			}
 		}
 	}

@@ -148,6 +148,50 @@ func TestChooseHotWithoutARun(t *testing.T) {
 	}
 }
 
+// TestChooseIsValid: over many halls, group sizes and fans, a choice names distinct seats, all free in the fan's
+// copy of the map (where a 409 marked some taken since), and is empty only when none is free.
+func TestChooseIsValid(t *testing.T) {
+	for seed := uint64(0); seed < 100; seed++ {
+		seats := takenHall(t, 5000, int(2+seed%10), seed)
+		rng := rand.New(rand.NewPCG(seed, 9))
+		if seed%3 == 0 { // nearly sold out: few runs, if any
+			for i := range seats {
+				if rng.IntN(100) < 97 {
+					seats[i].Status = "BOOKED"
+				}
+			}
+		}
+		h := NewHall(seats)
+		free := available(seats)
+		if seed%2 == 0 { // a 409 named some of the copy's seats taken
+			for i := range free {
+				if rng.IntN(4) == 0 {
+					free[i].Status = "HELD"
+				}
+			}
+		}
+		left := map[string]bool{}
+		for _, s := range free {
+			left[s.SeatID] = s.Status == "AVAILABLE"
+		}
+		for n := 1; n <= 6; n++ {
+			for _, hot := range []bool{true, false} {
+				got := h.Choose(free, n, hot, rng)
+				if len(got) == 0 && slices.ContainsFunc(free, func(s client.Seat) bool { return s.Status == "AVAILABLE" }) {
+					t.Fatalf("seed %d, %d seats, hot %v: nothing chosen with seats free", seed, n, hot)
+				}
+				seen := map[string]bool{}
+				for _, id := range got {
+					if seen[id] || !left[id] {
+						t.Fatalf("seed %d, %d seats, hot %v: %v names %s twice or not free", seed, n, hot, got, id)
+					}
+					seen[id] = true
+				}
+			}
+		}
+	}
+}
+
 // TestHallOfFollowsTheMap: the crowd's hall is worked out once, and again for a map of another hall.
 func TestHallOfFollowsTheMap(t *testing.T) {
 	var cache atomic.Pointer[Hall]
