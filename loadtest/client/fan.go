@@ -69,7 +69,7 @@ type SeatMap struct {
 func (c *Client) Seats(ctx context.Context, user, admission, showID string) (SeatMap, Result, error) {
 	var m SeatMap
 	res, err := c.do(ctx, call{method: http.MethodGet, path: "/api/v1/shows/" + url.PathEscape(showID) + "/seats",
-		bearer: user, admission: admission, out: &m})
+		bearer: user, admission: admission, out: &m, large: true})
 	return m, res, err
 }
 
