@@ -117,6 +117,15 @@ func (c *Client) Booking(ctx context.Context, user, admission, bookingID string)
 	return b, res, err
 }
 
+// Mine lists the fan's bookings (GET /api/v1/bookings), newest first.
+func (c *Client) Mine(ctx context.Context, user string) ([]Booking, Result, error) {
+	var out struct {
+		Bookings []Booking `json:"bookings"`
+	}
+	res, err := c.do(ctx, call{method: http.MethodGet, path: "/api/v1/bookings", bearer: user, out: &out})
+	return out.Bookings, res, err
+}
+
 // Cancel releases a HELD booking.
 func (c *Client) Cancel(ctx context.Context, user, admission, bookingID string) (Result, error) {
 	return c.do(ctx, call{method: http.MethodDelete, path: "/api/v1/bookings/" + url.PathEscape(bookingID),

@@ -19,8 +19,9 @@ func (p *fan) book(ctx context.Context) {
 	// live by the seat stream would be. The map is fetched again only when the copy has nothing left to offer:
 	// a hall of 5,000 seats is half a megabyte of JSON per fetch, for booking to write and the fan to read.
 	var seats []client.Seat
-	var hall *Hall // the hall of the last map fetched
-	busyTries := 0 // "not now" answers: waited out with backoff, not counted against the fan's attempts
+	var hall *Hall    // the hall of the last map fetched
+	lostHold := false // a hold's answer was lost: booking may have made it
+	busyTries := 0    // "not now" answers: waited out with backoff, not counted against the fan's attempts
 	for attempts := 0; attempts < sc.MaxHoldAttempts; {
 		if ctx.Err() != nil {
 			p.cutOff()
@@ -101,6 +102,18 @@ func (p *fan) book(ctx context.Context) {
 			return
 		case res.Status == 0:
 			want = nil
+			lostHold = true
+		case res.Status == http.StatusUnprocessableEntity && lostHold:
+			// A hold whose answer was lost may have been made: booking then refuses more seats than a fan may
+			// hold. The fan looks at its bookings, as a fan told so would, and pays the hold it finds.
+			if held, ok := p.heldBooking(ctx); ok {
+				p.f.Holds++
+				p.f.BookingID, p.f.SeatIDs = held.BookingID, held.SeatIDs
+				p.pay(ctx, held)
+				return
+			}
+			p.end(loadtest.OutcomeError, "hold: "+client.Outcome(res, err)+" "+res.ProblemSlug())
+			return
 		default:
 			p.end(loadtest.OutcomeError, "hold: "+client.Outcome(res, err)+" "+res.ProblemSlug())
 			return
@@ -117,6 +130,20 @@ func (p *fan) refused(route string) {
 	}
 	p.f.RefusedAt = p.cr.rec.Since(time.Now())
 	p.end(loadtest.OutcomeRefused, route+": admission token refused")
+}
+
+// heldBooking finds the fan's HELD booking for the show, if any.
+func (p *fan) heldBooking(ctx context.Context) (client.Booking, bool) {
+	bs, res, err := p.cr.c.Mine(ctx, p.user)
+	if err != nil || res.Status != http.StatusOK {
+		return client.Booking{}, false
+	}
+	for _, b := range bs {
+		if b.ShowID == p.cr.showID && b.Status == "HELD" {
+			return b, true
+		}
+	}
+	return client.Booking{}, false
 }
 
 // markTaken records in the fan's copy of the map the seats a 409 named as unavailable.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -52,6 +53,7 @@ func TestSales(t *testing.T) {
 		"EveryPaymentBehaviour":           testEveryPaymentBehaviour,
 		"ConflictRetriedWithAlternatives": testConflictRetriedWithAlternatives,
 		"PlayAgainstAnExistingShow":       testPlayAgainstAnExistingShow,
+		"LostHoldAnswer":                  testLostHoldAnswer,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -363,19 +365,10 @@ func testPlayAgainstAnExistingShow(t *testing.T, c *client.Client, _ *platformte
 // only the moment the requests leave is chosen). One wins; the other must be refused with alternatives and hold
 // exactly those next.
 func testConflictRetriedWithAlternatives(t *testing.T, _ *client.Client, p *platformtest.Platform) {
-	tr := client.NewTransport(16)
-	t.Cleanup(tr.CloseIdleConnections)
-	spy := &holdSpy{next: tr, gate: make(chan struct{}), first: map[string]bool{}}
-	c, err := client.New(p.BaseURL, spy, client.Options{AdminToken: p.AdminToken, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spy := &holdSpy{gate: make(chan struct{}), first: map[string]bool{}}
 	sc := queueScenario(2, 40)
 	sc.HotShare, sc.GroupMin, sc.GroupMax, sc.ProbeShare, sc.Pay = 1, 2, 2, 0, loadtest.PayMix{OK: 1}
-	r, err := Play(context.Background(), Config{Client: c, Scenario: sc, Seed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := playThrough(t, p, func(tr http.RoundTripper) http.RoundTripper { spy.next = tr; return spy }, sc, 5)
 	spy.mu.Lock()
 	holds := spy.holds
 	spy.mu.Unlock()
@@ -405,6 +398,74 @@ func testConflictRetriedWithAlternatives(t *testing.T, _ *client.Client, p *plat
 		t.Errorf("got outcomes %v, want both fans confirmed", s.FanOutcomes)
 	}
 	checkStore(t, p, r)
+}
+
+// testLostHoldAnswer: a fan's hold is made but both answers to it (the second try carries the same key) are lost
+// on the way back. The fan chooses again; booking refuses the second hold (a fan may hold at most 10 seats, and
+// each hold is 6), so the fan looks at its bookings, finds the first hold and pays it.
+func testLostHoldAnswer(t *testing.T, _ *client.Client, p *platformtest.Platform) {
+	lose := &answerLoser{left: 2}
+	sc := queueScenario(1, 40)
+	sc.HotShare, sc.GroupMin, sc.GroupMax, sc.ProbeShare, sc.Pay = 0, 6, 6, 0, loadtest.PayMix{OK: 1}
+	r := playThrough(t, p, func(tr http.RoundTripper) http.RoundTripper { lose.next = tr; return lose }, sc, 7)
+	lose.mu.Lock()
+	lost, statuses := lose.lost, lose.statuses
+	lose.mu.Unlock()
+	if lost != 2 || !slices.Contains(statuses, http.StatusUnprocessableEntity) {
+		t.Fatalf("lost %d answers, hold answers after them %v: want 2 lost, then a 422", lost, statuses)
+	}
+	f := r.Fans[0]
+	if f.Outcome != loadtest.OutcomeConfirmed || len(f.SeatIDs) != 6 {
+		t.Errorf("the fan ended %s (%s) with seats %v, want its first hold of 6 confirmed", f.Outcome, f.Detail, f.SeatIDs)
+	}
+	checkStore(t, p, r)
+}
+
+// answerLoser passes every request on, and loses the answers to the first left holds: the platform acted on
+// them, the fan hears only that the connection failed. It records the status of every hold answer it passes.
+type answerLoser struct {
+	next http.RoundTripper
+
+	mu       sync.Mutex
+	left     int
+	lost     int
+	statuses []int
+}
+
+func (l *answerLoser) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := l.next.RoundTrip(req)
+	if err != nil || req.Method != http.MethodPost || req.URL.Path != "/api/v1/bookings/hold" {
+		return res, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.left > 0 {
+		l.left--
+		l.lost++
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return nil, errors.New("connection reset by peer (the test lost the answer)")
+	}
+	l.statuses = append(l.statuses, res.StatusCode)
+	return res, nil
+}
+
+// playThrough plays sc against p with the fans' requests passed through the RoundTripper wrap makes of their
+// transport.
+func playThrough(t *testing.T, p *platformtest.Platform, wrap func(http.RoundTripper) http.RoundTripper,
+	sc loadtest.Scenario, seed uint64) *loadtest.Run {
+	t.Helper()
+	tr := client.NewTransport(16)
+	t.Cleanup(tr.CloseIdleConnections)
+	c, err := client.New(p.BaseURL, wrap(tr), client.Options{AdminToken: p.AdminToken, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Play(context.Background(), Config{Client: c, Scenario: sc, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // holdSpy sits between the fans and the platform: it keeps each fan's first hold request until two are waiting
