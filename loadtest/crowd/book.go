@@ -15,11 +15,12 @@ func (p *fan) book(ctx context.Context) {
 	sc := p.cr.sc
 	c := p.cr.c
 	var want []string
-	// seats is the fan's copy of the seat map, kept up to date with what each 409 says is taken, as a page kept
-	// live by the seat stream would be. The map is fetched again only when the copy has nothing left to offer:
+	// free is the fan's copy of which seats are free, kept up to date with what each 409 says is taken, as a page
+	// kept live by the seat stream would be. The map is fetched again only when the copy has nothing left to offer:
 	// a hall of 5,000 seats is half a megabyte of JSON per fetch, for booking to write and the fan to read.
-	var seats []client.Seat
+	var free Free
 	var hall *Hall    // the hall of the last map fetched
+	key := ""         // the Idempotency-Key of the hold of want
 	lostHold := false // a hold's answer was lost: booking may have made it
 	busyTries := 0    // "not now" answers: waited out with backoff, not counted against the fan's attempts
 	for attempts := 0; attempts < sc.MaxHoldAttempts; {
@@ -27,9 +28,9 @@ func (p *fan) book(ctx context.Context) {
 			p.cutOff()
 			return
 		}
-		if want == nil && seats != nil {
-			want = hall.Choose(seats, p.size, p.hot, p.rng)
-			seats = nil // one choice from a copy; if that fails too, look at the real map again
+		if want == nil && free != nil {
+			want = hall.Choose(free, p.size, p.hot, p.rng)
+			free = nil // one choice from a copy; if that fails too, look at the real map again
 		}
 		if want == nil {
 			began := time.Now()
@@ -49,20 +50,21 @@ func (p *fan) book(ctx context.Context) {
 				p.end(loadtest.OutcomeError, "seat map: "+client.Outcome(res, err))
 				return
 			}
-			// Only the free seats are kept: a fan may hold its copy through minutes of retries, and ten thousand
-			// admitted fans each keeping a 5,000-seat hall filled the generator's memory (the stadium) until it
-			// spent its CPU collecting garbage and read its streams tens of seconds late. Choose looks at free
-			// seats alone, so the choice is the same.
+			// The copy is a byte a seat of the hall (Free): a fan may hold it through minutes of retries, and ten
+			// thousand admitted fans each keeping the map's seats filled the generator's memory (the stadium)
+			// until it spent its CPU collecting garbage and read its streams tens of seconds late.
 			hall = hallOf(&p.cr.hall, m.Seats)
-			seats = available(m.Seats)
-			want = hall.Choose(seats, p.size, p.hot, p.rng)
+			free = hall.Free(m.Seats)
+			want = hall.Choose(free, p.size, p.hot, p.rng)
 			if want == nil {
 				p.cr.noSeats(time.Now())
 				p.end(loadtest.OutcomeSoldOut, "no seat AVAILABLE")
 				return
 			}
 		}
-		key := uuid.NewString()
+		if key == "" {
+			key = uuid.NewString()
+		}
 		var b client.Booking
 		var res client.Result
 		var err error
@@ -77,10 +79,14 @@ func (p *fan) book(ctx context.Context) {
 		}
 		p.tokenAnswer("hold", res)
 		if busy(res) {
+			// The same seats are asked again under the same key: a 502, 504 or 408 may come after booking made
+			// the hold, and then the key answers with it.
+			lostHold = lostHold || res.Status != http.StatusServiceUnavailable && res.Status != http.StatusTooManyRequests
 			p.backoff(ctx, busyTries, res.RetryAfter)
 			busyTries++
 			continue
 		}
+		key = "" // the next hold asks for other seats
 		attempts++
 		switch {
 		case res.Status == http.StatusCreated:
@@ -90,7 +96,9 @@ func (p *fan) book(ctx context.Context) {
 			return
 		case res.Status == http.StatusConflict:
 			p.f.Conflicts++
-			markTaken(seats, res.StringList("unavailable"))
+			if free != nil {
+				hall.Take(free, res.StringList("unavailable"))
+			}
 			alt := res.StringList("alternatives")
 			if len(alt) > 0 && len(alt) <= sc.GroupMax {
 				want = alt
@@ -144,22 +152,6 @@ func (p *fan) heldBooking(ctx context.Context) (client.Booking, bool) {
 		}
 	}
 	return client.Booking{}, false
-}
-
-// markTaken records in the fan's copy of the map the seats a 409 named as unavailable.
-func markTaken(seats []client.Seat, taken []string) {
-	if len(seats) == 0 || len(taken) == 0 {
-		return
-	}
-	t := make(map[string]bool, len(taken))
-	for _, id := range taken {
-		t[id] = true
-	}
-	for i := range seats {
-		if t[seats[i].SeatID] {
-			seats[i].Status = "HELD"
-		}
-	}
 }
 
 // tokenAnswer keeps the first answer to a request made with the admission token.

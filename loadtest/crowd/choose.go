@@ -2,6 +2,7 @@ package crowd
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync/atomic"
 
@@ -98,46 +99,40 @@ func hallOf(cache *atomic.Pointer[Hall], seats []client.Seat) *Hall {
 	return h
 }
 
-// available keeps the seats the map shows as AVAILABLE.
-func available(seats []client.Seat) []client.Seat {
-	out := make([]client.Seat, 0, len(seats))
-	for _, s := range seats {
-		if s.Status == "AVAILABLE" {
-			out = append(out, s)
-		}
+// Free is a fan's copy of which seats of the hall are free, by position in the hall: a byte a seat, where a copy
+// of the map's free seats themselves took 200 KB a fan, and the stadium's admitted fans held 170 MB of them in one
+// generator process.
+type Free []bool
+
+// Free reads which seats a map of this hall (hallOf) shows AVAILABLE.
+func (h *Hall) Free(seats []client.Seat) Free {
+	free := make(Free, len(h.ids))
+	for i := range min(len(seats), len(free)) {
+		free[i] = seats[i].Status == "AVAILABLE"
 	}
-	return out
+	return free
 }
 
-// Choose picks n seats among free, the fan's copy of the hall's free seats: those it has since marked taken (any
-// status but AVAILABLE) are left out, as are seats the hall does not have. A hot fan takes
-// the best run of n side-by-side seats in one row, the one whose ranks add up least (so hot fans all reach for
-// the same seats); anyone else takes a random run. Without a run of n, the fan takes n scattered seats (the
-// best, or at random), and with fewer than n seats left, whatever is left. Nil means nothing is free.
-func (h *Hall) Choose(free []client.Seat, n int, hot bool, rng *rand.Rand) []string {
-	isFree := make([]bool, len(h.ids))
+// Take marks the named seats taken in free, as a 409 names them.
+func (h *Hall) Take(free Free, ids []string) {
+	for _, id := range ids {
+		if i, ok := h.index[id]; ok && int(i) < len(free) {
+			free[i] = false
+		}
+	}
+}
+
+// Choose picks n of the seats free shows. A hot fan takes the best run of n side-by-side seats in one row, the one
+// whose ranks add up least (so hot fans all reach for the same seats); anyone else takes a random run. Without a
+// run of n, the fan takes n scattered seats (the best, or at random), and with fewer than n seats left, whatever
+// is left. Nil means nothing is free.
+func (h *Hall) Choose(free Free, n int, hot bool, rng *rand.Rand) []string {
+	if len(free) != len(h.ids) {
+		return nil // not a copy of this hall
+	}
 	count := 0
-	// free is in the map's order, as the hall is: walk both together, and once a seat is out of that order
-	// (or not in the hall), look the rest up.
-	ordered, i := true, 0
-	for _, s := range free {
-		if s.Status != "AVAILABLE" {
-			continue
-		}
-		if ordered {
-			for i < len(h.ids) && h.ids[i] != s.SeatID {
-				i++
-			}
-			if i < len(h.ids) {
-				isFree[i] = true
-				count++
-				i++
-				continue
-			}
-			ordered = false
-		}
-		if k, ok := h.index[s.SeatID]; ok && !isFree[k] {
-			isFree[k] = true
+	for _, f := range free {
+		if f {
 			count++
 		}
 	}
@@ -149,7 +144,7 @@ func (h *Hall) Choose(free []client.Seat, n int, hot bool, rng *rand.Rand) []str
 	// run reports whether n free seats side by side start at i.
 	run := func(i int32) bool {
 		for k := 0; k < n; k++ {
-			if i < 0 || !isFree[i] {
+			if i < 0 || !free[i] {
 				return false
 			}
 			i = h.right[i]
@@ -193,20 +188,21 @@ func (h *Hall) Choose(free []client.Seat, n int, hot bool, rng *rand.Rand) []str
 		}
 	case hot:
 		for _, i := range h.byRank {
-			if isFree[i] {
+			if free[i] {
 				if pick = append(pick, h.ids[i]); len(pick) == n {
 					break
 				}
 			}
 		}
 	default:
-		// The k-th free seat of the hall, for n distinct k: as many draws as seats, and one pass each.
+		// The k-th free seat not yet drawn, for n draws: one pass each, and free is left as it was.
+		drawn := make([]int, 0, n)
 		for len(pick) < n {
-			k := rng.IntN(count)
+			k := rng.IntN(count - len(drawn))
 			for j := range h.ids {
-				if isFree[j] {
+				if free[j] && !slices.Contains(drawn, j) {
 					if k == 0 {
-						isFree[j], count = false, count-1 // not drawn twice
+						drawn = append(drawn, j)
 						pick = append(pick, h.ids[j])
 						break
 					}

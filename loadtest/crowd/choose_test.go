@@ -50,8 +50,8 @@ func TestChooseHotFansCollide(t *testing.T) {
 	seats := hall(t, 200)
 	rng := rand.New(rand.NewPCG(1, 2))
 	h := NewHall(seats)
-	a := h.Choose(seats, 4, true, rng)
-	b := h.Choose(seats, 4, true, rng)
+	a := h.Choose(h.Free(seats), 4, true, rng)
+	b := h.Choose(h.Free(seats), 4, true, rng)
 	if !slices.Equal(a, b) || len(a) != 4 {
 		t.Fatalf("got %v and %v, want the same 4 best seats", a, b)
 	}
@@ -69,30 +69,29 @@ func TestChooseTakesWhatIsLeft(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	h := NewHall(seats)
-	if got := h.Choose(available(seats), 2, false, rng); got != nil {
+	if got := h.Choose(h.Free(seats), 2, false, rng); got != nil {
 		t.Fatalf("got %v from a sold-out hall, want nil", got)
 	}
 	seats[5].Status, seats[50].Status = "AVAILABLE", "AVAILABLE"
-	got := h.Choose(available(seats), 6, false, rng)
+	got := h.Choose(h.Free(seats), 6, false, rng)
 	if len(got) != 2 {
 		t.Fatalf("got %v, want the 2 seats left", got)
 	}
 }
 
-// TestChooseRunsAreSideBySide: a fan who is not hot takes a random run of free seats side by side in one row;
-// runs differ between fans; a free list out of the map's order chooses the same.
+// TestChooseRunsAreSideBySide: a fan who is not hot takes a random run of free seats side by side in one row, and
+// runs differ between fans.
 func TestChooseRunsAreSideBySide(t *testing.T) {
 	seats := takenHall(t, 500, 3, 3)
 	rng := rand.New(rand.NewPCG(3, 4))
 	h := NewHall(seats)
-	free := available(seats)
 	byID := map[string]client.Seat{}
-	for _, s := range free {
+	for _, s := range available(seats) {
 		byID[s.SeatID] = s
 	}
 	seen := map[string]bool{}
 	for range 50 {
-		got := h.Choose(free, 3, false, rng)
+		got := h.Choose(h.Free(seats), 3, false, rng)
 		if len(got) != 3 {
 			t.Fatalf("got %v, want 3 seats", got)
 		}
@@ -108,13 +107,6 @@ func TestChooseRunsAreSideBySide(t *testing.T) {
 	if len(seen) < 10 {
 		t.Errorf("50 fans chose among %d runs only, want them spread", len(seen))
 	}
-	reversed := slices.Clone(free)
-	slices.Reverse(reversed)
-	a := h.Choose(free, 4, true, rand.New(rand.NewPCG(1, 1)))
-	b := h.Choose(reversed, 4, true, rand.New(rand.NewPCG(1, 1)))
-	if !slices.Equal(a, b) {
-		t.Errorf("in the map's order %v, reversed %v: want the same best run", a, b)
-	}
 }
 
 // TestChooseHotWithoutARun: with no two free seats side by side, a hot fan takes the best free seats by rank and
@@ -127,29 +119,26 @@ func TestChooseHotWithoutARun(t *testing.T) {
 		}
 	}
 	h := NewHall(seats)
-	free := available(seats)
+	isFree := func(id string) bool {
+		return slices.ContainsFunc(seats, func(s client.Seat) bool { return s.SeatID == id && s.Status == "AVAILABLE" })
+	}
 	var want []string
 	for _, id := range HotSeats(seats, len(seats)) {
-		if slices.ContainsFunc(free, func(s client.Seat) bool { return s.SeatID == id }) {
+		if isFree(id) {
 			want = append(want, id)
 		}
 	}
-	if got := h.Choose(free, 2, true, rand.New(rand.NewPCG(1, 2))); !slices.Equal(got, want[:2]) {
+	if got := h.Choose(h.Free(seats), 2, true, rand.New(rand.NewPCG(1, 2))); !slices.Equal(got, want[:2]) {
 		t.Errorf("hot fan got %v, want the two best free seats %v", got, want[:2])
 	}
-	got := h.Choose(free, 2, false, rand.New(rand.NewPCG(5, 6)))
-	if len(got) != 2 || got[0] == got[1] {
-		t.Errorf("got %v, want two distinct seats", got)
-	}
-	for _, id := range got {
-		if !slices.ContainsFunc(free, func(s client.Seat) bool { return s.SeatID == id }) {
-			t.Errorf("got %v: %s is not free", got, id)
-		}
+	got := h.Choose(h.Free(seats), 2, false, rand.New(rand.NewPCG(5, 6)))
+	if len(got) != 2 || got[0] == got[1] || !isFree(got[0]) || !isFree(got[1]) {
+		t.Errorf("got %v, want two distinct free seats", got)
 	}
 }
 
 // TestChooseIsValid: over many halls, group sizes and fans, a choice names distinct seats, all free in the fan's
-// copy of the map (where a 409 marked some taken since), and is empty only when none is free.
+// copy (where a 409 marked some taken since), and is empty only when none is free; the copy is left as it was.
 func TestChooseIsValid(t *testing.T) {
 	for seed := uint64(0); seed < 100; seed++ {
 		seats := takenHall(t, 5000, int(2+seed%10), seed)
@@ -162,30 +151,32 @@ func TestChooseIsValid(t *testing.T) {
 			}
 		}
 		h := NewHall(seats)
-		free := available(seats)
+		free := h.Free(seats)
 		if seed%2 == 0 { // a 409 named some of the copy's seats taken
-			for i := range free {
+			var taken []string
+			for _, s := range available(seats) {
 				if rng.IntN(4) == 0 {
-					free[i].Status = "HELD"
+					taken = append(taken, s.SeatID)
 				}
 			}
+			h.Take(free, taken)
 		}
-		left := map[string]bool{}
-		for _, s := range free {
-			left[s.SeatID] = s.Status == "AVAILABLE"
-		}
+		before := slices.Clone(free)
 		for n := 1; n <= 6; n++ {
 			for _, hot := range []bool{true, false} {
 				got := h.Choose(free, n, hot, rng)
-				if len(got) == 0 && slices.ContainsFunc(free, func(s client.Seat) bool { return s.Status == "AVAILABLE" }) {
+				if len(got) == 0 && slices.Contains(free, true) {
 					t.Fatalf("seed %d, %d seats, hot %v: nothing chosen with seats free", seed, n, hot)
 				}
 				seen := map[string]bool{}
 				for _, id := range got {
-					if seen[id] || !left[id] {
+					if seen[id] || !free[h.index[id]] {
 						t.Fatalf("seed %d, %d seats, hot %v: %v names %s twice or not free", seed, n, hot, got, id)
 					}
 					seen[id] = true
+				}
+				if !slices.Equal(free, before) {
+					t.Fatalf("seed %d, %d seats, hot %v: the choice changed the fan's copy", seed, n, hot)
 				}
 			}
 		}
@@ -228,8 +219,8 @@ func TestTicketAndIssuedAt(t *testing.T) {
 func BenchmarkChoose(b *testing.B) {
 	seats := takenHall(b, 5000, 2, 1)
 	rng := rand.New(rand.NewPCG(1, 2))
-	free := available(seats)
 	h := NewHall(seats)
+	free := h.Free(seats)
 	for _, hot := range []bool{true, false} {
 		b.Run(map[bool]string{true: "hot", false: "random"}[hot], func(b *testing.B) {
 			b.ReportAllocs()
@@ -240,4 +231,9 @@ func BenchmarkChoose(b *testing.B) {
 			}
 		})
 	}
+}
+
+// available keeps the seats a map shows as AVAILABLE.
+func available(seats []client.Seat) []client.Seat {
+	return slices.DeleteFunc(slices.Clone(seats), func(s client.Seat) bool { return s.Status != "AVAILABLE" })
 }
