@@ -11,7 +11,7 @@ import (
 
 // Hall is what every fan knows of a hall once it has seen the seat map: each seat's rank, from most to least
 // wanted, and its neighbour to the right. Both depend on the layout only, never on what is free, so a crowd
-// works them out once and every fan's choice is a pass over the free seats: ranking the seats anew for each
+// works them out once and every fan's choice is one pass over the hall: ranking the seats anew for each
 // choice (a stable sort of 5,000 seats through maps) took 4.8 ms and 2 MB, and was the stadium generator's
 // largest cost.
 //

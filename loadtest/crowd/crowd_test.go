@@ -54,6 +54,7 @@ func TestSales(t *testing.T) {
 		"ConflictRetriedWithAlternatives": testConflictRetriedWithAlternatives,
 		"PlayAgainstAnExistingShow":       testPlayAgainstAnExistingShow,
 		"LostHoldAnswer":                  testLostHoldAnswer,
+		"GatewayTimeoutOnHold":            testGatewayTimeoutOnHold,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -421,10 +422,31 @@ func testLostHoldAnswer(t *testing.T, _ *client.Client, p *platformtest.Platform
 	checkStore(t, p, r)
 }
 
+// testGatewayTimeoutOnHold: a fan's hold is made but answered 504 twice, as a proxy whose upstream was slow would
+// answer. The fan waits and asks for the same seats under the same key, and booking answers with the hold it made.
+func testGatewayTimeoutOnHold(t *testing.T, _ *client.Client, p *platformtest.Platform) {
+	lose := &answerLoser{left: 2, as: http.StatusGatewayTimeout}
+	sc := queueScenario(1, 40)
+	sc.HotShare, sc.GroupMin, sc.GroupMax, sc.ProbeShare, sc.Pay = 0, 6, 6, 0, loadtest.PayMix{OK: 1}
+	r := playThrough(t, p, func(tr http.RoundTripper) http.RoundTripper { lose.next = tr; return lose }, sc, 7)
+	lose.mu.Lock()
+	statuses := lose.statuses
+	lose.mu.Unlock()
+	if !slices.Equal(statuses, []int{http.StatusCreated}) {
+		t.Errorf("hold answers after the two 504s: %v, want the one hold made, answered 201", statuses)
+	}
+	if f := r.Fans[0]; f.Outcome != loadtest.OutcomeConfirmed || len(f.SeatIDs) != 6 {
+		t.Errorf("the fan ended %s (%s) with seats %v, want its hold of 6 confirmed", f.Outcome, f.Detail, f.SeatIDs)
+	}
+	checkStore(t, p, r)
+}
+
 // answerLoser passes every request on, and loses the answers to the first left holds: the platform acted on
-// them, the fan hears only that the connection failed. It records the status of every hold answer it passes.
+// them, the fan hears only that the connection failed, or the status as, when set. It records the status of every hold answer it passes.
 type answerLoser struct {
 	next http.RoundTripper
+
+	as int
 
 	mu       sync.Mutex
 	left     int
@@ -444,6 +466,9 @@ func (l *answerLoser) RoundTrip(req *http.Request) (*http.Response, error) {
 		l.lost++
 		_, _ = io.Copy(io.Discard, res.Body)
 		res.Body.Close()
+		if l.as != 0 {
+			return &http.Response{StatusCode: l.as, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+		}
 		return nil, errors.New("connection reset by peer (the test lost the answer)")
 	}
 	l.statuses = append(l.statuses, res.StatusCode)
