@@ -23,6 +23,6 @@ if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq nginx-light >/dev/null
 fi
 if command -v npm >/dev/null && [ ! -x deploy/cdn/worker/node_modules/.bin/workerd ]; then
-  echo "tools: installing workerd (npm install in deploy/cdn/worker, as package-lock.json pins it)" >&2
-  (cd deploy/cdn/worker && npm install --no-audit --no-fund --loglevel=error)
+  echo "tools: installing workerd (npm ci in deploy/cdn/worker, exactly as package-lock.json pins it)" >&2
+  (cd deploy/cdn/worker && npm ci --no-audit --no-fund --loglevel=error)
 fi
