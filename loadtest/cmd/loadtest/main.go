@@ -97,6 +97,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		seed        = fs.Uint64("seed", 0, "random seed of the fans' choices (0: random)")
 		verbose     = fs.Bool("v", false, "log progress to stderr")
 		fansLog     = fs.Bool("fans-log", false, "also write every fan's record to fans.jsonl in the report directory")
+		profileDir  = fs.String("profile", "", "write a CPU profile of the play and a heap profile at its end for every generator process into this directory (cpu-main.pprof, heap-child-1.pprof, ...)")
 
 		fans          = fs.Int("fans", 0, "fans (queue) or clients (hold-storm)")
 		seats         = fs.Int("seats", 0, "seats of the hall to create")
@@ -185,6 +186,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		level = slog.LevelInfo
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if *profileDir != "" {
+		stop, err := profile(*profileDir, "main")
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				log.Error("profile", "err", err)
+			}
+		}()
+	}
 
 	// A waiting fan holds one stream; fans past the queue share the keep-alive pool for their API calls.
 	ownFans := sc.Fans
@@ -203,7 +215,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := crowd.Config{Client: c, Scenario: sc, ShowID: *showID, Seed: *seed, Log: log, Transport: tr}
 	if *procs > 1 {
 		cfg.Split = &crowd.Split{Parts: *procs, Play: children(childSpec{Bases: bases, Scenario: sc, Sources: *sources,
-			Timeout: *timeout, MaxConns: *maxConns, Verbose: *verbose}, stderr, log)}
+			Timeout: *timeout, MaxConns: *maxConns, Verbose: *verbose, Profile: *profileDir}, stderr, log)}
 	}
 	if sc.Mode == loadtest.ModeHoldStorm && sc.Baseline {
 		if *dbURL == "" {

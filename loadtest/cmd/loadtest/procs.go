@@ -47,6 +47,7 @@ type childSpec struct {
 	Timeout  time.Duration     `json:"timeout"`
 	MaxConns int               `json:"maxConns"`
 	Verbose  bool              `json:"verbose"`
+	Profile  string            `json:"profile,omitempty"` // -profile's directory: the child writes cpu-child-N.pprof there
 }
 
 // fileNeed is the open-file limit a process playing fans needs: a stream per waiting fan, a keep-alive
@@ -125,6 +126,17 @@ func runChild(ctx context.Context, specJSON string, stdout, stderr io.Writer) er
 		level = slog.LevelInfo
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("child", spec.Block)
+	if spec.Profile != "" {
+		stop, err := profile(spec.Profile, fmt.Sprintf("child-%d", spec.Block))
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				log.Error("profile", "err", err)
+			}
+		}()
+	}
 	c, tr, err := player(log, spec.Base, spec.Share.Count, spec.MaxConns, spec.Block, spec.Sources,
 		client.Options{Timeout: spec.Timeout})
 	if err != nil {

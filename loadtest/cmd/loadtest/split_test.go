@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,13 +33,25 @@ func TestMain(m *testing.M) {
 
 // TestSplitCrowdOverProcessesAndReplicas plays one crowd in two child processes against two edge replicas of one
 // platform, and checks that the parent merged them into one run: every fan once, the fairness check over all of
-// them by the waiting room's tickets, the streams counted, and no violation from the fans or the stores.
+// them by the waiting room's tickets, the streams counted, and no violation from the fans or the stores. With
+// -profile, each of the three processes leaves its CPU and heap profiles.
 func TestSplitCrowdOverProcessesAndReplicas(t *testing.T) {
 	const fans = 400
 	p := platformtest.Start(t, platformtest.Options{HoldTTL: 20 * time.Second, ReconcileInterval: 2 * time.Second,
 		Edges: 2})
+	profiles := t.TempDir()
 	o := playClean(t, p, "-base", strings.Join(p.EdgeURLs, ","), "-procs", "2", "-source-ips", "2",
-		"-fans", fmt.Sprint(fans), "-seats", "60", "-sale-delay", "3s", "-seed", "7", "-pay-mix", "ok=1")
+		"-fans", fmt.Sprint(fans), "-seats", "60", "-sale-delay", "3s", "-seed", "7", "-pay-mix", "ok=1",
+		"-profile", profiles)
+	for _, name := range []string{"main", "child-1", "child-2"} {
+		for _, kind := range []string{"cpu", "heap"} {
+			// A profile is a gzipped protocol buffer: a file that is there and starts as one was written whole.
+			b, err := os.ReadFile(filepath.Join(profiles, kind+"-"+name+".pprof"))
+			if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+				t.Errorf("%s profile of %s: %d bytes, %v; want a gzipped profile", kind, name, len(b), err)
+			}
+		}
+	}
 	s := o.Summary
 	if s.Fans != fans {
 		t.Fatalf("got %d fans in the merged run, want %d", s.Fans, fans)
