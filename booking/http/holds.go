@@ -10,11 +10,6 @@ import (
 	"github.com/flashseat/flashseat/shared/admission"
 )
 
-type holdRequest struct {
-	ShowID  string   `json:"showId"`
-	SeatIDs []string `json:"seatIds"`
-}
-
 type holdResponse struct {
 	BookingID   string         `json:"bookingId"`
 	Status      booking.Status `json:"status"`

@@ -14,6 +14,7 @@ import (
 	"github.com/flashseat/flashseat/edge"
 	"github.com/flashseat/flashseat/edge/ratelimit"
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/holdbody"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/session"
 	"github.com/flashseat/flashseat/shared/token"
@@ -205,12 +206,14 @@ func (s *Server) verifyUnboundToken(raw, user string) error {
 	return nil
 }
 
-// showInBody reads a hold's "showId" without consuming the body, which is forwarded as it came. A body that is
-// not JSON is booking's to refuse.
+// showInBody reads a hold's "showId" without consuming the body, which is forwarded as it came, as booking reads
+// it: the plain shape by shared/holdbody, anything else by encoding/json. A body that is not JSON is booking's to
+// refuse.
 func showInBody(body []byte) string {
-	var b struct {
-		ShowID string `json:"showId"`
+	if b, ok := holdbody.Parse(body); ok {
+		return b.ShowID
 	}
+	var b holdbody.Request
 	if json.Unmarshal(body, &b) != nil {
 		return ""
 	}

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -104,4 +105,30 @@ func listen(b *testing.B) net.Listener {
 		b.Fatal(err)
 	}
 	return ln
+}
+
+// BenchmarkShowInBody reads the show of a hold-storm hold's body as the gate does (shared/holdbody, then
+// encoding/json for what it declines) and, as the baseline in the same run, as the gate did before: encoding/json
+// alone.
+func BenchmarkShowInBody(b *testing.B) {
+	body := []byte(`{"showId":"sh_146d22e7bc1523ebd22b9921d8df9c87","seatIds":["C12","C13","C14"]}`)
+	b.Run("gate", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if showInBody(body) == "" {
+				b.Fatal("no show")
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var r struct {
+				ShowID string `json:"showId"`
+			}
+			if json.Unmarshal(body, &r) != nil || r.ShowID == "" {
+				b.Fatal("no show")
+			}
+		}
+	})
 }

@@ -1,4 +1,4 @@
-package http
+package holdbody
 
 import (
 	"encoding/json"
@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// FuzzParseHoldFast holds the hand-written reader of hold bodies to encoding/json: whatever it accepts,
+// FuzzParse holds the hand-written reader of hold bodies to encoding/json: whatever it accepts,
 // json.Unmarshal accepts too and reads the same way; what it declines goes to json.Unmarshal anyway.
-func FuzzParseHoldFast(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		`{"showId":"sh_1","seatIds":["A1","A2"]}`,
 		" {\n\t\"seatIds\" : [ \"A1\" ] , \"showId\" : \"sh_1\" }\r\n",
@@ -21,11 +21,11 @@ func FuzzParseHoldFast(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got, ok := parseHoldFast(b)
+		got, ok := Parse(b)
 		if !ok {
 			return
 		}
-		var want holdRequest
+		var want Request
 		if err := json.Unmarshal(b, &want); err != nil {
 			t.Fatalf("fast path accepted %q, encoding/json refuses it: %v", b, err)
 		}
@@ -35,17 +35,17 @@ func FuzzParseHoldFast(f *testing.F) {
 	})
 }
 
-func TestParseHoldFastDeclines(t *testing.T) {
+func TestParseDeclines(t *testing.T) {
 	for _, s := range []string{
 		`{}`, `{"showId":"sh_1","seatIds":[]}`, `{"showId":"sh_1","showId":"sh_2"}`, `{"SHOWID":"sh_1"}`,
 		`{"showId":"a\"b"}`, `{"showId":"sh_1"} x`, `{"showId":"sh_1","seatIds":null}`, `{"showId":"é"}`,
 		`{"other":1,"showId":"sh_1"}`,
 	} {
-		if got, ok := parseHoldFast([]byte(s)); ok {
+		if got, ok := Parse([]byte(s)); ok {
 			t.Errorf("%s: accepted as %+v; encoding/json must decide it", s, got)
 		}
 	}
-	got, ok := parseHoldFast([]byte(" {\"seatIds\" : [\"A1\", \"A2\"],\n\"showId\":\"sh_1\"} "))
+	got, ok := Parse([]byte(" {\"seatIds\" : [\"A1\", \"A2\"],\n\"showId\":\"sh_1\"} "))
 	if !ok || got.ShowID != "sh_1" || !reflect.DeepEqual(got.SeatIDs, []string{"A1", "A2"}) {
 		t.Fatalf("got %+v %v", got, ok)
 	}
