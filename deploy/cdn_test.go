@@ -39,7 +39,7 @@ func startNginx(t *testing.T, edge string) string {
 			t.Fatal(err)
 		}
 	}
-	listen := storetest.DeadAddr(t)
+	listen := storetest.FreeAddr(t)
 	port := listen[strings.LastIndex(listen, ":")+1:]
 	vars := map[string]string{"FLASHSEAT_EDGE": strings.TrimPrefix(edge, "http://"), "LISTEN_PORT": port,
 		"CACHE_DIR": filepath.Join(dir, "cache"), "RUN_DIR": dir}

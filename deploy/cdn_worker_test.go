@@ -22,7 +22,7 @@ import (
 
 const workerDir = "cdn/worker"
 
-// workerTools finds node and the workerd that deploy/cdn/worker's package.json pins, installing it with npm install
+// workerTools finds node and the workerd that deploy/cdn/worker's package.json pins, installing it with npm ci
 // when it is missing (make tools does the same). Without node the test is skipped: the worker is JavaScript.
 func workerTools(t *testing.T) (node, workerd string) {
 	t.Helper()
@@ -39,11 +39,11 @@ func workerTools(t *testing.T) (node, workerd string) {
 		if err != nil {
 			t.Fatal("workerd is not installed and npm is missing: run make tools")
 		}
-		t.Log("installing workerd: npm install in " + workerDir)
-		cmd := exec.Command(npm, "install", "--no-audit", "--no-fund")
+		t.Log("installing workerd: npm ci in " + workerDir)
+		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
 		cmd.Dir = workerDir
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm install: %v\n%s", err, out)
+			t.Fatalf("npm ci: %v\n%s", err, out)
 		}
 	}
 	return node, workerd
@@ -53,7 +53,7 @@ func workerTools(t *testing.T) (node, workerd string) {
 // returns its base URL.
 func startWorker(t *testing.T, workerd, origin string) string {
 	t.Helper()
-	addr := storetest.DeadAddr(t)
+	addr := storetest.FreeAddr(t)
 	cmd := exec.Command(workerd, "serve", "workerd.capnp", "--socket-addr", "http="+addr)
 	cmd.Dir = workerDir
 	cmd.Env = append(os.Environ(), "ORIGIN="+origin)

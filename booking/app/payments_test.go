@@ -42,7 +42,7 @@ type stack struct {
 }
 
 // freeAddr is a loopback address free to bind: booking's, known before it starts (the simulator's webhooks).
-func freeAddr(t *testing.T) string { return storetest.DeadAddr(t) }
+func freeAddr(t *testing.T) string { return storetest.FreeAddr(t) }
 
 func newStack(t *testing.T, extra ...string) *stack {
 	t.Helper()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,7 +60,11 @@ func startEdgeOps(t testing.TB, env map[string]string) (base, opsBase string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
 	done := make(chan error, 1)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// The edge's warnings and errors go to the test's log, which go test shows only for a test that fails: an
+	// unexpected answer (a 500) comes with the error behind it.
+	tl := &testLog{t: t}
+	t.Cleanup(tl.close) // registered first, so it runs after the edge has stopped
+	log := slog.New(slog.NewTextHandler(tl, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	go func() { done <- Run(ctx, cfg, log, func(a string) { addr <- a }) }()
 	select {
 	case a := <-addr:
@@ -93,6 +98,29 @@ func newShow(t testing.TB, rdb redis.UniversalClient) string {
 		rdb.Del(context.Background(), rediskey.QueueConfig(id), rediskey.QueueRevoked(id), rediskey.QueueActive(id))
 	})
 	return id
+}
+
+// testLog writes log lines to a test's log until the test is over (close); later lines are dropped, since a test
+// may not log once it has completed.
+type testLog struct {
+	mu     sync.Mutex
+	t      testing.TB
+	closed bool
+}
+
+func (l *testLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		l.t.Logf("edge: %s", strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+func (l *testLog) close() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
 }
 
 func userToken(t testing.TB, user string) string {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
 // echo is an upstream that answers with what it received.
@@ -155,9 +157,7 @@ func TestTrustedProxyForwardingHeaders(t *testing.T) {
 
 func TestUpstreamDown(t *testing.T) {
 	t.Parallel()
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	dead := ln.Addr().String()
-	ln.Close()
+	dead := storetest.DeadAddr(t)
 	edge := startEdge(t, map[string]string{"BOOKING_URL": "http://" + dead})
 	for _, path := range proxyPaths {
 		resp, body := do(t, "GET", edge+"/api/v1/events", "", map[string]string{"Accept": path.accept})

@@ -3,16 +3,17 @@ package app
 import (
 	"context"
 	"encoding/base64"
-	"github.com/flashseat/flashseat/shared/problem"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
 func b64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
@@ -127,14 +128,26 @@ func TestShutdownEndsStreams(t *testing.T) {
 
 // Without Redis the edge is not ready and the gate refuses to guess: every route that needs Redis (the gate,
 // the waiting room) answers 503 store-unavailable with Retry-After, never a 500, while unprotected routes still
-// work.
+// work. The same holds when REDIS_URL names a server that answers in another protocol (here HTTP: a wrong service,
+// or a port a dead Redis left to another server); that once made the waiting room's routes answer 500.
 func TestRedisDown(t *testing.T) {
 	t.Parallel()
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	dead := ln.Addr().String()
-	ln.Close()
+	notRedis := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(notRedis.Close)
+	for name, addr := range map[string]string{
+		"nothing listens":  storetest.DeadAddr(t),
+		"another protocol": strings.TrimPrefix(notRedis.URL, "http://"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			redisDown(t, addr)
+		})
+	}
+}
+
+func redisDown(t *testing.T, redisAddr string) {
 	up := echoUpstream(t)
-	edge := startEdge(t, map[string]string{"BOOKING_URL": up.URL, "REDIS_URL": "redis://" + dead + "/0"})
+	edge := startEdge(t, map[string]string{"BOOKING_URL": up.URL, "REDIS_URL": "redis://" + redisAddr + "/0"})
 	resp, body := do(t, "GET", edge+"/readyz", "", nil)
 	p := wantProblem(t, resp, body, http.StatusServiceUnavailable, problem.StoreUnavailable)
 	if checks, _ := p.Extensions["checks"].(map[string]any); checks["redis"] != "unavailable" {
@@ -152,6 +165,10 @@ func TestRedisDown(t *testing.T) {
 		{"GET", "/queue/s1/events", "", auth},
 	} {
 		resp, body := do(t, r.method, edge+r.path, r.body, r.hdr)
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("%s %s: %d %s", r.method, r.path, resp.StatusCode, body)
+			continue
+		}
 		wantProblem(t, resp, body, http.StatusServiceUnavailable, problem.StoreUnavailable)
 		if resp.Header.Get("Retry-After") == "" {
 			t.Fatalf("%s %s: 503 without Retry-After", r.method, r.path)

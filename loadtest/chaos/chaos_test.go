@@ -91,7 +91,7 @@ func TestChaos(t *testing.T) {
 	ctx := t.Context()
 	pg := storetest.StartPostgres(t)
 	rds := storetest.StartRedis(t) // keyspace notifications off, as a fresh Redis has them: booking turns them on
-	bookingAddr, edgeAddr, edgeOps := storetest.DeadAddr(t), storetest.DeadAddr(t), storetest.DeadAddr(t)
+	bookingAddr, edgeAddr, edgeOps := storetest.FreeAddr(t), storetest.FreeAddr(t), storetest.FreeAddr(t)
 	payURL := startGateway(t, "http://"+bookingAddr+"/webhooks/payments")
 	key, err := token.GenerateKey()
 	if err != nil {

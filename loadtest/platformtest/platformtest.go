@@ -134,7 +134,7 @@ func Start(t testing.TB, opts Options) *Platform {
 
 	// The simulator sends its signed webhooks to booking (a 3-D Secure payment is settled by one), so booking's
 	// address is chosen before either starts: a free port, taken by booking a moment later.
-	bookingAddr := storetest.DeadAddr(t) // free now: nothing listens there until booking does
+	bookingAddr := storetest.FreeAddr(t) // free now: nothing listens there until booking does
 	p.PaymentURL = Serve(t, "paysim", func(ctx context.Context, ready func(string)) error {
 		return sim.Run(ctx, sim.Config{Addr: "127.0.0.1:0", SlowDelay: opts.SlowDelay,
 			WebhookURL: "http://" + bookingAddr + "/webhooks/payments", WebhookSecret: webhookSecret}, log, ready)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
-	"net"
 	"os"
 	"sync"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	admredis "github.com/flashseat/flashseat/shared/admission/redis"
 	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/store/redistest"
+	"github.com/flashseat/flashseat/shared/store/storetest"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -204,9 +204,7 @@ func TestLostCacheFailsClosed(t *testing.T) {
 func TestStoresDownFailClosed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	dead := ln.Addr().String()
-	ln.Close()
+	dead := storetest.DeadAddr(t)
 	key, _ := token.GenerateKey()
 	keys := token.NewStaticKeys(key.Public())
 

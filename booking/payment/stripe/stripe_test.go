@@ -19,6 +19,7 @@ import (
 
 	"github.com/flashseat/flashseat/booking/payment"
 	"github.com/flashseat/flashseat/booking/payment/stripe"
+	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
 // stripeMock starts the official stripe-mock on free ports and returns its HTTP base URL. The binary is installed
@@ -227,9 +228,7 @@ func TestErrorTranslation(t *testing.T) {
 	}
 
 	t.Run("connection refused", func(t *testing.T) {
-		ln, _ := net.Listen("tcp", "127.0.0.1:0")
-		addr := ln.Addr().String()
-		ln.Close()
+		addr := storetest.DeadAddr(t)
 		c, _ := stripe.New(stripe.Config{BaseURL: "http://" + addr, SecretKey: "sk_test_x"})
 		if _, err := c.Retrieve(context.Background(), "pi_1"); !errors.Is(err, payment.ErrUnavailable) {
 			t.Fatalf("err = %v, want ErrUnavailable", err)

@@ -49,6 +49,9 @@ func Unavailable(err error) bool {
 	if errors.As(err, &redisErr) && redisReplyUnavailable(redisErr) {
 		return true
 	}
+	if redisGarbled(err) {
+		return true
+	}
 	var connectErr *pgconn.ConnectError
 	var netErr net.Error
 	switch {
@@ -83,6 +86,32 @@ func pgUnavailable(code string) bool {
 		return true
 	case code == "53300", code == "58000", code == "58030":
 		return true
+	}
+	return false
+}
+
+// redisGarbled reports whether err, or an error it wraps, is go-redis failing to read a reply at all: the address
+// answers in another protocol (a REDIS_URL naming the wrong service, a TLS port spoken to in plain text, an HTTP
+// server that took a port Redis left), so the store cannot serve, as when it is down. go-redis makes these with
+// fmt.Errorf and no type of their own; their messages begin so (internal/proto's reader), and a reply Redis did
+// send (goredis.Error) is never one of them.
+func redisGarbled(err error) bool {
+	if _, reply := err.(goredis.Error); !reply {
+		if msg := err.Error(); strings.HasPrefix(msg, "redis: can't parse") || strings.HasPrefix(msg, "redis: invalid reply") {
+			return true
+		}
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		if next := u.Unwrap(); next != nil {
+			return redisGarbled(next)
+		}
+	case interface{ Unwrap() []error }:
+		for _, next := range u.Unwrap() {
+			if redisGarbled(next) {
+				return true
+			}
+		}
 	}
 	return false
 }

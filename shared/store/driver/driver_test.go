@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,6 +55,12 @@ func TestUnavailableFromRealStores(t *testing.T) {
 	closedPool.Close()
 
 	deadRedis := storetest.DeadRedis(t)
+	// An address that answers in another protocol: a REDIS_URL naming the wrong service, a TLS port spoken to in
+	// plain text. The store cannot serve, as when it is down.
+	notRedis := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer notRedis.Close()
+	httpRedis := goredis.NewClient(&goredis.Options{Addr: strings.TrimPrefix(notRedis.URL, "http://"), MaxRetries: -1})
+	defer httpRedis.Close()
 	liveRedis := goredis.NewClient(&goredis.Options{Addr: redisAddr()})
 	defer liveRedis.Close()
 	closedRedis := goredis.NewClient(&goredis.Options{Addr: redisAddr()})
@@ -93,6 +102,7 @@ func TestUnavailableFromRealStores(t *testing.T) {
 		{"postgres no rows", func() error { return livePool.QueryRow(ctx, "SELECT 1 WHERE false").Scan(new(int)) }, false},
 		{"redis on a closed port", func() error { return deadRedis.Ping(ctx).Err() }, true},
 		{"redis client closed", func() error { return closedRedis.Ping(ctx).Err() }, true},
+		{"redis address speaking HTTP", func() error { return httpRedis.HGet(ctx, key, "f").Err() }, true},
 		{"redis wrong type", func() error { return liveRedis.LPush(ctx, key, "x").Err() }, false},
 		{"redis nil", func() error { return liveRedis.Get(ctx, key+":missing").Err() }, false},
 		{"request cancelled", func() error {

@@ -41,7 +41,7 @@ func StartPostgres(t testing.TB) *Postgres {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	addr := DeadAddr(t)
+	addr := FreeAddr(t)
 	host, port, _ := net.SplitHostPort(addr)
 	p := &Postgres{Addr: addr, URL: fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", addr), t: t,
 		bin: bin, data: filepath.Join(dir, "data")}

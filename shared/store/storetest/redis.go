@@ -41,7 +41,7 @@ func StartRedis(t TB, args ...string) *Redis {
 	cluster := slices.Contains(args, "--cluster-enabled")
 	var last error
 	for range 10 {
-		addr := DeadAddr(t)
+		addr := FreeAddr(t)
 		if _, port, _ := net.SplitHostPort(addr); cluster {
 			if p, _ := strconv.Atoi(port); p > 65535-10000 {
 				continue // no room for the cluster bus port above it

@@ -23,8 +23,24 @@ type TB interface {
 	TempDir() string
 }
 
-// DeadAddr returns a loopback address nothing listens on: a port bound and released at once.
+// DeadAddr returns a loopback address nothing listens on for the rest of the test, as a crashed server looks:
+// connections to it are refused. Its port stays bound, never listening, until the test ends (reserve), so no other
+// listener in the process can take it meanwhile. A port merely released at once was taken, within one run of
+// make test, by a parallel test's HTTP server: the "dead" Redis client then spoke RESP to it, read a reply that is
+// no store error, and the edge answered 500 where 503 was due.
 func DeadAddr(t TB) string {
+	t.Helper()
+	addr, err := reserve(t)
+	if err != nil {
+		t.Fatalf("storetest: %v", err)
+	}
+	return addr
+}
+
+// FreeAddr returns a loopback address free now, for a server the test is about to start on it: a port bound and
+// released at once. Until that server listens, another listener may take the port; an address that must stay
+// dead is DeadAddr's.
+func FreeAddr(t TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -3,6 +3,8 @@ package storetest_test
 import (
 	"context"
 	"errors"
+	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,4 +68,26 @@ func TestPrivateServers(t *testing.T) {
 			t.Fatalf("after restart: %v, want an empty Redis", err)
 		}
 	})
+}
+
+// A dead address stays dead for the whole test: connections are refused, and no listener of this process (a
+// parallel test's server) can take its port meanwhile. A free address is free for the test's own server.
+func TestDeadAddrStaysDead(t *testing.T) {
+	dead := storetest.DeadAddr(t)
+	if c, err := net.DialTimeout("tcp", dead, time.Second); err == nil {
+		c.Close()
+		t.Fatalf("dialled %s, want the connection refused", dead)
+	} else if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("dial %s: %v, want connection refused", dead, err)
+	}
+	if ln, err := net.Listen("tcp", dead); err == nil {
+		ln.Close()
+		t.Fatalf("a listener took the dead address %s", dead)
+	}
+	free := storetest.FreeAddr(t)
+	ln, err := net.Listen("tcp", free)
+	if err != nil {
+		t.Fatalf("listen on the free address %s: %v", free, err)
+	}
+	ln.Close()
 }
