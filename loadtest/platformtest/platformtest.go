@@ -131,6 +131,8 @@ func Start(t testing.TB, opts Options) *Platform {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
+	// As the services' mains do. go-redis's logger is the process's: every platform of a test binary sets the same.
+	driver.LogRedis(log)
 
 	// The simulator sends its signed webhooks to booking (a 3-D Secure payment is settled by one), so booking's
 	// address is chosen before either starts: a free port, taken by booking a moment later.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/booking/app"
+	"github.com/flashseat/flashseat/shared/store/driver"
 )
 
 func main() {
@@ -42,6 +43,7 @@ func run() error {
 		return nil
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel})).With("service", "booking")
+	driver.LogRedis(log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return app.Run(ctx, cfg, log, nil)

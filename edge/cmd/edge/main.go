@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/flashseat/flashseat/edge/app"
+	"github.com/flashseat/flashseat/shared/store/driver"
 )
 
 func main() {
@@ -35,6 +36,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: logLevel(os.Getenv("LOG_LEVEL"))}))
+	driver.LogRedis(log)
 	cfg, err := app.LoadConfig(os.Getenv)
 	if err != nil {
 		return err
