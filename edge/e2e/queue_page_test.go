@@ -39,11 +39,12 @@ func TestQueuePageInBrowser(t *testing.T) {
 	views := `["connecting","waiting","paused","opens","admitted","soldout","closed","off"].filter((id) => !document.getElementById(id).hidden).join(",")`
 
 	t.Run("before opening: countdown, the draw, then the seats with a notification", func(t *testing.T) {
-		title := "Hamlet " + uuid.NewString()[:6]
-		show := newShow(t, c, showSpec{title: title, saleIn: 5 * time.Second, queue: true, admitRate: 5})
+		// The tab first, so the time before opening is all the page's: it must show the countdown before then.
 		fan := br.FanFor(t, "early fan", time.Minute)
 		fan.Grant("notifications")
 		fan.OnNewDocument(notificationRecorder)
+		title := "Hamlet " + uuid.NewString()[:6]
+		show := newShow(t, c, showSpec{title: title, saleIn: 8 * time.Second, queue: true, admitRate: 5})
 		fan.Go(p.BaseURL + "/queue/" + show)
 		fan.WaitFor("the countdown", `document.getElementById("countdown").textContent.startsWith("Opens in")`)
 		if v := fan.Text(views); v != "opens" {
@@ -101,21 +102,44 @@ func TestQueuePageInBrowser(t *testing.T) {
 		}
 	})
 
+	// Both fans hesitate past their admission in the same eleven seconds. One queue is paused meanwhile, so its fan
+	// waits there with the message; the other is empty, so its fan is let straight back in and told so on the
+	// seats. (Watching for the message in a queue that readmits at once raced its next tick.)
 	t.Run("admission expired: back to the queue with a message", func(t *testing.T) {
-		show := newShow(t, c, showSpec{title: "Short admission", saleIn: -time.Minute})
-		if _, err := c.PutQueue(ctx, show, fsclient.QueueSettings{Enabled: true, AdmitPerSecond: 5, MaxActive: 10,
-			TokenTTLSeconds: 10}); err != nil {
-			t.Fatal(err)
+		type hesitant struct {
+			show string
+			fan  *platformtest.Fan
 		}
-		fan := br.FanFor(t, "slow fan", time.Minute)
-		fan.Go(p.BaseURL + "/shows/" + show)
-		fan.WaitFor("the seat map", `location.pathname === "/shows/`+show+`" && `+seat("A1")+` !== null`)
-		fan.JS(seat("A1") + `.click()`)
-		time.Sleep(11 * time.Second) // the admission (and its cookie) expire while the fan hesitates
-		fan.JS(`document.getElementById("hold").click()`)
-		fan.WaitFor("back in the queue", `location.pathname === "/queue/`+show+`" && !document.getElementById("flash").hidden`)
-		if got := fan.Text(`document.getElementById("flash").textContent`); !strings.Contains(got, "back in the waiting room") {
+		var fans []hesitant
+		for _, name := range []string{"slow fan, busy queue", "slow fan, empty queue"} {
+			show := newShow(t, c, showSpec{title: "Short admission", saleIn: -time.Minute})
+			if _, err := c.PutQueue(ctx, show, fsclient.QueueSettings{Enabled: true, AdmitPerSecond: 5, MaxActive: 10,
+				TokenTTLSeconds: 10}); err != nil {
+				t.Fatal(err)
+			}
+			fan := br.FanFor(t, name, time.Minute)
+			fan.Go(p.BaseURL + "/shows/" + show)
+			fan.WaitFor("the seat map", `location.pathname === "/shows/`+show+`" && `+seat("A1")+` !== null`)
+			fan.JS(seat("A1") + `.click()`)
+			fans = append(fans, hesitant{show, fan})
+		}
+		time.Sleep(11 * time.Second) // the admissions (and their cookies) expire while the fans hesitate
+		busy, empty := fans[0], fans[1]
+		pauseQueue(t, p, busy.show, true)
+		for _, h := range fans {
+			h.fan.JS(`document.getElementById("hold").click()`)
+		}
+		busy.fan.WaitFor("back in the queue", `location.pathname === "/queue/`+busy.show+`" && !document.getElementById("flash").hidden`)
+		if got := busy.fan.Text(`document.getElementById("flash").textContent`); !strings.Contains(got, "back in the waiting room") {
 			t.Errorf("message in the queue: %q", got)
+		}
+		empty.fan.WaitFor("back at the seats, told why", `location.pathname === "/shows/`+empty.show+`" && `+
+			`!document.getElementById("notice").hidden && `+seat("A1")+` !== null`)
+		if got := empty.fan.Text(`document.getElementById("notice").textContent`); !strings.Contains(got, "let straight back in") {
+			t.Errorf("message at the seats: %q", got)
+		}
+		if got := empty.fan.Text(`String(document.querySelectorAll('#map [aria-pressed="true"]').length)`); got != "0" {
+			t.Errorf("%s seats still chosen after the admission ended", got)
 		}
 	})
 
@@ -133,27 +157,12 @@ func TestQueuePageInBrowser(t *testing.T) {
 		fan := br.FanFor(t, "patient fan", time.Minute)
 		fan.Go(p.BaseURL + "/queue/" + show)
 		fan.WaitFor("waiting", `!document.getElementById("waiting").hidden && document.getElementById("position").textContent !== "…"`)
-		pause := func(on bool) {
-			t.Helper()
-			body := `{"paused":false}`
-			if on {
-				body = `{"paused":true}`
-			}
-			req, _ := http.NewRequest("PUT", p.BaseURL+"/admin/v1/shows/"+show+"/queue", strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+p.AdminToken)
-			req.Header.Set("Content-Type", "application/json")
-			res, err := http.DefaultClient.Do(req)
-			if err != nil || res.StatusCode != 200 {
-				t.Fatalf("pause %v: %v %v", on, err, res)
-			}
-			res.Body.Close()
-		}
-		pause(true)
+		pauseQueue(t, p, show, true)
 		fan.WaitFor("paused", `!document.getElementById("paused").hidden`)
 		if got := fan.Text(`document.getElementById("paused").textContent`); !strings.Contains(got, "You keep your place") {
 			t.Errorf("paused: %q", got)
 		}
-		pause(false)
+		pauseQueue(t, p, show, false)
 		fan.WaitFor("waiting again", `!document.getElementById("waiting").hidden`)
 	})
 
@@ -212,6 +221,26 @@ func TestQueuePageKeepsThePlaceWhenRedisIsDown(t *testing.T) {
 }
 
 // waitGate waits until the edge's gate sends a browser without admission from the show page to the queue.
+// pauseQueue pauses or resumes a show's admissions as an operator does; the admitter reads it at its next tick.
+func pauseQueue(t *testing.T, p *platformtest.Platform, show string, on bool) {
+	t.Helper()
+	body := `{"paused":false}`
+	if on {
+		body = `{"paused":true}`
+	}
+	req, _ := http.NewRequest("PUT", p.BaseURL+"/admin/v1/shows/"+show+"/queue", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+p.AdminToken)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("pause %v: %v", on, err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("pause %v: %s", on, res.Status)
+	}
+}
+
 func waitGate(t *testing.T, base, show string) {
 	t.Helper()
 	cl := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
