@@ -22,8 +22,8 @@ build: ## build every binary into bin/
 run: services build ## run the platform: edge on :8080, booking on :8081, payment simulator on :8082
 	@bash deploy/dev/run.sh
 
-test: services tools ## run every test (race detector on) against real Redis and PostgreSQL
-	$(GO) test -race -count=1 -timeout 30m ./...
+test: services tools ## run every test (race detector on) against real Redis and PostgreSQL; a failing run ends with what failed
+	@GO=$(GO) bash deploy/dev/test.sh -race -count=1 -timeout 30m ./...
 
 bench: services build ## run the benchmarks and refresh BENCHMARKS.md
 	@bash deploy/dev/bench.sh
