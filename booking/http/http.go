@@ -10,7 +10,9 @@ package http
 import (
 	"context"
 	"log/slog"
+	"net"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,6 +72,8 @@ type Server struct {
 	metrics *Metrics
 	done    chan struct{}
 	closing atomic.Bool
+	lnMu    sync.Mutex       // orders Listen's registering ln against Shutdown's closing
+	ln      net.Listener     // what Listen serves; nil before
 	users   *token.UserCache // verified user tokens; nil when Users is
 	limit   *limiter
 }
@@ -124,18 +128,34 @@ func (s *Server) Listen(addr string, ready func(addr string)) error {
 	if err != nil {
 		return err
 	}
+	s.lnMu.Lock()
+	if s.closing.Load() { // stopped before it started: serve nothing
+		s.lnMu.Unlock()
+		return ln.Close()
+	}
+	s.ln = ln
+	s.lnMu.Unlock()
 	if ready != nil {
 		ready(ln.Addr().String())
 	}
 	return s.app.Listener(ln)
 }
 
-// Shutdown ends the event streams, stops accepting and drains in-flight requests until ctx ends.
+// Shutdown ends the event streams, stops accepting and drains in-flight requests until ctx ends. It may come at
+// any moment of Listen: fasthttp closes only the listeners its Serve has registered, so a Shutdown that came
+// before would leave Serve accepting for ever; Shutdown closes Listen's listener itself.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.lnMu.Lock()
 	if s.closing.CompareAndSwap(false, true) {
 		close(s.done)
 	}
-	return s.app.ShutdownWithContext(ctx)
+	ln := s.ln
+	s.lnMu.Unlock()
+	err := s.app.ShutdownWithContext(ctx)
+	if ln != nil {
+		ln.Close() // an error only says fasthttp closed it first
+	}
+	return err
 }
 
 func (s *Server) routes() {

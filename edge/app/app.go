@@ -176,6 +176,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		drain, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 		err = srv.Shutdown(drain)
 		cancel()
+		// fasthttp closes only the listeners its Serve has registered. A stop that comes before the Serve
+		// goroutine has run found none, and Serve would then accept for ever: closing ln makes it return.
+		ln.Close()
 		if serr := <-served; serr != nil && !errors.Is(serr, net.ErrClosed) {
 			err = errors.Join(err, serr)
 		}

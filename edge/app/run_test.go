@@ -80,6 +80,36 @@ func TestGracefulShutdown(t *testing.T) {
 }
 
 // Shutdown ends proxied event streams at once instead of waiting for the drain deadline.
+// TestStopAtOnce: a stop that comes as the edge starts listening (the ready callback itself cancels) still ends
+// Run within the drain deadline. fasthttp closes only the listeners its Serve has registered, and the Serve
+// goroutine may not have run yet: the edge then returned from its drain at once and waited forever for Serve,
+// which went on accepting.
+func TestStopAtOnce(t *testing.T) {
+	t.Parallel()
+	_, dbURL := pgtest.NewWithURL(t)
+	cfg, err := LoadConfig(func(k string) string {
+		return map[string]string{"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": "http://127.0.0.1:1", "SHUTDOWN_TIMEOUT": "2s",
+			"ADMISSION_SIGNING_KEY": testSeed, "AUTH_SECRET": testSecret, "DATABASE_URL": dbURL}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- Run(ctx, cfg, slog.New(slog.DiscardHandler), func(string) { cancel() }) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("start %d: Run returned %v", i, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("start %d: the edge did not stop", i)
+		}
+		cancel()
+	}
+}
+
 func TestShutdownEndsStreams(t *testing.T) {
 	t.Parallel()
 	gone := make(chan struct{}, 1)
