@@ -34,6 +34,7 @@ type Server struct {
 	store *rowlock.Store
 	app   *fiber.App
 	url   string
+	ln    net.Listener
 	done  chan error
 }
 
@@ -92,7 +93,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		pool.Close()
 		return nil, fmt.Errorf("baseline: %w", err)
 	}
-	s.url = "http://" + ln.Addr().String()
+	s.url, s.ln = "http://"+ln.Addr().String(), ln
 	go func() { s.done <- s.app.Listener(ln) }()
 	return s, nil
 }
@@ -122,6 +123,7 @@ func (s *Server) NewShow(ctx context.Context, seats []client.Seat) (string, erro
 // Close stops the listener and closes the pool.
 func (s *Server) Close() error {
 	err := s.app.ShutdownWithTimeout(5 * time.Second)
+	s.ln.Close() // fasthttp closes only a listener its Serve has registered: a Close right after New would wait for ever
 	<-s.done
 	s.pool.Close()
 	return err
