@@ -135,8 +135,8 @@ func Start(t testing.TB, opts Options) *Platform {
 	driver.LogRedis(log)
 
 	// The simulator sends its signed webhooks to booking (a 3-D Secure payment is settled by one), so booking's
-	// address is chosen before either starts: a free port, taken by booking a moment later.
-	bookingAddr := storetest.FreeAddr(t) // free now: nothing listens there until booking does
+	// address is chosen before either starts: a port reserved for the test, which booking listens on a moment later.
+	bookingAddr := storetest.FreeAddr(t)
 	p.PaymentURL = Serve(t, "paysim", func(ctx context.Context, ready func(string)) error {
 		return sim.Run(ctx, sim.Config{Addr: "127.0.0.1:0", SlowDelay: opts.SlowDelay,
 			WebhookURL: "http://" + bookingAddr + "/webhooks/payments", WebhookSecret: webhookSecret}, log, ready)

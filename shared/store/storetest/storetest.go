@@ -25,29 +25,30 @@ type TB interface {
 
 // DeadAddr returns a loopback address nothing listens on for the rest of the test, as a crashed server looks:
 // connections to it are refused. Its port stays bound, never listening, until the test ends (reserve), so no other
-// listener in the process can take it meanwhile. A port merely released at once was taken, within one run of
-// make test, by a parallel test's HTTP server: the "dead" Redis client then spoke RESP to it, read a reply that is
-// no store error, and the edge answered 500 where 503 was due.
+// socket can take it meanwhile. A port merely released at once was taken, within one run of make test, by a
+// parallel test's HTTP server: the "dead" Redis client then spoke RESP to it, read a reply that is no store
+// error, and the edge answered 500 where 503 was due.
 func DeadAddr(t TB) string {
 	t.Helper()
-	addr, err := reserve(t)
+	addr, err := reserve(t, false)
 	if err != nil {
 		t.Fatalf("storetest: %v", err)
 	}
 	return addr
 }
 
-// FreeAddr returns a loopback address free now, for a server the test is about to start on it: a port bound and
-// released at once. Until that server listens, another listener may take the port; an address that must stay
-// dead is DeadAddr's.
+// FreeAddr returns a loopback address for a server the test starts on it, perhaps more than once (a restart).
+// Its port stays reserved for the test's life, bound with SO_REUSEADDR and never listening (reserve): the kernel
+// hands it to no other socket, while the test's server, which sets SO_REUSEADDR as Go's listeners, redis-server,
+// PostgreSQL and nginx do, may listen on it. A port bound and released at once could be taken by another
+// socket before the server bound it.
 func FreeAddr(t TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := reserve(t, true)
 	if err != nil {
 		t.Fatalf("storetest: %v", err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // DeadPool returns a pool configured like live (same user, database, settings) but dialing a dead address.

@@ -84,10 +84,63 @@ func TestDeadAddrStaysDead(t *testing.T) {
 		ln.Close()
 		t.Fatalf("a listener took the dead address %s", dead)
 	}
+}
+
+// A free address is the test's own: its server may listen there, and again after a restart, while no socket on
+// port 0 (a parallel test's listener, an outgoing connection) is handed its port meanwhile. With a port bound and
+// released at once, 5,000 listeners on port 0 land on about 17 of 100 such addresses.
+func TestFreeAddrIsTheTestsOwn(t *testing.T) {
 	free := storetest.FreeAddr(t)
-	ln, err := net.Listen("tcp", free)
-	if err != nil {
-		t.Fatalf("listen on the free address %s: %v", free, err)
+	for i := range 2 {
+		ln, err := net.Listen("tcp", free)
+		if err != nil {
+			t.Fatalf("listen %d on the free address %s: %v", i+1, free, err)
+		}
+		if ln2, err := net.Listen("tcp", free); err == nil {
+			ln2.Close()
+			t.Fatalf("a second listener shared %s with the server", free)
+		}
+		ln.Close()
 	}
-	ln.Close()
+
+	reserved := map[string]bool{}
+	for range 100 {
+		reserved[storetest.FreeAddr(t)] = true
+	}
+	srv, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	go func() {
+		for {
+			c, err := srv.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	for i := range 5000 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if reserved[addr] {
+			t.Fatalf("listener %d was handed the reserved %s", i+1, addr)
+		}
+		if i%5 == 0 { // and outgoing connections, whose ports come from the same range
+			c, err := net.Dial("tcp", srv.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			local := c.LocalAddr().String()
+			c.Close()
+			if reserved[local] {
+				t.Fatalf("a connection went out from the reserved %s", local)
+			}
+		}
+	}
 }
