@@ -1,12 +1,10 @@
 package driver_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -15,29 +13,16 @@ import (
 	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
-// syncBuffer is a log destination the redis client's goroutines and the test may share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestLogRedisOnceWhileDown: thirty commands to a Redis that is down make go-redis report thirty failed dials; the
 // service's log gets one warning.
 func TestLogRedisOnceWhileDown(t *testing.T) {
-	var out syncBuffer
-	driver.LogRedis(slog.New(slog.NewTextHandler(&out, nil)))
+	// A file, which the client's goroutines may write (slog serialises the writes) while the test reads it.
+	out, err := os.CreateTemp(t.TempDir(), "log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	driver.LogRedis(slog.New(slog.NewTextHandler(out, nil)))
 	t.Cleanup(func() { driver.LogRedis(slog.New(slog.NewTextHandler(os.Stderr, nil))) })
 	rdb := goredis.NewClient(&goredis.Options{Addr: storetest.DeadAddr(t), MaxRetries: -1, DialerRetries: 1})
 	defer rdb.Close()
@@ -46,8 +31,12 @@ func TestLogRedisOnceWhileDown(t *testing.T) {
 			t.Fatal("a ping to a dead address succeeded")
 		}
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	logged, err := os.ReadFile(out.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(logged)), "\n")
 	if len(lines) != 1 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "failed to dial") {
-		t.Fatalf("want one warning of the failed dials, got %d lines:\n%s", len(lines), out.String())
+		t.Fatalf("want one warning of the failed dials, got %d lines:\n%s", len(lines), logged)
 	}
 }
