@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,7 +54,8 @@ func startNginx(t *testing.T, edge string) string {
 		t.Fatalf("nginx -t: %v\n%s", err, out)
 	}
 	base := "http://127.0.0.1:" + port
-	serve(t, exec.Command(bin, "-p", dir, "-c", path, "-g", "daemon off;"), base, func() string {
+	// SIGTERM, not SIGKILL: a killed nginx master leaves its workers running, orphaned, holding the port.
+	serve(t, exec.Command(bin, "-p", dir, "-c", path, "-g", "daemon off;"), syscall.SIGTERM, base, func() string {
 		log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
 		return "nginx's error.log:\n" + string(log)
 	})
@@ -61,15 +63,23 @@ func startNginx(t *testing.T, edge string) string {
 }
 
 // serve starts cmd, a server answering at base, and waits until its /healthz answers (through it, the
-// platform's); it is stopped in t.Cleanup. logs tells what it said, shown when the test fails.
-func serve(t *testing.T, cmd *exec.Cmd, base string, logs func() string) {
+// platform's); it is stopped with stop in t.Cleanup, and killed if it is still running 10 s later. logs tells
+// what it said, shown when the test fails.
+func serve(t *testing.T, cmd *exec.Cmd, stop os.Signal, base string, logs func() string) {
 	t.Helper()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		_ = cmd.Process.Signal(stop)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
 		if t.Failed() {
 			t.Log(logs())
 		}

@@ -65,7 +65,7 @@ func startWorker(t *testing.T, workerd, origin string) string {
 	t.Cleanup(func() { log.Close() })
 	cmd.Stdout, cmd.Stderr = log, log
 	base := "http://" + addr
-	serve(t, cmd, base, func() string { b, _ := os.ReadFile(logPath); return "workerd's output:\n" + string(b) })
+	serve(t, cmd, os.Kill, base, func() string { b, _ := os.ReadFile(logPath); return "workerd's output:\n" + string(b) })
 	return base
 }
 
