@@ -30,11 +30,7 @@ type TB interface {
 // error, and the edge answered 500 where 503 was due.
 func DeadAddr(t TB) string {
 	t.Helper()
-	addr, err := reserve(t, false)
-	if err != nil {
-		t.Fatalf("storetest: %v", err)
-	}
-	return addr
+	return reserved(t, false)
 }
 
 // FreeAddr returns a loopback address for a server the test starts on it, perhaps more than once (a restart).
@@ -44,7 +40,13 @@ func DeadAddr(t TB) string {
 // socket before the server bound it.
 func FreeAddr(t TB) string {
 	t.Helper()
-	addr, err := reserve(t, true)
+	return reserved(t, true)
+}
+
+// reserved is reserve failing the test when no port can be had.
+func reserved(t TB, shared bool) string {
+	t.Helper()
+	addr, err := reserve(t, shared)
 	if err != nil {
 		t.Fatalf("storetest: %v", err)
 	}
