@@ -98,6 +98,9 @@ func TestFanJourneyInBrowser(t *testing.T) {
 	p, c := journeyPlatformOn(t, redistest.Prefer(t, redistest.Cluster).Addrs)
 	title := "Tughlaq " + uuid.NewString()[:6]
 	show := newShow(t, c, showSpec{title: title, saleIn: -time.Minute, queue: true, admitRate: 1})
+	// Admission is paused while the fans arrive, so each is sure to be seen waiting in the queue (an admission
+	// between two looks would skip it) and B to queue behind A; it resumes once both wait.
+	pauseQueue(t, p, show, true)
 	br := platformtest.NewBrowser(t)
 	a, b := br.Fan("fan A", 6*time.Minute), br.Fan("fan B", 6*time.Minute)
 
@@ -131,6 +134,10 @@ func TestFanJourneyInBrowser(t *testing.T) {
 	}
 	b.Go(p.BaseURL + "/shows/" + show)
 	b.WaitFor("the waiting room", `location.pathname === "/queue/`+show+`"`)
+	for _, f := range []*platformtest.Fan{a, b} {
+		f.WaitFor("the place kept while paused", `!document.getElementById("paused").hidden`)
+	}
+	pauseQueue(t, p, show, false)
 
 	var aAt, bAt time.Time
 	deadline := time.Now().Add(time.Minute)
