@@ -17,7 +17,6 @@ import (
 
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/shared/problem"
-	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/store/redistest"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -92,13 +91,12 @@ func startEdgeOps(t testing.TB, env map[string]string) (base, opsBase string) {
 // testRedis connects to the test's Redis (redistest).
 func testRedis(t testing.TB) redis.UniversalClient { return redistest.New(t).Client }
 
-// newShow returns a unique show id whose queue keys are deleted at cleanup.
+// newShow returns a unique show id whose keys (the queue's settings and the waiting room's line alike) are deleted
+// at cleanup.
 func newShow(t testing.TB, rdb redis.UniversalClient) string {
 	t.Helper()
 	id := "edgetest-" + uuid.NewString()
-	t.Cleanup(func() {
-		rdb.Del(context.Background(), rediskey.QueueConfig(id), rediskey.QueueRevoked(id), rediskey.QueueActive(id))
-	})
+	t.Cleanup(func() { _ = redistest.DeleteShow(context.Background(), rdb, id) })
 	return id
 }
 

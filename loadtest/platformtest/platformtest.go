@@ -2,7 +2,8 @@
 // its waiting room), each through its own app's Run on a free loopback port, over a fresh Postgres database and
 // the shared Redis (or a Redis Cluster: Options.RedisClusterAddrs). The load test's tests play against it as
 // clients would, through the edge; nothing of the platform is imitated. Every key a test writes to Redis is under
-// the shows it creates, so tests isolate by creating their own shows.
+// the shows it creates, so tests isolate by creating their own shows; the platform deletes those keys once it
+// has stopped.
 package platformtest
 
 import (
@@ -20,11 +21,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	bookingapp "github.com/flashseat/flashseat/booking/app"
 	"github.com/flashseat/flashseat/booking/payment/sim"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	edgeapp "github.com/flashseat/flashseat/edge/app"
 	"github.com/flashseat/flashseat/shared/store/driver"
+	"github.com/flashseat/flashseat/shared/store/redistest"
 	"github.com/flashseat/flashseat/shared/store/storetest"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -143,10 +147,22 @@ func Start(t testing.TB, opts Options) *Platform {
 	})
 
 	stream := "{flashseat:events-test}:" + strconv.FormatInt(time.Now().UnixNano(), 36) + strconv.Itoa(rand.Int())
+	// Registered before the services start, so it runs once they have stopped (until then booking and the waiting
+	// room write a show's keys): the test's event stream and the keys of every show on its record go, and the
+	// shared Redis keeps nothing of the test.
 	t.Cleanup(func() {
-		if rdb, err := driver.OpenRedis(redisURL, opts.RedisClusterAddrs, 1); err == nil {
-			rdb.Del(context.Background(), stream)
-			rdb.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		rdb, err := driver.OpenRedis(redisURL, opts.RedisClusterAddrs, 4)
+		if err != nil {
+			return
+		}
+		defer rdb.Close()
+		rdb.Del(ctx, stream)
+		for _, show := range showsOnRecord(ctx, dbURL) {
+			if err := redistest.DeleteShow(ctx, rdb, show); err != nil {
+				t.Logf("platformtest: deleting show %s's keys: %v", show, err)
+			}
 		}
 	})
 	bookingDB := dbURL
@@ -234,3 +250,18 @@ func withParam(dbURL, k, v string) string {
 }
 
 func getenv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// showsOnRecord lists the shows in the platform's database; nothing when it cannot be read.
+func showsOnRecord(ctx context.Context, dbURL string) []string {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return nil
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "SELECT id FROM shows")
+	if err != nil {
+		return nil
+	}
+	shows, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+	return shows
+}
