@@ -16,11 +16,17 @@ import (
 
 // TestWaitlistPanelInBrowser: on a sold-out show the show page offers the waitlist; the fan joins with the form
 // and reads their place; when seats come back and the waitlist offers them, the open page says so at once (its
-// stream) with a link to pay; leaving gives the offer up and brings the form back.
+// stream) with a link to pay; leaving gives the offer up and brings the form back. A browser without EventSource
+// reads its entry every few seconds instead, and learns of the offer that way.
 func TestWaitlistPanelInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
 	}
+	t.Run("live", func(t *testing.T) { waitlistPanel(t, false) })
+	t.Run("without EventSource", func(t *testing.T) { waitlistPanel(t, true) })
+}
+
+func waitlistPanel(t *testing.T, noEventSource bool) {
 	env := newEnv(t)
 	w := booking.NewWaitlist(env.Svc, env.Store, booking.WaitlistConfig{OfferTTL: time.Minute,
 		Signal: redis.NewWaitlistSignal(env.RDB)})
@@ -51,6 +57,9 @@ func TestWaitlistPanelInBrowser(t *testing.T) {
 
 	fan := platformtest.NewBrowser(t).Fan("fan", 60*time.Second)
 	fan.AllowMissing("/checkout/")
+	if noEventSource {
+		fan.OnNewDocument(`delete window.EventSource;`)
+	}
 	status := `document.getElementById("wl-status").textContent`
 	fan.Go(h.base + "/shows/" + show)
 	fan.WaitFor("the waitlist panel", `!document.getElementById("waitlist").hidden && !document.getElementById("wl-join").hidden`)
@@ -71,6 +80,13 @@ func TestWaitlistPanelInBrowser(t *testing.T) {
 	}
 	if href := fan.Text(`document.getElementById("wl-pay").getAttribute("href")`); href != "/checkout/"+made[0].Offer.BookingID {
 		t.Errorf("pay link %q, want the offer's checkout", href)
+	}
+	if noEventSource {
+		for _, u := range fan.URLs() {
+			if strings.HasSuffix(u, "/stream") {
+				t.Errorf("a page without EventSource opened a stream: %s", u)
+			}
+		}
 	}
 	fan.JS(`document.getElementById("wl-leave").click()`)
 	fan.WaitFor("the form again", `!document.getElementById("wl-join").hidden && document.getElementById("wl-offer").hidden`)

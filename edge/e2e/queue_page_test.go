@@ -172,8 +172,20 @@ func TestQueuePageInBrowser(t *testing.T) {
 		fan.OnNewDocument(`delete window.EventSource;`)
 		fan.Go(p.BaseURL + "/queue/" + show)
 		fan.WaitFor("the seats", `location.pathname === "/shows/`+show+`"`)
+		// The seat map keeps current by reading the map again: a seat this fan holds (through the API, beside
+		// the page) shows as held within a few seconds.
+		fan.WaitFor("the seat map, polled", seat("A1")+` !== null && document.getElementById("live").textContent.startsWith("Seats refresh every")`)
+		if got := fan.Text(seat("A1") + `.getAttribute("aria-label")`); !strings.HasSuffix(got, ", available") {
+			t.Fatalf("A1 is %q", got)
+		}
+		held := fan.Await(`fetch("/api/v1/bookings/hold", {method: "POST", headers: {"Content-Type": "application/json", "X-Requested-With": "flashseat"},
+			body: JSON.stringify({showId: "` + show + `", seatIds: ["A1"]})}).then((r) => r.text().then((b) => r.status + " " + b))`)
+		if !strings.HasPrefix(held, "201 ") {
+			t.Fatalf("hold: %s", held)
+		}
+		fan.WaitFor("A1 held", seat("A1")+`.getAttribute("aria-label").endsWith(", held")`)
 		for _, u := range fan.URLs() {
-			if strings.HasSuffix(u, "/queue/"+show+"/events") {
+			if strings.HasSuffix(u, "/queue/"+show+"/events") || strings.HasSuffix(u, "/seats/stream") {
 				t.Errorf("a page without EventSource opened a stream: %s", u)
 			}
 		}

@@ -173,19 +173,39 @@ function backToQueue(err) {
   location.assign((err && err.problem && err.problem.queueUrl) || "/queue/" + encodeURIComponent(showId));
 }
 
-async function load() {
+// load reads the seat map; it tries again by itself after a failure unless the caller repeats it anyway (poll).
+async function load(retry = true) {
   try {
     const r = await get(base + "/seats");
     if (seats.size === 0) build(r.data.seats);
     else for (const s of r.data.seats) setStatus(s.seatId, s.status);
+    return true;
   } catch (e) {
-    if (e instanceof ApiError && e.status === 403 && e.problem.queueUrl) return backToQueue(e);
+    if (e instanceof ApiError && e.status === 403 && e.problem.queueUrl) {
+      backToQueue(e);
+      return false;
+    }
     showError($("error"), "Could not load the seats: " + e.message + " Retrying…");
-    setTimeout(load, 2000);
+    if (retry) setTimeout(load, 2000);
+    return true;
   }
 }
 
+// pollEvery is how often a browser without EventSource reads the seat map again.
+const pollEvery = 3000;
+
+// poll keeps the map current in a browser without EventSource (some older or locked-down phones): the whole map
+// again every few seconds, which booking serves from its snapshot.
+async function poll() {
+  if (await load(false)) setTimeout(poll, pollEvery);
+}
+
 function stream() {
+  if (!window.EventSource) {
+    $("live").textContent = `Seats refresh every ${pollEvery / 1000} seconds.`;
+    setTimeout(poll, pollEvery);
+    return;
+  }
   const es = new EventSource(base + "/seats/stream");
   es.addEventListener("seat", (ev) => {
     try {

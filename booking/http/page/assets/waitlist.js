@@ -46,8 +46,19 @@ function render(e) {
 }
 
 // listen follows the entry live; EventSource reconnects by itself, and each (re)connection sends the entry afresh.
+// A browser without EventSource reads the entry again every few seconds instead.
 function listen() {
   if (stream) return;
+  if (!window.EventSource) {
+    stream = setInterval(async () => {
+      try {
+        render((await get(path)).data);
+      } catch (e) {
+        if (e instanceof ApiError && e.status === 404) render({ status: "NONE" });
+      }
+    }, 5000);
+    return;
+  }
   stream = new EventSource(path + "/stream");
   stream.addEventListener("waitlist", (ev) => {
     try { render(JSON.parse(ev.data)); } catch { /* a malformed event changes nothing */ }
