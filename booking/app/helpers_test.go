@@ -41,6 +41,7 @@ func startBooking(t testing.TB, env map[string]string, admissionKeys token.KeySo
 	for k, v := range env {
 		vars[k] = v
 	}
+	platformtest.DeleteShowsAfter(t, vars["DATABASE_URL"], vars)
 	n := vars["BENCH_POOL"]
 	if n == "" {
 		n = "8" // tests share the server's 100 connections with many others

@@ -62,6 +62,7 @@ func newStack(t *testing.T, extra ...string) *stack {
 	for i := 0; i+1 < len(extra); i += 2 {
 		st.env[extra[i]] = extra[i+1]
 	}
+	platformtest.DeleteShowsAfter(t, dbURL, st.env)
 	st.start()
 	return st
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/booking/internal/bookingtest"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
 )
 
@@ -32,6 +33,7 @@ func TestPagesServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { bookingtest.DeleteShowKeys(h.env.RDB, jazz.ID) })
 	link := func(id string) string { return `<a class="show" href="/shows/` + id + `">` }
 
 	home := h.do("GET", "/", "", "", "Accept", "text/html")

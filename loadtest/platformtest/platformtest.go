@@ -103,13 +103,7 @@ func Start(t testing.TB, opts Options) *Platform {
 			opts.SlowDelay, opts.PaymentTimeout)
 	}
 	_, dbURL := pgtest.NewWithURL(t)
-	redisURL := opts.RedisURL
-	if redisURL == "" {
-		redisURL = os.Getenv("REDIS_URL")
-	}
-	if redisURL == "" {
-		redisURL = "redis://127.0.0.1:6379/0"
-	}
+	redisURL := sharedRedis(opts.RedisURL)
 	redisEnv := map[string]string{"REDIS_URL": redisURL}
 	if len(opts.RedisClusterAddrs) > 0 {
 		redisURL = ""
@@ -147,24 +141,9 @@ func Start(t testing.TB, opts Options) *Platform {
 	})
 
 	stream := "{flashseat:events-test}:" + strconv.FormatInt(time.Now().UnixNano(), 36) + strconv.Itoa(rand.Int())
-	// Registered before the services start, so it runs once they have stopped (until then booking and the waiting
-	// room write a show's keys): the test's event stream and the keys of every show on its record go, and the
-	// shared Redis keeps nothing of the test.
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		rdb, err := driver.OpenRedis(redisURL, opts.RedisClusterAddrs, 4)
-		if err != nil {
-			return
-		}
-		defer rdb.Close()
-		rdb.Del(ctx, stream)
-		for _, show := range showsOnRecord(ctx, dbURL) {
-			if err := redistest.DeleteShow(ctx, rdb, show); err != nil {
-				t.Logf("platformtest: deleting show %s's keys: %v", show, err)
-			}
-		}
-	})
+	// Before the services start, so that it runs once they have stopped: the test's event stream goes with its
+	// shows' keys.
+	DeleteShowsAfter(t, dbURL, redisEnv, stream)
 	bookingDB := dbURL
 	if opts.MaxConns > 0 {
 		bookingDB = withParam(dbURL, "pool_max_conns", strconv.Itoa(opts.MaxConns))
@@ -250,6 +229,47 @@ func withParam(dbURL, k, v string) string {
 }
 
 func getenv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// DeleteShowsAfter deletes, when the test ends, the Redis keys of every show recorded in the database at dbURL,
+// and any other keys named, on the Redis env names as the services read it (REDIS_CLUSTER_ADDRS, else REDIS_URL,
+// else the shared one). Booking and the waiting room write a show's keys until they stop, and cleanups run last in,
+// first out: register it before starting them. Shows are the services' to name, so a test cannot put them under a
+// key prefix of its own; this keeps the shared Redis clean of them all the same.
+func DeleteShowsAfter(t testing.TB, dbURL string, env map[string]string, keys ...string) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var cluster []string
+		if a := env["REDIS_CLUSTER_ADDRS"]; a != "" {
+			cluster = strings.Split(a, ",")
+		}
+		rdb, err := driver.OpenRedis(sharedRedis(env["REDIS_URL"]), cluster, 4)
+		if err != nil {
+			t.Logf("platformtest: Redis for the cleanup: %v", err)
+			return
+		}
+		defer rdb.Close()
+		for _, k := range keys {
+			rdb.Del(ctx, k)
+		}
+		for _, show := range showsOnRecord(ctx, dbURL) {
+			if err := redistest.DeleteShow(ctx, rdb, show); err != nil {
+				t.Logf("platformtest: deleting show %s's keys: %v", show, err)
+			}
+		}
+	})
+}
+
+// sharedRedis is url, else the environment's REDIS_URL, else the machine's Redis.
+func sharedRedis(url string) string {
+	if url == "" {
+		url = os.Getenv("REDIS_URL")
+	}
+	if url == "" {
+		url = "redis://127.0.0.1:6379/0"
+	}
+	return url
+}
 
 // showsOnRecord lists the shows in the platform's database; nothing when it cannot be read.
 func showsOnRecord(ctx context.Context, dbURL string) []string {
