@@ -12,6 +12,7 @@ import (
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -207,8 +208,8 @@ const streamRecorder = `(() => {
   const ES = window.EventSource;
   if (!ES) return;
   window.__streams = [];
-  window.EventSource = function (url, opts) { const s = new ES(url, opts); window.__streams.push(s); return s; };
-  window.EventSource.prototype = ES.prototype;
+  // A subclass, so that the page still finds EventSource.CONNECTING, OPEN and CLOSED.
+  window.EventSource = class extends ES { constructor(url, opts) { super(url, opts); window.__streams.push(this); } };
 })();`
 
 // OnNewDocument runs script in every page the fan opens from now on, before the page's own scripts.
@@ -238,6 +239,40 @@ func (f *Fan) Grant(permission string) {
 func (f *Fan) CutStreams() {
 	f.t.Helper()
 	f.JS(`(window.__streams || []).forEach((s) => s.close())`)
+}
+
+// FailRequests makes every request of the fan's pages whose URL matches pattern (a glob: "*/seats/stream") fail
+// at the network, as a proxy or a network that refuses the connection would: the page meets a real failure, not
+// an answer the test made up.
+func (f *Fan) FailRequests(pattern string) {
+	f.t.Helper()
+	f.intercept(pattern, func(id fetch.RequestID) {
+		_, _ = chromedp.Call(f.Ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: id,
+			ErrorReason: network.ErrorReasonConnectionRefused})
+	})
+}
+
+// HoldRequests leaves every request whose URL matches pattern unanswered, as a proxy that buffers an event
+// stream's answer would: the request neither completes nor fails.
+func (f *Fan) HoldRequests(pattern string) {
+	f.t.Helper()
+	f.intercept(pattern, func(fetch.RequestID) {})
+}
+
+// intercept pauses the fan's requests matching pattern and hands each to do, which must answer or leave it.
+func (f *Fan) intercept(pattern string, do func(fetch.RequestID)) {
+	paused := chromedp.Events(f.Ctx, fetch.RequestPaused)
+	if _, err := chromedp.Call(f.Ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: pattern}}}); err != nil {
+		f.t.Fatalf("%s: intercept %s: %v", f.Name, pattern, err)
+	}
+	go func() {
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			do(ev.RequestID)
+		}
+	}()
 }
 
 // URLs are the URLs the fan's pages have requested so far, redirects included.
