@@ -166,24 +166,29 @@ func TestQueuePageInBrowser(t *testing.T) {
 		fan.WaitFor("waiting again", `!document.getElementById("waiting").hidden`)
 	})
 
+	// A network or proxy between the fan and the edge that refuses the seat stream, or holds its answer back (a
+	// buffering proxy): the map polls instead.
+	for _, c2 := range []struct {
+		name  string
+		block func(*platformtest.Fan, string)
+	}{{"refused", (*platformtest.Fan).FailRequests}, {"held back", (*platformtest.Fan).HoldRequests}} {
+		t.Run("the seat stream "+c2.name+": polling", func(t *testing.T) {
+			show := newShow(t, c, showSpec{title: "Blocked", saleIn: -time.Minute, queue: true, admitRate: 2})
+			fan := br.FanFor(t, "fan behind a proxy", time.Minute)
+			c2.block(fan, "*/seats/stream")
+			fan.Go(p.BaseURL + "/queue/" + show)
+			fan.WaitFor("the seats", `location.pathname === "/shows/`+show+`"`)
+			seesItsHoldPolled(t, fan, show, "Live updates are unavailable here. Seats refresh every")
+		})
+	}
+
 	t.Run("without EventSource: polling", func(t *testing.T) {
 		show := newShow(t, c, showSpec{title: "Polling", saleIn: -time.Minute, queue: true, admitRate: 2})
 		fan := br.FanFor(t, "old browser", time.Minute)
 		fan.OnNewDocument(`delete window.EventSource;`)
 		fan.Go(p.BaseURL + "/queue/" + show)
 		fan.WaitFor("the seats", `location.pathname === "/shows/`+show+`"`)
-		// The seat map keeps current by reading the map again: a seat this fan holds (through the API, beside
-		// the page) shows as held within a few seconds.
-		fan.WaitFor("the seat map, polled", seat("A1")+` !== null && document.getElementById("live").textContent.startsWith("Seats refresh every")`)
-		if got := fan.Text(seat("A1") + `.getAttribute("aria-label")`); !strings.HasSuffix(got, ", available") {
-			t.Fatalf("A1 is %q", got)
-		}
-		held := fan.Await(`fetch("/api/v1/bookings/hold", {method: "POST", headers: {"Content-Type": "application/json", "X-Requested-With": "flashseat"},
-			body: JSON.stringify({showId: "` + show + `", seatIds: ["A1"]})}).then((r) => r.text().then((b) => r.status + " " + b))`)
-		if !strings.HasPrefix(held, "201 ") {
-			t.Fatalf("hold: %s", held)
-		}
-		fan.WaitFor("A1 held", seat("A1")+`.getAttribute("aria-label").endsWith(", held")`)
+		seesItsHoldPolled(t, fan, show, "Seats refresh every")
 		for _, u := range fan.URLs() {
 			if strings.HasSuffix(u, "/queue/"+show+"/events") || strings.HasSuffix(u, "/seats/stream") {
 				t.Errorf("a page without EventSource opened a stream: %s", u)
@@ -269,4 +274,20 @@ func waitGate(t *testing.T, base, show string) {
 		}
 	}
 	t.Fatal("the gate never turned the queue on")
+}
+
+// seesItsHoldPolled: on a seat map that polls (its live line starts with live), a seat the fan holds through the
+// API, beside the page, shows as held within a few seconds.
+func seesItsHoldPolled(t *testing.T, fan *platformtest.Fan, show, live string) {
+	t.Helper()
+	fan.WaitFor("the seat map, polled", seat("A1")+` !== null && document.getElementById("live").textContent.startsWith("`+live+`")`)
+	if got := fan.Text(seat("A1") + `.getAttribute("aria-label")`); !strings.HasSuffix(got, ", available") {
+		t.Fatalf("A1 is %q", got)
+	}
+	held := fan.Await(`fetch("/api/v1/bookings/hold", {method: "POST", headers: {"Content-Type": "application/json", "X-Requested-With": "flashseat"},
+		body: JSON.stringify({showId: "` + show + `", seatIds: ["A1"]})}).then((r) => r.text().then((b) => r.status + " " + b))`)
+	if !strings.HasPrefix(held, "201 ") {
+		t.Fatalf("hold: %s", held)
+	}
+	fan.WaitFor("A1 held", seat("A1")+`.getAttribute("aria-label").endsWith(", held")`)
 }

@@ -200,13 +200,27 @@ async function poll() {
   if (await load(false)) setTimeout(poll, pollEvery);
 }
 
+// polling switches the map to reading itself again every few seconds, for good: EventSource is missing, or the
+// stream keeps failing (a network or proxy that refuses or holds it).
+function polling(why) {
+  $("live").textContent = `${why}Seats refresh every ${pollEvery / 1000} seconds.`;
+  setTimeout(poll, pollEvery);
+}
+
+// streamFailures is how many failures in a row, without the stream ever opening in between, make the map poll.
+const streamFailures = 3;
+
 function stream() {
-  if (!window.EventSource) {
-    $("live").textContent = `Seats refresh every ${pollEvery / 1000} seconds.`;
-    setTimeout(poll, pollEvery);
-    return;
-  }
+  if (!window.EventSource) return polling("");
   const es = new EventSource(base + "/seats/stream");
+  let failures = 0;
+  // A stream held by a buffering proxy neither opens nor fails: give it twenty seconds.
+  const opening = setTimeout(() => {
+    if (es.readyState === EventSource.CONNECTING) {
+      es.close();
+      polling("Live updates are unavailable here. ");
+    }
+  }, 20000);
   es.addEventListener("seat", (ev) => {
     try {
       const d = JSON.parse(ev.data);
@@ -215,14 +229,23 @@ function stream() {
   });
   let lost = false;
   es.onopen = () => {
+    clearTimeout(opening);
+    failures = 0;
     $("live").textContent = "Live: seats update as other fans take them.";
     if (lost) load(); // changes may have been missed while the stream was down
     lost = false;
   };
   es.onerror = () => {
     lost = true;
+    if (++failures >= streamFailures) {
+      clearTimeout(opening);
+      es.close();
+      load(); // at once: the fan may have been away, or their admission may have ended
+      return polling("Live updates are unavailable here. ");
+    }
     $("live").textContent = "Reconnecting to live seat updates…";
     if (es.readyState === EventSource.CLOSED) {
+      clearTimeout(opening);
       // Refused rather than dropped (an admission that ended answers 403): the browser gives up on this stream.
       // Reload the seats, which sends the fan back to the queue if that is why, and open a new stream.
       setTimeout(() => { load(); stream(); }, 2000);
