@@ -17,16 +17,19 @@ import (
 // TestWaitlistPanelInBrowser: on a sold-out show the show page offers the waitlist; the fan joins with the form
 // and reads their place; when seats come back and the waitlist offers them, the open page says so at once (its
 // stream) with a link to pay; leaving gives the offer up and brings the form back. A browser without EventSource
-// reads its entry every few seconds instead, and learns of the offer that way.
+// reads its entry every few seconds instead, and learns of the offer that way; so does one whose stream is refused.
 func TestWaitlistPanelInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
 	}
-	t.Run("live", func(t *testing.T) { waitlistPanel(t, false) })
-	t.Run("without EventSource", func(t *testing.T) { waitlistPanel(t, true) })
+	t.Run("live", func(t *testing.T) { waitlistPanel(t, "") })
+	t.Run("without EventSource", func(t *testing.T) { waitlistPanel(t, "no EventSource") })
+	t.Run("the stream refused", func(t *testing.T) { waitlistPanel(t, "refused") })
 }
 
-func waitlistPanel(t *testing.T, noEventSource bool) {
+// waitlistPanel plays the panel in a browser with its stream as blocked says: not ("", the stream followed), no
+// EventSource at all, or the stream refused at the network.
+func waitlistPanel(t *testing.T, blocked string) {
 	env := newEnv(t)
 	w := booking.NewWaitlist(env.Svc, env.Store, booking.WaitlistConfig{OfferTTL: time.Minute,
 		Signal: redis.NewWaitlistSignal(env.RDB)})
@@ -57,8 +60,11 @@ func waitlistPanel(t *testing.T, noEventSource bool) {
 
 	fan := platformtest.NewBrowser(t).Fan("fan", 60*time.Second)
 	fan.AllowMissing("/checkout/")
-	if noEventSource {
+	switch blocked {
+	case "no EventSource":
 		fan.OnNewDocument(`delete window.EventSource;`)
+	case "refused":
+		fan.FailRequests("*/waitlist/stream")
 	}
 	status := `document.getElementById("wl-status").textContent`
 	fan.Go(h.base + "/shows/" + show)
@@ -81,7 +87,7 @@ func waitlistPanel(t *testing.T, noEventSource bool) {
 	if href := fan.Text(`document.getElementById("wl-pay").getAttribute("href")`); href != "/checkout/"+made[0].Offer.BookingID {
 		t.Errorf("pay link %q, want the offer's checkout", href)
 	}
-	if noEventSource {
+	if blocked == "no EventSource" {
 		for _, u := range fan.URLs() {
 			if strings.HasSuffix(u, "/stream") {
 				t.Errorf("a page without EventSource opened a stream: %s", u)

@@ -46,23 +46,39 @@ function render(e) {
 }
 
 // listen follows the entry live; EventSource reconnects by itself, and each (re)connection sends the entry afresh.
-// A browser without EventSource reads the entry again every few seconds instead.
+// A browser without EventSource, or whose stream keeps failing or never opens (a network or proxy that refuses it
+// or holds its answer back), reads the entry again every few seconds instead.
 function listen() {
   if (stream) return;
-  if (!window.EventSource) {
-    stream = setInterval(async () => {
-      try {
-        render((await get(path)).data);
-      } catch (e) {
-        if (e instanceof ApiError && e.status === 404) render({ status: "NONE" });
-      }
-    }, 5000);
-    return;
-  }
-  stream = new EventSource(path + "/stream");
-  stream.addEventListener("waitlist", (ev) => {
+  if (!window.EventSource) return poll();
+  const es = new EventSource(path + "/stream");
+  stream = es;
+  let failures = 0;
+  const giveUp = () => {
+    clearTimeout(opening);
+    es.close();
+    poll();
+  };
+  const opening = setTimeout(() => { if (es.readyState === EventSource.CONNECTING) giveUp(); }, 20000);
+  es.onopen = () => {
+    clearTimeout(opening);
+    failures = 0;
+  };
+  es.onerror = () => { if (++failures >= 3) giveUp(); };
+  es.addEventListener("waitlist", (ev) => {
     try { render(JSON.parse(ev.data)); } catch { /* a malformed event changes nothing */ }
   });
+}
+
+// poll reads the entry every 5 s, for good.
+function poll() {
+  stream = setInterval(async () => {
+    try {
+      render((await get(path)).data);
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 404) render({ status: "NONE" });
+    }
+  }, 5000);
 }
 
 async function start() {
