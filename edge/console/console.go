@@ -88,6 +88,7 @@ func (con *Console) Mount(r fiber.Router) {
 	r.Get("/admin/session", con.whoami)
 	r.Delete("/admin/session", con.signOut)
 	r.Get("/admin/live", con.live)
+	r.Get("/admin/figures", con.figuresNow)
 }
 
 // forward lets an operator API call through with the operator token added when it carries a valid console

@@ -3,9 +3,12 @@ package console
 import (
 	"bufio"
 	"encoding/json"
+	"net/http"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/flashseat/flashseat/shared/problem"
 )
 
 // live streams the figures to one console: event "figures" with a Snapshot, about once a second. One gatherer
@@ -46,6 +49,34 @@ func (con *Console) live(c *fiber.Ctx) error {
 		}
 	})
 	return nil
+}
+
+// figuresNow answers the latest figures once, as JSON: a console whose stream cannot reach it (a network or proxy
+// that refuses event streams or holds them back) polls this instead. It keeps the gatherer running as a metrics
+// scrape does; the first call after nobody watched waits for a fresh round.
+func (con *Console) figuresNow(c *fiber.Ctx) error {
+	if _, err := con.session(c, c.Cookies(Cookie)); err != nil {
+		return err
+	}
+	snap, ok := con.figures.Want()
+	if !ok {
+		ch, stop := con.figures.Subscribe()
+		defer stop()
+		wait := time.NewTimer(5 * time.Second)
+		defer wait.Stop()
+		select {
+		case snap, ok = <-ch:
+		case <-wait.C:
+		case <-con.stop:
+		case <-c.UserContext().Done():
+		}
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	if !ok {
+		return problem.New(http.StatusServiceUnavailable, problem.ServiceUnavailable,
+			"The figures are being gathered; ask again in a moment.").WithRetryAfter(1)
+	}
+	return c.JSON(snap)
 }
 
 func send(w *bufio.Writer, snap Snapshot) bool {

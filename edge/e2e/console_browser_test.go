@@ -164,3 +164,39 @@ func awaitQueue(t *testing.T, c *fsclient.Client, show string, ok func(fsclient.
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestOperatorConsoleWithoutItsStream: an operator whose network refuses the console's event stream, or whose
+// browser has no EventSource, still sees the figures move: the console reads them every two seconds instead.
+func TestOperatorConsoleWithoutItsStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser")
+	}
+	p, c := journeyPlatform(t)
+	show := newShow(t, c, showSpec{title: "Polled " + uuid.NewString()[:6], saleIn: -time.Minute})
+	br := platformtest.NewBrowser(t)
+	for i, blocked := range []string{"stream refused", "no EventSource"} {
+		t.Run(blocked, func(t *testing.T) {
+			op := br.FanFor(t, "operator", 2*time.Minute)
+			if blocked == "no EventSource" {
+				op.OnNewDocument(`delete window.EventSource;`)
+			} else {
+				op.FailRequests("*/admin/live")
+			}
+			op.Go(p.BaseURL + "/admin")
+			op.WaitFor("the sign-in form", `!document.getElementById("signin").hidden`)
+			op.JS(`document.getElementById("token").value = ` + strconv.Quote(p.AdminToken) +
+				`; document.getElementById("opname").value = "Ravi"`)
+			op.JS(`document.querySelector('#signin-form button[type="submit"]').click()`)
+			available := `document.querySelector('article[data-show="` + show + `"] [data-f="available"]')?.textContent`
+			op.WaitFor("the figures, polled", available+`?.includes("available") && `+
+				`document.getElementById("status").textContent.includes("read every two seconds")`)
+			before := op.Text(available)
+			fan := guestFan(t, c)
+			seat := []string{"A1", "A2"}[i]
+			if _, res, err := c.Hold(context.Background(), fan.Token, "", show, []string{seat}, ""); err != nil || res.Status != 201 {
+				t.Fatalf("hold: %d %v", res.Status, err)
+			}
+			op.WaitFor("the hold in the figures", available+` !== `+strconv.Quote(before))
+		})
+	}
+}

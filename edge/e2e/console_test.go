@@ -106,6 +106,11 @@ func TestConsoleSession(t *testing.T) {
 	if !strings.Contains(live, p.show) || !strings.Contains(live, `"waiting"`) {
 		t.Fatalf("live figures: %s", live)
 	}
+	// The same figures once, as JSON, for a console whose stream cannot get through.
+	if s, h, b := o.do("GET", "/admin/figures", "", nil); s != 200 || h.Get("Content-Type") != "application/json" ||
+		h.Get("Cache-Control") != "no-store" || !strings.Contains(string(b), p.show) || !strings.Contains(string(b), `"waiting"`) {
+		t.Fatalf("figures: %d %s %s", s, h.Get("Content-Type"), b)
+	}
 
 	// Signing out ends the session, even for a copy of the cookie (the sign-out is in Redis, which every replica reads).
 	stolen := o.c.Jar.Cookies(mustURL(t, p.edge+"/admin"))
@@ -147,6 +152,9 @@ func TestConsoleSignInBadInput(t *testing.T) {
 	}
 	if s, _, _ := o.do("GET", "/admin/live", "", nil); s != 401 {
 		t.Fatalf("live without a session: %d", s)
+	}
+	if s, h, _ := o.do("GET", "/admin/figures", "", nil); s != 401 || !strings.HasPrefix(h.Get("Content-Type"), "application/problem+json") {
+		t.Fatalf("figures without a session: %d %s", s, h.Get("Content-Type"))
 	}
 	if s, _, _ := o.do("GET", "/admin/assets/nope.js", "", nil); s != 404 {
 		t.Fatalf("unknown asset: %d", s)

@@ -183,7 +183,7 @@ func bad(m chromedp.ConsoleMessage) bool {
 
 // apiCall matches the API's addresses (booking's, the waiting room's and the operator console's: a wrong operator
 // token is a 401 the console page shows), as opposed to pages and assets.
-var apiCall = regexp.MustCompile(`^https?://[^/]+/(api/v1/|queue/[^/?]+/(join|status|events)|admin/(session|v1/))`)
+var apiCall = regexp.MustCompile(`^https?://[^/]+/(api/v1/|queue/[^/?]+/(join|status|events)|admin/(session|live|figures|v1/))`)
 
 var jwtLike = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.`)
 

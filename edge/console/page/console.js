@@ -72,12 +72,30 @@ $('signout').addEventListener('click', async () => {
 });
 
 // ---- live figures ----
+// The figures come on an event stream. Where EventSource is missing, or the stream fails three times without
+// opening or has not opened after 20 s (a network or proxy that refuses event streams or holds them back), the
+// console asks for them every two seconds instead. live is then the poller, with the EventSource's close().
 function startLive() {
   if (live) return;
-  live = new EventSource('/admin/live');
-  live.addEventListener('figures', (ev) => render(JSON.parse(ev.data)));
-  live.onopen = () => { $('status').textContent = 'Live: figures update every second.'; };
-  live.onerror = async () => {
+  if (!window.EventSource) return pollLive();
+  const es = new EventSource('/admin/live');
+  live = es;
+  let failures = 0;
+  const giveUp = () => {
+    clearTimeout(opening);
+    es.close();
+    live = null;
+    pollLive();
+  };
+  const opening = setTimeout(() => { if (es.readyState === EventSource.CONNECTING) giveUp(); }, 20000);
+  es.addEventListener('figures', (ev) => render(JSON.parse(ev.data)));
+  es.onopen = () => {
+    clearTimeout(opening);
+    failures = 0;
+    $('status').textContent = 'Live: figures update every second.';
+  };
+  es.onerror = async () => {
+    if (++failures >= 3) return giveUp();
     $('status').textContent = 'Reconnecting to live figures…';
     try {
       await api('GET', '/admin/session');
@@ -85,6 +103,24 @@ function startLive() {
       if (e.status === 401) signedOut('Your session has ended; sign in again.');
     }
   };
+}
+
+function pollLive() {
+  let timer = null;
+  const poller = { close: () => clearTimeout(timer) };
+  live = poller;
+  const tick = async () => {
+    try {
+      const snap = await api('GET', '/admin/figures');
+      render(snap);
+      $('status').textContent = `Figures of ${new Date(snap.at).toLocaleTimeString('en-GB')}, read every two seconds: live updates cannot reach this browser.`;
+    } catch (e) {
+      if (e.status === 401) return; // api() has signed the console out
+      $('status').textContent = `Could not read the figures: ${e.message} Retrying…`;
+    }
+    if (live === poller) timer = setTimeout(tick, 2000);
+  };
+  tick();
 }
 
 // utc reads a datetime-local input's value as UTC (the console's times are all UTC).
