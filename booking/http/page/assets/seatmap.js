@@ -2,6 +2,7 @@
 // naming seat, category, price and state), reachable with the arrow keys; the seat stream keeps it live; a hold
 // goes to checkout, a conflict offers the alternatives in one click, a lost admission goes back to the queue.
 import { post, get, ApiError, session, resetSession, idempotencyKey } from "./api.js";
+import { follow } from "./stream.js";
 import { money, localTimes, showError, clearError, flash, takeFlash } from "./ui.js";
 
 const root = document.getElementById("show");
@@ -191,66 +192,53 @@ async function load(retry = true) {
   }
 }
 
-// pollEvery is how often a browser without EventSource reads the seat map again.
+// pollEvery is how often the map reads itself again where its stream cannot get through.
 const pollEvery = 3000;
 
-// poll keeps the map current in a browser without EventSource (some older or locked-down phones): the whole map
-// again every few seconds, which booking serves from its snapshot.
+// poll keeps the map current where its stream cannot get through (no EventSource on some older or locked-down
+// phones, a network or proxy that refuses the stream): the whole map again every few seconds, which booking serves
+// from its snapshot.
 async function poll() {
   if (await load(false)) setTimeout(poll, pollEvery);
 }
 
-// polling switches the map to reading itself again every few seconds, for good: EventSource is missing, or the
-// stream keeps failing (a network or proxy that refuses or holds it).
+// polling switches the map to reading itself again every few seconds, for good (stream.js says when).
 function polling(why) {
   $("live").textContent = `${why}Seats refresh every ${pollEvery / 1000} seconds.`;
   setTimeout(poll, pollEvery);
 }
 
-// streamFailures is how many failures in a row, without the stream ever opening in between, make the map poll.
-const streamFailures = 3;
-
 function stream() {
-  if (!window.EventSource) return polling("");
-  const es = new EventSource(base + "/seats/stream");
-  let failures = 0;
-  // A stream held by a buffering proxy neither opens nor fails: give it twenty seconds.
-  const opening = setTimeout(() => {
-    if (es.readyState === EventSource.CONNECTING) {
-      es.close();
-      polling("Live updates are unavailable here. ");
-    }
-  }, 20000);
-  es.addEventListener("seat", (ev) => {
-    try {
-      const d = JSON.parse(ev.data);
-      setStatus(d.seatId, d.status);
-    } catch { /* a malformed event changes nothing */ }
-  });
   let lost = false;
-  es.onopen = () => {
-    clearTimeout(opening);
-    failures = 0;
-    $("live").textContent = "Live: seats update as other fans take them.";
-    if (lost) load(); // changes may have been missed while the stream was down
-    lost = false;
-  };
-  es.onerror = () => {
-    lost = true;
-    if (++failures >= streamFailures) {
-      clearTimeout(opening);
-      es.close();
+  follow(base + "/seats/stream", {
+    events: {
+      seat: (ev) => {
+        try {
+          const d = JSON.parse(ev.data);
+          setStatus(d.seatId, d.status);
+        } catch { /* a malformed event changes nothing */ }
+      },
+    },
+    open: () => {
+      $("live").textContent = "Live: seats update as other fans take them.";
+      if (lost) load(); // changes may have been missed while the stream was down
+      lost = false;
+    },
+    error: (es) => {
+      lost = true;
+      $("live").textContent = "Reconnecting to live seat updates…";
+      if (es.readyState === EventSource.CLOSED) {
+        // Refused rather than dropped (an admission that ended answers 403): the browser gives up on this stream.
+        // Reload the seats, which sends the fan back to the queue if that is why, and open a new stream.
+        setTimeout(() => { load(); stream(); }, 2000);
+      }
+    },
+    fallback: () => {
+      if (!window.EventSource) return polling("");
       load(); // at once: the fan may have been away, or their admission may have ended
-      return polling("Live updates are unavailable here. ");
-    }
-    $("live").textContent = "Reconnecting to live seat updates…";
-    if (es.readyState === EventSource.CLOSED) {
-      clearTimeout(opening);
-      // Refused rather than dropped (an admission that ended answers 403): the browser gives up on this stream.
-      // Reload the seats, which sends the fan back to the queue if that is why, and open a new stream.
-      setTimeout(() => { load(); stream(); }, 2000);
-    }
-  };
+      polling("Live updates are unavailable here. ");
+    },
+  });
 }
 
 async function hold(ids) {

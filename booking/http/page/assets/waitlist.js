@@ -4,6 +4,7 @@
 // and the fan has no entry.
 import { get, post, del, session, ApiError } from "./api.js";
 import { showError, clearError } from "./ui.js";
+import { follow } from "./stream.js";
 
 const $ = (id) => document.getElementById(id);
 const show = $("show").dataset.show;
@@ -46,28 +47,14 @@ function render(e) {
 }
 
 // listen follows the entry live; EventSource reconnects by itself, and each (re)connection sends the entry afresh.
-// A browser without EventSource, or whose stream keeps failing or never opens (a network or proxy that refuses it
-// or holds its answer back), reads the entry again every few seconds instead.
+// Where the stream cannot get through (stream.js), the panel reads the entry again every few seconds instead.
 function listen() {
   if (stream) return;
-  if (!window.EventSource) return poll();
-  const es = new EventSource(path + "/stream");
-  stream = es;
-  let failures = 0;
-  const giveUp = () => {
-    clearTimeout(opening);
-    es.close();
-    poll();
-  };
-  const opening = setTimeout(() => { if (es.readyState === EventSource.CONNECTING) giveUp(); }, 20000);
-  es.onopen = () => {
-    clearTimeout(opening);
-    failures = 0;
-  };
-  es.onerror = () => { if (++failures >= 3) giveUp(); };
-  es.addEventListener("waitlist", (ev) => {
-    try { render(JSON.parse(ev.data)); } catch { /* a malformed event changes nothing */ }
+  const es = follow(path + "/stream", {
+    events: { waitlist: (ev) => { try { render(JSON.parse(ev.data)); } catch { /* a malformed event changes nothing */ } } },
+    fallback: poll, // sets stream itself
   });
+  if (es) stream = es;
 }
 
 // poll reads the entry every 5 s, for good.
