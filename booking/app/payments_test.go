@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flashseat/flashseat/booking/app"
-	"github.com/flashseat/flashseat/booking/internal/bookingtest"
 	"github.com/flashseat/flashseat/booking/invariant"
 	"github.com/flashseat/flashseat/booking/payment"
 	"github.com/flashseat/flashseat/booking/payment/sim"
@@ -159,9 +158,7 @@ func (st *stack) show() string {
 	if s.status != 201 {
 		t.Fatalf("show: %d %s", s.status, s.body)
 	}
-	id := s.json(t)["showId"].(string)
-	st.t.Cleanup(func() { bookingtest.DeleteShowKeys(bookingtest.Redis(st.t), id) })
-	return id
+	return s.json(t)["showId"].(string) // newStack deletes its keys once booking has stopped
 }
 
 func (st *stack) guest() string {

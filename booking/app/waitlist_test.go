@@ -128,7 +128,6 @@ func TestWaitlistOfferOverHTTP(t *testing.T) {
 		"currency": "INR", "prices": map[string]int64{"GOLD": 45000}})
 	show := sh.json(t)["showId"].(string)
 	rdb := bookingtest.Redis(t)
-	t.Cleanup(func() { bookingtest.DeleteShowKeys(rdb, show) })
 	path := "/api/v1/shows/" + show + "/waitlist"
 
 	blocker, fan, other := st.guest(), st.guest(), st.guest()

@@ -62,7 +62,7 @@ func (con *Console) figuresNow(c *fiber.Ctx) error {
 	if !ok {
 		ch, stop := con.figures.Subscribe()
 		defer stop()
-		wait := time.NewTimer(5 * time.Second)
+		wait := time.NewTimer(firstRoundWait)
 		defer wait.Stop()
 		select {
 		case snap, ok = <-ch:
@@ -78,6 +78,10 @@ func (con *Console) figuresNow(c *fiber.Ctx) error {
 	}
 	return c.JSON(snap)
 }
+
+// firstRoundWait bounds figuresNow's wait for a first round: longer than a round's own 5 s bound, so that a round
+// that fails (booking down) still comes back, with its error, before it.
+const firstRoundWait = 6 * time.Second
 
 func send(w *bufio.Writer, snap Snapshot) bool {
 	b, err := json.Marshal(snap)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -53,15 +52,7 @@ func startOn(tb testing.TB, r *redistest.Redis, edgeEnv map[string]string) *plat
 	} else {
 		opts.RedisURL = r.URL
 	}
-	// Registered before the platform starts, so it runs after the platform has stopped: booking rewrites a show's
-	// counters until then.
-	var show string
-	tb.Cleanup(func() {
-		if show != "" {
-			_ = redistest.DeleteShow(context.Background(), r.Client, show)
-		}
-	})
-	pt := platformtest.Start(tb, opts)
+	pt := platformtest.Start(tb, opts) // deletes the demo show's keys once the platform has stopped
 
 	var events struct {
 		Events []struct {
@@ -74,7 +65,7 @@ func startOn(tb testing.TB, r *redistest.Redis, edgeEnv map[string]string) *plat
 	if len(events.Events) == 0 || len(events.Events[0].Shows) == 0 {
 		tb.Fatal("no demo show")
 	}
-	show = events.Events[0].Shows[0].ShowID
+	show := events.Events[0].Shows[0].ShowID
 	return &platform{edge: pt.BaseURL, booking: pt.BookingURL, edgeOps: pt.EdgeOpsURL, bookingOps: pt.BookingOpsURL,
 		show: show, issuer: pt.Issuer, rdb: r.Client}
 }

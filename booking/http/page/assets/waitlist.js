@@ -10,7 +10,7 @@ const $ = (id) => document.getElementById(id);
 const show = $("show").dataset.show;
 const path = `/api/v1/shows/${encodeURIComponent(show)}/waitlist`;
 const box = $("waitlist");
-let stream = null;
+let following = false; // the entry is followed, live or by polling
 let last = { status: "NONE" };
 
 const soldOut = () => /^0 of /.test($("avail").textContent);
@@ -49,17 +49,17 @@ function render(e) {
 // listen follows the entry live; EventSource reconnects by itself, and each (re)connection sends the entry afresh.
 // Where the stream cannot get through (stream.js), the panel reads the entry again every few seconds instead.
 function listen() {
-  if (stream) return;
-  const es = follow(path + "/stream", {
+  if (following) return;
+  following = true;
+  follow(path + "/stream", {
     events: { waitlist: (ev) => { try { render(JSON.parse(ev.data)); } catch { /* a malformed event changes nothing */ } } },
-    fallback: poll, // sets stream itself
+    fallback: poll,
   });
-  if (es) stream = es;
 }
 
 // poll reads the entry every 5 s, for good.
 function poll() {
-  stream = setInterval(async () => {
+  setInterval(async () => {
     try {
       render((await get(path)).data);
     } catch (e) {
