@@ -14,6 +14,7 @@ import (
 	"github.com/flashseat/flashseat/shared/env"
 	"github.com/flashseat/flashseat/shared/eventstream"
 	"github.com/flashseat/flashseat/shared/token"
+	"github.com/flashseat/flashseat/waitroom/siteverify"
 )
 
 // Config is everything the edge reads from its environment. LoadConfig fills the defaults, so `make run` works
@@ -84,6 +85,9 @@ type Config struct {
 	// default 72h).
 	EventsRelayEvery time.Duration
 	EventsOutboxKeep time.Duration
+	// HumanCheck verifies the human check a show's join may require (HUMAN_CHECK, HUMAN_CHECK_*; humancheck.go):
+	// nil, and Enabled false, when HUMAN_CHECK is unset.
+	HumanCheck *siteverify.Verifier
 }
 
 // DefaultDatabaseURL is booking's default too: `make services` creates it.
@@ -147,6 +151,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	l.waitroom(&cfg)
 	l.console(&cfg)
 	l.events(&cfg)
+	l.humanCheck(&cfg)
 	cfg.Limits = map[edge.Class]LimitConfig{
 		// The API: a fan browsing, holding and paying needs a few requests a second; a NATed office or campus
 		// shares one address, hence the generous per-address rate.
