@@ -2,7 +2,6 @@ package edge
 
 import (
 	"net/http"
-	"net/textproto"
 	"slices"
 	"strings"
 )
@@ -19,20 +18,6 @@ var hopByHop = []string{
 	"Trailer",
 	"Transfer-Encoding",
 	"Upgrade",
-}
-
-// RemoveHopByHop deletes from h the hop-by-hop headers and every header the Connection header names.
-func RemoveHopByHop(h http.Header) {
-	for _, v := range h["Connection"] {
-		for _, name := range strings.Split(v, ",") {
-			if name = textproto.TrimString(name); name != "" {
-				h.Del(name)
-			}
-		}
-	}
-	for _, name := range hopByHop {
-		h.Del(name)
-	}
 }
 
 // IsHopByHop reports whether the canonical header name is always hop-by-hop.
@@ -60,13 +45,22 @@ func HeaderIndex(name []byte, names []string) int {
 	return -1
 }
 
-// Replayable reports whether a request may be sent to the upstream a second time after a failure: only methods
-// that are safe or idempotent by definition. A POST may have taken effect before the connection broke (a hold
-// placed, a card charged), so the edge answers 502 rather than guess.
-func Replayable(method string) bool {
+// Replayable reports whether a request may be sent to the upstream again after its exchange failed once the request
+// may have been written, so that the upstream may have acted on it. It may when acting on it twice is the same as
+// acting on it once: the methods RFC 9110 (section 9.2.2) defines as idempotent (GET, HEAD, OPTIONS, TRACE, PUT,
+// DELETE), and any request carrying an Idempotency-Key: its sender declares it safe to repeat, and booking carries
+// out a hold or a payment once per key, answering a repeat as it answered the first. A POST or PATCH without one
+// may have taken effect before the connection broke (a hold placed, a card charged), so the edge answers 502
+// rather than guess.
+//
+// A replay's answer may differ from the one lost (a DELETE of a booking the first attempt cancelled is answered
+// 409), as it would if the client had retried the 502 itself; what the upstream does, it does once. A request that
+// met a connection the upstream had closed before any of the request was written is no replay: it may go on another
+// connection whatever its method, since nothing reached the upstream.
+func Replayable(method string, idempotencyKey bool) bool {
 	switch method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
 		return true
 	}
-	return false
+	return idempotencyKey
 }

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
+	"net/url"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
-	"golang.org/x/net/http/httpguts"
 
 	"github.com/flashseat/flashseat/edge"
 )
@@ -23,10 +21,10 @@ import (
 // HostClient applies one read deadline to headers and body alike and buffers the whole body, so it only carries
 // answers that are complete within the exchange's bounds.
 //
-// The fast path keeps the Transport path's policies: the same target URL and header hygiene, 504 on timeout
-// (response headers and body within HeaderTimeout of sending, the whole within Timeout), 502 otherwise, and a
-// request is sent a second time only when replayable (fasthttp would also resend a POST whose connection closed
-// before the first response byte; MaxIdemponentCallAttempts 1 turns all of its own retries off).
+// The fast path keeps the Transport path's policies: the same target URL, the same prepared headers (forward.go),
+// 504 on timeout (response headers and body within HeaderTimeout of sending, the whole within Timeout), 502
+// otherwise, and the same replay rule (replayAgain; fasthttp would also resend a POST whose connection closed
+// before the first response byte, so MaxIdemponentCallAttempts 1 turns all of its own retries off).
 
 // maxFastBody bounds an upstream body buffered by the fast path; a larger one is a 502.
 const maxFastBody = 64 << 20
@@ -105,32 +103,31 @@ func (p *Proxy) handleFast(c *fiber.Ctx) error {
 // forwardFast forwards the request and writes the answer; with share set, it also returns the answer for other
 // requests when it may be shared (see sharedAnswer), else nil.
 //
-// The client's request is sent as it is, changed in place (fastOutgoing), and the upstream's answer is read into
-// the client's response and cleaned there (fastRespond), as the least a proxy can do: no header or body is copied
-// to a second message and back. What the server and fiber read after the handler (the request's protocol and
-// Connection: close, its target and Host) is put back once the exchange is over.
+// The client's request is sent as it is, changed in place (prepare, fastTarget), and the upstream's answer is read
+// into the client's response and cleaned there (fastRespond), as the least a proxy can do: no header or body is
+// copied to a second message and back. What the server and fiber read after the handler (the request's protocol
+// and Connection: close, its target and Host) is put back once the exchange is over.
 func (p *Proxy) forwardFast(c *fiber.Ctx, share bool) (*sharedAnswer, error) {
 	req, resp := c.Request(), c.Response()
-	// Replayed as the Transport replays: only safe methods, or a request carrying an Idempotency-Key.
-	replayable := c.Method() == fiber.MethodGet || c.Method() == fiber.MethodHead ||
-		c.Method() == fiber.MethodOptions || c.Method() == fiber.MethodTrace ||
-		len(req.Header.Peek("Idempotency-Key")) > 0
 	var undo outgoingUndo
-	if err := p.fastOutgoing(c, &undo); err != nil {
+	err := p.prepare(c, &undo)
+	if err == nil {
+		err = p.fastTarget(c, &undo)
+	}
+	if err != nil {
+		undo.apply(c)
 		return nil, err
 	}
 	deadline := time.Now().Add(p.cfg.Timeout)
-	var err error
 	for attempt, stale := 0, 0; ; {
 		err = p.fast.DoDeadline(req, resp, deadline)
 		if errors.Is(err, errStaleConn) && stale < maxStaleConns {
-			stale++ // nothing was written: try the next pooled connection, or a new one
+			stale++ // nothing was written: try the next pooled connection, or a new one, whatever the method
 			continue
 		}
-		if err == nil || !replayable || attempt > 0 || fastTimeout(err) {
+		if err == nil || !replayAgain(c, attempt, fastTimeout(err)) {
 			break
 		}
-		// A replayable request met a broken pooled connection: send it once more, as the Transport would.
 		attempt++
 	}
 	undo.apply(c)
@@ -160,164 +157,31 @@ func fastTimeout(err error) bool {
 		(errors.As(err, &t) && t.Timeout())
 }
 
-// outgoingUndo is what fastOutgoing changed in the client's request that the server or a later handler reads:
-// apply puts it back.
-type outgoingUndo struct {
-	host       saved  // the client's Host
-	target     saved  // the client's request target, as sent (fasthttp writes the upstream's over it)
-	retargeted bool   // the upstream's target is not the client's: the URI must be parsed again
-	rawPath    bool   // the URI's DisablePathNormalizing, which the HostClient sets
-	scheme     string // the URI's scheme, when the upstream's differed
-	protocol   string // the client's protocol, when not HTTP/1.1 (the upstream's always is)
-	closeReq   bool   // the client asked for Connection: close
-}
-
-func (u *outgoingUndo) apply(c *fiber.Ctx) {
-	req := c.Request()
-	req.UseHostHeader = false
-	req.Header.SetHostBytes(u.host.bytes())
-	req.URI().DisablePathNormalizing = u.rawPath
-	if u.retargeted {
-		req.SetRequestURIBytes(u.target.bytes())
-		req.URI() // parsed again into the buffers fiber's path was read from
-	} else {
-		req.Header.SetRequestURIBytes(u.target.bytes()) // the URI, parsed from it, is as it was
-		if u.scheme != "" {
-			req.URI().SetScheme(u.scheme)
-		}
-	}
-	if u.protocol != "" {
-		req.Header.SetProtocol(u.protocol)
-	}
-	if u.closeReq {
-		req.Header.SetConnectionClose()
-	}
-}
-
-// saved is a copy of a value fasthttp will write over: in place when it is short, as a host and most targets are,
-// so that every request does not allocate one.
-type saved struct {
-	buf  [128]byte
-	n    int
-	long []byte
-}
-
-func (s *saved) set(b []byte) {
-	s.n, s.long = copy(s.buf[:], b), nil
-	if len(b) > len(s.buf) {
-		s.long = bytes.Clone(b)
-	}
-}
-
-func (s *saved) bytes() []byte {
-	if s.long != nil {
-		return s.long
-	}
-	return s.buf[:s.n]
-}
-
-// fastOutgoing makes the client's request the upstream's, in place, as outgoing builds the Transport's request:
-// same method, target, headers and body, minus hop-by-hop headers and those the Connection header names, plus
-// X-Forwarded-* and the request id. It works on fasthttp's bytes throughout: every request passes here, and
-// string conversions, canonicalised names and joined values were most of what the edge allocated per request.
-func (p *Proxy) fastOutgoing(c *fiber.Ctx, undo *outgoingUndo) error {
-	fr := c.Request()
-	// One pass finds what must go (hop-by-hop headers, those the Connection header names, those set below) and
-	// the forwarding headers a trusted proxy may have set; the request is changed only once it is known valid.
-	st := stateOf(c)
-	trusted := p.trusted.Trusts(st.peer)
-	var named [][]byte
-	var drop uint32      // bit i: outgoingDropped[i] (at most 32 names) is present
-	var xffBuf [128]byte // on the stack: SetBytesV copies it
-	xff := xffBuf[:0]
-	// A trusted proxy's X-Forwarded-Proto and -Host, copied: their headers go before the new ones are set.
-	var protoBuf [16]byte
-	var hostBuf [128]byte
-	proto, host := protoBuf[:0], hostBuf[:0]
-	for k, v := range fr.Header.All() {
-		if !validHeaderName(k) || !validHeaderValue(v) {
-			return fmt.Errorf("%w: header %q", edge.ErrBadRequest, k)
-		}
-		i := edge.HeaderIndex(k, outgoingDropped)
-		if i < 0 {
-			continue
-		}
-		drop |= 1 << i
-		switch outgoingDropped[i] {
-		case "Connection":
-			named = connectionTokens(named, v)
-		case "X-Forwarded-For":
-			if trusted {
-				xff = append(append(xff, v...), ", "...)
-			}
-		case "X-Forwarded-Proto":
-			if trusted && len(proto) == 0 {
-				proto = append(proto, v...)
-			}
-		case "X-Forwarded-Host":
-			if trusted && len(host) == 0 {
-				host = append(host, v...)
-			}
-		}
-	}
-	xff = appendPeer(xff, c, st.peer)
-
-	if err := p.fastTarget(c, undo); err != nil {
-		return err
-	}
-	undo.closeReq = fr.Header.ConnectionClose()
-	for _, n := range named { // before Connection goes: they point into its value
-		fr.Header.DelBytes(n)
-	}
-	for i, name := range outgoingDropped {
-		// Host and Content-Length are the message's own, set by fastTarget and by fasthttp from the body.
-		if drop&(1<<i) != 0 && name != "Host" && name != "Content-Length" {
-			fr.Header.Del(name)
-		}
-	}
-	fr.Header.ResetConnectionClose()
-	fr.Header.SetNoDefaultContentType(true)
-	if !fr.Header.IsHTTP11() {
-		undo.protocol = string(fr.Header.Protocol())
-		fr.Header.SetProtocol("HTTP/1.1")
-	}
-
-	fr.Header.SetBytesV("X-Forwarded-For", xff)
-	if len(proto) == 0 {
-		proto = append(proto, "http"...)
-		if c.Context().IsTLS() {
-			proto = append(proto[:0], "https"...)
-		}
-	}
-	fr.Header.SetBytesV("X-Forwarded-Proto", proto)
-	if len(host) == 0 {
-		host = undo.host.bytes()
-	}
-	fr.Header.SetBytesV("X-Forwarded-Host", host)
-	fr.Header.Set(HeaderRequestID, st.id)
-	return nil
-}
-
 // fastTarget sets the request's upstream target as target builds it: the path as the client sent it, under the
 // upstream's path, with the query as sent, and the upstream's Host. A path of characters that url.URL writes back
 // unchanged, under an upstream without a path (booking's URL), is that target already; anything else is built by
-// target. undo records the client's Host and target.
+// target. undo records the client's Host and target; on an error nothing was changed.
 func (p *Proxy) fastTarget(c *fiber.Ctx, undo *outgoingUndo) error {
 	fr := c.Request()
 	u := fr.URI()
 	path := u.PathOriginal()
-	undo.target.set(fr.Header.RequestURI())
-	undo.rawPath = u.DisablePathNormalizing
+	var out *url.URL
 	if !(p.cfg.Target.Path == "" && p.cfg.Target.RawPath == "" && len(path) > 0 && path[0] == '/' && plainPath(path)) {
-		out, err := p.target(c)
+		t, err := p.target(c)
 		if err != nil {
 			return err
 		}
+		out = &t
+	}
+	undo.targeted = true
+	undo.target.set(fr.Header.RequestURI())
+	undo.rawPath = u.DisablePathNormalizing
+	undo.host.set(fr.Header.Host())
+	if out != nil {
 		undo.retargeted = true
 		fr.SetRequestURI(out.RequestURI())
 		u = fr.URI()
 	}
-	undo.host.set(fr.Header.Host())
 	if s := p.cfg.Target.Scheme; string(u.Scheme()) != s {
 		undo.scheme = string(u.Scheme())
 		u.SetScheme(s)
@@ -336,46 +200,6 @@ func plainPath(path []byte) bool {
 		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
 		case bytes.IndexByte([]byte("-._~!$&'()*+,;=:@/"), b) >= 0:
 		default:
-			return false
-		}
-	}
-	return true
-}
-
-// appendPeer appends the connection's address as net.IP writes it.
-func appendPeer(b []byte, c *fiber.Ctx, peer netip.Addr) []byte {
-	if !peer.IsValid() {
-		return append(b, c.Context().RemoteIP().String()...)
-	}
-	return peer.AppendTo(b)
-}
-
-// outgoingDropped are the client's headers left out of the upstream request: hop-by-hop ones, those fastOutgoing
-// sets itself, those the request carries (Host, Content-Length), and Expect, which fasthttp has already acted on.
-// One list, so each header is looked up once.
-var outgoingDropped = append(edge.HopByHopNames(), "Host", "Content-Length", "Expect", HeaderRequestID,
-	"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host")
-
-// incomingDropped are the upstream's headers left out of the answer: hop-by-hop ones, those fasthttp writes itself
-// (Content-Length, Date, Server), and the request id, which is already set.
-var incomingDropped = append(edge.HopByHopNames(), "Content-Length", "Date", "Server", HeaderRequestID)
-
-// validHeaderName is httpguts.ValidHeaderFieldName on bytes: a non-empty token.
-func validHeaderName(k []byte) bool {
-	if len(k) == 0 {
-		return false
-	}
-	for _, b := range k {
-		if b >= utf8.RuneSelf || !httpguts.IsTokenRune(rune(b)) {
-			return false
-		}
-	}
-	return true
-}
-
-func validHeaderValue(v []byte) bool {
-	for _, b := range v {
-		if b < ' ' && b != '\t' || b == 0x7f {
 			return false
 		}
 	}
@@ -426,28 +250,4 @@ func incoming(resp *fasthttp.Response, add func(k, v []byte)) {
 			add(k, v)
 		}
 	}
-}
-
-// connectionTokens appends to named the header names a Connection header's value v lists.
-func connectionTokens(named [][]byte, v []byte) [][]byte {
-	for n := range bytes.SplitSeq(v, []byte(",")) {
-		if n = bytes.TrimSpace(n); len(n) > 0 {
-			named = append(named, n)
-		}
-	}
-	return named
-}
-
-// dropped reports whether a header does not cross the proxy: it is on the list, or the message's Connection header
-// names it.
-func dropped(name []byte, list []string, named [][]byte) bool {
-	if edge.HeaderIndex(name, list) >= 0 {
-		return true
-	}
-	for _, n := range named {
-		if bytes.EqualFold(n, name) {
-			return true
-		}
-	}
-	return false
 }

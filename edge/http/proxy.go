@@ -18,7 +18,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
-	"golang.org/x/net/http/httpguts"
 
 	"github.com/flashseat/flashseat/edge"
 )
@@ -42,11 +41,11 @@ type ProxyConfig struct {
 // Ordinary requests (a hold, a seat map) take fasthttp's HostClient (fastproxy.go), which costs the least CPU per
 // exchange. A request that may be answered with an event stream takes net/http's Transport: it bounds the wait
 // for response headers separately from the life of the body (an event stream lasts as long as the fan watches, a
-// seat map must answer in seconds), its requests are cancelled through a context when the client goes away, and it
-// replays a request on a broken pooled connection only when that is safe (GET, HEAD, or an Idempotency-Key).
+// seat map must answer in seconds), and its requests are cancelled through a context when the client goes away.
 // fasthttp's client applies one read deadline to headers and a streamed body alike, buffers the whole body, and
-// returns an aborted stream's connection to its pool. Both paths keep the same policies: header hygiene,
-// X-Forwarded-*, 504 on timeout and 502 otherwise.
+// returns an aborted stream's connection to its pool. Both paths send the request prepare made (forward.go: header
+// hygiene, X-Forwarded-*, the request id), replay by the same rule (replayAgain), and fail alike: 504 on timeout,
+// 502 otherwise.
 type Proxy struct {
 	cfg       ProxyConfig
 	transport *http.Transport
@@ -114,6 +113,11 @@ func (p *Proxy) Handle(c *fiber.Ctx) error {
 		}
 		return p.handleFast(c)
 	}
+	return p.handleStream(c)
+}
+
+// handleStream forwards a request that may be answered with an event stream, by net/http's Transport.
+func (p *Proxy) handleStream(c *fiber.Ctx) error {
 	req, cancelCause, err := p.outgoing(c)
 	if err != nil {
 		return err
@@ -122,7 +126,20 @@ func (p *Proxy) Handle(c *fiber.Ctx) error {
 	// until either side ends it (respond stops the timer).
 	timer := time.AfterFunc(p.cfg.Timeout, func() { cancelCause(edge.ErrUpstreamTimeout) })
 	cancel := func() { timer.Stop(); cancelCause(nil) }
-	resp, err := p.transport.RoundTrip(req)
+	var resp *http.Response
+	for attempt := 0; ; attempt++ {
+		// The Transport sends a request again on its own when a pooled connection broke under it: any request of
+		// which nothing was written, else only by its own rule (GET, HEAD, OPTIONS, TRACE, an idempotency key),
+		// which outgoing keeps within replayable's. This loop adds the replays replayAgain allows and the
+		// Transport would not make: a PUT or DELETE, a connection that broke on its first request.
+		resp, err = p.transport.RoundTrip(req)
+		if err == nil || context.Cause(req.Context()) != nil || !replayAgain(c, attempt, isTimeout(err)) {
+			break
+		}
+		if req, err = rewound(req); err != nil {
+			break
+		}
+	}
 	if err != nil {
 		cancel()
 		if errors.Is(context.Cause(req.Context()), edge.ErrUpstreamTimeout) {
@@ -134,6 +151,19 @@ func (p *Proxy) Handle(c *fiber.Ctx) error {
 	}
 	p.respond(c, resp, timer, cancel)
 	return nil
+}
+
+// rewound is req to be sent again, with its body from the start: the Transport closed the one it read.
+func rewound(req *http.Request) (*http.Request, error) {
+	r := req.WithContext(req.Context())
+	if req.GetBody != nil {
+		body, err := req.GetBody()
+		if err != nil {
+			return req, err
+		}
+		r.Body = body
+	}
+	return r, nil
 }
 
 // target is the upstream URL of the request: the path as the client sent it, not fasthttp's normalised one (booking
@@ -154,60 +184,31 @@ func (p *Proxy) target(c *fiber.Ctx) (url.URL, error) {
 	return out, nil
 }
 
-// outgoing builds the upstream request: the same method, path, query, headers and body, minus hop-by-hop headers,
-// plus X-Forwarded-* and the request id. The returned cancel must be called once the exchange is over.
+// outgoing builds the upstream request: the same method, path, query and body, and the headers prepare made.
+// The returned cancel must be called once the exchange is over.
 func (p *Proxy) outgoing(c *fiber.Ctx) (*http.Request, context.CancelCauseFunc, error) {
 	fr := c.Request()
 	out, err := p.target(c)
 	if err != nil {
 		return nil, nil, err
 	}
-
-	h := make(http.Header, 16)
-	var bad error
-	fr.Header.VisitAll(func(k, v []byte) {
-		if bad != nil {
-			return
-		}
-		name, value := string(k), string(v)
-		if !httpguts.ValidHeaderFieldName(name) || !httpguts.ValidHeaderFieldValue(value) {
-			bad = fmt.Errorf("%w: header %q", edge.ErrBadRequest, name)
-			return
-		}
-		switch http.CanonicalHeaderKey(name) {
-		case "Host", "Content-Length":
-			return // carried by req.Host and req.ContentLength
-		case "Expect":
-			return // fasthttp has already answered 100-continue and read the body
-		}
-		h.Add(name, value)
-	})
-	if bad != nil {
-		return nil, nil, bad
+	var undo outgoingUndo
+	if err := p.prepare(c, &undo); err != nil {
+		return nil, nil, err
 	}
-	edge.RemoveHopByHop(h)
+	h := make(http.Header, 16)
+	for k, v := range fr.Header.All() {
+		switch name := http.CanonicalHeaderKey(string(k)); name {
+		case "Host", "Content-Length":
+			// carried by req.Host and req.ContentLength
+		default:
+			h[name] = append(h[name], string(v))
+		}
+	}
+	undo.apply(c) // after the copy: the client's Connection: close is the server's business, not the upstream's
 	if _, ok := h["User-Agent"]; !ok {
 		h["User-Agent"] = []string{""} // do not let the Transport invent one
 	}
-
-	peer := c.Context().RemoteIP().String()
-	trusted := p.trusted.Trusts(peerAddr(c))
-	if prior := h.Values("X-Forwarded-For"); trusted && len(prior) > 0 {
-		h.Set("X-Forwarded-For", strings.Join(prior, ", ")+", "+peer)
-	} else {
-		h.Set("X-Forwarded-For", peer)
-	}
-	if !trusted || h.Get("X-Forwarded-Proto") == "" {
-		proto := "http"
-		if c.Context().IsTLS() {
-			proto = "https"
-		}
-		h.Set("X-Forwarded-Proto", proto)
-	}
-	if !trusted || h.Get("X-Forwarded-Host") == "" {
-		h.Set("X-Forwarded-Host", string(fr.Host()))
-	}
-	h.Set(HeaderRequestID, RequestID(c))
 
 	// The body is copied: for a streamed answer the Transport may still be sending it after the handler returns,
 	// when fiber has already recycled its buffers.
@@ -226,9 +227,11 @@ func (p *Proxy) outgoing(c *fiber.Ctx) (*http.Request, context.CancelCauseFunc, 
 	req.Header = h
 	req.ContentLength = int64(n)
 	req.Host = p.cfg.Target.Host
-	if !edge.Replayable(req.Method) && req.Header.Get("Idempotency-Key") == "" {
-		// net/http retries a request on a broken pooled connection only if it is replayable; make sure that can
-		// never include a POST, whose first attempt may have reached the upstream.
+	if !replayable(c) {
+		// The Transport replays a request with a body it can read again (GetBody) when it carries
+		// X-Idempotency-Key, which booking does not read: without GetBody, a request replayable refuses is never
+		// sent twice. (One without a body and with that header the Transport would still replay on a pooled
+		// connection that broke; only requests that may be answered with an event stream come this way.)
 		req.GetBody = nil
 	}
 	return req, cancel, nil
@@ -237,14 +240,14 @@ func (p *Proxy) outgoing(c *fiber.Ctx) (*http.Request, context.CancelCauseFunc, 
 // respond copies status, headers and body. Known-length bodies are handed to fasthttp to copy; event streams and
 // bodies of unknown length are written as they arrive, flushing after each read, so nothing waits in a buffer.
 func (p *Proxy) respond(c *fiber.Ctx, resp *http.Response, timer *time.Timer, cancel func()) {
-	edge.RemoveHopByHop(resp.Header)
 	rh := &c.Response().Header
+	var named [][]byte
+	for _, v := range resp.Header["Connection"] {
+		named = connectionTokens(named, []byte(v))
+	}
 	for k, vs := range resp.Header {
-		switch k {
-		case "Content-Length", "Date", "Server":
-			continue // fasthttp writes its own
-		case HeaderRequestID:
-			continue // already set, and the upstream echoes the one it was given
+		if dropped([]byte(k), incomingDropped, named) { // the same headers fastRespond removes
+			continue
 		}
 		for _, v := range vs {
 			rh.Add(k, v)
@@ -356,6 +359,9 @@ func (c *closer) Close() error {
 	c.once.Do(c.cancel)
 	return err
 }
+
+// isTimeout reports whether a Transport's exchange failed for lack of time.
+func isTimeout(err error) bool { return errors.Is(upstreamError(err), edge.ErrUpstreamTimeout) }
 
 // upstreamError classifies a failed exchange: a timeout is a 504, anything else (refused, reset, malformed
 // answer) a 502.
