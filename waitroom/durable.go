@@ -237,10 +237,14 @@ func (s *Service) receipt(show, user string, p Place, raw string, presented pres
 	if p.Status != Waiting {
 		return ""
 	}
-	if presented.ok && presented.seq == p.Seq && !presented.renew {
+	seq := p.Seq
+	if p.Shadow {
+		seq = 0 // a receipt like any other, that proves no ticket: a shadow place must never become a real one
+	}
+	if presented.ok && presented.seq == seq && !presented.renew {
 		return raw
 	}
-	made, err := s.issuer.IssueReceipt(user, show, p.Seq, time.Now())
+	made, err := s.issuer.IssueReceipt(user, show, seq, time.Now())
 	if err != nil {
 		s.logFailure("make receipt", show, err)
 		return ""

@@ -19,11 +19,19 @@ func (s *Service) JoinWithReceipt(ctx context.Context, show, user, receipt strin
 	if err := check(show, user); err != nil {
 		return Place{}, err
 	}
+	return s.enter(ctx, show, user, receipt, trusted())
+}
+
+// enter is a join that takes a new place only as ask allows.
+func (s *Service) enter(ctx context.Context, show, user, receipt string, ask Ask) (Place, error) {
 	presented := s.verifyReceipt(show, user, receipt)
 	for attempt := 0; ; attempt++ {
-		e, err := s.join(ctx, show, user, presented.seq)
+		e, err := s.joinAsk(ctx, show, user, presented.seq, ask)
 		if err != nil {
 			return Place{}, err
+		}
+		if e.Refused != "" {
+			return Place{}, refusal(e.Refused)
 		}
 		if e.Pre {
 			// Normally committed when the operator switched the queue on; this covers queues switched on
@@ -57,10 +65,16 @@ func (s *Service) JoinWithReceipt(ctx context.Context, show, user, receipt strin
 	}
 }
 
-// join runs the store's join, restoring what the store lost and reserving tickets as it asks.
+// join runs the store's join for a fan already live (no guard), restoring what the store lost and reserving
+// tickets as it asks.
 func (s *Service) join(ctx context.Context, show, user string, receipted int64) (Entry, error) {
+	return s.joinAsk(ctx, show, user, receipted, trusted())
+}
+
+// joinAsk is join under ask.
+func (s *Service) joinAsk(ctx context.Context, show, user string, receipted int64, ask Ask) (Entry, error) {
 	for attempt := 0; ; attempt++ {
-		e, err := s.store.Join(ctx, show, user, receipted)
+		e, err := s.store.Enter(ctx, show, user, receipted, ask)
 		if err == nil {
 			return e, nil
 		}
@@ -137,18 +151,40 @@ func (s *Service) Inspect(ctx context.Context, show, user string) (Place, error)
 }
 
 // StatusWithReceipt is Status for a fan presenting a place receipt: a fan the store no longer knows (it lost its
-// data) whose receipt is valid is joined back at the receipted place rather than told to join again.
+// data, or skipped them while their phone slept) whose receipt is valid gets the receipted place back rather than
+// being told to join again. It is the trusted form of StatusEnter, for the waiting room's own callers.
 func (s *Service) StatusWithReceipt(ctx context.Context, show, user, receipt string) (Place, error) {
-	p, err := s.Status(ctx, show, user)
-	if errors.Is(err, ErrNotInQueue) && s.verifyReceipt(show, user, receipt).ok {
-		return s.JoinWithReceipt(ctx, show, user, receipt)
+	return s.StatusEnter(ctx, JoinRequest{Show: show, User: user, Receipt: receipt}, false)
+}
+
+// StatusEnter is a fan's status poll presenting the place receipt in r: as StatusWithReceipt, and when the
+// receipt's place cannot be given back, a new place is taken only through the guard (guarded true).
+func (s *Service) StatusEnter(ctx context.Context, r JoinRequest, guarded bool) (Place, error) {
+	p, err := s.Status(ctx, r.Show, r.User)
+	if errors.Is(err, ErrNotInQueue) && s.verifyReceipt(r.Show, r.User, r.Receipt).ok {
+		if guarded {
+			return s.Enter(ctx, r)
+		}
+		return s.JoinWithReceipt(ctx, r.Show, r.User, r.Receipt)
 	}
 	return p, err
 }
 
-// Watch joins (idempotently, presenting receipt) and subscribes a local stream; the caller must Unwatch.
+// Watch joins (idempotently, presenting receipt) and subscribes a local stream, for the waiting room's own
+// callers; fans' streams go through WatchEnter. The caller must Unwatch.
 func (s *Service) Watch(ctx context.Context, show, user, receipt string) (*Watcher, Place, error) {
 	p, err := s.JoinWithReceipt(ctx, show, user, receipt)
+	if err != nil {
+		return nil, Place{}, err
+	}
+	w, err := s.Hub.Add(show, user, p, s.opt.MaxStreams)
+	return w, p, err
+}
+
+// WatchEnter is Watch through the guard: a fan without a place who brings no proof is refused like a join.
+func (s *Service) WatchEnter(ctx context.Context, r JoinRequest) (*Watcher, Place, error) {
+	show, user := r.Show, r.User
+	p, err := s.Enter(ctx, r)
 	if err != nil {
 		return nil, Place{}, err
 	}
@@ -161,7 +197,7 @@ func (s *Service) Watch(ctx context.Context, show, user, receipt string) (*Watch
 func (s *Service) Unwatch(w *Watcher) { s.Hub.Remove(w) }
 
 func (s *Service) place(ctx context.Context, show string, e Entry) (Place, error) {
-	p := Place{Status: e.Status, Seq: e.Seq, OpensAt: e.OpensAt, Paused: e.Paused}
+	p := Place{Status: e.Status, Seq: e.Seq, OpensAt: e.OpensAt, Paused: e.Paused, Shadow: e.Shadow}
 	switch {
 	case e.Status == Admitted && e.Grant != nil:
 		g := *e.Grant

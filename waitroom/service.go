@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/pow"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -17,8 +18,14 @@ import (
 type Store interface {
 	// Join places user in show's queue, or finds their place: idempotent. receipted is the ticket a verified
 	// place receipt proves (0: none), given back if the store forgot the fan while it is still ahead.
-	// ErrNoSettings, ErrNoState and *SeqsError ask the caller to restore or reserve and retry.
+	// ErrNoSettings, ErrNoState and *SeqsError ask the caller to restore or reserve and retry. It is Enter with
+	// the waiting room's own Ask (no guard), for fans already live.
 	Join(ctx context.Context, show, user string, receipted int64) (Entry, error)
+	// Enter is Join for a fan's own request: a new place is taken only as ask allows (guard.go); otherwise
+	// Entry.Refused says why. A receipted ticket behind the cursor is given back to a fan skipped as absent
+	// within ask.TurnHold.
+	Enter(ctx context.Context, show, user string, receipted int64, ask Ask) (Entry, error)
+	GuardStore
 	// Lookup finds user's place without joining; Found is false when they have none.
 	Lookup(ctx context.Context, show, user string) (Entry, error)
 	// Admit runs one admission tick: pops up to min(rate x elapsed, maxActive - active) fans with a live
@@ -106,6 +113,13 @@ type Options struct {
 	// Observe, if set, is told of every tick this replica runs (for metrics): its result (Grants are the
 	// fans this replica admitted), how long it took, and its error.
 	Observe func(snap TickResult, took time.Duration, err error)
+	// PoW issues and verifies the bot protection's proofs of work; nil asks none (guard.go).
+	PoW *pow.Issuer
+	// Human is the deployment's human check, HumanWidget what a page needs to render it; nil: none configured.
+	Human       HumanCheck
+	HumanWidget any
+	// Settings reads a show's settings for the guard (the edge's gate, cached for a second); nil: the keeper.
+	Settings SettingsReader
 }
 
 // Service is the waiting room: joins, status, admission ticks, draws and the local fan-out hub.
@@ -118,6 +132,7 @@ type Service struct {
 	opt      Options
 	log      *slog.Logger
 	Hub      *Hub
+	guard    GuardStore
 	flights  singleflight.Group // restores and reservations, one at a time per show on this replica
 
 	mu     sync.Mutex
@@ -172,7 +187,7 @@ func New(store Store, record Record, queues *admission.Keeper, issuer *token.Iss
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	return &Service{store: store, record: record, queues: queues, issuer: issuer,
+	return &Service{store: store, guard: store, record: record, queues: queues, issuer: issuer,
 		receipts: token.NewReceiptVerifier(issuer, 5*time.Second),
 		opt:      opt, log: opt.Logger, Hub: NewHub(), polled: map[string]map[string]struct{}{},
 		seeded: newLRU[struct{}](maxSeeded), loggedAt: newLRU[time.Time](maxLoggedAt), cursors: newLRU[savedCursor](maxCursors),

@@ -71,6 +71,8 @@ type Place struct {
 	Paused bool
 	// Receipt is the signed place receipt (token.Receipt) of a waiting fan, to present again on a re-join.
 	Receipt string
+	// Shadow: a suspected bot's place in the infinite queue (guard.go). It looks like any other and never comes up.
+	Shadow bool
 }
 
 // Entry is a fan's record as the store reads it: a phase-like kind plus the numbers to compute a Place from.
@@ -86,6 +88,8 @@ type Entry struct {
 	Paused  bool // admission paused by the operator
 	// AdmitPerSecond is the configured rate, for an ETA before this replica has measured one.
 	AdmitPerSecond float64
+	Shadow         bool   // a suspect's shadow place (Seq is its fake ticket)
+	Refused        string // Enter only: the verdict that refused a new place (guard.go)
 }
 
 // Grant is one admission: the token's id, holder and lifetime. Token is the signed JWT once it has been signed.

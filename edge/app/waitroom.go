@@ -2,16 +2,20 @@ package app
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	edgehttp "github.com/flashseat/flashseat/edge/http"
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
 	"github.com/flashseat/flashseat/shared/eventstream"
+	"github.com/flashseat/flashseat/shared/pow"
 	"github.com/flashseat/flashseat/waitroom"
 	wrhttp "github.com/flashseat/flashseat/waitroom/http"
 	wrpostgres "github.com/flashseat/flashseat/waitroom/postgres"
 	wrredis "github.com/flashseat/flashseat/waitroom/redis"
+	"github.com/flashseat/flashseat/waitroom/siteverify"
 )
 
 // WaitroomConfig is the waiting room's part of the edge's environment.
@@ -46,7 +50,16 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 	if wc.AdminToken == "" {
 		e.Log.Warn("ADMIN_TOKEN not set: the queue's operator routes refuse every request")
 	}
-	opt := waitroom.Options{Tick: wc.Tick, Grace: wc.Grace, HeartbeatEvery: wc.HeartbeatEvery, Logger: e.Log}
+	opt := waitroom.Options{Tick: wc.Tick, Grace: wc.Grace, HeartbeatEvery: wc.HeartbeatEvery, Logger: e.Log,
+		Settings: e.Gate}
+	if secret, err := e.Issuer.Derive(powInfo); err != nil {
+		e.Log.Warn("no admission signing key: the waiting room cannot ask a proof of work", "err", err)
+	} else {
+		opt.PoW, _ = pow.NewIssuer(secret) // a derived secret is 32 bytes
+	}
+	if hc := e.Config.HumanCheck; hc.Enabled() {
+		opt.Human, opt.HumanWidget = humanCheck{hc}, hc.Widget()
+	}
 	var metrics func(waitroom.TickResult, time.Duration, error)
 	if e.Registry != nil {
 		metrics = waitroomMetrics(e.Registry)
@@ -57,7 +70,8 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 	// The console's session middleware goes ahead of the operator routes below.
 	mountConsole(ctx, e, svc)
 	h := wrhttp.New(wrhttp.Config{Service: svc, Users: e.Users, Issuer: e.Issuer, AdminToken: wc.AdminToken,
-		Log: e.Log, SecureCookies: wc.SecureCookies, Heartbeat: e.Config.StreamHeartbeat, Audit: e.Audit})
+		Log: e.Log, SecureCookies: wc.SecureCookies, Heartbeat: e.Config.StreamHeartbeat, Audit: e.Audit,
+		ClientAddr: edgehttp.ClientAddr, Exempt: e.Config.RateExempt.Contains})
 	h.Mount(e.Router)
 	if e.Registry != nil {
 		e.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -75,6 +89,25 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 		}
 		h.Close()
 	}()
+}
+
+// powInfo separates the proof-of-work MAC key from the admission key's other uses (token.Issuer.Derive).
+const powInfo = "flashseat waitroom proof of work v1"
+
+// humanCheck adapts siteverify's Verifier to the guard's HumanCheck: a token the fan can fix (missing, rejected)
+// is a failed check; anything else (the provider down, or refusing this deployment's own keys) cannot be
+// decided and answers 503.
+type humanCheck struct{ v *siteverify.Verifier }
+
+func (h humanCheck) Verify(ctx context.Context, response, remoteIP string) (bool, error) {
+	switch err := h.v.Verify(ctx, response, remoteIP); {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, siteverify.ErrMissing), errors.Is(err, siteverify.ErrRejected):
+		return false, nil
+	default:
+		return false, err
+	}
 }
 
 // waitroomMetrics counts this replica's admission ticks: fans admitted, tick latency and failures.

@@ -31,6 +31,8 @@ type Client struct {
 	stream     *http.Client // event streams: no overall timeout, they live as long as the wait
 	adminToken string
 	timeout    time.Duration
+	// Work is the proof of work this client's fans did (Solve).
+	Work *Work
 }
 
 // Options tune a Client.
@@ -56,6 +58,7 @@ func New(base string, transport http.RoundTripper, opt Options) (*Client, error)
 		stream:     &http.Client{Transport: streamTransport(transport), CheckRedirect: noRedirect},
 		adminToken: opt.AdminToken,
 		timeout:    opt.Timeout,
+		Work:       &Work{},
 	}, nil
 }
 

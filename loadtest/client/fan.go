@@ -2,9 +2,14 @@ package client
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
+
+	"github.com/flashseat/flashseat/shared/pow"
 )
 
 // Guest is a fan's identity.
@@ -34,12 +39,79 @@ type QueueState struct {
 }
 
 // Join puts the fan in the show's queue (or finds its existing place). receipt, when not empty, is the place
-// receipt of an earlier join, sent as X-Place-Receipt.
+// receipt of an earlier join, sent as X-Place-Receipt. When the show's bot protection asks for a proof of work, the
+// fan solves the challenge the refusal carries, as a browser's page does, and joins again with the solution.
 func (c *Client) Join(ctx context.Context, user, showID, receipt string) (QueueState, Result, error) {
-	var q QueueState
-	res, err := c.do(ctx, call{method: http.MethodPost, path: "/queue/" + url.PathEscape(showID) + "/join", bearer: user,
-		receipt: receipt, out: &q})
-	return q, res, err
+	var body any
+	for attempt := 0; ; attempt++ {
+		var q QueueState
+		res, err := c.do(ctx, call{method: http.MethodPost, path: "/queue/" + url.PathEscape(showID) + "/join",
+			bearer: user, receipt: receipt, body: body, out: &q})
+		if err != nil || attempt >= 3 {
+			return q, res, err
+		}
+		ch, ok := res.Challenge()
+		if !ok {
+			return q, res, err
+		}
+		proof, err := c.Solve(ctx, ch)
+		if err != nil {
+			return q, res, err
+		}
+		body = map[string]string{"proof": proof}
+	}
+}
+
+// Challenge reads the proof-of-work challenge a refused join carries (problem member "challenge").
+func (r Result) Challenge() (pow.Challenge, bool) {
+	if r.Problem == nil || r.Problem.Extensions["challenge"] == nil {
+		return pow.Challenge{}, false
+	}
+	b, err := json.Marshal(r.Problem.Extensions["challenge"])
+	var ch pow.Challenge
+	if err != nil || json.Unmarshal(b, &ch) != nil || ch.Challenge == "" {
+		return pow.Challenge{}, false
+	}
+	return ch, true
+}
+
+// Solve solves a challenge on one core, as one fan's device does, and returns the solution to send as "proof".
+// The work done is counted in Work.
+func (c *Client) Solve(ctx context.Context, ch pow.Challenge) (string, error) {
+	start := time.Now()
+	n, ok := pow.Solve(ch, 1, ctx.Done())
+	if !ok {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("client: challenge has no solution")
+	}
+	took := time.Since(start)
+	c.Work.add(n+1, took)
+	return pow.Encode(ch, n, took), nil
+}
+
+// Work counts the proof of work a client's fans did: hashes tried and time spent solving.
+type Work struct {
+	mu     sync.Mutex
+	Hashes int64
+	Time   time.Duration
+	Solved int64
+}
+
+func (w *Work) add(hashes int64, took time.Duration) {
+	w.mu.Lock()
+	w.Hashes += hashes
+	w.Time += took
+	w.Solved++
+	w.mu.Unlock()
+}
+
+// Snapshot returns the counts so far.
+func (w *Work) Snapshot() (hashes int64, took time.Duration, solved int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.Hashes, w.Time, w.Solved
 }
 
 // QueueStatus polls the fan's place; when admitted it carries the admission token.

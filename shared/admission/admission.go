@@ -49,11 +49,19 @@ type Settings struct {
 	TokenTTLSeconds int     `json:"tokenTtlSeconds"`
 	// Paused stops admission while the queue stays on: fans keep their places, nobody is admitted.
 	Paused bool `json:"paused"`
+	// TurnHoldSeconds is how long a fan whose turn came while they were away (a phone asleep, no heartbeat
+	// within the grace period) keeps it: coming back within it with their place receipt, they go to the head
+	// of the line rather than the back.
+	TurnHoldSeconds int `json:"turnHoldSeconds"`
+	// Bot is the show's bot protection (bot.go).
+	Bot BotProtection `json:"botProtection"`
 }
 
-// DefaultSettings apply to a show whose operator has set nothing: queue off.
+// DefaultSettings apply to a show whose operator has set nothing: queue off, and bot protection on for when it
+// is switched on.
 func DefaultSettings() Settings {
-	return Settings{Enabled: false, AdmitPerSecond: 10, MaxActive: 200, TokenTTLSeconds: 600}
+	return Settings{Enabled: false, AdmitPerSecond: 10, MaxActive: 200, TokenTTLSeconds: 600,
+		TurnHoldSeconds: 600, Bot: DefaultBotProtection()}
 }
 
 // Validate rejects settings no queue can run with.
@@ -65,8 +73,10 @@ func (s Settings) Validate() error {
 		return errors.New("maxActive must be in [1, 10000000]")
 	case s.TokenTTLSeconds < 10 || s.TokenTTLSeconds > 86400:
 		return errors.New("tokenTtlSeconds must be in [10, 86400]")
+	case s.TurnHoldSeconds < 0 || s.TurnHoldSeconds > 86400:
+		return errors.New("turnHoldSeconds must be in [0, 86400]")
 	}
-	return nil
+	return s.Bot.Validate()
 }
 
 // Grant is one admission as recorded: who was admitted to which show, under which token id, until when.

@@ -39,6 +39,16 @@ const (
 	BadGateway         = "bad-gateway"
 	GatewayTimeout     = "gateway-timeout"
 	ServiceUnavailable = "service-unavailable"
+	// The waiting room's guard (bot protection) refusing a new place.
+	ProofRequired      = "proof-required"
+	ProofInvalid       = "proof-invalid"
+	ProofReplayed      = "proof-replayed"
+	HumanCheckRequired = "human-check-required"
+	HumanCheckFailed   = "human-check-failed"
+	AccountRequired    = "account-required"
+	PrefixLimited      = "prefix-limited"
+	PrefixBlocked      = "prefix-blocked"
+	BrowserInQueue     = "browser-in-queue"
 	// StoreUnavailable is a 503 whose cause is PostgreSQL or Redis being unreachable: the request did nothing and
 	// may be sent again after Retry-After. It is also the answer while a show's queue state cannot be read
 	// (lost and not rebuilt yet): nothing is decided on a guess, a queued show lets nobody through.

@@ -58,6 +58,8 @@ const (
 	QueueMaxActive       = "maxActive"       // integer
 	QueueTokenTTLSeconds = "tokenTtlSeconds" // integer
 	QueuePaused          = "paused"          // "1" or "0": admission paused, queue still on
+	QueueTurnHold        = "turnHold"        // integer seconds: how long an absent fan's turn is held
+	QueueBot             = "bot"             // JSON: the show's bot protection (admission.BotProtection)
 	QueueVersion         = "version"         // the record's version of these settings (PostgreSQL); 0: no record, off
 )
 

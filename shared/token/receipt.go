@@ -48,6 +48,16 @@ type Receipt struct {
 	Renew bool `json:"-"`
 }
 
+// Derive returns a 32-byte secret for another use of the admission signing key, separated from every other use
+// by info: every replica shares the key, so every replica derives the same secret, and rotating the key rotates
+// it. The waiting room's proof-of-work challenges are MACed under one (shared/pow).
+func (is *Issuer) Derive(info string) ([]byte, error) {
+	if is == nil || is.current.Private == nil {
+		return nil, ErrNoKey
+	}
+	return hkdf.Key(sha256.New, is.current.Private.Seed(), nil, info, sha256.Size)
+}
+
 // receiptKey is one admission key's receipt MAC key.
 type receiptKey struct {
 	header string     // the JOSE header, base64url: every receipt under this key starts with it

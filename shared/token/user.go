@@ -2,8 +2,11 @@ package token
 
 import (
 	"crypto"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -46,6 +49,24 @@ func (is *UserIssuer) Issue(userID string, now time.Time, ttl time.Duration) (st
 		ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
 	}}
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(is.secret)
+}
+
+// IsOwn reports whether raw, a user token that verified, is one this platform issued itself (a guest identity)
+// rather than the external identity provider's (an account): ours alone are HS256, and the external issuer's
+// parser refuses HS256, so the header's alg tells them apart without verifying again.
+func IsOwn(raw string) bool {
+	header, _, ok := strings.Cut(raw, ".")
+	if !ok {
+		return false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(header)
+	if err != nil {
+		return false
+	}
+	var h struct {
+		Alg string `json:"alg"`
+	}
+	return json.Unmarshal(b, &h) == nil && h.Alg == "HS256"
 }
 
 // UserVerifier accepts user tokens from our own HS256 issuer and, when configured, from one external issuer whose

@@ -28,12 +28,11 @@ func (h *Handler) events(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	user, err := h.user(c)
+	user, raw, err := h.userToken(c)
 	if err != nil {
 		return err
 	}
-	presented := presentedReceipt(c, show)
-	w, p, err := h.svc.Watch(c.UserContext(), show, user, presented)
+	w, p, err := h.svc.WatchEnter(c.UserContext(), h.request(c, show, user, raw, joinBody{}))
 	if err != nil {
 		return err
 	}

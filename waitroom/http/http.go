@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -48,6 +49,12 @@ type Config struct {
 	Heartbeat time.Duration
 	// Audit records every operator change (shared/audit's Log); nil records nothing.
 	Audit Auditor
+	// ClientAddr is the client's address as the edge's trusted-proxy policy decides it (the guard counts places
+	// by its prefix); nil: unknown.
+	ClientAddr func(c *fiber.Ctx) netip.Addr
+	// Exempt reports addresses that stand for many clients (RATE_EXEMPT: loopback, a load generator): the guard
+	// counts their clients one identity at a time rather than together.
+	Exempt func(netip.Addr) bool
 }
 
 // Auditor records an operator's change; shared/audit's Log is one.
@@ -85,6 +92,7 @@ func (h *Handler) Close() { h.streams.close() }
 // go without a goroutine of its own; on any other, each stream holds its handler's goroutine until it ends.
 func (h *Handler) Mount(r fiber.Router) {
 	r.Post("/queue/:showId/join", h.wrap(h.join))
+	r.Get("/queue/:showId/challenge", h.wrap(h.challenge))
 	r.Get("/queue/:showId/status", h.wrap(h.status))
 	r.Get("/queue/:showId/events", h.wrap(h.events))
 	r.Get("/queue/:showId/fairness", h.wrap(h.fairness))
@@ -95,6 +103,9 @@ func (h *Handler) Mount(r fiber.Router) {
 	r.Post("/admin/v1/shows/:showId/admissions/:jti/revoke", h.wrap(h.kickAdmission))
 	r.Post("/admin/v1/shows/:showId/fans/:userId/revoke", h.wrap(h.kickFan))
 	r.Get("/admin/v1/shows/:showId/fans/:userId", h.wrap(h.fan))
+	r.Get("/admin/v1/shows/:showId/bots", h.wrap(h.botFigures))
+	r.Post("/admin/v1/shows/:showId/blocked-prefixes", h.wrap(h.blockPrefix))
+	r.Delete("/admin/v1/shows/:showId/blocked-prefixes", h.wrap(h.unblockPrefix))
 }
 
 var (
@@ -126,6 +137,15 @@ var codes = []struct {
 	{store.ErrUnavailable, http.StatusServiceUnavailable, problem.StoreUnavailable, "The waiting room is briefly unavailable; your place is kept. Retry in a second."},
 	{waitroom.ErrDrawPending, http.StatusServiceUnavailable, problem.ServiceUnavailable, "The queue is opening; retry in a second."},
 	{waitroom.ErrTooManyStreams, http.StatusTooManyRequests, problem.RateLimited, "Too many open streams for this queue; close some tabs."},
+	{waitroom.ErrProofRequired, http.StatusForbidden, problem.ProofRequired, "Solve the challenge in this answer and join again with its solution as \"proof\"."},
+	{waitroom.ErrProofInvalid, http.StatusUnprocessableEntity, problem.ProofInvalid, "The proof of work is not valid (expired, malformed, or not this challenge's); solve the fresh challenge in this answer."},
+	{waitroom.ErrProofReplayed, http.StatusConflict, problem.ProofReplayed, "This proof of work was already used; each challenge buys one place."},
+	{waitroom.ErrHumanRequired, http.StatusForbidden, problem.HumanCheckRequired, "Complete the human check and join again with its token as \"humanToken\"."},
+	{waitroom.ErrHumanFailed, http.StatusForbidden, problem.HumanCheckFailed, "The human check did not pass; try it again."},
+	{waitroom.ErrAccountRequired, http.StatusForbidden, problem.AccountRequired, "This sale is for signed-in accounts only: sign in and join again."},
+	{waitroom.ErrPrefixLimited, http.StatusTooManyRequests, problem.PrefixLimited, "Too many places have been taken from your network for this show."},
+	{waitroom.ErrPrefixBlocked, http.StatusForbidden, problem.PrefixBlocked, "Your network may not join this queue."},
+	{waitroom.ErrBrowserInQueue, http.StatusConflict, problem.BrowserInQueue, "This browser already holds a place in this queue under another identity."},
 }
 
 // wrap turns a handler's error that codes names into the problem the edge's error handler sends as is; any other
@@ -158,9 +178,22 @@ func (h *Handler) wrap(fn fiber.Handler) fiber.Handler {
 					"requestId", string(c.Response().Header.Peek("X-Request-Id")))
 			}
 			p := problem.New(code.status, code.slug, detail)
-			if code.status == http.StatusServiceUnavailable || code.status == http.StatusTooManyRequests {
+			switch {
+			case code.err == waitroom.ErrPrefixLimited:
+				p.WithRetryAfter(60) // the prefix's count decays over minutes: sooner is no use
+			case code.status == http.StatusServiceUnavailable || code.status == http.StatusTooManyRequests:
 				// On the problem, not the response: the edge's error handler starts its answer afresh.
 				p.WithRetryAfter(1)
+			}
+			var ref *waitroom.Refusal
+			if errors.As(err, &ref) {
+				p.With("reason", ref.Reason)
+				if ref.Challenge != nil {
+					p.With("challenge", ref.Challenge)
+				}
+				if ref.Human != nil {
+					p.With("humanCheck", ref.Human)
+				}
 			}
 			return p
 		}
@@ -181,6 +214,12 @@ func showID(c *fiber.Ctx) (string, error) {
 // fs_session cookie every page shares (shared/session), which also authenticates the page's EventSource. A join
 // authenticated by the cookie must pass the CSRF rule.
 func (h *Handler) user(c *fiber.Ctx) (id string, err error) {
+	id, _, err = h.userToken(c)
+	return id, err
+}
+
+// userToken is user, also returning the token itself (a copy).
+func (h *Handler) userToken(c *fiber.Ctx) (id, raw string, err error) {
 	raw, fromCookie := session.Bearer(c), false
 	if raw == "" {
 		raw = c.Query("access_token")
@@ -189,12 +228,14 @@ func (h *Handler) user(c *fiber.Ctx) (id string, err error) {
 		raw, fromCookie = session.Token(c)
 	}
 	if raw == "" {
-		return "", errUnauthenticated
+		return "", "", errUnauthenticated
 	}
 	if err := session.CheckCSRF(c, fromCookie); err != nil {
-		return "", err
+		return "", "", err
 	}
-	return h.cfg.Users.Verify(strings.Clone(raw))
+	raw = strings.Clone(raw)
+	id, err = h.cfg.Users.Verify(raw)
+	return id, raw, err
 }
 
 // placeJSON is the contract's body of join and status.
@@ -259,11 +300,15 @@ func (h *Handler) join(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	user, err := h.user(c)
+	user, raw, err := h.userToken(c)
 	if err != nil {
 		return err
 	}
-	p, err := h.svc.JoinWithReceipt(c.UserContext(), show, user, presentedReceipt(c, show))
+	body, err := readJoinBody(c)
+	if err != nil {
+		return err
+	}
+	p, err := h.svc.Enter(c.UserContext(), h.request(c, show, user, raw, body))
 	if err != nil {
 		return err
 	}
@@ -275,16 +320,16 @@ func (h *Handler) status(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	user, err := h.user(c)
+	user, raw, err := h.userToken(c)
 	if err != nil {
 		return err
 	}
-	receipt := presentedReceipt(c, show)
-	p, err := h.svc.StatusWithReceipt(c.UserContext(), show, user, receipt)
+	r := h.request(c, show, user, raw, joinBody{})
+	p, err := h.svc.StatusEnter(c.UserContext(), r, true)
 	if err != nil {
 		return err
 	}
-	p.Receipt = h.svc.Receipt(show, user, p, receipt)
+	p.Receipt = h.svc.Receipt(show, user, p, r.Receipt)
 	return h.sendPlace(c, show, p)
 }
 

@@ -1,6 +1,6 @@
 -- One admission tick for one show (pop-and-issue), run by any replica at any time.
 -- KEYS: 1 config, 2 info, 3 state, 4 wait, 5 pre, 6 hb, 7 grants, 8 active (rediskey.QueueActive), 9 gexp,
---       10 jti->user, 11 unrecorded (jti -> ticket)
+--       10 jti->user, 11 unrecorded (jti -> ticket), 12 skipped (user -> when)
 -- ARGV: 1 nonce (unique per call, but a call the client retries runs again with it), 2 grace ms, 3 max fans popped per call (0: admit nobody this tick),
 --       4 ms after which unrecorded grants are handed out again for recording
 -- Invariants kept, atomically:
@@ -11,8 +11,11 @@
 --    are admitted;
 --  * nobody is admitted twice: a fan is popped (ZPOPMIN) before being granted, and join refuses a new ticket to
 --    a fan holding a live grant;
---  * a fan without a heartbeat in the last grace ms is skipped (removed) and does not use a slot;
---  * the cursor (seq of the last fan popped) only grows, so positions (seq - cursor) never grow;
+--  * a fan without a heartbeat in the last grace ms is skipped (removed) and does not use a slot; when they were
+--    skipped is kept (KEYS[12], a day at most), so join.lua can put them back at the head of the line if they
+--    return with their place receipt within the show's turn hold;
+--  * the cursor (seq of the last fan popped) only grows, so positions (seq - cursor) never grow; a fan put back
+--    at the head holds a ticket behind the cursor and is popped first without moving it back;
 --  * nothing is decided on state that is not here: without cached settings the reply is {'unknown'}, and a
 --    queue that is on but has no state (no ticket ceiling) replies {'restore'}, writing nothing either way, so a
 --    Redis that lost its data never reads as "queue off" and never restarts a queue's cursor at zero;
@@ -46,6 +49,7 @@ local ttl = tonumber(cfg[4] or '') or 600
 
 -- Expired grants free their slot; our own bookkeeping of them goes too (bounded per tick).
 redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[12], '-inf', now - 86400000)
 local old = redis.call('ZRANGEBYSCORE', KEYS[9], '-inf', now, 'LIMIT', 0, 1000)
 for _, jti in ipairs(old) do
   local u = redis.call('HGET', KEYS[10], jti)
@@ -135,7 +139,7 @@ if phase == 'open' then
     for i = 1, #p, 2 do
       users[#users + 1] = p[i]
       seqs[#seqs + 1] = p[i + 1]
-      cursor = tonumber(p[i + 1])
+      cursor = math.max(cursor, tonumber(p[i + 1]))
     end
     scanned = scanned + #users
     local hbs = redis.call('ZMSCORE', KEYS[6], unpack(users))
@@ -162,6 +166,7 @@ if phase == 'open' then
         out[#out + 1] = jti
       else
         skipped = skipped + 1
+        redis.call('ZADD', KEYS[12], now, user)
       end
     end
     if #zargs > 0 then

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -27,22 +28,31 @@ func (s *Store) joinKeys(show string) []string {
 		return k
 	}
 	k := []string{rediskey.QueueConfig(show), rediskey.ShowInfo(show), State(show), Wait(show), Pre(show),
-		Heartbeat(show), Grants(show), rediskey.QueueActive(show)}
+		Heartbeat(show), Grants(show), rediskey.QueueActive(show), Skipped(show), BotStats(show), BotPlaces(show),
+		BotShadow(show), BotBrowsers(show), BotSpent(show, "-")}
 	s.keys.Add(show, k)
 	return k
 }
 
+// own is the Ask of the waiting room's own joins and of lookups, as join.lua's arguments after the receipt.
+var own = []any{waitroom.VerdictOK, "", math.MaxInt32, "0", "0", "", "-1", "0"}
+
 // Join implements waitroom.Store.
 func (s *Store) Join(ctx context.Context, show, user string, receipted int64) (waitroom.Entry, error) {
-	return s.join(ctx, show, user, true, receipted)
+	return s.join(ctx, show, user, true, receipted, nil)
+}
+
+// Enter implements waitroom.Store.
+func (s *Store) Enter(ctx context.Context, show, user string, receipted int64, a waitroom.Ask) (waitroom.Entry, error) {
+	return s.join(ctx, show, user, true, receipted, &a)
 }
 
 // Lookup implements waitroom.Store.
 func (s *Store) Lookup(ctx context.Context, show, user string) (waitroom.Entry, error) {
-	return s.join(ctx, show, user, false, 0)
+	return s.join(ctx, show, user, false, 0, nil)
 }
 
-func (s *Store) join(ctx context.Context, show, user string, join bool, receipted int64) (waitroom.Entry, error) {
+func (s *Store) join(ctx context.Context, show, user string, join bool, receipted int64, a *waitroom.Ask) (waitroom.Entry, error) {
 	var flag any = "0" // constants in an interface: no allocation per call
 	if join {
 		flag = "1"
@@ -50,7 +60,29 @@ func (s *Store) join(ctx context.Context, show, user string, join bool, receipte
 	if err := ctx.Err(); err != nil {
 		return waitroom.Entry{}, storeErr("join", err)
 	}
-	r, err := joinScript.Run(ctx, s.joins, s.joinKeys(show), user, flag, receipted).Slice()
+	keys := s.joinKeys(show)
+	args := make([]any, 0, 11)
+	args = append(args, user, flag, receipted)
+	if a == nil {
+		args = append(args, own...)
+	} else {
+		spendFor := int64(0)
+		if a.Spend != "" {
+			keys = append(keys[:len(keys)-1:len(keys)-1], BotSpent(show, a.Spend)) // a copy: keys is shared
+			spendFor = max(a.SpendFor.Milliseconds(), 1)
+		}
+		solve := int64(-1)
+		if a.SolveTime >= 0 {
+			solve = a.SolveTime.Milliseconds()
+		}
+		shadow := "0"
+		if a.Shadow {
+			shadow = "1"
+		}
+		args = append(args, a.Verdict, a.Prefix, a.PrefixPlaces, shadow, spendFor, a.Browser, solve,
+			a.TurnHold.Milliseconds())
+	}
+	r, err := joinScript.Run(ctx, s.joins, keys, args...).Slice()
 	if err != nil {
 		return waitroom.Entry{}, storeErr("join", err)
 	}
@@ -84,12 +116,14 @@ func (s *Store) join(ctx context.Context, show, user string, join bool, receipte
 		e.Status, e.Pre, e.Pending = waitroom.Waiting, kind == "pre", kind == "pending"
 		e.OpensAt = time.UnixMilli(num(r[1]))
 		e.Paused = len(r) > 2 && str(r[2]) == "1"
-	case "waiting":
-		e.Status, e.Seq, e.Cursor = waitroom.Waiting, num(r[1]), num(r[2])
+	case "waiting", "shadow":
+		e.Status, e.Seq, e.Cursor, e.Shadow = waitroom.Waiting, num(r[1]), num(r[2]), kind == "shadow"
 		if len(r) > 4 {
 			e.AdmitPerSecond, _ = strconv.ParseFloat(str(r[3]), 64)
 			e.Paused = str(r[4]) == "1"
 		}
+	case "refused":
+		e.Refused = str(r[1])
 	case "none":
 		e.Found = false
 	default:

@@ -1,14 +1,25 @@
 -- Join (ARGV[2] = "1") or look up (ARGV[2] = "0") a fan's place in one show's queue, atomically.
--- KEYS: 1 config, 2 info, 3 state, 4 wait, 5 pre, 6 hb, 7 grants, 8 active (rediskey.QueueActive)
--- ARGV: 1 userId, 2 join flag, 3 receipted seq (0: none): a ticket the fan's verified place receipt proves
+-- KEYS: 1 config, 2 info, 3 state, 4 wait, 5 pre, 6 hb, 7 grants, 8 active (rediskey.QueueActive), 9 skipped,
+--       10 bot stats, 11 places per prefix, 12 shadow, 13 browsers, 14 spent challenge (or an unused key)
+-- ARGV: 1 userId, 2 join flag, 3 receipted seq (0: none): a ticket the fan's verified place receipt proves,
+--       4 the guard's verdict on a new place ("ok", a refusal, or a suspect's reason), 5 the client's prefix
+--       ("": a join the waiting room makes itself, for a fan already live), 6 places a prefix may take,
+--       7 "1": suspects get the infinite queue, 8 ms the spent challenge must be remembered (0: no challenge),
+--       9 browser session id ("" none), 10 solve ms (-1 none), 11 turn hold ms
 -- Invariants kept: a fan holds at most one live grant or one ticket, never both (a fan with a live grant is
 -- answered "admitted" and gets no ticket); a new ticket (seq) is handed out once, in increasing order, never
 -- above the ceiling reserved in the record (so a queue rebuilt from the record, whose lastSeq starts at that
 -- ceiling, never hands a receipted ticket to someone else), and after opening only once the pre-opening draw
 -- has been written, so every pre-opening fan's ticket is smaller than every later fan's. A receipted ticket is
--- given back only while it is still ahead of the cursor (the fan was forgotten, not served or skipped).
+-- given back only while it is still ahead of the cursor (the fan was forgotten, not served or skipped), or,
+-- behind it, to a fan skipped as absent within the turn hold (a phone asleep at its turn): that fan goes to the
+-- head of the line, which only ever delays the others by one admission each.
+-- Bot protection: only a new place (a ticket or a seat in the pre-opening pool) meets the guard; a fan who has
+-- one keeps it without another proof. A proof is spent once (SET NX), a prefix takes at most ARGV[6] places, a
+-- browser session holds one place whatever identity it shows, and a suspect is refused or given a shadow place
+-- (KEYS[12]: a ticket number that looks real and is never in the line).
 -- Reply: {kind, ...}: unknown | restore | closed | sold_out | admitted grantValue | pre opensAt paused |
--- pending | waiting seq cursor rate paused | reserve lastSeq | none
+-- pending | waiting seq cursor rate paused | shadow seq cursor rate paused | reserve lastSeq | refused reason | none
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local user = ARGV[1]
@@ -41,6 +52,18 @@ if not st[3] then
 end
 local cursor = tonumber(st[1] or '0')
 
+-- A suspect's shadow place: a ticket number just behind the line's end, moved back there whenever the line comes
+-- near it, so it is never reached and looks like any other.
+local shadow = redis.call('HGET', KEYS[12], user)
+if shadow then
+  local fake = tonumber(shadow)
+  if fake - cursor < 10 then
+    fake = math.max(tonumber(st[4] or '0'), cursor) + 10
+    redis.call('HSET', KEYS[12], user, fake)
+  end
+  return {'shadow', fake, cursor, rate, paused}
+end
+
 local seq = redis.call('ZSCORE', KEYS[4], user)
 -- Whether a lookup finds the fan in the queue or the pre-opening pool; a join never asks (every answer below
 -- that depends on it is the same for a join), so a join does not read the pool.
@@ -60,10 +83,80 @@ if join and receipted > cursor then
   redis.call('ZADD', KEYS[4], receipted, user)
   return {'waiting', receipted, cursor, rate, paused}
 end
+if join and receipted > 0 then
+  -- Skipped while away (admit.lua records when): back at the head of the line within the turn hold.
+  local skipped = tonumber(redis.call('ZSCORE', KEYS[9], user) or '')
+  if skipped and skipped >= now - tonumber(ARGV[11]) then
+    redis.call('ZREM', KEYS[9], user)
+    redis.call('ZADD', KEYS[4], receipted, user)
+    return {'waiting', receipted, cursor, rate, paused}
+  end
+end
+
+-- guard decides whether this join may take a new place: nil when it may (the proof is spent and the place
+-- counted), else the reply. Refusals and the figures are counted in KEYS[10].
+local function guard()
+  local verdict = ARGV[4]
+  local suspect = verdict == 'proof_forged' or verdict == 'prefix_blocked'
+  if verdict ~= 'ok' and not suspect then
+    redis.call('HINCRBY', KEYS[10], 'refused:' .. verdict, 1)
+    if verdict == 'proof_invalid' then redis.call('HINCRBY', KEYS[10], 'failed', 1) end
+    return {'refused', verdict}
+  end
+  local prefix = ARGV[5]
+  if not suspect then
+    if prefix ~= '' and tonumber(redis.call('ZSCORE', KEYS[11], prefix) or '0') >= tonumber(ARGV[6]) then
+      verdict, suspect = 'prefix_limit', true
+    elseif ARGV[8] ~= '0' and not redis.call('SET', KEYS[14], user, 'NX', 'PX', ARGV[8]) then
+      verdict, suspect = 'proof_replayed', true
+      redis.call('HINCRBY', KEYS[10], 'failed', 1)
+    end
+  else
+    if verdict == 'proof_forged' then redis.call('HINCRBY', KEYS[10], 'failed', 1) end
+  end
+  if suspect then
+    redis.call('HINCRBY', KEYS[10], 'refused:' .. verdict, 1)
+    if ARGV[7] == '1' then
+      local fake = math.max(tonumber(st[4] or '0'), cursor) + 10
+      redis.call('HSET', KEYS[12], user, fake)
+      redis.call('HINCRBY', KEYS[10], 'shadowed', 1)
+      return {'shadow', fake, cursor, rate, paused}
+    end
+    return {'refused', verdict}
+  end
+  local browser = ARGV[9]
+  if browser ~= '' then
+    local other = redis.call('HGET', KEYS[13], browser)
+    if other and other ~= user and (redis.call('ZSCORE', KEYS[4], other) or redis.call('HEXISTS', KEYS[7], other) == 1
+        or redis.call('SISMEMBER', KEYS[5], other) == 1) then
+      redis.call('HINCRBY', KEYS[10], 'refused:browser', 1)
+      return {'refused', 'browser'}
+    end
+    redis.call('HSET', KEYS[13], browser, user)
+  end
+  if ARGV[8] ~= '0' then
+    redis.call('HINCRBY', KEYS[10], 'solved', 1)
+    if ARGV[10] ~= '-1' then
+      redis.call('LPUSH', KEYS[10] .. ':solves', ARGV[10])
+      redis.call('LTRIM', KEYS[10] .. ':solves', 0, 999)
+    end
+  end
+  if prefix ~= '' then redis.call('ZINCRBY', KEYS[11], 1, prefix) end
+  -- The show's new places a minute, as a count decaying with a 60 s half-life (the challenge's load factor).
+  local arr = redis.call('HMGET', KEYS[10], 'arr', 'arrAt')
+  local a, at = tonumber(arr[1] or '0'), tonumber(arr[2] or '0')
+  if at > 0 then a = a * math.pow(2, -(now - at) / 60000) end
+  redis.call('HSET', KEYS[10], 'arr', tostring(a + 1), 'arrAt', now)
+  return nil
+end
 
 local opens = tonumber(info[4] or '') or 0
 if now < opens then
-  if join then redis.call('SADD', KEYS[5], user) end
+  if join and redis.call('SISMEMBER', KEYS[5], user) == 0 then
+    local refused = guard()
+    if refused then return refused end
+    redis.call('SADD', KEYS[5], user)
+  end
   if member then return {'pre', opens, paused} end
   return {'none'}
 end
@@ -85,6 +178,8 @@ local last = tonumber(st[4] or '0')
 if last + 1 > tonumber(st[3]) then
   return {'reserve', last}
 end
+local refused = guard()
+if refused then return refused end
 local s = redis.call('HINCRBY', KEYS[3], 'lastSeq', 1)
 redis.call('ZADD', KEYS[4], s, user)
 return {'waiting', s, cursor, rate, paused}

@@ -47,12 +47,25 @@ func JTI(show string) string        { return rediskey.Tag(show) + ":wr:jti" }
 func Unrecorded(show string) string { return rediskey.Tag(show) + ":wr:unrec" }
 func Seed(show string) string       { return rediskey.Tag(show) + ":wr:seed" }
 func DrawLock(show string) string   { return rediskey.Tag(show) + ":wr:drawlock" }
+func Skipped(show string) string    { return rediskey.Tag(show) + ":wr:skipped" }
+
+// Key names of a show's bot-protection keys (guard.go).
+func BotStats(show string) string    { return rediskey.Tag(show) + ":bot:stats" }
+func BotSolves(show string) string   { return BotStats(show) + ":solves" } // join.lua names it from BotStats
+func BotPlaces(show string) string   { return rediskey.Tag(show) + ":bot:places" }
+func BotShadow(show string) string   { return rediskey.Tag(show) + ":bot:shadow" }
+func BotBrowsers(show string) string { return rediskey.Tag(show) + ":bot:browsers" }
+func BotPressure(show string) string { return rediskey.Tag(show) + ":bot:pressure" }
+func BotSpent(show, challenge string) string {
+	return rediskey.Tag(show) + ":bot:spent:" + challenge
+}
 
 // Keys lists every key the waiting room keeps for a show (for tests and cleanup).
 func Keys(show string) []string {
 	return []string{Wait(show), Pre(show), Heartbeat(show), State(show), Grants(show), GrantExp(show), JTI(show),
-		Unrecorded(show), Seed(show), DrawLock(show), rediskey.QueueConfig(show), rediskey.QueueActive(show),
-		rediskey.QueueRevoked(show), rediskey.ShowInfo(show)}
+		Unrecorded(show), Seed(show), DrawLock(show), Skipped(show), BotStats(show), BotSolves(show),
+		BotPlaces(show), BotShadow(show), BotBrowsers(show), BotPressure(show), rediskey.QueueConfig(show),
+		rediskey.QueueActive(show), rediskey.QueueRevoked(show), rediskey.ShowInfo(show)}
 }
 
 // Store is the Redis implementation of waitroom.Store.

@@ -5,6 +5,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -49,7 +50,9 @@ CREATE TABLE IF NOT EXISTS queue_grants (
 	PRIMARY KEY (show_id, jti)
 );
 CREATE INDEX IF NOT EXISTS queue_grants_user_idx ON queue_grants (show_id, user_id);
-CREATE INDEX IF NOT EXISTS queue_grants_expiry_idx ON queue_grants (show_id, expires_at)`
+CREATE INDEX IF NOT EXISTS queue_grants_expiry_idx ON queue_grants (show_id, expires_at);
+ALTER TABLE queue_settings ADD COLUMN IF NOT EXISTS turn_hold_seconds integer NOT NULL DEFAULT 600;
+ALTER TABLE queue_settings ADD COLUMN IF NOT EXISTS bot jsonb`
 
 // Migrate creates the record's tables if they do not exist; safe from several processes at once.
 func (r *Record) Migrate(ctx context.Context) error {
@@ -59,13 +62,25 @@ func (r *Record) Migrate(ctx context.Context) error {
 	return nil
 }
 
-const settingsCols = `enabled, admit_per_second, max_active, token_ttl_seconds, paused, version`
+const settingsCols = `enabled, admit_per_second, max_active, token_ttl_seconds, paused, turn_hold_seconds, bot, version`
 
 func scanSettings(row pgx.Row) (admission.Settings, int64, error) {
-	var s admission.Settings
+	s := admission.DefaultSettings()
 	var v int64
-	err := row.Scan(&s.Enabled, &s.AdmitPerSecond, &s.MaxActive, &s.TokenTTLSeconds, &s.Paused, &v)
+	var bot []byte
+	err := row.Scan(&s.Enabled, &s.AdmitPerSecond, &s.MaxActive, &s.TokenTTLSeconds, &s.Paused, &s.TurnHoldSeconds,
+		&bot, &v)
+	if err == nil && bot != nil {
+		// Onto the defaults: a field added to BotProtection after a row was written takes its default.
+		err = json.Unmarshal(bot, &s.Bot)
+	}
 	return s, v, err
+}
+
+// botJSON is the bot column's value.
+func botJSON(s admission.Settings) []byte {
+	b, _ := json.Marshal(s.Bot) // a struct of plain fields always marshals
+	return b
 }
 
 // Settings implements admission.Record.
@@ -105,14 +120,17 @@ func (r *Record) Update(ctx context.Context, show string, fn func(admission.Sett
 		}
 		if !found {
 			// Two first changes at once: one inserts, the other waits on the row and then updates it.
-			_, err = tx.Exec(ctx, `INSERT INTO queue_settings (show_id, `+settingsCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)
-				ON CONFLICT (show_id) DO NOTHING`, show, now.Enabled, now.AdmitPerSecond, now.MaxActive,
-				now.TokenTTLSeconds, now.Paused, version)
+			_, err = tx.Exec(ctx, `INSERT INTO queue_settings (show_id, `+settingsCols+`)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (show_id) DO NOTHING`, show, now.Enabled,
+				now.AdmitPerSecond, now.MaxActive, now.TokenTTLSeconds, now.Paused, now.TurnHoldSeconds, botJSON(now),
+				version)
 			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE queue_settings SET enabled = $2, admit_per_second = $3, max_active = $4,
-			token_ttl_seconds = $5, paused = $6, version = $7, updated_at = now() WHERE show_id = $1`,
-			show, now.Enabled, now.AdmitPerSecond, now.MaxActive, now.TokenTTLSeconds, now.Paused, version)
+			token_ttl_seconds = $5, paused = $6, turn_hold_seconds = $7, bot = $8, version = $9, updated_at = now()
+			WHERE show_id = $1`,
+			show, now.Enabled, now.AdmitPerSecond, now.MaxActive, now.TokenTTLSeconds, now.Paused,
+			now.TurnHoldSeconds, botJSON(now), version)
 		return err
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ package redis
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -40,7 +41,7 @@ func New(rdb goredis.UniversalClient) *Cache { return &Cache{rdb: rdb} }
 var _ admission.Cache = (*Cache)(nil)
 
 var configFields = []string{rediskey.QueueEnabled, rediskey.QueueAdmitPerSecond, rediskey.QueueMaxActive,
-	rediskey.QueueTokenTTLSeconds, rediskey.QueuePaused}
+	rediskey.QueueTokenTTLSeconds, rediskey.QueuePaused, rediskey.QueueTurnHold, rediskey.QueueBot}
 
 // Lookup implements admission.Cache: one HMGET.
 func (c *Cache) Lookup(ctx context.Context, show string) (admission.Settings, admission.Presence, error) {
@@ -86,6 +87,16 @@ func parse(vals []any) (admission.Settings, bool) {
 		s.TokenTTLSeconds = v
 	}
 	s.Paused = str(4) == "1"
+	if v, err := strconv.Atoi(str(5)); err == nil {
+		s.TurnHoldSeconds = v
+	}
+	if b := str(6); b != "" {
+		// Onto the defaults, as the record reads it; a malformed copy keeps them (the record has the truth).
+		bot := s.Bot
+		if json.Unmarshal([]byte(b), &bot) == nil {
+			s.Bot = bot
+		}
+	}
 	return s, true
 }
 
@@ -96,9 +107,11 @@ func flag(b bool) string {
 	return "0"
 }
 
+// settingsArgs are put.lua's and fill.lua's first arguments: the version, then a value for each configFields.
 func settingsArgs(s admission.Settings, version int64) []any {
+	bot, _ := json.Marshal(s.Bot) // a struct of plain fields always marshals
 	return []any{version, flag(s.Enabled), strconv.FormatFloat(s.AdmitPerSecond, 'f', -1, 64), s.MaxActive,
-		s.TokenTTLSeconds, flag(s.Paused)}
+		s.TokenTTLSeconds, flag(s.Paused), s.TurnHoldSeconds, string(bot)}
 }
 
 // Revoked implements admission.Cache: the revocations and the settings' presence in one round trip (ZMSCORE and

@@ -1,0 +1,142 @@
+package admission
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+)
+
+// BotProtection is a show's defence of its queue against scripts (the waiting room's guard applies it): a proof
+// of work for every new place, whose difficulty rises steeply with the recent challenges of the client's address
+// prefix (an IPv4 address or an IPv6 /64), a limit of places per prefix, an optional human check, and an option
+// to admit only accounts of the external identity provider.
+//
+// The difficulty is ALTCHA's maxnumber: a client tries at most that many hashes, half of it on average. For a
+// prefix whose decayed count of recent challenges is p, it is
+//
+//	BaseDifficulty x 2^(max(0, p - FreeChallenges) / DoublingChallenges), at most MaxDifficulty
+//
+// times 2 or 4 while the show takes more than LoadJoinsPerMinute (or four times that) new places a minute. The
+// defaults (BENCHMARKS.md has the figures) cost a fan on a phone well under a second, and a script from one
+// address on two native cores a few seconds a place once it has taken a dozen.
+type BotProtection struct {
+	// Enabled asks a proof of work of every new place while the queue is on. On by default.
+	Enabled bool `json:"enabled"`
+	// BaseDifficulty is the maxnumber of a prefix's first challenges.
+	BaseDifficulty int64 `json:"baseDifficulty"`
+	// MaxDifficulty caps it: the most any one client can be asked, which is also what a fan behind a busy
+	// shared address (an office, a carrier NAT) may have to pay.
+	MaxDifficulty int64 `json:"maxDifficulty"`
+	// FreeChallenges is how many recent challenges of one prefix cost only the base difficulty.
+	FreeChallenges float64 `json:"freeChallenges"`
+	// DoublingChallenges is how many more recent challenges double the difficulty.
+	DoublingChallenges float64 `json:"doublingChallenges"`
+	// HalfLifeSeconds is how fast a prefix's count of recent challenges decays.
+	HalfLifeSeconds int `json:"halfLifeSeconds"`
+	// LoadJoinsPerMinute is the show's rate of new places above which every difficulty doubles (quadruples
+	// above four times it); 0 turns the load factor off.
+	LoadJoinsPerMinute int `json:"loadJoinsPerMinute"`
+	// PrefixPlaces is the most places one prefix may hold in the show's queue; a client of a prefix over it is
+	// a suspected bot.
+	PrefixPlaces int `json:"prefixPlaces"`
+	// Suspects is what a suspected bot gets: SuspectsRefuse (a 429 or 403 problem) or SuspectsShadow (an
+	// infinite queue: a place that looks real and never comes up, so the script learns nothing).
+	Suspects string `json:"suspects"`
+	// HumanCheck also asks for the deployment's human check (Turnstile, hCaptcha or reCAPTCHA) on a new place.
+	HumanCheck bool `json:"humanCheck"`
+	// AccountsOnly lets only user tokens of the external identity provider join (a verified-fan sale); guest
+	// identities are refused.
+	AccountsOnly bool `json:"accountsOnly"`
+	// BlockedPrefixes are prefixes an operator blocked for this show, comma-separated ("203.0.113.7,
+	// 2001:db8:1:2::/64"); their clients are suspects.
+	BlockedPrefixes string `json:"blockedPrefixes"`
+}
+
+// What a suspected bot gets.
+const (
+	SuspectsRefuse = "refuse"
+	SuspectsShadow = "shadow"
+)
+
+// DefaultBotProtection is on, at the difficulties BENCHMARKS.md measures.
+func DefaultBotProtection() BotProtection {
+	return BotProtection{Enabled: true, BaseDifficulty: 100_000, MaxDifficulty: 100_000_000, FreeChallenges: 2,
+		DoublingChallenges: 1, HalfLifeSeconds: 600, LoadJoinsPerMinute: 6000, PrefixPlaces: 300,
+		Suspects: SuspectsRefuse}
+}
+
+// Validate rejects settings no guard can run with.
+func (b BotProtection) Validate() error {
+	switch {
+	case b.BaseDifficulty < 1 || b.BaseDifficulty > 1e12:
+		return errors.New("botProtection.baseDifficulty must be in [1, 1e12]")
+	case b.MaxDifficulty < b.BaseDifficulty || b.MaxDifficulty > 1e12:
+		return errors.New("botProtection.maxDifficulty must be in [baseDifficulty, 1e12]")
+	case b.FreeChallenges < 0 || b.FreeChallenges > 1e6:
+		return errors.New("botProtection.freeChallenges must be in [0, 1e6]")
+	case b.DoublingChallenges < 0.1 || b.DoublingChallenges > 1e6:
+		return errors.New("botProtection.doublingChallenges must be in [0.1, 1e6]")
+	case b.HalfLifeSeconds < 1 || b.HalfLifeSeconds > 86400:
+		return errors.New("botProtection.halfLifeSeconds must be in [1, 86400]")
+	case b.LoadJoinsPerMinute < 0:
+		return errors.New("botProtection.loadJoinsPerMinute must not be negative")
+	case b.PrefixPlaces < 1:
+		return errors.New("botProtection.prefixPlaces must be at least 1")
+	case b.Suspects != SuspectsRefuse && b.Suspects != SuspectsShadow:
+		return errors.New(`botProtection.suspects must be "refuse" or "shadow"`)
+	}
+	for _, p := range b.Blocked() {
+		if _, err := ParsePrefix(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Blocked lists the blocked prefixes.
+func (b BotProtection) Blocked() []string {
+	var out []string
+	for _, p := range strings.Split(b.BlockedPrefixes, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// IsBlocked reports whether prefix (as Prefix writes it) is blocked.
+func (b BotProtection) IsBlocked(prefix string) bool {
+	for _, p := range b.Blocked() {
+		if p == prefix {
+			return true
+		}
+	}
+	return false
+}
+
+// Prefix is the address prefix a client is counted under: an IPv4 address whole, an IPv6 address's /64 (one
+// subscriber's usual allocation, so a host cannot step through its own /64 to escape its count).
+func Prefix(a netip.Addr) string {
+	a = a.Unmap()
+	if !a.IsValid() {
+		return "unknown"
+	}
+	if a.Is4() {
+		return a.String()
+	}
+	p, _ := a.Prefix(64) // a valid IPv6 address always has a /64
+	return p.String()
+}
+
+// ParsePrefix reads a prefix as an operator writes it (an address, or an IPv6 /64) into Prefix's form.
+func ParsePrefix(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if a, err := netip.ParseAddr(s); err == nil {
+		return Prefix(a), nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil || (p.Addr().Is4() && p.Bits() != 32) || (p.Addr().Is6() && p.Bits() != 64) {
+		return "", errors.New("a prefix is an IPv4 address or an IPv6 /64: " + s)
+	}
+	return Prefix(p.Addr()), nil
+}

@@ -1,0 +1,81 @@
+package redis
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/flashseat/flashseat/waitroom"
+)
+
+var (
+	//go:embed pressure.lua
+	pressureLua    string
+	pressureScript = goredis.NewScript(pressureLua)
+)
+
+// Pressure implements waitroom.GuardStore (pressure.lua).
+func (s *Store) Pressure(ctx context.Context, show, prefix string, halfLife time.Duration) (float64, float64, error) {
+	r, err := pressureScript.Run(ctx, s.rdb, []string{BotPressure(show), BotStats(show)}, prefix,
+		max(halfLife.Milliseconds(), 1)).StringSlice()
+	if err != nil {
+		return 0, 0, storeErr("pressure", err)
+	}
+	if len(r) != 2 {
+		return 0, 0, fmt.Errorf("waitroom/redis: pressure: unexpected reply %v", r)
+	}
+	p, _ := strconv.ParseFloat(r[0], 64)
+	load, _ := strconv.ParseFloat(r[1], 64)
+	return p, load, nil
+}
+
+// topPrefixes is how many prefixes BotFigures lists.
+const topPrefixes = 10
+
+// BotFigures implements waitroom.GuardStore: the stats hash, the recent solve times and the top prefixes, in one
+// round trip (the keys share the show's hash tag).
+func (s *Store) BotFigures(ctx context.Context, show string) (waitroom.BotFigures, error) {
+	var stats *goredis.MapStringStringCmd
+	var solves *goredis.StringSliceCmd
+	var top *goredis.ZSliceCmd
+	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		stats = p.HGetAll(ctx, BotStats(show))
+		solves = p.LRange(ctx, BotSolves(show), 0, -1)
+		top = p.ZRevRangeWithScores(ctx, BotPlaces(show), 0, topPrefixes-1)
+		return nil
+	})
+	if err != nil {
+		return waitroom.BotFigures{}, storeErr("bot figures", err)
+	}
+	f := waitroom.BotFigures{Refused: map[string]int64{}, TopPrefixes: []waitroom.PrefixPlaces{}}
+	for k, v := range stats.Val() {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch {
+		case k == "issued":
+			f.Issued = n
+		case k == "solved":
+			f.Solved = n
+		case k == "failed":
+			f.Failed = n
+		case k == "shadowed":
+			f.Shadowed = n
+		case strings.HasPrefix(k, "refused:"):
+			f.Refused[strings.TrimPrefix(k, "refused:")] = n
+		}
+	}
+	for _, v := range solves.Val() {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			f.Solves = append(f.Solves, n)
+		}
+	}
+	for _, z := range top.Val() {
+		m, _ := z.Member.(string)
+		f.TopPrefixes = append(f.TopPrefixes, waitroom.PrefixPlaces{Prefix: m, Places: int64(z.Score)})
+	}
+	return f, nil
+}
