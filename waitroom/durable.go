@@ -27,6 +27,33 @@ import (
 // and the cursor recorded for rebuilds (TickResult.DurableCursor) stays below its ticket, so if Redis is lost first
 // the fan's place is still ahead of the rebuilt cursor and the fan, back with its receipt or its open stream, is
 // admitted again before anyone behind it.
+//
+// What a loss costs a show (redis/durable_test.go, redis/admitted_test.go and the chaos test check it):
+//   - Recovered exactly, from the records: the operator's settings (pause and opening included), the fairness seed
+//     and its commitment, the draw's count and digest, and the revocations, so a revoked or used token stays
+//     refused.
+//   - Admitted fans stay admitted: their active slots and grants come back from shared/admission's record, their
+//     tokens still pass, and status hands back the same token (Ed25519 is deterministic and the claims are the
+//     grant's).
+//   - A waiting fan keeps its ticket when it comes back with its receipt while the cursor has not passed it (the
+//     page joins again when it reconnects, and a status poll with the receipt does too), or when its stream stayed
+//     open: the replica holding the stream puts it back (restore, then each heartbeat flush). A fan who does
+//     neither is out of line, as one who left, and joins again at the back.
+//   - The cursor comes back as recorded, at most a second (or a tick) behind: fans skipped in that second for a
+//     missing heartbeat may be served again if they come back with their receipt, and the positions shown grow by
+//     at most that second's admissions, never out of order.
+//   - The pre-opening pool is not recorded, on purpose: that would put a PostgreSQL write on every pre-opening
+//     join, when the whole crowd arrives at once, and its order is drawn from the recorded seed anyway. Fans with
+//     an open stream are put back in it by their replica, fans who poll or join again with their receipt (ticket
+//     0) at that request; a fan who does neither before the draw joins after it, at the back. So does a fan whose
+//     receipt predates the draw when the loss comes after it (status answers and stream connections refresh the
+//     receipt once the draw gave a ticket).
+//   - Heartbeats, the admitted and skipped counters and the rate budget's carry start again from zero.
+//
+// Ordering after a rebuild: a fan back with a receipt whose ticket is ahead of the recorded cursor holds the same
+// ticket as before, so receipt holders keep their order and their positions (ticket - cursor) exactly; a fan who
+// joins without one gets a ticket above the recorded ceiling, behind every ticket ever handed out. No ticket is
+// ever held by two fans, and a receipt proves its own user's place only (its subject is checked).
 
 // seqBlock is how many tickets one reservation covers: one PostgreSQL write per seqBlock joins.
 const seqBlock = 2000
