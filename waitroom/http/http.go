@@ -388,6 +388,10 @@ type settingsJSON struct {
 	AdmitPerSecond  *float64 `json:"admitPerSecond"`
 	MaxActive       *int     `json:"maxActive"`
 	TokenTTLSeconds *int     `json:"tokenTtlSeconds"`
+	TurnHoldSeconds *int     `json:"turnHoldSeconds"`
+	// BotProtection's members are each optional too: json.Unmarshal writes only those present onto the
+	// settings in force (apply).
+	BotProtection json.RawMessage `json:"botProtection"`
 }
 
 type settingsOut struct {
@@ -419,6 +423,14 @@ func (h *Handler) putSettings(c *fiber.Ctx) error {
 		}
 		if in.TokenTTLSeconds != nil {
 			st.TokenTTLSeconds = *in.TokenTTLSeconds
+		}
+		if in.TurnHoldSeconds != nil {
+			st.TurnHoldSeconds = *in.TurnHoldSeconds
+		}
+		if len(in.BotProtection) > 0 && string(in.BotProtection) != "null" {
+			if err := json.Unmarshal(in.BotProtection, &st.Bot); err != nil {
+				return st, fmt.Errorf("%w: botProtection must be an object of bot settings: %v", errValidation, err)
+			}
 		}
 		if err := st.Validate(); err != nil {
 			return st, fmt.Errorf("%w: %v", errValidation, err)
