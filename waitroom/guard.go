@@ -132,6 +132,23 @@ type GuardStore interface {
 	BotFigures(ctx context.Context, show string) (BotFigures, error)
 }
 
+// GuardEvent is one thing the guard did, for metrics: Kind is "issued" (a challenge, Difficulty its maxnumber),
+// "solved" (a proof took a place, SolveTime from issue to join), "refused" (Reason the verdict) or "shadowed" (a
+// suspect given a shadow place).
+type GuardEvent struct {
+	Show       string
+	Kind       string
+	Reason     string
+	Difficulty int64
+	SolveTime  time.Duration
+}
+
+func (s *Service) observe(e GuardEvent) {
+	if s.opt.OnGuard != nil {
+		s.opt.OnGuard(e)
+	}
+}
+
 // BotFigures are what operators see of a show's bot protection.
 type BotFigures struct {
 	Issued        int64            `json:"challengesIssued"`
@@ -224,8 +241,10 @@ func (s *Service) challenge(ctx context.Context, show, user string, c Client, b 
 	if err != nil {
 		return pow.Challenge{}, err
 	}
-	return s.opt.PoW.Issue(pow.Terms{Scope: pow.ShowScope(show), Identity: user, MaxNumber: Difficulty(b, p, load),
-		TTL: ChallengeTTL}, time.Now())
+	d := Difficulty(b, p, load)
+	s.observe(GuardEvent{Show: show, Kind: "issued", Difficulty: d})
+	return s.opt.PoW.Issue(pow.Terms{Scope: pow.ShowScope(show), Identity: user, MaxNumber: d, TTL: ChallengeTTL},
+		time.Now())
 }
 
 // BotFigures returns a show's bot-protection figures.
@@ -318,8 +337,14 @@ func (s *Service) Enter(ctx context.Context, r JoinRequest) (Place, error) {
 	}
 	p, err := s.enter(ctx, r.Show, r.User, r.Receipt, a)
 	var ref *Refusal
-	if errors.As(err, &ref) {
+	switch {
+	case errors.As(err, &ref):
+		s.observe(GuardEvent{Show: r.Show, Kind: "refused", Reason: ref.Reason})
 		s.equip(ctx, ref, st, r)
+	case err == nil && p.Shadow:
+		s.observe(GuardEvent{Show: r.Show, Kind: "shadowed"})
+	case err == nil && a.Spend != "":
+		s.observe(GuardEvent{Show: r.Show, Kind: "solved", SolveTime: a.SolveTime})
 	}
 	return p, err
 }

@@ -120,6 +120,9 @@ type Options struct {
 	HumanWidget any
 	// Settings reads a show's settings for the guard (the edge's gate, cached for a second); nil: the keeper.
 	Settings SettingsReader
+	// OnGuard, if set, is told of the guard's work on this replica (for metrics): challenges issued, proofs
+	// taken, refusals by reason.
+	OnGuard func(GuardEvent)
 }
 
 // Service is the waiting room: joins, status, admission ticks, draws and the local fan-out hub.
