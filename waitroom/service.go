@@ -120,6 +120,8 @@ type Options struct {
 	HumanWidget any
 	// Settings reads a show's settings for the guard (the edge's gate, cached for a second); nil: the keeper.
 	Settings SettingsReader
+	// Guests limits minting guest identities per address prefix (guest.go); zero values take the defaults.
+	Guests GuestPolicy
 	// OnGuard, if set, is told of the guard's work on this replica (for metrics): challenges issued, proofs
 	// taken, refusals by reason.
 	OnGuard func(GuardEvent)
@@ -136,6 +138,7 @@ type Service struct {
 	log      *slog.Logger
 	Hub      *Hub
 	guard    GuardStore
+	guests   GuestStore // nil: the store keeps no guest counts, and minting is not limited
 	flights  singleflight.Group // restores and reservations, one at a time per show on this replica
 
 	mu     sync.Mutex
@@ -190,7 +193,11 @@ func New(store Store, record Record, queues *admission.Keeper, issuer *token.Iss
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	return &Service{store: store, guard: store, record: record, queues: queues, issuer: issuer,
+	if opt.Guests == (GuestPolicy{}) {
+		opt.Guests = DefaultGuestPolicy()
+	}
+	guests, _ := store.(GuestStore)
+	return &Service{store: store, guard: store, guests: guests, record: record, queues: queues, issuer: issuer,
 		receipts: token.NewReceiptVerifier(issuer, 5*time.Second),
 		opt:      opt, log: opt.Logger, Hub: NewHub(), polled: map[string]map[string]struct{}{},
 		seeded: newLRU[struct{}](maxSeeded), loggedAt: newLRU[time.Time](maxLoggedAt), cursors: newLRU[savedCursor](maxCursors),

@@ -25,6 +25,9 @@ type WaitroomConfig struct {
 	Grace          time.Duration // QUEUE_HEARTBEAT_GRACE, default 30s: a fan silent this long is skipped
 	HeartbeatEvery time.Duration // QUEUE_HEARTBEAT_FLUSH, default 2s: batched heartbeat writes
 	SecureCookies  bool          // COOKIE_SECURE=true behind TLS (strconv.ParseBool's words, as booking reads it)
+	// Guests limits minting guest identities per address prefix: GUEST_FREE (default 10) mint with no proof,
+	// past GUEST_LIMIT (default 300) the prefix is refused; both are counts decaying with a 10-minute half-life.
+	Guests waitroom.GuestPolicy
 }
 
 // waitroom reads the waiting room's variables into cfg.Waitroom, reporting problems like every other variable.
@@ -35,6 +38,12 @@ func (l *loader) waitroom(cfg *Config) {
 		Grace:          l.Duration("QUEUE_HEARTBEAT_GRACE", 30*time.Second),
 		HeartbeatEvery: l.Duration("QUEUE_HEARTBEAT_FLUSH", 2*time.Second),
 		SecureCookies:  l.Bool("COOKIE_SECURE", false),
+		Guests:         waitroom.DefaultGuestPolicy(),
+	}
+	wc.Guests.Free = float64(l.Int("GUEST_FREE", int(wc.Guests.Free)))
+	wc.Guests.Limit = float64(l.Int("GUEST_LIMIT", int(wc.Guests.Limit)))
+	if wc.Guests.Free < 0 || wc.Guests.Limit < wc.Guests.Free {
+		l.Fail("GUEST_FREE must not be negative, and GUEST_LIMIT not below it")
 	}
 	if wc.Tick < 10*time.Millisecond || wc.Grace < wc.HeartbeatEvery*3 {
 		l.Fail("QUEUE_TICK must be at least 10ms and QUEUE_HEARTBEAT_GRACE at least 3 x QUEUE_HEARTBEAT_FLUSH")
@@ -51,7 +60,7 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 		e.Log.Warn("ADMIN_TOKEN not set: the queue's operator routes refuse every request")
 	}
 	opt := waitroom.Options{Tick: wc.Tick, Grace: wc.Grace, HeartbeatEvery: wc.HeartbeatEvery, Logger: e.Log,
-		Settings: e.Gate}
+		Settings: e.Gate, Guests: wc.Guests}
 	if secret, err := e.Issuer.Derive(powInfo); err != nil {
 		e.Log.Warn("no admission signing key: the waiting room cannot ask a proof of work", "err", err)
 	} else {

@@ -135,6 +135,26 @@ func (h *Handler) challenge(c *fiber.Ctx) error {
 	return c.JSON(challengeJSON{Challenge: e.Challenge, HumanCheck: e.Human})
 }
 
+// ProofHeader carries a solved guest challenge on POST /api/v1/auth/guest (whose body is booking's).
+const ProofHeader = "X-Proof"
+
+// guestGate runs before POST /api/v1/auth/guest goes on to booking: a prefix minting more identities than a
+// person would must bring a proof of work, and one past the limit is refused (waitroom/guest.go). Addresses that
+// stand for many clients (Exempt) pass.
+func (h *Handler) guestGate(c *fiber.Ctx) error {
+	var addr netip.Addr
+	if h.cfg.ClientAddr != nil {
+		addr = h.cfg.ClientAddr(c)
+	}
+	if h.cfg.Exempt != nil && addr.IsValid() && h.cfg.Exempt(addr) {
+		return c.Next()
+	}
+	if err := h.svc.MintGuest(c.UserContext(), admission.Prefix(addr), strings.Clone(c.Get(ProofHeader))); err != nil {
+		return err
+	}
+	return c.Next()
+}
+
 // botFigures answers GET /admin/v1/shows/{showId}/bots: the show's bot-protection figures.
 func (h *Handler) botFigures(c *fiber.Ctx) error {
 	show, err := h.adminShow(c)

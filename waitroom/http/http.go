@@ -93,6 +93,7 @@ func (h *Handler) Close() { h.streams.close() }
 func (h *Handler) Mount(r fiber.Router) {
 	r.Post("/queue/:showId/join", h.wrap(h.join))
 	r.Get("/queue/:showId/challenge", h.wrap(h.challenge))
+	r.Post("/api/v1/auth/guest", h.wrap(h.guestGate)) // then on to booking, which mints
 	r.Get("/queue/:showId/status", h.wrap(h.status))
 	r.Get("/queue/:showId/events", h.wrap(h.events))
 	r.Get("/queue/:showId/fairness", h.wrap(h.fairness))

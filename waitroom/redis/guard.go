@@ -21,8 +21,36 @@ var (
 
 // Pressure implements waitroom.GuardStore (pressure.lua).
 func (s *Store) Pressure(ctx context.Context, show, prefix string, halfLife time.Duration) (float64, float64, error) {
-	r, err := pressureScript.Run(ctx, s.rdb, []string{BotPressure(show), BotStats(show)}, prefix,
-		max(halfLife.Milliseconds(), 1)).StringSlice()
+	return s.pressure(ctx, []string{BotPressure(show), BotStats(show)}, prefix, halfLife, true)
+}
+
+// The guest limit's keys: not a show's, so under a hash tag of their own (one cluster slot for the script).
+const (
+	guestPressure = "{guest}:pressure"
+	guestStats    = "{guest}:stats"
+)
+
+// GuestPressure implements waitroom.GuestStore.
+func (s *Store) GuestPressure(ctx context.Context, prefix string, halfLife time.Duration, count bool) (float64, error) {
+	p, _, err := s.pressure(ctx, []string{guestPressure, guestStats}, prefix, halfLife, count)
+	return p, err
+}
+
+// SpendGuestProof implements waitroom.GuestStore.
+func (s *Store) SpendGuestProof(ctx context.Context, id string, ttl time.Duration) (bool, error) {
+	ok, err := s.rdb.SetNX(ctx, "{guest}:spent:"+id, 1, ttl).Result()
+	if err != nil {
+		return false, storeErr("spend guest proof", err)
+	}
+	return ok, nil
+}
+
+func (s *Store) pressure(ctx context.Context, keys []string, prefix string, halfLife time.Duration, count bool) (float64, float64, error) {
+	flag := "0"
+	if count {
+		flag = "1"
+	}
+	r, err := pressureScript.Run(ctx, s.rdb, keys, prefix, max(halfLife.Milliseconds(), 1), flag).StringSlice()
 	if err != nil {
 		return 0, 0, storeErr("pressure", err)
 	}

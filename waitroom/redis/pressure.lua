@@ -1,6 +1,6 @@
 -- Counts one more proof-of-work challenge for a client's address prefix in a show, and reads the show's load.
 -- KEYS: 1 pressure (prefix -> "count|atMs"), 2 bot stats
--- ARGV: 1 prefix, 2 half-life ms
+-- ARGV: 1 prefix, 2 half-life ms, 3 "0": read the count without adding this one
 -- The count decays exponentially with the half-life, so a prefix that stops asking is soon cheap again, and one
 -- that keeps asking stays expensive: the difficulty follows recent behaviour, with no window edge to wait out.
 -- Reply: {pressure (this challenge included), new places a minute}
@@ -13,9 +13,11 @@ if v then
   local c, at = string.match(v, '^([^|]+)|(%d+)$')
   if c then p = tonumber(c) * math.pow(2, -math.max(now - tonumber(at), 0) / half) end
 end
-p = p + 1
-redis.call('HSET', KEYS[1], ARGV[1], tostring(p) .. '|' .. now)
-redis.call('HINCRBY', KEYS[2], 'issued', 1)
+if ARGV[3] ~= '0' then
+  p = p + 1
+  redis.call('HSET', KEYS[1], ARGV[1], tostring(p) .. '|' .. now)
+  redis.call('HINCRBY', KEYS[2], 'issued', 1)
+end
 -- join.lua keeps the show's new places as a count decaying with a 60 s half-life: a steady rate r a minute
 -- holds it at r / ln 2, so the rate is the count times ln 2.
 local arr = redis.call('HMGET', KEYS[2], 'arr', 'arrAt')
