@@ -10,6 +10,7 @@
 package booking
 
 import (
+	"strconv"
 	"time"
 )
 
@@ -110,21 +111,7 @@ type Seat struct {
 }
 
 // SeatID names the seat numbered n in row.
-func SeatID(row string, n int) string { return row + itoa(n) }
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
-}
+func SeatID(row string, n int) string { return row + strconv.Itoa(n) }
 
 // SeatState is a seat with its live status.
 type SeatState struct {

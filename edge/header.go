@@ -20,16 +20,6 @@ var hopByHop = []string{
 	"Upgrade",
 }
 
-// IsHopByHop reports whether the canonical header name is always hop-by-hop.
-func IsHopByHop(name string) bool {
-	for _, h := range hopByHop {
-		if strings.EqualFold(h, name) {
-			return true
-		}
-	}
-	return false
-}
-
 // HopByHopNames returns the names of the headers that are always hop-by-hop, for a proxy to build its own lists of
 // headers it does not pass on.
 func HopByHopNames() []string { return slices.Clone(hopByHop) }

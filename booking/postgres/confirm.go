@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -67,10 +66,4 @@ func ConfirmTx(ctx context.Context, tx pgx.Tx, id string) (booking.Booking, erro
 	}
 	b.Status = booking.StatusConfirmed
 	return b, nil
-}
-
-// IsSeatsUnavailable reports whether err is the ledger refusing a second sale (for callers outside ConfirmTx
-// that insert into sold_seats themselves).
-func IsSeatsUnavailable(err error) bool {
-	return errors.Is(err, booking.ErrSeatsUnavailable) || isUnique(err, "sold_seats_pkey")
 }
