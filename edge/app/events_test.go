@@ -30,11 +30,8 @@ func TestQueueEvents(t *testing.T) {
 	ctx := context.Background()
 	stream := "{flashseat:events-test}:" + uuid.NewString()
 	show := newShow(t, rdb)
-	t.Cleanup(func() { rdb.Del(ctx, stream, rediskey.ShowInfo(show)) })
-	now := time.Now()
-	rdb.HSet(ctx, rediskey.ShowInfo(show), rediskey.InfoAvailable, 5, rediskey.InfoHeld, 0, rediskey.InfoTotalSeats, 5,
-		rediskey.InfoSaleStartsAt, strconv.FormatInt(now.Add(-time.Hour).UnixMilli(), 10),
-		rediskey.InfoStartsAt, strconv.FormatInt(now.Add(48*time.Hour).UnixMilli(), 10))
+	t.Cleanup(func() { rdb.Del(ctx, stream) })
+	onSale(t, rdb, show)
 	_, dbURL := pgtest.NewWithURL(t)
 	const adminToken = "adm_edge_events_0123456789"
 	env := map[string]string{"EVENTS_STREAM": stream, "QUEUE_TICK": "20ms", "ADMIN_TOKEN": adminToken,
@@ -51,7 +48,9 @@ func TestQueueEvents(t *testing.T) {
 		edge := startEdge(t, env)
 		edges = append(edges, edge)
 		if i == 0 {
-			operator(`{"enabled":true,"admitPerSecond":1,"maxActive":1,"tokenTtlSeconds":60}`)
+			// The watching fans' streams join without a proof of work: bot protection off.
+			operator(`{"enabled":true,"admitPerSecond":1,"maxActive":1,"tokenTtlSeconds":60,` +
+				`"botProtection":{"enabled":false}}`)
 		}
 		// A fan watching on each replica makes both tick the show.
 		req, _ := http.NewRequest("GET", edge+"/queue/"+show+"/events", nil)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/store/redistest"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -98,6 +100,18 @@ func newShow(t testing.TB, rdb redis.UniversalClient) string {
 	id := "edgetest-" + uuid.NewString()
 	t.Cleanup(func() { _ = redistest.DeleteShow(context.Background(), rdb, id) })
 	return id
+}
+
+// onSale writes the show's ShowInfo as booking would for a sale open an hour ago (five seats free), removed at
+// cleanup: what the waiting room reads to let fans join.
+func onSale(t testing.TB, rdb redis.UniversalClient, show string) {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now()
+	rdb.HSet(ctx, rediskey.ShowInfo(show), rediskey.InfoAvailable, 5, rediskey.InfoHeld, 0, rediskey.InfoTotalSeats, 5,
+		rediskey.InfoSaleStartsAt, strconv.FormatInt(now.Add(-time.Hour).UnixMilli(), 10),
+		rediskey.InfoStartsAt, strconv.FormatInt(now.Add(48*time.Hour).UnixMilli(), 10))
+	t.Cleanup(func() { rdb.Del(context.Background(), rediskey.ShowInfo(show)) })
 }
 
 // testLog writes log lines to a test's log until the test is over (close); later lines are dropped, since a test

@@ -72,6 +72,7 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 	var metrics func(waitroom.TickResult, time.Duration, error)
 	if e.Registry != nil {
 		metrics = waitroomMetrics(e.Registry)
+		opt.OnGuard = guardMetrics(e.Registry)
 	}
 	relay := queueRelay(e)
 	opt.Observe = observeBoth(metrics, newQueueEvents(admpostgres.New(e.Postgres), relay.Nudge, e.Log).observe)
