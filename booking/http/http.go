@@ -101,6 +101,8 @@ func New(cfg Config) *Server {
 	if cfg.Users != nil {
 		s.users = token.NewUserCache(cfg.Users, userCacheSize, userCacheTTL)
 	}
+	// The read timeouts need not be the edge's: fans never reach booking directly. The edge is its one public
+	// client; it sends each request whole at once and cuts slow clients off itself (CLIENT_HEADER_TIMEOUT).
 	s.app = fiber.New(fiber.Config{
 		AppName:               "booking",
 		BodyLimit:             cfg.BodyLimit,

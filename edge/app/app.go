@@ -111,18 +111,19 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 			MaxIdleConns:    cfg.MaxIdleConns,
 			StreamHeartbeat: cfg.StreamHeartbeat,
 		},
-		Trusted:     cfg.TrustedProxies,
-		Registry:    reg,
-		Log:         log,
-		BodyLimit:   cfg.BodyLimit,
-		ReadTimeout: cfg.ReadTimeout,
-		IdleTimeout: cfg.IdleTimeout,
-		Ready:       stores,
-		Users:       users,
-		Gate:        gate,
-		Admission:   gate.Verifier(), // the pay route checks tokens against the gate's cache of verified ones
-		Limits:      limits,
-		RateExempt:  cfg.RateExempt,
+		Trusted:           cfg.TrustedProxies,
+		Registry:          reg,
+		Log:               log,
+		BodyLimit:         cfg.BodyLimit,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		Ready:             stores,
+		Users:             users,
+		Gate:              gate,
+		Admission:         gate.Verifier(), // the pay route checks tokens against the gate's cache of verified ones
+		Limits:            limits,
+		RateExempt:        cfg.RateExempt,
 	})
 
 	work, stopWork := context.WithCancel(context.Background())

@@ -47,10 +47,18 @@ type Config struct {
 	IdleConnTimeout   time.Duration       // UPSTREAM_IDLE_CONN_TIMEOUT, default 30s
 	StreamHeartbeat   time.Duration       // STREAM_HEARTBEAT, default 15s
 	BodyLimit         int                 // BODY_LIMIT bytes, default 1 MiB
-	ReadTimeout       time.Duration       // CLIENT_READ_TIMEOUT, default 15s
 	IdleTimeout       time.Duration       // CLIENT_IDLE_TIMEOUT, default 75s
 	ShutdownTimeout   time.Duration       // SHUTDOWN_TIMEOUT, default 10s: drain deadline
 	TrustedProxies    edge.TrustedProxies // TRUSTED_PROXIES: CIDRs whose X-Forwarded-For is believed (a CDN)
+
+	// ReadHeaderTimeout (CLIENT_HEADER_TIMEOUT, default 5s) is how long a client has to send a request's line and
+	// headers: from the connection's opening, or from the first byte of a kept-alive connection's next request.
+	// A phone on a bad 3G link sends ~1 KB of headers within a second or two (one segment, a retransmission
+	// included); a slow-loris that opens connections and never finishes its headers holds each only this long.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout (CLIENT_READ_TIMEOUT, default 15s) is how long a client has to send a request's body once its
+	// headers are in: a body up to BODY_LIMIT on a slow uplink needs longer than headers do.
+	ReadTimeout time.Duration
 
 	// Admission keys. AdmissionKey signs (ADMISSION_SIGNING_KEY, a base64 32-byte Ed25519 seed, with
 	// ADMISSION_KEY_ID); AdmissionPrevious (ADMISSION_PREVIOUS_KEYS, "kid:base64url-public-key,...") are still
@@ -114,10 +122,12 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		IdleConnTimeout: l.Duration("UPSTREAM_IDLE_CONN_TIMEOUT", 30*time.Second),
 		StreamHeartbeat: l.Duration("STREAM_HEARTBEAT", 15*time.Second),
 		BodyLimit:       l.Int("BODY_LIMIT", 1<<20),
-		ReadTimeout:     l.Duration("CLIENT_READ_TIMEOUT", 15*time.Second),
 		IdleTimeout:     l.Duration("CLIENT_IDLE_TIMEOUT", 75*time.Second),
 		ShutdownTimeout: l.Duration("SHUTDOWN_TIMEOUT", 10*time.Second),
 	}
+	// Both positive: zero would let a client hold a connection for ever without finishing its request.
+	cfg.ReadHeaderTimeout = l.PositiveDuration("CLIENT_HEADER_TIMEOUT", 5*time.Second)
+	cfg.ReadTimeout = l.PositiveDuration("CLIENT_READ_TIMEOUT", 15*time.Second)
 	if u, err := url.Parse(cfg.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		if !strings.Contains(cfg.DatabaseURL, "dbname=") { // a key=value DSN is fine too
 			l.Fail("DATABASE_URL must be a postgres:// URL or a key=value DSN")

@@ -22,6 +22,9 @@ func TestLoadConfigDefaults(t *testing.T) {
 	if cfg.Addr != ":8080" || cfg.BookingURL.String() != "http://127.0.0.1:8081" || cfg.HeaderTimeout != 15*time.Second {
 		t.Fatalf("defaults: %+v", cfg)
 	}
+	if cfg.ReadHeaderTimeout != 5*time.Second || cfg.ReadTimeout != 15*time.Second {
+		t.Fatalf("client read timeouts %v (headers), %v (body), want 5s, 15s", cfg.ReadHeaderTimeout, cfg.ReadTimeout)
+	}
 	if cfg.RedisPoolSize != 256 {
 		t.Fatalf("REDIS_POOL_SIZE default = %d, want 256", cfg.RedisPoolSize)
 	}
@@ -121,6 +124,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		"zero redis pool":      {"REDIS_POOL_SIZE": "0"},
 		"negative redis pool":  {"REDIS_POOL_SIZE": "-8"},
 		"non-integer pool":     {"REDIS_POOL_SIZE": "lots"},
+		"no header timeout":    {"CLIENT_HEADER_TIMEOUT": "0s"},
+		"no read timeout":      {"CLIENT_READ_TIMEOUT": "0s"},
 	}
 	for name, env := range tests {
 		t.Run(name, func(t *testing.T) {

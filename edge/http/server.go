@@ -13,6 +13,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
 
 	"github.com/flashseat/flashseat/edge"
 	"github.com/flashseat/flashseat/edge/ratelimit"
@@ -33,7 +34,12 @@ type Config struct {
 	BodyLimit int
 	// IdleTimeout closes idle client keep-alive connections.
 	IdleTimeout time.Duration
-	// ReadTimeout bounds reading one request from a client (slow-loris).
+	// ReadHeaderTimeout bounds the wait for a request's line and headers: from the connection's opening for its
+	// first request, from the first byte for the next ones. A client that has not sent them whole by then (a
+	// slow-loris) is cut off. Zero: ReadTimeout bounds them, with the body.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a request's body, from the end of its headers: an upload on a slow link may
+	// take longer than the headers.
 	ReadTimeout time.Duration
 
 	// Users verifies Bearer user tokens; nil disables per-user limits and the gate's user checks.
@@ -72,13 +78,20 @@ func New(cfg Config) *Server {
 	s.stopStreams = stop
 	s.proxy = NewProxy(streams, cfg.Proxy, cfg.Trusted, s.metrics, cfg.Log)
 	s.cfg.Ready = append(append([]store.Check(nil), cfg.Ready...), store.Check{Name: upstreamCheck, Ping: s.proxy.Healthy})
+	headerTimeout := cfg.ReadHeaderTimeout
+	if headerTimeout <= 0 {
+		headerTimeout = cfg.ReadTimeout
+	}
 	s.App = fiber.New(fiber.Config{
 		AppName:               "flashseat-edge",
 		DisableStartupMessage: true,
 		ErrorHandler:          s.handleError,
 		BodyLimit:             cfg.BodyLimit,
-		ReadTimeout:           cfg.ReadTimeout,
-		IdleTimeout:           cfg.IdleTimeout,
+		// fasthttp's ReadTimeout is one deadline for a request's headers and body, armed when a connection opens
+		// (or, kept alive, at the next request's first byte). It is the header timeout here; HeaderReceived below
+		// gives the body its own from the end of the headers.
+		ReadTimeout: headerTimeout,
+		IdleTimeout: cfg.IdleTimeout,
 		// No WriteTimeout: fasthttp applies it to a whole response, and a proxied event stream lasts minutes.
 		// Keep fiber's header parsing strict but do not let it trust forwarding headers; identify does that.
 		EnableTrustedProxyCheck: true,
@@ -86,6 +99,12 @@ func New(cfg Config) *Server {
 	// The waiting room's event streams take over their connections (waitroom/http, events.go); kept by the server,
 	// a held stream needs no goroutine of its own. Nothing else the edge serves hijacks a connection.
 	s.App.Server().KeepHijackedConns = true
+	// Neither deadline reaches a response: fasthttp clears the read deadline of a hijacked connection, and nothing
+	// reads a client's connection while a proxied stream is written to it.
+	if cfg.ReadTimeout > 0 {
+		body := fasthttp.RequestConfig{ReadTimeout: cfg.ReadTimeout}
+		s.App.Server().HeaderReceived = func(*fasthttp.RequestHeader) fasthttp.RequestConfig { return body }
+	}
 	for class, l := range cfg.Limits {
 		for key, lim := range map[string]*ratelimit.Limiter{"ip": l.PerIP, "user": l.PerUser} {
 			if lim.Enabled() {
