@@ -92,9 +92,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	storesUp := func(ctx context.Context) error { _, err := store.Probe(ctx, checks); return err }
 
 	var keys token.KeySource = cfg.AdmissionKeys
+	var remote *token.RemoteKeys // the edge's keys, fetched by a worker below
 	if keys == nil {
-		remote := token.NewRemoteKeys(cfg.AdmissionJWKSURL, nil)
-		remote.Warm() // fetched before the first admitted fan's hold needs the keys, not while it waits
+		remote = token.NewRemoteKeys(cfg.AdmissionJWKSURL, nil)
 		keys = remote
 	}
 	// Queue settings and admissions: PostgreSQL the record, Redis the cache (rebuilt by queues.Run when lost).
@@ -190,6 +190,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		defer wg.Done()
 		redis.WatchExpiries(workers, rdb, func(show, seat string) { svc.SeatExpired(workers, show, seat) })
 	}()
+	if remote != nil {
+		// The edge's keys are fetched before the first admitted fan's hold needs them, not while it waits; and,
+		// booking being up before the edge, tried again within a second of each failure until the edge answers,
+		// so those holds are refused (503) for at most about a second once it does.
+		wg.Go(func() { _ = remote.Prefetch(workers) })
+	}
 	defer func() { stopWorkers(); wg.Wait() }()
 
 	served := make(chan error, 1)

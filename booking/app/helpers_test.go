@@ -24,7 +24,8 @@ const (
 )
 
 // startBooking runs booking's Run on a free port over a fresh database and returns its base URL. env overrides
-// the test defaults. Run is stopped, and its error checked, at the end of the test.
+// the test defaults. admissionKeys are the keys booking trusts; nil, it trusts none, or the JWKS at env's
+// ADMISSION_JWKS_URL. Run is stopped, and its error checked, at the end of the test.
 func startBooking(t testing.TB, env map[string]string, admissionKeys token.KeySource) string {
 	t.Helper()
 	_, dbURL := pgtest.NewWithURL(t)
@@ -55,8 +56,8 @@ func startBooking(t testing.TB, env map[string]string, admissionKeys token.KeySo
 	if err != nil {
 		t.Fatal(err)
 	}
-	if admissionKeys == nil {
-		admissionKeys = token.StaticKeys{}
+	if admissionKeys == nil && vars["ADMISSION_JWKS_URL"] == "" {
+		admissionKeys = token.StaticKeys{} // none trusted; with ADMISSION_JWKS_URL, the edge's are fetched
 	}
 	cfg.AdmissionKeys = admissionKeys
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))

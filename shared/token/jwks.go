@@ -21,6 +21,10 @@ import (
 // refresh; on an unknown kid it refetches at most once per minInterval, so a rotation is picked up at once and a
 // flood of forged kids cannot turn into a flood of fetches.
 //
+// Until a set has been fetched once, there is nothing to protect and nothing to check tokens with: fetches are
+// then apart by a short backoff instead (retryMin after a failure, doubling to retryMax), so a replica that
+// started before its issuer has the keys within a second of the issuer coming up, not minInterval later.
+//
 // No lock is held across the fetch, and a check of a known kid never waits for one: a stale set is refreshed in
 // the background while its keys keep answering (every token check of a replica would otherwise queue behind one
 // slow request to the issuer). Only a check of a kid the set lacks waits, for the one fetch that may bring it.
@@ -30,12 +34,15 @@ type RemoteKeys struct {
 	refresh     time.Duration
 	minInterval time.Duration
 	fetchMax    time.Duration // one fetch's deadline
+	retryMin    time.Duration // before the first set: the wait after a first failure
+	retryMax    time.Duration // and the most it doubles to
 
 	set    atomic.Pointer[keySet] // the last good set; nil before the first fetch succeeds
 	failed atomic.Bool            // the last fetch failed (Unavailable)
 
-	mu      sync.Mutex    // guards triedAt and running; never held across I/O
+	mu      sync.Mutex    // guards triedAt, retry and running; never held across I/O
 	triedAt time.Time     // when the last fetch began
+	retry   time.Duration // before the first set: the least time between two fetches, grown by each failure
 	running chan struct{} // closed when the fetch under way ends; nil when none is
 }
 
@@ -50,7 +57,7 @@ func NewRemoteKeys(url string, client *http.Client) *RemoteKeys {
 		client = &http.Client{Timeout: 5 * time.Second}
 	}
 	return &RemoteKeys{url: url, client: client, refresh: 5 * time.Minute, minInterval: 5 * time.Second,
-		fetchMax: 5 * time.Second}
+		fetchMax: 5 * time.Second, retryMin: 100 * time.Millisecond, retryMax: time.Second}
 }
 
 // Key implements KeySource for Ed25519 keys.
@@ -69,12 +76,12 @@ func (r *RemoteKeys) PublicKey(kid string) (crypto.PublicKey, bool) {
 	if set := r.set.Load(); set != nil {
 		if k, ok := set.keys[kid]; ok {
 			if now.Sub(set.fetchedAt) > r.refresh {
-				r.start(now) // in the background: this key answers meanwhile
+				r.start(context.Background(), now) // in the background: this key answers meanwhile
 			}
 			return k, true
 		}
 	}
-	if done := r.start(now); done != nil { // nil: fetched too recently to try again
+	if done, _ := r.start(context.Background(), now); done != nil { // nil: fetched too recently to try again
 		<-done
 	}
 	if set := r.set.Load(); set != nil {
@@ -88,27 +95,49 @@ func (r *RemoteKeys) PublicKey(kid string) (crypto.PublicKey, bool) {
 // kid missing from the set then says nothing about the token (ErrKeysUnavailable).
 func (r *RemoteKeys) Unavailable() bool { return r.set.Load() == nil || r.failed.Load() }
 
-// Warm starts fetching the set now, in the background, so that the first tokens a replica checks do not wait for
-// it (or, with the issuer slow, get a 503 while it is fetched).
-func (r *RemoteKeys) Warm() { r.start(time.Now()) }
+// Prefetch fetches the set now and, until one has been fetched, again after each failure (retryMin, doubling to
+// retryMax), so that the first tokens a replica checks find it: booking may start before the edge whose keys it
+// trusts, and its admitted fans' holds would get a 503 until a set is had. It returns nil once a set is had, or
+// ctx's error when ctx ends first; a fetch it began is cancelled with ctx.
+func (r *RemoteKeys) Prefetch(ctx context.Context) error {
+	for r.set.Load() == nil {
+		done, wait := r.start(ctx, time.Now())
+		var retry <-chan time.Time // nil, never ready, while a fetch is under way
+		if done == nil {
+			retry = time.After(wait)
+		}
+		select {
+		case <-done:
+		case <-retry:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
 
-// start begins a fetch unless one is under way or the last one began less than minInterval ago, and returns a
-// channel closed when the fetch under way ends, or nil when none is. A failed fetch keeps the last good set:
-// tokens keep being checked while the issuer is unreachable.
-func (r *RemoteKeys) start(now time.Time) <-chan struct{} {
+// start begins a fetch under ctx unless one is under way or the last one began too recently: less than
+// minInterval ago once a set has been fetched; before that, less than the backoff (retry), never above
+// minInterval. It returns a channel closed when the fetch under way ends, or nil and how long until a fetch may
+// begin. A failed fetch keeps the last good set: tokens keep being checked while the issuer is unreachable.
+func (r *RemoteKeys) start(ctx context.Context, now time.Time) (<-chan struct{}, time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.running != nil {
-		return r.running
+		return r.running, 0
 	}
-	if now.Sub(r.triedAt) < r.minInterval {
-		return nil
+	gap := r.minInterval
+	if r.set.Load() == nil {
+		gap = min(gap, r.retry)
+	}
+	if wait := gap - now.Sub(r.triedAt); wait > 0 {
+		return nil, wait
 	}
 	r.triedAt = now
 	done := make(chan struct{})
 	r.running = done
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), r.fetchMax)
+		ctx, cancel := context.WithTimeout(ctx, r.fetchMax)
 		defer cancel()
 		keys, err := r.fetch(ctx)
 		if err == nil {
@@ -116,11 +145,14 @@ func (r *RemoteKeys) start(now time.Time) <-chan struct{} {
 		}
 		r.failed.Store(err != nil)
 		r.mu.Lock()
+		if err != nil && r.set.Load() == nil {
+			r.retry = min(max(2*r.retry, r.retryMin), r.retryMax)
+		}
 		r.running = nil
 		r.mu.Unlock()
 		close(done)
 	}()
-	return done
+	return done, 0
 }
 
 func (r *RemoteKeys) fetch(ctx context.Context) (map[string]crypto.PublicKey, error) {

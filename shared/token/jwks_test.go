@@ -1,8 +1,10 @@
 package token
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -11,14 +13,17 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/shared/store"
+	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
-// jwksServer serves the keys of is; while block is set, each request waits until release is closed.
+// jwksServer serves the keys of is; while block is set, each request waits until release is closed, and while
+// down is, each is answered 503, as by an issuer still starting. fetches counts every request.
 type jwksServer struct {
 	*httptest.Server
 	mu      sync.Mutex
 	is      *Issuer
 	fetches atomic.Int32
+	down    atomic.Bool
 	block   chan struct{} // nil: answer at once
 	arrived chan struct{} // told of each blocked request
 }
@@ -27,6 +32,10 @@ func newJWKSServer(t *testing.T, is *Issuer) *jwksServer {
 	s := &jwksServer{is: is, arrived: make(chan struct{}, 16)}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.fetches.Add(1)
+		if s.down.Load() {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
 		s.mu.Lock()
 		block, is := s.block, s.is
 		s.mu.Unlock()
@@ -155,16 +164,8 @@ func TestRemoteKeysUnreachableIsUnavailable(t *testing.T) {
 	k, _ := GenerateKey()
 	is := NewIssuer(k)
 	srv := newJWKSServer(t, is)
-	var up atomic.Bool
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !up.Load() {
-			http.Error(w, "starting", http.StatusServiceUnavailable)
-			return
-		}
-		srv.Config.Handler.ServeHTTP(w, r)
-	}))
-	t.Cleanup(front.Close)
-	r := NewRemoteKeys(front.URL, nil)
+	srv.down.Store(true)
+	r := NewRemoteKeys(srv.URL, nil)
 	r.minInterval = 0 // each check of an unknown kid may fetch again
 	v := NewVerifier(r, 0)
 	raw, _, _ := is.Issue("u", "s", "j", time.Now(), time.Minute)
@@ -177,7 +178,7 @@ func TestRemoteKeysUnreachableIsUnavailable(t *testing.T) {
 		t.Fatal("Unavailable false after a failed fetch")
 	}
 
-	up.Store(true)
+	srv.down.Store(false)
 	if _, err := v.Verify(raw, "s", "u"); err != nil {
 		t.Fatalf("issuer back: %v", err)
 	}
@@ -187,7 +188,7 @@ func TestRemoteKeysUnreachableIsUnavailable(t *testing.T) {
 		t.Fatalf("unknown kid with the issuer up: err %v, want ErrInvalid", err)
 	}
 
-	up.Store(false) // the issuer goes again: a kid the last good set lacks is unknown, not known-bad
+	srv.down.Store(true) // the issuer goes again: a kid the last good set lacks is unknown, not known-bad
 	if _, err := v.Verify(forged, "s", "u"); !errors.Is(err, ErrKeysUnavailable) {
 		t.Fatalf("unknown kid with the issuer down again: err %v, want ErrKeysUnavailable", err)
 	}
@@ -196,24 +197,162 @@ func TestRemoteKeysUnreachableIsUnavailable(t *testing.T) {
 	}
 }
 
-// Warm fetches the set in the background, so the first check finds it.
-func TestRemoteKeysWarm(t *testing.T) {
+// Prefetch fetches the set in the background, so the first check finds it, and returns once it has.
+func TestRemoteKeysPrefetch(t *testing.T) {
 	t.Parallel()
 	k, _ := GenerateKey()
 	srv := newJWKSServer(t, NewIssuer(k))
 	r := NewRemoteKeys(srv.URL, nil)
-	r.Warm()
-	deadline := time.Now().Add(10 * time.Second)
-	for r.set.Load() == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("Warm fetched nothing")
-		}
-		time.Sleep(5 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.Prefetch(ctx); err != nil {
+		t.Fatalf("Prefetch: %v", err)
 	}
-	if r.Unavailable() {
-		t.Fatal("Unavailable after a good fetch")
+	if r.set.Load() == nil || r.Unavailable() {
+		t.Fatal("no set after Prefetch")
 	}
 	if n := srv.fetches.Load(); n != 1 {
 		t.Fatalf("%d fetches, want 1", n)
+	}
+}
+
+// A replica started before its issuer (booking before the edge): while no set has ever been fetched, Prefetch
+// tries again quickly, so a token verifies within about a second of the issuer coming up rather than after
+// minInterval (5 s), and the issuer is not hammered meanwhile.
+func TestRemoteKeysFirstFetchRetries(t *testing.T) {
+	t.Parallel()
+	k, _ := GenerateKey()
+	is := NewIssuer(k)
+	jwks := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _ = json.NewEncoder(w).Encode(is.JWKS()) })
+	// Each case returns the JWKS URL, what brings the issuer up, and how many requests reached it (nil: none can
+	// be counted while it is down).
+	tests := map[string]func(t *testing.T) (string, func(), *atomic.Int32){
+		"connection refused": func(t *testing.T) (string, func(), *atomic.Int32) {
+			addr := storetest.FreeAddr(t)
+			return "http://" + addr + "/jwks.json", func() {
+				ln, err := net.Listen("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: jwks}}
+				srv.Start()
+				t.Cleanup(srv.Close)
+			}, nil
+		},
+		"answering 503": func(t *testing.T) (string, func(), *atomic.Int32) {
+			srv := newJWKSServer(t, is)
+			srv.down.Store(true)
+			return srv.URL, func() { srv.down.Store(false) }, &srv.fetches
+		},
+	}
+	for name, issuer := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			url, up, fetches := issuer(t)
+			r := NewRemoteKeys(url, nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			var prefetchErr error
+			prefetched := make(chan struct{})
+			go func() { defer close(prefetched); prefetchErr = r.Prefetch(ctx) }()
+			t.Cleanup(func() { cancel(); <-prefetched })
+			v := NewVerifier(r, 0)
+			raw, _, _ := is.Issue("u", "s", "j", time.Now(), time.Hour)
+
+			for down := time.Now(); time.Since(down) < time.Second; time.Sleep(20 * time.Millisecond) {
+				if _, err := v.Verify(raw, "s", "u"); !errors.Is(err, ErrKeysUnavailable) {
+					t.Fatalf("issuer down: err %v, want ErrKeysUnavailable", err)
+				}
+			}
+			// 100, 200, 400 ms apart: four in the first second, however many checks came.
+			if fetches != nil {
+				if n := fetches.Load(); n < 2 || n > 6 {
+					t.Fatalf("%d fetches in the second the issuer was down, want a backoff's 2 to 6", n)
+				}
+			}
+
+			upAt := time.Now()
+			up()
+			for {
+				_, err := v.Verify(raw, "s", "u")
+				if err == nil {
+					break
+				}
+				if took := time.Since(upAt); took > 1500*time.Millisecond {
+					t.Fatalf("token not verified %v after the issuer came up: %v", took, err)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			t.Logf("verified %v after the issuer came up", time.Since(upAt))
+			select {
+			case <-prefetched:
+				if prefetchErr != nil {
+					t.Fatalf("Prefetch: %v", prefetchErr)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Prefetch went on after the set was fetched")
+			}
+		})
+	}
+}
+
+// Before a set has been fetched, minInterval does not hold back a check of an unknown kid (only the short
+// backoff does); once there is a set, a flood of forged kids costs at most one fetch per minInterval.
+func TestRemoteKeysThrottleAfterFirstSet(t *testing.T) {
+	t.Parallel()
+	k, _ := GenerateKey()
+	is := NewIssuer(k)
+	srv := newJWKSServer(t, is)
+	srv.down.Store(true)
+	r := NewRemoteKeys(srv.URL, nil)
+	r.minInterval = time.Hour
+	v := NewVerifier(r, 0)
+	raw, _, _ := is.Issue("u", "s", "j", time.Now(), time.Hour)
+	if _, err := v.Verify(raw, "s", "u"); !errors.Is(err, ErrKeysUnavailable) {
+		t.Fatalf("issuer down: err %v, want ErrKeysUnavailable", err)
+	}
+
+	srv.down.Store(false) // no Prefetch: the checks themselves fetch again
+	for upAt := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		_, err := v.Verify(raw, "s", "u")
+		if err == nil {
+			break
+		}
+		if time.Since(upAt) > 1500*time.Millisecond {
+			t.Fatalf("token not verified %v after the issuer came up: %v", time.Since(upAt), err)
+		}
+	}
+
+	r.mu.Lock()
+	r.triedAt = time.Time{} // the last fetch long ago: one more may go
+	r.mu.Unlock()
+	before := srv.fetches.Load()
+	other, _ := GenerateKey()
+	forged, _, _ := NewIssuer(other).Issue("u", "s", "j", time.Now(), time.Hour)
+	var wg sync.WaitGroup
+	for range 200 {
+		wg.Go(func() {
+			if _, err := v.Verify(forged, "s", "u"); !errors.Is(err, ErrInvalid) {
+				t.Errorf("forged kid: err %v, want ErrInvalid", err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := srv.fetches.Load() - before; n != 1 {
+		t.Fatalf("%d fetches for 200 forged kids, want 1 per minInterval", n)
+	}
+}
+
+// Prefetch stops when its context ends, even with the issuer never up: booking's shutdown does not wait for it.
+func TestRemoteKeysPrefetchStops(t *testing.T) {
+	t.Parallel()
+	r := NewRemoteKeys("http://"+storetest.DeadAddr(t)+"/jwks.json", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := r.Prefetch(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Prefetch: %v, want the context's error", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("Prefetch returned %v after its context ended", took)
 	}
 }
