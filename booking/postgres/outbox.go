@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/shared/eventstream"
 )
@@ -83,4 +85,41 @@ func (s *Store) PruneOutbox(ctx context.Context, before time.Time, limit int) (i
 		return 0, fmt.Errorf("postgres: prune outbox: %w", err)
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+// RelayOutbox implements booking.PaymentStore.
+func (s *Store) RelayOutbox(ctx context.Context, limit int, publish func(booking.OutboxEvent) error) (int, error) {
+	n := 0
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT id, aggregate_id, type, payload, created_at FROM outbox
+			WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
+		if err != nil {
+			return err
+		}
+		evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (booking.OutboxEvent, error) {
+			var e booking.OutboxEvent
+			err := r.Scan(&e.ID, &e.AggregateID, &e.Type, &e.Payload, &e.CreatedAt)
+			return e, err
+		})
+		if err != nil {
+			return err
+		}
+		var done []int64
+		for _, e := range evs {
+			if err := publish(e); err != nil {
+				break // keep order: the rest waits for the next pass
+			}
+			done = append(done, e.ID)
+		}
+		if len(done) == 0 {
+			return nil
+		}
+		n = len(done)
+		_, err = tx.Exec(ctx, `UPDATE outbox SET published_at = now() WHERE id = ANY($1)`, done)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("postgres: outbox: %w", err)
+	}
+	return n, nil
 }
