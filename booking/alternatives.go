@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // alternatives proposes, after a conflict, as many free seats as were asked for, of the category most of them
@@ -134,4 +136,104 @@ func pickAlternatives(layout []Seat, free func(i int) bool, wanted []Seat) []str
 		out = append(out, layout[e.c.i].ID)
 	}
 	return out
+}
+
+// altMemo maps a request key to the alternatives offered for it, up to maxMemo keys: in a flash crowd the same
+// few seat requests are refused over and over, and a crowd of distinct requests must not grow it without end.
+//
+// base is the memo of an earlier state that had every seat free that this one has (seats were only taken since:
+// a claim, a seat event, a reload that found new holds). An answer there still stands here while its seats are
+// all still free: the alternatives are a function of the free seats alone, and taking other seats removes only
+// candidates that lost to it (pickAlternatives). In a flash crowd seats are taken several hundred times a second,
+// and without this each time sent every distinct request back to pickAlternatives.
+type altMemo struct {
+	m     sync.Map // request key -> *altAnswer
+	n     atomic.Int32
+	base  *altMemo
+	depth int // of the base chain, bounded by maxMemoDepth so a long sell-out does not keep every memo alive
+}
+
+// altAnswer is a memoised answer: the seat ids offered and their positions in the layout.
+type altAnswer struct {
+	ids []string
+	at  []int32
+}
+
+const (
+	maxMemo      = 4096
+	maxMemoDepth = 8
+)
+
+// after returns a memo for a state reached from the one of m by taking seats only.
+func (m *altMemo) after() *altMemo {
+	if m.depth >= maxMemoDepth {
+		return new(altMemo)
+	}
+	return &altMemo{base: m, depth: m.depth + 1}
+}
+
+// inherit takes over prev's memo of alternatives when the two have the same state, and builds on it when seats
+// were only taken since prev.
+func (sn *snapshot) inherit(prev *snapshot) {
+	switch {
+	case prev == nil || len(prev.state) != len(sn.state):
+	case slices.Equal(prev.state, sn.state):
+		sn.alts = prev.alts
+	case !freedSince(prev.state, sn.state):
+		sn.alts = prev.alts.after()
+	}
+}
+
+// freedSince reports whether a seat free in now was taken in before.
+func freedSince(before, now []seatState) bool {
+	for i, st := range now {
+		if st == seatFree && before[i] != seatFree {
+			return true
+		}
+	}
+	return false
+}
+
+// alternatives returns pickAlternatives on this snapshot, memoised: in a flash crowd the same few seat requests
+// are refused over and over against the same snapshot.
+func (sn *snapshot) alternatives(layout []Seat, wanted []Seat) []string {
+	key := make([]byte, 0, 8*len(wanted))
+	for _, w := range wanted {
+		key = append(key, w.ID...)
+		key = append(key, 0)
+	}
+	if v, ok := sn.alts.m.Load(string(key)); ok {
+		return v.(*altAnswer).ids
+	}
+	var a *altAnswer
+	for m := sn.alts.base; m != nil && a == nil; m = m.base {
+		if v, ok := m.m.Load(string(key)); ok {
+			if a = v.(*altAnswer); !sn.allFree(a.at) {
+				a = nil
+				break // an older memo's answer had the same seats, or seats taken longer ago
+			}
+		}
+	}
+	if a == nil {
+		a = &altAnswer{ids: pickAlternatives(layout, func(i int) bool { return sn.state[i] == seatFree }, wanted)}
+		a.at = make([]int32, len(a.ids))
+		for i, id := range a.ids {
+			a.at[i] = int32(sn.index[id])
+		}
+	}
+	// Load first: past the cap the counter stops moving, so it cannot wrap around on a long-lived memo.
+	if sn.alts.n.Load() < maxMemo && sn.alts.n.Add(1) <= maxMemo {
+		sn.alts.m.Store(string(key), a)
+	}
+	return a.ids
+}
+
+// allFree reports whether the seats at the layout positions are all free in the snapshot.
+func (sn *snapshot) allFree(at []int32) bool {
+	for _, i := range at {
+		if sn.state[i] != seatFree {
+			return false
+		}
+	}
+	return true
 }

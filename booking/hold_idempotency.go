@@ -1,0 +1,101 @@
+package booking
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+)
+
+// A hold request may carry an Idempotency-Key: one hold per key and request, and a repeat (a fan's retry, the
+// edge's replay after a broken connection) is answered with the first request's booking, so a fan whose answer was
+// lost never holds twice.
+
+// IdempotencyRecord is what is known about an Idempotency-Key already used.
+type IdempotencyRecord struct {
+	RequestHash string
+	ResultID    string // empty while the first request is still running
+}
+
+// hash identifies the request body for idempotency: same show and same seats in the same order.
+func (r HoldRequest) hash() string {
+	h := sha256.New()
+	h.Write([]byte(r.ShowID))
+	for _, id := range r.SeatIDs {
+		h.Write([]byte{0})
+		h.Write([]byte(id))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+const scopeHold = "hold"
+
+// holdIdempotent is Hold for a request with an Idempotency-Key: the first request with the key holds, and every
+// repeat of the same request is answered with that hold's booking (replayed true), waiting for it if the first is
+// still running; the same key with another request is ErrIdempotency.
+func (s *Holds) holdIdempotent(ctx context.Context, r HoldRequest, t holdTarget, seats []Seat,
+	claims *admitted) (Booking, bool, error) {
+	hash := r.hash()
+	for {
+		rec, claimed, err := s.store.BeginIdempotent(ctx, r.UserID, scopeHold, r.IdempotencyKey, hash)
+		if err != nil {
+			return Booking{}, false, err
+		}
+		if claimed {
+			break
+		}
+		if rec.RequestHash != hash {
+			return Booking{}, false, fmt.Errorf("%w: Idempotency-Key was used with another request", ErrIdempotency)
+		}
+		if rec.ResultID != "" {
+			b, err := s.store.Booking(ctx, rec.ResultID)
+			return b, true, err
+		}
+		// The first request with this key is still running: wait for its outcome rather than hold twice.
+		if b, done, err := s.awaitIdempotent(ctx, r, hash); done || err != nil {
+			return b, true, err
+		}
+		// The first request failed and gave the key up; try to claim it ourselves.
+	}
+	b, err := s.hold(ctx, r, t, seats, claims)
+	if err != nil {
+		// A failed hold leaves nothing behind, so the key is free for a retry.
+		if aerr := s.store.AbortIdempotent(context.WithoutCancel(ctx), r.UserID, scopeHold, r.IdempotencyKey); aerr != nil {
+			s.log.ErrorContext(ctx, "idempotency abort", "err", aerr)
+		}
+		return Booking{}, false, err
+	}
+	if err := s.store.FinishIdempotent(ctx, r.UserID, scopeHold, r.IdempotencyKey, b.ID); err != nil {
+		return Booking{}, false, err
+	}
+	return b, false, nil
+}
+
+// awaitIdempotent polls a pending key for up to five seconds. done is false when the key was given up.
+func (s *Holds) awaitIdempotent(ctx context.Context, r HoldRequest, hash string) (Booking, bool, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return Booking{}, false, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		rec, claimed, err := s.store.BeginIdempotent(ctx, r.UserID, scopeHold, r.IdempotencyKey, hash)
+		if err != nil {
+			return Booking{}, false, err
+		}
+		if claimed {
+			// We now own the key; give it back so the caller's loop claims it cleanly.
+			if err := s.store.AbortIdempotent(ctx, r.UserID, scopeHold, r.IdempotencyKey); err != nil {
+				return Booking{}, false, err
+			}
+			return Booking{}, false, nil
+		}
+		if rec.ResultID != "" {
+			b, err := s.store.Booking(ctx, rec.ResultID)
+			return b, true, err
+		}
+	}
+	return Booking{}, false, ErrInProgress
+}
