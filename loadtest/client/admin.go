@@ -64,10 +64,40 @@ type QueueSettings struct {
 	AdmitPerSecond  float64 `json:"admitPerSecond"`
 	MaxActive       int     `json:"maxActive"`
 	TokenTTLSeconds int     `json:"tokenTtlSeconds"`
+	// BotProtection, when set, is sent with the settings: its members that are set change, the others keep
+	// their value. GET and PUT answer the show's whole bot protection.
+	BotProtection *BotProtection `json:"botProtection,omitempty"`
 
 	Waiting       int `json:"waiting,omitempty"`
 	Active        int `json:"active,omitempty"`
 	AdmittedTotal int `json:"admittedTotal,omitempty"`
+}
+
+// BotProtection is a show's bot protection as the operator API speaks it (shared/admission's BotProtection):
+// what a new place in the queue costs. Members left zero are not sent.
+type BotProtection struct {
+	Enabled            *bool   `json:"enabled,omitempty"`
+	BaseDifficulty     int64   `json:"baseDifficulty,omitempty"`
+	MaxDifficulty      int64   `json:"maxDifficulty,omitempty"`
+	FreeChallenges     float64 `json:"freeChallenges,omitempty"`
+	DoublingChallenges float64 `json:"doublingChallenges,omitempty"`
+	HalfLifeSeconds    int     `json:"halfLifeSeconds,omitempty"`
+	LoadJoinsPerMinute int     `json:"loadJoinsPerMinute,omitempty"`
+	PrefixPlaces       int     `json:"prefixPlaces,omitempty"`
+	Suspects           string  `json:"suspects,omitempty"`
+}
+
+// On reports whether the protection is on: Enabled, or unsaid (the server's default is on).
+func (b *BotProtection) On() bool { return b == nil || b.Enabled == nil || *b.Enabled }
+
+// BotFigures is GET /admin/v1/shows/{id}/bots: what the show's bot protection did.
+type BotFigures struct {
+	Issued        int64            `json:"challengesIssued"`
+	Solved        int64            `json:"challengesSolved"`
+	Failed        int64            `json:"challengesFailed"`
+	MedianSolveMs int64            `json:"medianSolveMs"`
+	Shadowed      int64            `json:"shadowed"`
+	Refused       map[string]int64 `json:"refusedByReason"`
 }
 
 // ShowStats is GET /admin/v1/shows/{id}/stats.
@@ -137,10 +167,22 @@ func (c *Client) CreateShow(ctx context.Context, s Show) (string, error) {
 // PutQueue sets a show's waiting-room settings.
 func (c *Client) PutQueue(ctx context.Context, showID string, q QueueSettings) (QueueSettings, error) {
 	var out QueueSettings
+	body := map[string]any{"enabled": q.Enabled, "admitPerSecond": q.AdmitPerSecond, "maxActive": q.MaxActive,
+		"tokenTtlSeconds": q.TokenTTLSeconds}
+	if q.BotProtection != nil {
+		body["botProtection"] = q.BotProtection
+	}
 	res, err := c.do(ctx, call{method: http.MethodPut, path: "/admin/v1/shows/" + url.PathEscape(showID) + "/queue",
-		bearer: c.adminToken, body: map[string]any{"enabled": q.Enabled, "admitPerSecond": q.AdmitPerSecond,
-			"maxActive": q.MaxActive, "tokenTtlSeconds": q.TokenTTLSeconds}, out: &out})
+		bearer: c.adminToken, body: body, out: &out})
 	return out, expect("put queue", res, err, http.StatusOK)
+}
+
+// Bots reads what a show's bot protection did.
+func (c *Client) Bots(ctx context.Context, showID string) (BotFigures, error) {
+	var out BotFigures
+	res, err := c.do(ctx, call{method: http.MethodGet, path: "/admin/v1/shows/" + url.PathEscape(showID) + "/bots",
+		bearer: c.adminToken, out: &out})
+	return out, expect("bot figures", res, err, http.StatusOK)
 }
 
 // Queue reads a show's waiting-room settings and counters.

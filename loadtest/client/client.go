@@ -31,6 +31,7 @@ type Client struct {
 	stream     *http.Client // event streams: no overall timeout, they live as long as the wait
 	adminToken string
 	timeout    time.Duration
+	workers    int // goroutines Solve hashes with
 	// Work is the proof of work this client's fans did (Solve).
 	Work *Work
 }
@@ -39,6 +40,9 @@ type Client struct {
 type Options struct {
 	AdminToken string
 	Timeout    time.Duration // per API request; default 15s
+	// SolveWorkers is how many goroutines Solve hashes a challenge with: 1 (the default) as one fan's device
+	// does, more for a script that spends every core on one place.
+	SolveWorkers int
 }
 
 // New returns a client of the platform at base sharing transport for every call, so that thousands of fans reuse a
@@ -58,6 +62,7 @@ func New(base string, transport http.RoundTripper, opt Options) (*Client, error)
 		stream:     &http.Client{Transport: streamTransport(transport), CheckRedirect: noRedirect},
 		adminToken: opt.AdminToken,
 		timeout:    opt.Timeout,
+		workers:    max(1, opt.SolveWorkers),
 		Work:       &Work{},
 	}, nil
 }
@@ -132,6 +137,9 @@ type Result struct {
 // HeaderPlaceReceipt carries a fan's place receipt on a re-join.
 const HeaderPlaceReceipt = "X-Place-Receipt"
 
+// HeaderProof carries a solved challenge on a guest identity's request.
+const HeaderProof = "X-Proof"
+
 // ErrDecode marks an answer whose body did not match the contract.
 var ErrDecode = errors.New("client: body does not match the contract")
 
@@ -141,6 +149,7 @@ type call struct {
 	bearer       string
 	admission    string
 	receipt      string // X-Place-Receipt
+	proof        string // X-Proof: a solved guest challenge
 	idemKey      string
 	body         any
 	out          any // decoded on 2xx
@@ -183,6 +192,9 @@ func (c *Client) do(ctx context.Context, k call) (Result, error) {
 	}
 	if k.receipt != "" {
 		req.Header.Set(HeaderPlaceReceipt, k.receipt)
+	}
+	if k.proof != "" {
+		req.Header.Set(HeaderProof, k.proof)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -18,11 +18,25 @@ type Guest struct {
 	Token  string `json:"token"`
 }
 
-// NewGuest asks for a guest identity.
+// NewGuest asks for a guest identity. When the edge asks for a proof of work first (an address minting more
+// identities than a person would), the fan solves the challenge the refusal carries, as a browser's page does,
+// and asks again with the solution in X-Proof.
 func (c *Client) NewGuest(ctx context.Context) (Guest, Result, error) {
-	var g Guest
-	res, err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/auth/guest", out: &g})
-	return g, res, err
+	proof := ""
+	for attempt := 0; ; attempt++ {
+		var g Guest
+		res, err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/auth/guest", proof: proof, out: &g})
+		if err != nil || attempt >= 3 {
+			return g, res, err
+		}
+		ch, ok := res.Challenge()
+		if !ok {
+			return g, res, err
+		}
+		if proof, err = c.Solve(ctx, ch); err != nil {
+			return g, res, err
+		}
+	}
 }
 
 // QueueState is the answer of join and status.
@@ -42,11 +56,9 @@ type QueueState struct {
 // receipt of an earlier join, sent as X-Place-Receipt. When the show's bot protection asks for a proof of work, the
 // fan solves the challenge the refusal carries, as a browser's page does, and joins again with the solution.
 func (c *Client) Join(ctx context.Context, user, showID, receipt string) (QueueState, Result, error) {
-	var body any
+	proof := ""
 	for attempt := 0; ; attempt++ {
-		var q QueueState
-		res, err := c.do(ctx, call{method: http.MethodPost, path: "/queue/" + url.PathEscape(showID) + "/join",
-			bearer: user, receipt: receipt, body: body, out: &q})
+		q, res, err := c.JoinOnce(ctx, user, showID, receipt, proof)
 		if err != nil || attempt >= 3 {
 			return q, res, err
 		}
@@ -54,12 +66,23 @@ func (c *Client) Join(ctx context.Context, user, showID, receipt string) (QueueS
 		if !ok {
 			return q, res, err
 		}
-		proof, err := c.Solve(ctx, ch)
-		if err != nil {
+		if proof, err = c.Solve(ctx, ch); err != nil {
 			return q, res, err
 		}
+	}
+}
+
+// JoinOnce is one join request carrying proof, a solved challenge ("" none), as is: a refusal's challenge is left
+// unsolved, as a script that will not pay for its place leaves it.
+func (c *Client) JoinOnce(ctx context.Context, user, showID, receipt, proof string) (QueueState, Result, error) {
+	var body any
+	if proof != "" {
 		body = map[string]string{"proof": proof}
 	}
+	var q QueueState
+	res, err := c.do(ctx, call{method: http.MethodPost, path: "/queue/" + url.PathEscape(showID) + "/join",
+		bearer: user, receipt: receipt, body: body, out: &q})
+	return q, res, err
 }
 
 // Challenge reads the proof-of-work challenge a refused join carries (problem member "challenge").
@@ -75,11 +98,11 @@ func (r Result) Challenge() (pow.Challenge, bool) {
 	return ch, true
 }
 
-// Solve solves a challenge on one core, as one fan's device does, and returns the solution to send as "proof".
-// The work done is counted in Work.
+// Solve solves a challenge on one core, as one fan's device does (Options.SolveWorkers: more), and returns the
+// solution to send as "proof". The work done is counted in Work.
 func (c *Client) Solve(ctx context.Context, ch pow.Challenge) (string, error) {
 	start := time.Now()
-	n, ok := pow.Solve(ch, 1, ctx.Done())
+	n, ok := pow.Solve(ch, c.workers, ctx.Done())
 	if !ok {
 		if err := ctx.Err(); err != nil {
 			return "", err
