@@ -176,6 +176,8 @@ type Run struct {
 	// ended without a verdict, after which the fan fell back to polling.
 	NoSeatsAt      time.Duration `json:"noSeatsAt,omitempty"`
 	StreamFailures int           `json:"streamFailures"`
+	// Work is the proof of work the fans did to join.
+	Work Work `json:"work"`
 	// StormWindow is when the hold-storm's clients hammered, as offsets from StartedAt.
 	StormFrom time.Duration `json:"stormFrom,omitempty"`
 	StormTo   time.Duration `json:"stormTo,omitempty"`
@@ -195,6 +197,14 @@ type Part struct {
 	Steps          map[Step][]Sample
 	NoSeatsAt      time.Duration // 0: its fans never found the hall without a free seat
 	StreamFailures int
+	Work           Work
+}
+
+// Work is the proof of work fans did to join a show whose bot protection asked for it.
+type Work struct {
+	Solved int64         `json:"solved"` // challenges solved
+	Hashes int64         `json:"hashes"` // hashes tried
+	Time   time.Duration `json:"time"`   // spent solving, added up over the fans
 }
 
 // Add merges a part into r: fans and samples are appended, the earliest "no seat" wins, failures add up. The
@@ -212,4 +222,7 @@ func (r *Run) Add(p *Part) {
 		r.NoSeatsAt = p.NoSeatsAt
 	}
 	r.StreamFailures += p.StreamFailures
+	r.Work.Solved += p.Work.Solved
+	r.Work.Hashes += p.Work.Hashes
+	r.Work.Time += p.Work.Time
 }

@@ -35,6 +35,7 @@ type Summary struct {
 	Fairness       Fairness `json:"fairness"`
 	Tokens         Tokens   `json:"tokens"`
 	StreamFailures int      `json:"streamFailures"`
+	Work           Work     `json:"work"` // the proof of work the fans did to join
 	// FansStreamed counts fans that heard their place over the event stream, FansPolled those that polled the
 	// status at some point because their stream could not be held (a fan can be both).
 	FansStreamed int `json:"fansStreamed"`
@@ -90,7 +91,7 @@ func StormOf(r *Run) *Storm {
 func Summarize(r *Run, fairnessSlack time.Duration) *Summary {
 	s := &Summary{Scenario: r.Scenario, Target: r.Target, ShowID: r.ShowID, StartedAt: r.StartedAt, Elapsed: r.Elapsed,
 		SaleOpens: r.SaleOpens, Steps: map[Step]Stats{}, FanOutcomes: map[string]int{}, Fans: len(r.Fans),
-		Histograms: map[Step][]Bucket{}, Timeline: r.Timeline, StreamFailures: r.StreamFailures}
+		Histograms: map[Step][]Bucket{}, Timeline: r.Timeline, StreamFailures: r.StreamFailures, Work: r.Work}
 	for step, samples := range r.Steps {
 		s.Steps[step] = Summarise(samples)
 		if step == StepHold || step == StepPay || step == StepSeatMap || step == StepJoin {

@@ -192,6 +192,8 @@ func PlayShare(ctx context.Context, cfg Config, s Share) (*loadtest.Part, error)
 // part is what this process recorded, with fans.
 func (cr *Crowd) part(fans []*loadtest.Fan) *loadtest.Part {
 	p := &loadtest.Part{Fans: fans, Steps: cr.rec.Samples(), StreamFailures: int(cr.streamFailures.Load())}
+	hashes, took, solved := cr.c.Work.Snapshot()
+	p.Work = loadtest.Work{Solved: solved, Hashes: hashes, Time: took}
 	if at := cr.noSeatsAt.Load(); at >= 0 {
 		p.NoSeatsAt = time.Duration(at)
 	}

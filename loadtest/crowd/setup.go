@@ -95,14 +95,36 @@ func Setup(ctx context.Context, c *client.Client, sc loadtest.Scenario, runID st
 	return showID, opens, nil
 }
 
-// ConfigureQueue switches the show's waiting room on with the scenario's rate, or off for a hold-storm.
+// ConfigureQueue switches the show's waiting room on with the scenario's rate and bot protection, or off for a
+// hold-storm. The bot protection is stated, never left to the platform's default, and read back: a platform that
+// did not apply it fails the setup rather than let the run report a difficulty it did not play at.
 func ConfigureQueue(ctx context.Context, c *client.Client, sc loadtest.Scenario, showID string) error {
 	q := client.QueueSettings{Enabled: sc.Mode == loadtest.ModeQueue, AdmitPerSecond: sc.AdmitPerSecond,
 		MaxActive: sc.MaxActive, TokenTTLSeconds: int(sc.TokenTTL / time.Second)}
 	if !q.Enabled {
 		// The settings still have to be valid numbers even when the queue is off.
 		q.AdmitPerSecond, q.MaxActive, q.TokenTTLSeconds = 100, 100, 60
+	} else {
+		on := true
+		q.BotProtection = &client.BotProtection{Enabled: &on, BaseDifficulty: sc.BotDifficulty}
 	}
-	_, err := c.PutQueue(ctx, showID, q)
-	return err
+	got, err := c.PutQueue(ctx, showID, q)
+	if err != nil || !q.Enabled {
+		return err
+	}
+	if b := got.BotProtection; b == nil || !b.On() || b.BaseDifficulty != sc.BotDifficulty {
+		return fmt.Errorf("put queue: the platform answered bot protection %s, want on at base difficulty %d",
+			describeBots(b), sc.BotDifficulty)
+	}
+	return nil
+}
+
+func describeBots(b *client.BotProtection) string {
+	switch {
+	case b == nil:
+		return "unsaid"
+	case !b.On():
+		return "off"
+	}
+	return fmt.Sprintf("on at base difficulty %d", b.BaseDifficulty)
 }

@@ -46,7 +46,11 @@ func Markdown(w io.Writer, d Document) error {
 	}
 	m := d.Machine
 	fmt.Fprintf(w, "Machine: %d CPUs, %d MB, %s, %s; load generator on the same machine.  \n", m.CPUs, m.MemoryMB, m.OS, m.Go)
-	fmt.Fprintf(w, "Fans %d, seats %d; violations: %d.\n\n", s.Scenario.Fans, s.Scenario.Seats, len(d.Violations))
+	bots := ""
+	if s.Scenario.Mode == loadtest.ModeQueue {
+		bots = fmt.Sprintf(", bot protection at base difficulty %d", s.Scenario.BotDifficulty)
+	}
+	fmt.Fprintf(w, "Fans %d, seats %d%s; violations: %d.\n\n", s.Scenario.Fans, s.Scenario.Seats, bots, len(d.Violations))
 	fmt.Fprintln(w, "| step | count | per s | p50 | p95 | p99 | max |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, step := range loadtest.StepOrder {

@@ -79,6 +79,7 @@ func Text(w io.Writer, d Document) error {
 		if s.StreamFailures > 0 {
 			fmt.Fprintf(w, "event streams that failed and fell back to polling: %d\n", s.StreamFailures)
 		}
+		fmt.Fprintf(w, "bot protection: %s\n", botWork(sc, s.Work))
 	}
 	if st := s.Storm; st != nil {
 		fmt.Fprintf(w, "\nhold-storm at %s: %d decisions, %.0f/s, p50 %s, p99 %s, %d other answers\n", st.Target, st.Decisions,
@@ -99,6 +100,18 @@ func Text(w io.Writer, d Document) error {
 		fmt.Fprintf(w, "invariants checked: %s\n", strings.Join(d.Checked, ", "))
 	}
 	return nil
+}
+
+// botWork says what the show's bot protection cost the crowd: the base difficulty the scenario set (the platform's
+// default is 100,000) and the proof of work its fans did, all on the generator's own cores.
+func botWork(sc loadtest.Scenario, w loadtest.Work) string {
+	out := fmt.Sprintf("on, base difficulty %d (the platform's default: 100000); %d challenges solved", sc.BotDifficulty,
+		w.Solved)
+	if w.Solved > 0 {
+		out += fmt.Sprintf(", %.1f M hashes, %s of solving (%.0f ms a fan)", float64(w.Hashes)/1e6,
+			w.Time.Round(time.Millisecond), float64(w.Time.Milliseconds())/float64(w.Solved))
+	}
+	return out
 }
 
 // fairness describes the queue-order checks: the exact one when tickets were known, and the timing one.

@@ -104,6 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		admitRate     = fs.Float64("admit-rate", 0, "queue admitPerSecond")
 		maxActive     = fs.Int("max-active", 0, "queue maxActive")
 		tokenTTL      = fs.Duration("token-ttl", 0, "admission token TTL")
+		botDifficulty = fs.Int64("bot-difficulty", 0, "queue botProtection.baseDifficulty: each fan hashes about half of it to join (protection stays on)")
 		saleDelay     = fs.Duration("sale-delay", 0, "the sale opens this long after setup")
 		ramp          = fs.Duration("ramp", 0, "fans arrive spread over this window")
 		duration      = fs.Duration("duration", 0, "hard bound on the whole run")
@@ -141,6 +142,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	override(set, "group-max", &sc.GroupMax, *groupMax)
 	override(set, "max-attempts", &sc.MaxHoldAttempts, *maxAttempts)
 	override(set, "token-ttl", &sc.TokenTTL, *tokenTTL)
+	override(set, "bot-difficulty", &sc.BotDifficulty, *botDifficulty)
 	override(set, "sale-delay", &sc.SaleDelay, *saleDelay)
 	override(set, "ramp", &sc.Ramp, *ramp)
 	override(set, "duration", &sc.Duration, *duration)
@@ -233,7 +235,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.Baseline = b
 	}
 
-	log.Info("playing", "scenario", sc.Name, "target", *base, "fans", sc.Fans)
+	log.Info("playing", "scenario", sc.Name, "target", *base, "fans", sc.Fans, "botDifficulty", sc.BotDifficulty)
 	r, err := crowd.Play(ctx, cfg)
 	if r == nil {
 		return err

@@ -34,7 +34,10 @@ func TestMain(m *testing.M) {
 // TestSplitCrowdOverProcessesAndReplicas plays one crowd in two child processes against two edge replicas of one
 // platform, and checks that the parent merged them into one run: every fan once, the fairness check over all of
 // them by the waiting room's tickets, the streams counted, and no violation from the fans or the stores. With
-// -profile, each of the three processes leaves its CPU and heap profiles.
+// -profile, each of the three processes leaves its CPU and heap profiles. The show's bot protection runs at base
+// difficulty 100: the fans must join before the sale opens, to hear their tickets in position events before they
+// are admitted, and at the preset's 10,000 the 400 fans' hashing under the race detector took the two processes
+// past the opening.
 func TestSplitCrowdOverProcessesAndReplicas(t *testing.T) {
 	const fans = 400
 	p := platformtest.Start(t, platformtest.Options{HoldTTL: 20 * time.Second, ReconcileInterval: 2 * time.Second,
@@ -42,7 +45,7 @@ func TestSplitCrowdOverProcessesAndReplicas(t *testing.T) {
 	profiles := t.TempDir()
 	o := playClean(t, p, "-base", strings.Join(p.EdgeURLs, ","), "-procs", "2", "-source-ips", "2",
 		"-fans", fmt.Sprint(fans), "-seats", "60", "-sale-delay", "3s", "-seed", "7", "-pay-mix", "ok=1",
-		"-profile", profiles)
+		"-bot-difficulty", "100", "-profile", profiles)
 	for _, name := range []string{"main", "child-1", "child-2"} {
 		for _, kind := range []string{"cpu", "heap"} {
 			// A profile is a gzipped protocol buffer: a file that is there and starts as one was written whole.
