@@ -17,6 +17,7 @@ import (
 	"github.com/flashseat/flashseat/loadtest/platformtest"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
+	"github.com/flashseat/flashseat/shared/pow"
 	"github.com/flashseat/flashseat/shared/store/redistest"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -121,6 +122,23 @@ func guest(tb testing.TB, p *platform) (user, tok string) {
 		tb.Fatal(err)
 	}
 	return g.UserID, g.Token
+}
+
+// solve solves the proof-of-work challenge a refused join's problem carries (status 403), as a fan's page does,
+// and returns the solution to send as the join's "proof"; false when the answer asks for none.
+func solve(tb testing.TB, status int, body []byte) (string, bool) {
+	tb.Helper()
+	var p struct {
+		Challenge *pow.Challenge `json:"challenge"`
+	}
+	if status != http.StatusForbidden || json.Unmarshal(body, &p) != nil || p.Challenge == nil {
+		return "", false
+	}
+	n, ok := pow.Solve(*p.Challenge, 1, nil)
+	if !ok {
+		tb.Fatalf("a challenge with no solution: %s", body)
+	}
+	return pow.Encode(*p.Challenge, n, time.Millisecond), true
 }
 
 func TestMain(m *testing.M) { os.Exit(redistest.Run(m)) }
