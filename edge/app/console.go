@@ -51,16 +51,22 @@ func mountConsole(ctx context.Context, e *Edge, svc *waitroom.Service) *console.
 	return figures
 }
 
-// queueFigures reads a show's queue for the console: settings and counters from Redis, and the queue's speed as
-// this replica measures it (the same measure that gives fans their ETA).
+// queueFigures reads a show's queue for the console: settings, counters and the guard's figures from Redis, and
+// the queue's speed as this replica measures it (the same measure that gives fans their ETA).
 func queueFigures(svc *waitroom.Service) console.QueueSource {
 	return func(ctx context.Context, show string) (console.QueueFigures, error) {
 		st, c, err := svc.Settings(ctx, show)
 		if err != nil {
 			return console.QueueFigures{}, err
 		}
+		bots, err := svc.BotFigures(ctx, show)
+		if err != nil {
+			return console.QueueFigures{}, err
+		}
+		bots.Solves = nil // the median is taken; the round need not keep a thousand solve times per show
 		q := console.QueueFigures{Enabled: st.Enabled, Paused: st.Paused, AdmitPerSecond: st.AdmitPerSecond, MaxActive: st.MaxActive,
-			TokenTTLSeconds: st.TokenTTLSeconds, Waiting: c.Waiting, Active: c.Active, AdmittedTotal: c.AdmittedTotal}
+			TokenTTLSeconds: st.TokenTTLSeconds, Waiting: c.Waiting, Active: c.Active, AdmittedTotal: c.AdmittedTotal,
+			TurnHoldSeconds: st.TurnHoldSeconds, Bot: st.Bot, Bots: bots}
 		measured, ok, _ := svc.Hub.Rate(show)
 		if ok {
 			q.ActualRate = measured

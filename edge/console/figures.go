@@ -11,6 +11,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/waitroom"
 )
 
 // QueueFigures are one show's waiting-room figures as this edge reads them from Redis.
@@ -27,6 +30,12 @@ type QueueFigures struct {
 	ActualRate float64 `json:"actualRate"`
 	// LastETASeconds is the expected wait of the last fan in line.
 	LastETASeconds int64 `json:"lastEtaSeconds"`
+	// TurnHoldSeconds and Bot are the rest of the show's settings, which the console's settings form edits.
+	TurnHoldSeconds int                     `json:"turnHoldSeconds"`
+	Bot             admission.BotProtection `json:"botProtection"`
+	// Bots are the guard's figures across replicas: challenges, refusals by reason, places per prefix (the top
+	// ten), for the console's Bots panel.
+	Bots waitroom.BotFigures `json:"bots"`
 }
 
 // QueueSource reads a show's queue figures (edge/app adapts the waiting room).

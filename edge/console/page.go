@@ -11,14 +11,15 @@ import (
 	"github.com/flashseat/flashseat/shared/problem"
 )
 
-//go:embed page/console.html page/console.js page/console.css
+//go:embed page/console.html page/console.js page/bots.js page/console.css
 var pageFS embed.FS
 
 var pageTmpl = template.Must(template.ParseFS(pageFS, "page/console.html"))
 
-// assets are the page's script and stylesheet, served as they are embedded.
+// assets are the page's script modules and stylesheet, served as they are embedded.
 var assets = map[string]struct{ typ, file string }{
 	"console.js":  {"text/javascript; charset=utf-8", "page/console.js"},
+	"bots.js":     {"text/javascript; charset=utf-8", "page/bots.js"},
 	"console.css": {"text/css; charset=utf-8", "page/console.css"},
 }
 

@@ -1,5 +1,7 @@
 // The operator console. Every call goes to this origin with the session cookie (HttpOnly: this script never sees
 // it) and the CSRF header; the operator token is sent once, at sign-in, and is not kept.
+import { mountBots } from './bots.js';
+
 const $ = (id) => document.getElementById(id);
 const shows = new Map(); // showId -> {el, figures}
 let live = null;
@@ -129,7 +131,10 @@ const num = (n) => Number(n || 0).toLocaleString('en');
 const money = (n, cur) => `${(Number(n || 0) / 100).toLocaleString('en', { minimumFractionDigits: 2 })} ${cur}`;
 const dur = (s) => (s <= 0 ? 'none in line' : s < 90 ? `${s} s` : `${Math.round(s / 60)} min`);
 
+const bots = mountBots({ api, el, onChange: () => loadAudit() });
+
 function render(snap) {
+  bots.render(snap);
   $('breaker').textContent = snap.breaker || 'unknown';
   $('app-error').textContent = snap.error || '';
   const seen = new Set();
@@ -180,15 +185,18 @@ function card(f) {
   const rate = el('input', { type: 'number', min: '0.1', step: '0.1', id: `r-${id}`, required: '' });
   const maxA = el('input', { type: 'number', min: '1', step: '1', id: `m-${id}`, required: '' });
   const ttl = el('input', { type: 'number', min: '10', step: '1', id: `t-${id}`, required: '' });
+  const bot = bots.settingsFields(id);
   const settings = el('form', { class: 'settings' },
     el('label', { for: `r-${id}`, text: 'Admission rate (fans per second)' }), rate,
     el('label', { for: `m-${id}`, text: 'Max active fans' }), maxA,
     el('label', { for: `t-${id}`, text: 'Admission token lifetime (seconds)' }), ttl,
+    ...bot.fields,
     el('button', { type: 'submit', text: 'Save queue settings' }));
   settings.addEventListener('submit', (ev) => {
     ev.preventDefault();
     act('Saving the queue settings', () => api('PUT', `/admin/v1/shows/${id}/queue`, {
       admitPerSecond: Number(rate.value), maxActive: Number(maxA.value), tokenTtlSeconds: Number(ttl.value),
+      ...bot.body(),
     }));
   });
   const opens = el('input', { type: 'datetime-local', id: `o-${id}`, required: '' });
@@ -217,7 +225,7 @@ function card(f) {
     el('div', { class: 'controls' },
       el('p', {}, queue, el('label', { for: `q-${id}`, text: `Waiting room queue on for ${f.title}` })),
       el('p', {}, pause, ' ', close), settings, opening, details), err);
-  const s = { el: e, dd, queue, pause, rate, maxA, ttl, opens, title, meta, close, loaded: false };
+  const s = { el: e, dd, queue, pause, rate, maxA, ttl, bot, opens, title, meta, close, loaded: false };
   return s;
 }
 
@@ -252,6 +260,7 @@ function update(s, f) {
     s.rate.value = q.admitPerSecond;
     s.maxA.value = q.maxActive;
     s.ttl.value = q.tokenTtlSeconds;
+    s.bot.fill(q);
     s.opens.value = (f.saleStartsAt || '').slice(0, 16);
   }
 }
