@@ -61,11 +61,14 @@ type Options struct {
 	// Edges is how many edge replicas serve the waiting room and the gate (default 1): the same configuration and
 	// admission key on their own ports, sharing Redis and booking, as a deployment scales the edge.
 	Edges int
+	// NoContractCheck sends the test's requests to the edge directly rather than through the proxy that checks
+	// them and their answers against openapi.yaml (contract.go). Benchmarks never go through it.
+	NoContractCheck bool
 }
 
 // Platform is a running platform. Everything stops when the test that started it ends.
 type Platform struct {
-	BaseURL     string   // the edge, the only address a fan uses
+	BaseURL     string   // the edge, the only address a fan uses (through the contract check, contract.go)
 	EdgeURLs    []string // every edge replica, BaseURL first
 	BookingURL  string   // booking itself, behind the edge
 	PaymentURL  string   // the payment simulator
@@ -207,6 +210,9 @@ func Start(t testing.TB, opts Options) *Platform {
 		}))
 	}
 	p.BaseURL = p.EdgeURLs[0]
+	if _, bench := t.(*testing.B); !bench && !opts.NoContractCheck {
+		p.BaseURL = contractProxy(t, p.BaseURL)
+	}
 	if opts.Ops {
 		p.BookingOpsURL, p.EdgeOpsURL = "http://"+loopback(<-bookingOps), "http://"+loopback(<-edgeOps)
 	}
