@@ -80,7 +80,7 @@ type bookingJSON struct {
 	ExpiresAt   time.Time      `json:"expiresAt"`
 	TotalAmount int64          `json:"totalAmount"`
 	Currency    string         `json:"currency"`
-	PaymentID   *string        `json:"paymentId"`
+	PaymentID   string         `json:"paymentId,omitempty"` // absent until paid: the contract says string, never null
 	Tickets     []ticketJSON   `json:"tickets"`
 }
 
@@ -89,10 +89,8 @@ func BookingJSON(b booking.Booking) any { return toBookingJSON(b) }
 
 func toBookingJSON(b booking.Booking) bookingJSON {
 	out := bookingJSON{BookingID: b.ID, Status: b.Status, ShowID: b.ShowID, SeatIDs: b.SeatIDs,
-		ExpiresAt: b.ExpiresAt, TotalAmount: b.TotalAmount, Currency: b.Currency, Tickets: []ticketJSON{}}
-	if b.PaymentID != "" {
-		out.PaymentID = &b.PaymentID
-	}
+		ExpiresAt: b.ExpiresAt, TotalAmount: b.TotalAmount, Currency: b.Currency, PaymentID: b.PaymentID,
+		Tickets: []ticketJSON{}}
 	for _, t := range b.Tickets {
 		out.Tickets = append(out.Tickets, ticketJSON{TicketID: t.ID, SeatID: t.SeatID, Code: t.Code})
 	}
