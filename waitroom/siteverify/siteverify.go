@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -47,17 +48,34 @@ type provider struct {
 	class, field         string
 	// sendSiteKey: hCaptcha takes the site key with the token and refuses a token solved for another key.
 	sendSiteKey bool
+	sources     Sources
 }
 
 var providers = map[string]provider{
 	Turnstile: {verifyURL: "https://challenges.cloudflare.com/turnstile/v0/siteverify",
 		scriptURL: "https://challenges.cloudflare.com/turnstile/v0/api.js",
-		class:     "cf-turnstile", field: "cf-turnstile-response"},
+		class:     "cf-turnstile", field: "cf-turnstile-response",
+		sources: Sources{Script: []string{cloudflare}, Frame: []string{cloudflare}}},
 	HCaptcha: {verifyURL: "https://api.hcaptcha.com/siteverify", scriptURL: "https://js.hcaptcha.com/1/api.js",
-		class: "h-captcha", field: "h-captcha-response", sendSiteKey: true},
+		class: "h-captcha", field: "h-captcha-response", sendSiteKey: true,
+		sources: Sources{Script: hcaptcha, Frame: hcaptcha, Style: hcaptcha, Connect: hcaptcha}},
 	ReCAPTCHA: {verifyURL: "https://www.google.com/recaptcha/api/siteverify",
 		scriptURL: "https://www.google.com/recaptcha/api.js",
-		class:     "g-recaptcha", field: "g-recaptcha-response"},
+		class:     "g-recaptcha", field: "g-recaptcha-response",
+		sources: Sources{Script: []string{"https://www.google.com/recaptcha/", "https://www.gstatic.com/recaptcha/"},
+			Frame: []string{"https://www.google.com/recaptcha/", "https://recaptcha.google.com/recaptcha/"}}},
+}
+
+// The providers' origins, as their documentation asks a Content-Security-Policy to allow them.
+var (
+	cloudflare = "https://challenges.cloudflare.com"
+	hcaptcha   = []string{"https://hcaptcha.com", "https://*.hcaptcha.com"}
+)
+
+// Sources are the origins a page must allow in its Content-Security-Policy for the widget to work: where its
+// script comes from, and the frames, stylesheets and API calls it makes.
+type Sources struct {
+	Script, Frame, Style, Connect []string
 }
 
 // DefaultTimeout bounds one verification. A fan's join waits on it, so a provider slower than this is treated as
@@ -182,6 +200,29 @@ func (v *Verifier) Widget() Widget {
 	}
 	return Widget{Provider: v.name, SiteKey: v.siteKey, ScriptURL: v.p.scriptURL, Class: v.p.class,
 		ResponseField: v.p.field}
+}
+
+// Sources are the origins the widget needs, for the page's Content-Security-Policy: the provider's, and a
+// replaced script's (HUMAN_CHECK_SCRIPT_URL) own origin for its script, frames and calls (a stand-in widget, such as siteverifytest's,
+// fetches its token from where it was served). None for a nil Verifier.
+func (v *Verifier) Sources() Sources {
+	if v == nil {
+		return Sources{}
+	}
+	s := v.p.sources
+	s = Sources{Script: slices.Clone(s.Script), Frame: slices.Clone(s.Frame), Style: slices.Clone(s.Style),
+		Connect: slices.Clone(s.Connect)}
+	if u, err := url.Parse(v.p.scriptURL); err == nil && u.Host != "" && v.p.scriptURL != providers[v.name].scriptURL {
+		origin := u.Scheme + "://" + u.Host
+		add := func(l []string) []string {
+			if slices.Contains(l, origin) {
+				return l
+			}
+			return append(l, origin)
+		}
+		s.Script, s.Frame, s.Connect = add(s.Script), add(s.Frame), add(s.Connect)
+	}
+	return s
 }
 
 // String names the provider and site key, never the secret, so a Verifier printed by mistake leaks nothing.

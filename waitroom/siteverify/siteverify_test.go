@@ -124,6 +124,56 @@ func TestWidgetJSON(t *testing.T) {
 	}
 }
 
+// Sources are what the page's Content-Security-Policy must allow: the provider's documented origins, and a
+// replaced script's own origin for its script, frames and calls (the stand-in widget fetches its token there).
+func TestSources(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		provider string
+		script   string // HUMAN_CHECK_SCRIPT_URL
+		want     siteverify.Sources
+	}{
+		{"turnstile", siteverify.Turnstile, "", siteverify.Sources{Script: []string{"https://challenges.cloudflare.com"},
+			Frame: []string{"https://challenges.cloudflare.com"}}},
+		{"hcaptcha", siteverify.HCaptcha, "", siteverify.Sources{
+			Script:  []string{"https://hcaptcha.com", "https://*.hcaptcha.com"},
+			Frame:   []string{"https://hcaptcha.com", "https://*.hcaptcha.com"},
+			Style:   []string{"https://hcaptcha.com", "https://*.hcaptcha.com"},
+			Connect: []string{"https://hcaptcha.com", "https://*.hcaptcha.com"}}},
+		{"recaptcha", siteverify.ReCAPTCHA, "", siteverify.Sources{
+			Script: []string{"https://www.google.com/recaptcha/", "https://www.gstatic.com/recaptcha/"},
+			Frame:  []string{"https://www.google.com/recaptcha/", "https://recaptcha.google.com/recaptcha/"}}},
+		{"a stand-in widget", siteverify.Turnstile, "http://127.0.0.1:8123/api.js", siteverify.Sources{
+			Script:  []string{"https://challenges.cloudflare.com", "http://127.0.0.1:8123"},
+			Frame:   []string{"https://challenges.cloudflare.com", "http://127.0.0.1:8123"},
+			Connect: []string{"http://127.0.0.1:8123"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			v, err := siteverify.New(siteverify.Config{Provider: tt.provider, SiteKey: "k", Secret: secret,
+				ScriptURL: tt.script})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := v.Sources()
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+			// The provider's list is not the caller's to change.
+			got.Script[0] = "https://evil.example"
+			if again := v.Sources(); again.Script[0] == "https://evil.example" {
+				t.Error("Sources shares its slices with the provider's table")
+			}
+		})
+	}
+	var off *siteverify.Verifier
+	if got := off.Sources(); fmt.Sprint(got) != fmt.Sprint(siteverify.Sources{}) {
+		t.Errorf("a nil Verifier: got %+v, want none", got)
+	}
+}
+
 // A nil Verifier is a human check that is off: it says so, describes no widget, and verifies nothing, so a caller
 // that forgets to ask fails closed.
 func TestNilVerifier(t *testing.T) {
