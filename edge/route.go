@@ -15,9 +15,9 @@ const (
 	ClassAPI   Class = iota // the booking API and pages behind the edge
 	ClassQueue              // the waiting room: /queue/..., its JWKS
 	ClassOps                // /healthz, /readyz: never limited
-	// ClassStatic: the pages' stylesheet and scripts (/assets/...) and the favicon: immutable files, cached by
-	// browsers and CDNs, never limited. A page load fetches several at once, and counting them against the fan's
-	// API budget turned the next page or API call away with 429.
+	// ClassStatic: the pages' stylesheets and scripts (/assets/..., the waiting room's /queue/assets/...) and the
+	// favicon: immutable files, cached by browsers and CDNs, never limited. A page load fetches several at once,
+	// and counting them against the fan's API budget turned the next page or API call away with 429.
 	ClassStatic
 )
 
@@ -64,12 +64,19 @@ func Classify(method, path string) Class {
 	switch {
 	case p == "/healthz" || p == "/readyz":
 		return ClassOps
+	case (method == http.MethodGet || method == http.MethodHead) && (strings.HasPrefix(p, "/assets/") ||
+		queueAsset(p) || p == "/favicon.ico"):
+		return ClassStatic
 	case p == "/queue" || strings.HasPrefix(p, "/queue/") || p == "/.well-known/jwks.json":
 		return ClassQueue
-	case (method == http.MethodGet || method == http.MethodHead) && (strings.HasPrefix(p, "/assets/") || p == "/favicon.ico"):
-		return ClassStatic
 	}
 	return ClassAPI
+}
+
+// queueAsset tells the waiting room's files, /queue/assets/{version}/{name}, from a show's routes: a show may be
+// called "assets", and its /queue/assets/status is the queue's, limited as such.
+func queueAsset(p string) bool {
+	return strings.HasPrefix(p, "/queue/assets/") && strings.Count(strings.TrimRight(p, "/"), "/") == 4
 }
 
 // Match returns the route of a request. path is matched the way fiber routes it: case-insensitively and

@@ -28,6 +28,10 @@ func TestMatch(t *testing.T) {
 		{"a page's script", "GET", "/assets/abc123/seatmap.js", Ungated, "", ClassStatic},
 		{"favicon", "GET", "/favicon.ico", Ungated, "", ClassStatic},
 		{"not a read of an asset", "POST", "/assets/abc123/seatmap.js", Ungated, "", ClassAPI},
+		{"the waiting room's script", "GET", "/queue/assets/abc123/queue.js", Ungated, "", ClassStatic},
+		{"the waiting room's page", "GET", "/queue/s1", Ungated, "", ClassQueue},
+		{"a show called assets", "GET", "/queue/assets/status", Ungated, "", ClassQueue},
+		{"not a read of the waiting room's script", "POST", "/queue/assets/abc123/queue.js", Ungated, "", ClassQueue},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -66,8 +66,11 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 	} else {
 		opt.PoW, _ = pow.NewIssuer(secret) // a derived secret is 32 bytes
 	}
+	var page wrhttp.PageSources
 	if hc := e.Config.HumanCheck; hc.Enabled() {
 		opt.Human, opt.HumanWidget = humanCheck{hc}, hc.Widget()
+		src := hc.Sources()
+		page = wrhttp.PageSources{Script: src.Script, Frame: src.Frame, Style: src.Style, Connect: src.Connect}
 	}
 	var metrics func(waitroom.TickResult, time.Duration, error)
 	if e.Registry != nil {
@@ -81,7 +84,7 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 	mountConsole(ctx, e, svc)
 	h := wrhttp.New(wrhttp.Config{Service: svc, Users: e.Users, Issuer: e.Issuer, AdminToken: wc.AdminToken,
 		Log: e.Log, SecureCookies: wc.SecureCookies, Heartbeat: e.Config.StreamHeartbeat, Audit: e.Audit,
-		ClientAddr: edgehttp.ClientAddr, Exempt: e.Config.RateExempt.Contains})
+		ClientAddr: edgehttp.ClientAddr, Exempt: e.Config.RateExempt.Contains, Settings: e.Gate, PageSources: page})
 	h.Mount(e.Router)
 	if e.Registry != nil {
 		e.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

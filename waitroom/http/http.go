@@ -55,6 +55,11 @@ type Config struct {
 	// Exempt reports addresses that stand for many clients (RATE_EXEMPT: loopback, a load generator): the guard
 	// counts their clients one identity at a time rather than together.
 	Exempt func(netip.Addr) bool
+	// Settings reads a show's settings for join and status answers (their turnHoldSeconds); the edge's gate, with
+	// its second-long cache, is one. nil: the answers leave it out.
+	Settings waitroom.SettingsReader
+	// PageSources are the third-party origins the page may use: the human check's, when one is configured.
+	PageSources PageSources
 }
 
 // Auditor records an operator's change; shared/audit's Log is one.
@@ -68,6 +73,7 @@ type Handler struct {
 	svc     *waitroom.Service
 	log     *slog.Logger
 	streams *streams
+	csp     string // the page's Content-Security-Policy
 }
 
 // New returns a handler.
@@ -81,7 +87,8 @@ func New(cfg Config) *Handler {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = 15 * time.Second
 	}
-	return &Handler{cfg: cfg, svc: cfg.Service, log: cfg.Log, streams: newStreams(cfg.Service, cfg.Heartbeat)}
+	return &Handler{cfg: cfg, svc: cfg.Service, log: cfg.Log, streams: newStreams(cfg.Service, cfg.Heartbeat),
+		csp: pageCSP(cfg.PageSources)}
 }
 
 // Close ends every open stream (at shutdown, so the server can drain).
@@ -91,6 +98,8 @@ func (h *Handler) Close() { h.streams.close() }
 // keeps hijacked connections (fasthttp's KeepHijackedConns, set by whoever builds the server) lets a held stream
 // go without a goroutine of its own; on any other, each stream holds its handler's goroutine until it ends.
 func (h *Handler) Mount(r fiber.Router) {
+	// Three segments: never a show's route, whatever the show is called.
+	r.Get("/queue/assets/:version/:name", h.wrap(h.asset))
 	r.Post("/queue/:showId/join", h.wrap(h.join))
 	r.Get("/queue/:showId/challenge", h.wrap(h.challenge))
 	r.Post("/api/v1/auth/guest", h.wrap(h.guestGate)) // then on to booking, which mints
@@ -253,6 +262,9 @@ type placeJSON struct {
 	// Receipt is the signed place receipt of a waiting fan (also in the fs_place_{show} cookie): presented on a
 	// re-join, it gets the same ticket back after the waiting room lost its state.
 	Receipt string `json:"receipt,omitempty"`
+	// TurnHoldSeconds is how long a waiting fan's turn is held if it comes while they are away (a phone asleep):
+	// back within it, with their receipt, they go to the head of the line. The page tells the fan.
+	TurnHoldSeconds int `json:"turnHoldSeconds,omitempty"`
 }
 
 func seconds(d time.Duration) int64 { return int64(math.Ceil(d.Seconds())) }
@@ -336,12 +348,14 @@ func (h *Handler) status(c *fiber.Ctx) error {
 
 // sendPlace answers join and status: personal, never cached; polling clients are told when to come back.
 func (h *Handler) sendPlace(c *fiber.Ctx, show string, p waitroom.Place) error {
+	out := h.toJSON(show, p)
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	h.setReceiptCookie(c, show, p.Receipt)
 	switch p.Status {
 	case waitroom.Admitted:
 		h.setAdmissionCookie(c, show, p.Grant)
 	case waitroom.Waiting:
+		h.turnHold(c, show, &out)
 		retry := "2"
 		if p.ETA > time.Minute {
 			retry = "5"
@@ -350,7 +364,18 @@ func (h *Handler) sendPlace(c *fiber.Ctx, show string, p waitroom.Place) error {
 	case waitroom.SoldOut:
 		c.Set(fiber.HeaderRetryAfter, "10")
 	}
-	return c.JSON(h.toJSON(show, p))
+	return c.JSON(out)
+}
+
+// turnHold adds the show's turn hold to a waiting fan's answer. The settings come from the gate's cache, which a
+// join has just read: a setting that cannot be read leaves the figure out rather than failing the answer.
+func (h *Handler) turnHold(c *fiber.Ctx, show string, out *placeJSON) {
+	if h.cfg.Settings == nil {
+		return
+	}
+	if st, err := h.cfg.Settings.Settings(c.UserContext(), show); err == nil {
+		out.TurnHoldSeconds = st.TurnHoldSeconds
+	}
 }
 
 func (h *Handler) fairness(c *fiber.Ctx) error {

@@ -89,7 +89,7 @@ func newReplica(t testing.TB, opt waitroom.Options, is *token.Issuer, extra func
 	}
 	svc := wrtest.Service(t, wrredis.New(rdb), rdb, is, opt)
 	h := wrhttp.New(wrhttp.Config{Service: svc, Users: token.NewUserVerifier(userSecret, nil, 0), Issuer: is,
-		AdminToken: adminToken, Audit: audit.New(wrtest.Database(t))})
+		AdminToken: adminToken, Audit: audit.New(wrtest.Database(t)), Settings: wrtest.Keeper(t, rdb)})
 	app := edgeApp()
 	h.Mount(app)
 	if extra != nil {
@@ -574,7 +574,7 @@ func TestPageAndFairness(t *testing.T) {
 	show := s.show(t, 5, 100)
 	res, b := s.do(t, "GET", "/queue/"+show, "", "")
 	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") ||
-		!strings.HasPrefix(res.Header.Get("Cache-Control"), "public") || !strings.Contains(string(b), "EventSource") {
+		!strings.HasPrefix(res.Header.Get("Cache-Control"), "public") || !strings.Contains(string(b), "/queue/assets/") {
 		t.Fatalf("page: %d %v", res.StatusCode, res.Header)
 	}
 	if strings.Contains(string(b), "http://") || strings.Contains(string(b), "https://") {
@@ -621,6 +621,27 @@ func TestRedisDown(t *testing.T) {
 			p.Type != problem.TypeBase+problem.StoreUnavailable {
 			t.Errorf("%s %s: %d (Retry-After %q) %s, want 503 store-unavailable", r.method, r.path, res.StatusCode,
 				res.Header.Get("Retry-After"), body)
+		}
+	}
+}
+
+// TestTurnHoldInAnswers: a waiting fan's join and status say how long the show holds a turn that comes while the
+// fan is away, so the page can tell them what a locked phone costs.
+func TestTurnHoldInAnswers(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, waitroom.Options{Tick: 50 * time.Millisecond}, nil)
+	show := s.show(t, 0.001, 100)
+	s.join(t, show, "ahead")
+	tok := "Bearer " + s.user(t, "fan")
+	for _, r := range []struct{ method, path string }{{"POST", "/join"}, {"GET", "/status"}} {
+		res, b := s.do(t, r.method, "/queue/"+show+r.path, tok, "")
+		var got struct {
+			Status          string `json:"status"`
+			TurnHoldSeconds int    `json:"turnHoldSeconds"`
+		}
+		if res.StatusCode != 200 || json.Unmarshal(b, &got) != nil || got.Status != "waiting" ||
+			got.TurnHoldSeconds != 600 {
+			t.Errorf("%s %s: %d %s, want waiting with turnHoldSeconds 600", r.method, r.path, res.StatusCode, b)
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package http_test
 
 import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -9,9 +13,10 @@ import (
 )
 
 // TestPageServed: the waiting-room page is the same for every fan (cacheable), names its states, announces errors,
-// and carries no token handling of its own: the fs_session and fs_adm_{show} cookies do that. The page's behaviour
-// in a browser is tested through the real edge and booking in edge/e2e (queue_page_test.go), since every state
-// needs booking's show details and identity.
+// and carries no token handling of its own: the fs_session and fs_adm_{show} cookies do that. Its script, stylesheet
+// and proof-of-work worker are files of their own, so the page's policy allows no inline script or style. The page's
+// behaviour in a browser is tested through the real edge and booking in edge/e2e (queue_page_test.go), since every
+// state needs booking's show details and identity.
 func TestPageServed(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, waitroom.Options{Tick: 50 * time.Millisecond}, nil)
@@ -23,18 +28,107 @@ func TestPageServed(t *testing.T) {
 	}
 	page := string(b)
 	for _, want := range []string{`role="alert"`, `id="waiting"`, `id="opens"`, `id="paused"`, `id="soldout"`,
-		`id="closed"`, `id="off"`, "Reconnecting… your place is kept", `"X-Requested-With": "flashseat"`,
+		`id="closed"`, `id="off"`, `id="human"`, `role="status"`, "Getting you a place in line…",
 		`<a href="/bookings">My bookings</a>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
-	for _, banned := range []string{"localStorage", "?admission=", "access_token", "Authorization"} {
-		if strings.Contains(page, banned) {
-			t.Errorf("page still uses %q", banned)
+	if strings.Contains(page, "a background tab is fine") {
+		t.Error("the page still says a background tab keeps the place: phones stop background tabs")
+	}
+	if regexp.MustCompile(`<script(\s[^>]*)?>[^<]`).MatchString(page) || strings.Contains(page, "<style") ||
+		strings.Contains(page, " style=") {
+		t.Error("the page has inline script or style, which its policy refuses")
+	}
+
+	// The assets the page names: versioned, immutable, typed, never sniffed.
+	urls := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?:src|href|data-worker)="(/queue/assets/[0-9a-f]+/([a-z-]+\.(?:js|css)))"`).FindAllStringSubmatch(page, -1) {
+		urls[m[2]] = m[1]
+	}
+	for name, ctype := range map[string]string{"queue.js": "text/javascript", "queue.css": "text/css",
+		"pow-worker.js": "text/javascript"} {
+		u, ok := urls[name]
+		if !ok {
+			t.Errorf("the page does not load %s: %v", name, urls)
+			continue
 		}
+		res, b := s.do(t, "GET", u, "", "")
+		if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), ctype) ||
+			res.Header.Get("X-Content-Type-Options") != "nosniff" ||
+			res.Header.Get("Cache-Control") != "public, max-age=31536000, immutable" || len(b) < 100 {
+			t.Errorf("%s: %d %v (%d bytes)", u, res.StatusCode, res.Header, len(b))
+		}
+		etag := res.Header.Get("ETag")
+		if res, _ := s.do(t, "GET", u, "", "", "If-None-Match", etag); etag == "" || res.StatusCode != 304 {
+			t.Errorf("%s again with its ETag %s: %d, want 304", u, etag, res.StatusCode)
+		}
+		// A page from before a release asks for its own version: it gets today's file, revalidated each time.
+		old := strings.Replace(u, "/assets/", "/assets/0ld", 1)
+		if res, _ := s.do(t, "GET", old, "", ""); res.StatusCode != 200 || res.Header.Get("Cache-Control") != "public, no-cache" {
+			t.Errorf("%s: %d %q", old, res.StatusCode, res.Header.Get("Cache-Control"))
+		}
+	}
+	script := func() string {
+		res, b := s.do(t, "GET", urls["queue.js"], "", "", "Accept-Encoding", "gzip")
+		if res.Header.Get("Content-Encoding") != "gzip" {
+			t.Fatalf("queue.js to a client that takes gzip: %v", res.Header)
+		}
+		r, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(plain)
+	}()
+	for _, want := range []string{"Reconnecting… your place is kept", `"X-Requested-With": "flashseat"`,
+		`base + "/challenge"`, "humanToken", "proof_replayed", "prefix_blocked", "account_required",
+		`case "browser":`, "visibilitychange", `"resume"`, "pageshow", "turnHoldSeconds"} {
+		if !strings.Contains(script, want) {
+			t.Errorf("queue.js lacks %q", want)
+		}
+	}
+	for _, banned := range []string{"localStorage", "?admission=", "access_token", "Authorization", "innerHTML"} {
+		if strings.Contains(script, banned) {
+			t.Errorf("queue.js uses %q", banned)
+		}
+	}
+	if res, _ := s.do(t, "GET", strings.Replace(urls["queue.js"], "queue.js", "nope.js", 1), "", ""); res.StatusCode != 404 {
+		t.Errorf("an unknown asset: %d, want 404", res.StatusCode)
 	}
 	if res, _ := s.do(t, "GET", "/queue/bad%20id", "", ""); res.StatusCode != 400 {
 		t.Errorf("bad show id: %d", res.StatusCode)
+	}
+	// A show may be called "assets": its routes stay its own.
+	if res, _ := s.do(t, "GET", "/queue/assets/status", "", ""); res.StatusCode != 401 {
+		t.Errorf("status of a show called assets, without a user: %d, want 401", res.StatusCode)
+	}
+}
+
+// TestPageSecurityHeaders: the page carries what every page of the platform does: a Content-Security-Policy that
+// runs only its own files (and its worker), a framing guard and nosniff.
+func TestPageSecurityHeaders(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, waitroom.Options{Tick: 50 * time.Millisecond}, nil)
+	res, _ := s.do(t, "GET", "/queue/"+s.show(t, 1, 10), "", "")
+	csp := res.Header.Get("Content-Security-Policy")
+	for _, want := range []string{"default-src 'self'", "script-src 'self';", "style-src 'self';",
+		"worker-src 'self'", "frame-ancestors 'none'", "base-uri 'none'", "object-src 'none'", "frame-src 'none'"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("Content-Security-Policy %q lacks %q", csp, want)
+		}
+	}
+	if strings.Contains(csp, "unsafe") {
+		t.Errorf("Content-Security-Policy allows unsafe sources: %q", csp)
+	}
+	for h, want := range map[string]string{"X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY",
+		"Referrer-Policy": "same-origin"} {
+		if got := res.Header.Get(h); got != want {
+			t.Errorf("%s: got %q, want %q", h, got, want)
+		}
 	}
 }
