@@ -45,7 +45,7 @@ type showSpec struct {
 }
 
 // newShow creates a venue, an event and a show with its queue set as spec says, and returns the show's id.
-func newShow(t *testing.T, c *fsclient.Client, spec showSpec) string {
+func newShow(t testing.TB, c *fsclient.Client, spec showSpec) string {
 	t.Helper()
 	ctx := context.Background()
 	if spec.rows == nil {
@@ -87,10 +87,11 @@ func newShow(t *testing.T, c *fsclient.Client, spec showSpec) string {
 
 func seat(id string) string { return `document.querySelector('#map button[data-seat="` + id + `"]')` }
 
-// TestFanJourneyInBrowser: two fans find the show from the home page, are sent through the queue and admitted in
-// queue order, and both try the same seat. The winner lands on the checkout; the loser is told which seat was
-// taken, sees the alternatives highlighted and takes them with one click, landing on a checkout too. The platform
-// runs on the package's Redis Cluster: the other browser tests cover the single Redis.
+// TestFanJourneyInBrowser: two fans find the show from the home page, are sent through the queue (each page
+// solving the proof of work its place costs) and admitted in queue order, and both try the same seat. The winner
+// lands on the checkout; the loser is told which seat was taken, sees the alternatives highlighted and takes them
+// with one click, landing on a checkout too. The platform runs on the package's Redis Cluster: the other browser
+// tests cover the single Redis.
 func TestFanJourneyInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
@@ -155,6 +156,13 @@ func TestFanJourneyInBrowser(t *testing.T) {
 	}
 	if bAt.Before(aAt) {
 		t.Errorf("fan B reached the seats %v before fan A, who queued first", aAt.Sub(bAt))
+	}
+	// Each page earned its place: the show's bot protection (on with its queue) asked each for a proof of work,
+	// which the page solved while its fan read it.
+	var bots botFigures
+	admin(t, p, "GET", "/admin/v1/shows/"+show+"/bots", "", &bots)
+	if bots.Solved != 2 || len(bots.Refused) != 0 {
+		t.Errorf("bot figures %+v, want each fan's place bought with one proof and nothing refused", bots)
 	}
 	for _, f := range []*platformtest.Fan{a, b} {
 		f.WaitFor("the seat map", seat("C8")+` !== null && document.getElementById("live").textContent.startsWith("Live")`)

@@ -69,6 +69,8 @@ type Fan struct {
 	Ctx  context.Context
 	t    testing.TB
 
+	close func()
+
 	mu       sync.Mutex
 	urls     []string
 	problems []string
@@ -150,7 +152,7 @@ func (b *Browser) FanFor(t testing.TB, name string, timeout time.Duration) *Fan 
 			f.mu.Unlock()
 		}
 	}()
-	t.Cleanup(func() {
+	f.close = sync.OnceFunc(func() {
 		cancelT()
 		cancel()
 		wg.Wait()
@@ -163,8 +165,14 @@ func (b *Browser) FanFor(t testing.TB, name string, timeout time.Duration) *Fan 
 			}
 		}
 	})
+	t.Cleanup(f.close)
 	return f
 }
+
+// Close closes the fan's tab and browser context now, rather than when its test ends, and reports its console
+// problems and token URLs as the end of the test would: for a test or benchmark that opens many fans one after
+// another.
+func (f *Fan) Close() { f.close() }
 
 // bad tells the console messages that fail a test: errors and uncaught exceptions, and the browser's own error
 // entries except an API call's refusal (a 401 before signing in, a 409 for a taken seat, a 402 for a declined
