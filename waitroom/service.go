@@ -138,7 +138,7 @@ type Service struct {
 	log      *slog.Logger
 	Hub      *Hub
 	guard    GuardStore
-	guests   GuestStore // nil: the store keeps no guest counts, and minting is not limited
+	guests   GuestStore         // nil: the store keeps no guest counts, and minting is not limited
 	flights  singleflight.Group // restores and reservations, one at a time per show on this replica
 
 	mu     sync.Mutex

@@ -67,10 +67,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		return err
 	}
 	defer pool.Close()
-	// Tables booking shares with the edge (whichever starts first creates them).
-	if err := admpostgres.New(pool).Migrate(startCtx); err != nil {
-		return err
-	}
 	rdb, err := OpenRedis(startCtx, cfg)
 	if err != nil {
 		return err
@@ -78,9 +74,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	defer rdb.Close()
 
 	auditLog := audit.New(pool)
-	if err := auditLog.Migrate(startCtx); err != nil {
-		return err
-	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

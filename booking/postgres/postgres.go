@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/shared/migrate"
 )
 
 // Store implements booking.Store.
@@ -21,7 +22,7 @@ type Store struct {
 	pool *pgxpool.Pool
 }
 
-// New returns a store on pool. Call Migrate first.
+// New returns a store on pool, a database Open migrated.
 func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
 // Pool is the store's pool, for packages that add tables beside booking's (payments) and join its transactions.
@@ -41,7 +42,7 @@ func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	if err := Migrate(ctx, pool); err != nil {
+	if err := migrate.Up(ctx, pool); err != nil {
 		pool.Close()
 		return nil, err
 	}

@@ -13,23 +13,6 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 )
 
-func TestMigrateConcurrently(t *testing.T) {
-	t.Parallel()
-	pool := pgtest.New(t) // migrated once already; two more at once must both succeed and change nothing
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i := range errs {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = postgres.Migrate(context.Background(), pool) }()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatalf("migrate: %v", err)
-		}
-	}
-}
-
 // seedShow creates a venue with one 2x5 hall, an event and a show on sale.
 func seedShow(t *testing.T, st *postgres.Store) booking.Show {
 	t.Helper()

@@ -26,11 +26,11 @@ import (
 	admredis "github.com/flashseat/flashseat/shared/admission/redis"
 	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/listener"
+	"github.com/flashseat/flashseat/shared/migrate"
 	"github.com/flashseat/flashseat/shared/ops"
 	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/store/driver"
 	"github.com/flashseat/flashseat/shared/token"
-	wrpostgres "github.com/flashseat/flashseat/waitroom/postgres"
 )
 
 // Edge is what the edge hands the waiting room when it mounts its routes (edge/app/waitroom.go).
@@ -213,9 +213,8 @@ func openPostgres(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("edge: postgres: %w", err)
 	}
-	err = errors.Join(admpostgres.New(pool).Migrate(start), wrpostgres.New(pool).Migrate(start),
-		audit.New(pool).Migrate(start))
-	if err != nil {
+	// Every table, the edge's and booking's: whichever service starts first creates them.
+	if err := migrate.Up(start, pool); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("edge: postgres: %w", err)
 	}

@@ -346,9 +346,6 @@ func TestPruneKeepsLiveAdmissions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rec := admpostgres.New(pgtest.New(t))
-	if err := rec.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
 	if err := rec.AddGrants(ctx, []admission.Grant{
 		{ShowID: "s", JTI: "old", UserID: "u1", IssuedAt: now.Add(-49 * time.Hour), ExpiresAt: now.Add(-48 * time.Hour)},

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/flashseat/flashseat/shared/pgschema"
 )
 
 // OperatorHeader names the operator on an admin request; the console's edge sets it from the operator's session.
@@ -70,32 +68,8 @@ type Log struct {
 	pool *pgxpool.Pool
 }
 
-// New returns a log on pool. Call Migrate once at start-up.
+// New returns a log on pool, whose table shared/migrate creates (audit_log).
 func New(pool *pgxpool.Pool) *Log { return &Log{pool: pool} }
-
-// migrateLock is the advisory lock key held while creating the table (see pgschema).
-const migrateLock int64 = 0x666c617564697431 // "flaudit1"
-
-const schema = `
-CREATE TABLE IF NOT EXISTS audit_log (
-	id      bigserial   PRIMARY KEY,
-	at      timestamptz NOT NULL DEFAULT now(),
-	actor   text        NOT NULL,
-	action  text        NOT NULL,
-	show_id text        NOT NULL DEFAULT '',
-	old     jsonb,
-	new     jsonb
-);
-CREATE INDEX IF NOT EXISTS audit_log_show_idx ON audit_log (show_id, id DESC);`
-
-// Migrate creates the log's table if it does not exist. It is idempotent and safe to run from several processes
-// at once.
-func (l *Log) Migrate(ctx context.Context) error {
-	if err := pgschema.Apply(ctx, l.pool, migrateLock, schema); err != nil {
-		return fmt.Errorf("audit: %w", err)
-	}
-	return nil
-}
 
 // Record appends e. ID is ignored (the log assigns it); a zero At means now; an empty Actor means DefaultActor.
 func (l *Log) Record(ctx context.Context, e Entry) error {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,31 +15,7 @@ import (
 
 func newLog(t *testing.T) *audit.Log {
 	t.Helper()
-	l := audit.New(pgtest.New(t))
-	if err := l.Migrate(context.Background()); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	return l
-}
-
-func TestMigrateConcurrently(t *testing.T) {
-	t.Parallel()
-	pool := pgtest.New(t) // a database that has never seen the log: the racers create the table
-	var wg sync.WaitGroup
-	errs := make([]error, 6)
-	for i := range errs {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = audit.New(pool).Migrate(context.Background()) }()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("migrate %d: %v", i, err)
-		}
-	}
-	if err := audit.New(pool).Migrate(context.Background()); err != nil {
-		t.Fatalf("migrate again: %v", err)
-	}
+	return audit.New(pgtest.New(t))
 }
 
 func TestRecordList(t *testing.T) {

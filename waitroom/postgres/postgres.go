@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/flashseat/flashseat/shared/pgschema"
 	"github.com/flashseat/flashseat/waitroom"
 )
 
@@ -22,32 +21,10 @@ type Record struct {
 	pool *pgxpool.Pool
 }
 
-// New returns the record on pool. Call Migrate once at start-up.
+// New returns the record on pool, whose table shared/migrate creates (waitroom_queues).
 func New(pool *pgxpool.Pool) *Record { return &Record{pool: pool} }
 
 var _ waitroom.Record = (*Record)(nil)
-
-const migrateLock int64 = 0x666c77726f6f6d31 // "flwroom1"
-
-const schema = `
-CREATE TABLE IF NOT EXISTS waitroom_queues (
-	show_id     text        PRIMARY KEY,
-	seed        text        NOT NULL DEFAULT '',
-	drawn       boolean     NOT NULL DEFAULT false,
-	draw_count  bigint      NOT NULL DEFAULT 0,
-	draw_digest text        NOT NULL DEFAULT '',
-	cursor      bigint      NOT NULL DEFAULT 0,
-	seq_ceiling bigint      NOT NULL DEFAULT 0,
-	updated_at  timestamptz NOT NULL DEFAULT now()
-)`
-
-// Migrate creates the record's table if it does not exist; safe from several processes at once.
-func (r *Record) Migrate(ctx context.Context) error {
-	if err := pgschema.Apply(ctx, r.pool, migrateLock, schema); err != nil {
-		return fmt.Errorf("waitroom/postgres: %w", err)
-	}
-	return nil
-}
 
 // Queue implements waitroom.Record. The opening comes from booking's catalog when the show is there.
 func (r *Record) Queue(ctx context.Context, show string) (waitroom.Durable, error) {

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/flashseat/flashseat/booking/postgres"
+	"github.com/flashseat/flashseat/shared/migrate"
 )
 
 // DefaultURL is used when DATABASE_URL is not set; it matches `make services`.
@@ -92,7 +92,7 @@ func NewWithURL(t testing.TB) (*pgxpool.Pool, string) {
 			t.Logf("pgtest: drop %s: %v", name, err)
 		}
 	})
-	if err := postgres.Migrate(ctx, pool); err != nil {
+	if err := migrate.Up(ctx, pool); err != nil {
 		t.Fatalf("pgtest: migrate: %v", err)
 	}
 	return pool, withDatabase(base, name)

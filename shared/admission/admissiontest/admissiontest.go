@@ -17,12 +17,9 @@ import (
 	"github.com/flashseat/flashseat/shared/rediskey"
 )
 
-// Keeper migrates the admission record on pool and returns a keeper of the cache on rdb over it.
+// Keeper returns a keeper of the cache on rdb over the admission record on pool (a database pgtest migrated).
 func Keeper(t testing.TB, pool *pgxpool.Pool, rdb goredis.UniversalClient) *admission.Keeper {
 	t.Helper()
-	if err := admpostgres.New(pool).Migrate(context.Background()); err != nil {
-		t.Fatalf("admissiontest: migrate: %v", err)
-	}
 	return admission.NewKeeper(admpostgres.New(pool), admredis.New(rdb), nil)
 }
 

@@ -18,25 +18,7 @@ import (
 // eventstream.Relay appends them to the lifecycle stream (Outbox). queue_phase holds each show's phase as last
 // recorded and counts its changes (epoch): a change is recorded only when it differs from the recorded phase, under
 // the row's lock, so replicas that all see a show sell out record it once, and the outbox's unique (show, epoch)
-// would refuse a second event for one change anyway.
-const eventsSchema = `
-CREATE TABLE IF NOT EXISTS queue_phase (
-	show_id     text        PRIMARY KEY,
-	phase       text        NOT NULL,
-	epoch       bigint      NOT NULL DEFAULT 0,
-	observed_at timestamptz NOT NULL
-);
-CREATE TABLE IF NOT EXISTS queue_outbox (
-	id           bigserial   PRIMARY KEY,
-	show_id      text        NOT NULL,
-	epoch        bigint      NOT NULL,
-	type         text        NOT NULL,
-	payload      jsonb       NOT NULL,
-	created_at   timestamptz NOT NULL DEFAULT now(),
-	published_at timestamptz,
-	UNIQUE (show_id, epoch)
-);
-CREATE INDEX IF NOT EXISTS queue_outbox_unpublished ON queue_outbox (id) WHERE published_at IS NULL`
+// would refuse a second event for one change anyway. Both tables are shared/migrate's 0008_admission.
 
 // recorded is a show's row of queue_phase.
 type recorded struct {

@@ -29,9 +29,6 @@ func newEnv(t *testing.T) env {
 	t.Helper()
 	pool := pgtest.New(t)
 	rec := admpostgres.New(pool)
-	if err := rec.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	// The test's Redis (redistest); the stream sits under its prefix, so it is deleted with the test's keys.
 	r := redistest.New(t)
 	return env{rec: rec, rdb: r.Client, stream: eventstream.Config{Key: "{flashseat:events-test}:" + r.ID("events")}}

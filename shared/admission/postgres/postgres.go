@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flashseat/flashseat/shared/admission"
-	"github.com/flashseat/flashseat/shared/pgschema"
 )
 
 // Record implements admission.Record.
@@ -22,45 +21,11 @@ type Record struct {
 	pool *pgxpool.Pool
 }
 
-// New returns the record on pool. Call Migrate once at start-up.
+// New returns the record on pool, whose tables shared/migrate creates (queue_settings, queue_grants, queue_phase,
+// queue_outbox).
 func New(pool *pgxpool.Pool) *Record { return &Record{pool: pool} }
 
 var _ admission.Record = (*Record)(nil)
-
-const migrateLock int64 = 0x666c61646d697431 // "fladmit1"
-
-const schema = `
-CREATE TABLE IF NOT EXISTS queue_settings (
-	show_id           text             PRIMARY KEY,
-	enabled           boolean          NOT NULL,
-	admit_per_second  double precision NOT NULL,
-	max_active        integer          NOT NULL,
-	token_ttl_seconds integer          NOT NULL,
-	paused            boolean          NOT NULL DEFAULT false,
-	version           bigint           NOT NULL DEFAULT 1,
-	updated_at        timestamptz      NOT NULL DEFAULT now()
-);
-CREATE TABLE IF NOT EXISTS queue_grants (
-	show_id    text        NOT NULL,
-	jti        text        NOT NULL,
-	user_id    text        NOT NULL,
-	issued_at  timestamptz NOT NULL,
-	expires_at timestamptz NOT NULL,
-	revoked_at timestamptz,
-	PRIMARY KEY (show_id, jti)
-);
-CREATE INDEX IF NOT EXISTS queue_grants_user_idx ON queue_grants (show_id, user_id);
-CREATE INDEX IF NOT EXISTS queue_grants_expiry_idx ON queue_grants (show_id, expires_at);
-ALTER TABLE queue_settings ADD COLUMN IF NOT EXISTS turn_hold_seconds integer NOT NULL DEFAULT 600;
-ALTER TABLE queue_settings ADD COLUMN IF NOT EXISTS bot jsonb`
-
-// Migrate creates the record's tables if they do not exist; safe from several processes at once.
-func (r *Record) Migrate(ctx context.Context) error {
-	if err := pgschema.Apply(ctx, r.pool, migrateLock, schema+";"+eventsSchema); err != nil {
-		return fmt.Errorf("admission/postgres: %w", err)
-	}
-	return nil
-}
 
 const settingsCols = `enabled, admit_per_second, max_active, token_ttl_seconds, paused, turn_hold_seconds, bot, version`
 

@@ -4,8 +4,6 @@
 package wrtest
 
 import (
-	"context"
-	"errors"
 	"sync"
 	"testing"
 
@@ -15,7 +13,6 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
-	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/token"
 	"github.com/flashseat/flashseat/waitroom"
 	wrpostgres "github.com/flashseat/flashseat/waitroom/postgres"
@@ -35,11 +32,7 @@ func Database(t testing.TB) *pgxpool.Pool {
 	if p, ok := dbs[t]; ok {
 		return p
 	}
-	p := pgtest.New(t)
-	if err := errors.Join(wrpostgres.New(p).Migrate(context.Background()),
-		audit.New(p).Migrate(context.Background())); err != nil {
-		t.Fatal(err)
-	}
+	p := pgtest.New(t) // migrated: every table, the waiting room's and the audit log's too
 	dbs[t] = p
 	t.Cleanup(func() { mu.Lock(); delete(dbs, t); mu.Unlock() })
 	return p
