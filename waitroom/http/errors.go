@@ -1,0 +1,111 @@
+package http
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/store"
+	"github.com/flashseat/flashseat/shared/store/driver"
+	"github.com/flashseat/flashseat/waitroom"
+)
+
+// The waiting room's errors as problems: its own sentinels, the table that maps them, and wrap, which every
+// route's handler goes through.
+
+var (
+	errUnauthenticated = errors.New("waitroom/http: user token required")
+	errAdminMissing    = errors.New("waitroom/http: admin token required")
+	errAdminWrong      = errors.New("waitroom/http: not an admin token")
+	errBadJSON         = errors.New("waitroom/http: malformed JSON")
+	errValidation      = errors.New("waitroom/http: invalid settings")
+)
+
+// codes maps the waiting room's errors to status and problem type; first match wins. The edge process renders
+// them, and everything this table does not name (the CSRF rule, user tokens, fiber's own errors, the unexpected),
+// through its one error handler with its one fallback: the waiting room runs only inside the edge.
+var codes = []struct {
+	err    error
+	status int
+	slug   string
+	detail string // empty: the error's own text after its sentinel's
+}{
+	{errUnauthenticated, http.StatusUnauthorized, problem.Unauthorized, "A valid user token is required."},
+	{errAdminMissing, http.StatusUnauthorized, problem.Unauthorized, "An admin token is required."},
+	{errAdminWrong, http.StatusForbidden, problem.Forbidden, "This token may not change queues."},
+	{errBadJSON, http.StatusBadRequest, problem.BadRequest, ""},
+	{errValidation, http.StatusUnprocessableEntity, problem.Validation, ""},
+	{admission.ErrUnknownAdmission, http.StatusNotFound, problem.NotFound, "No such admission."},
+	{waitroom.ErrInvalid, http.StatusBadRequest, problem.BadRequest, ""},
+	{waitroom.ErrUnknownShow, http.StatusNotFound, problem.NotFound, "No such show."},
+	{waitroom.ErrNotInQueue, http.StatusNotFound, problem.NotFound, "You are not in this queue; join it first."},
+	{store.ErrUnavailable, http.StatusServiceUnavailable, problem.StoreUnavailable, "The waiting room is briefly unavailable; your place is kept. Retry in a second."},
+	{waitroom.ErrDrawPending, http.StatusServiceUnavailable, problem.ServiceUnavailable, "The queue is opening; retry in a second."},
+	{waitroom.ErrTooManyStreams, http.StatusTooManyRequests, problem.RateLimited, "Too many open streams for this queue; close some tabs."},
+	{waitroom.ErrProofRequired, http.StatusForbidden, problem.ProofRequired, "Solve the challenge in this answer and join again with its solution as \"proof\"."},
+	{waitroom.ErrProofInvalid, http.StatusUnprocessableEntity, problem.ProofInvalid, "The proof of work is not valid (expired, malformed, or not this challenge's); solve the fresh challenge in this answer."},
+	{waitroom.ErrProofReplayed, http.StatusConflict, problem.ProofReplayed, "This proof of work was already used; each challenge buys one place."},
+	{waitroom.ErrHumanRequired, http.StatusForbidden, problem.HumanCheckRequired, "Complete the human check and join again with its token as \"humanToken\"."},
+	{waitroom.ErrHumanFailed, http.StatusForbidden, problem.HumanCheckFailed, "The human check did not pass; try it again."},
+	{waitroom.ErrAccountRequired, http.StatusForbidden, problem.AccountRequired, "This sale is for signed-in accounts only: sign in and join again."},
+	{waitroom.ErrPrefixLimited, http.StatusTooManyRequests, problem.PrefixLimited, "Too many places have been taken from your network for this show."},
+	{waitroom.ErrPrefixBlocked, http.StatusForbidden, problem.PrefixBlocked, "Your network may not join this queue."},
+	{waitroom.ErrBrowserInQueue, http.StatusConflict, problem.BrowserInQueue, "This browser already holds a place in this queue under another identity."},
+}
+
+// wrap turns a handler's error that codes names into the problem the edge's error handler sends as is; any other
+// error goes to that handler unchanged. A store's failure is classified here, at the waiting room's boundary: the
+// edge's handler does not classify (a refused dial to booking is its 502, not a store outage).
+func (h *Handler) wrap(fn fiber.Handler) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		err := fn(c)
+		if err == nil {
+			return nil
+		}
+		var p *problem.Problem
+		if errors.As(err, &p) {
+			return p
+		}
+		if _, ok := problem.FromFiber(err); ok {
+			return err
+		}
+		err = driver.Classify(err)
+		for _, code := range codes {
+			if !errors.Is(err, code.err) {
+				continue
+			}
+			detail := code.detail
+			if detail == "" {
+				detail = strings.TrimPrefix(err.Error(), code.err.Error()+": ")
+			}
+			if code.err == store.ErrUnavailable {
+				h.log.Warn("waitroom: store unavailable", "err", err, "method", c.Method(), "path", c.Path(),
+					"requestId", string(c.Response().Header.Peek("X-Request-Id")))
+			}
+			p := problem.New(code.status, code.slug, detail)
+			switch {
+			case code.err == waitroom.ErrPrefixLimited:
+				p.WithRetryAfter(60) // the prefix's count decays over minutes: sooner is no use
+			case code.status == http.StatusServiceUnavailable || code.status == http.StatusTooManyRequests:
+				// On the problem, not the response: the edge's error handler starts its answer afresh.
+				p.WithRetryAfter(1)
+			}
+			var ref *waitroom.Refusal
+			if errors.As(err, &ref) {
+				p.With("reason", ref.Reason)
+				if ref.Challenge != nil {
+					p.With("challenge", ref.Challenge)
+				}
+				if ref.Human != nil {
+					p.With("humanCheck", ref.Human)
+				}
+			}
+			return p
+		}
+		return err
+	}
+}
