@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/uuid"
 
 	"github.com/flashseat/flashseat/shared/audit"
@@ -36,6 +38,7 @@ type guarded struct {
 	*server
 	pow   *pow.Issuer
 	human *siteverifytest.Server
+	idp   token.Key // the external identity provider's key: its tokens are accounts, not guests
 }
 
 type humanAdapter struct{ v *siteverify.Verifier }
@@ -72,9 +75,20 @@ func newGuarded(t *testing.T, opt waitroom.Options) *guarded {
 		t.Fatal(err)
 	}
 	opt.PoW, opt.Human, opt.HumanWidget = p, humanAdapter{v}, v.Widget()
+	// The external identity provider: its JWKS on a local server, its tokens signed with EdDSA.
+	idp, err := token.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(token.NewIssuer(idp).JWKS())
+	}))
+	t.Cleanup(jwks.Close)
+	users := token.NewUserVerifier(userSecret, &token.External{JWKSURL: jwks.URL, Issuer: "https://id.test/",
+		Audience: "fans"}, 0)
 	rdb := redisClient(t)
 	svc := wrtest.Service(t, wrredis.New(rdb), rdb, is, opt)
-	h := wrhttp.New(wrhttp.Config{Service: svc, Users: token.NewUserVerifier(userSecret, nil, 0), Issuer: is,
+	h := wrhttp.New(wrhttp.Config{Service: svc, Users: users, Issuer: is,
 		AdminToken: adminToken, Audit: audit.New(wrtest.Database(t)),
 		ClientAddr: func(c *fiber.Ctx) netip.Addr {
 			a, _ := netip.ParseAddr(c.Get(clientHeader, "198.51.100.1"))
@@ -101,7 +115,20 @@ func newGuarded(t *testing.T, opt waitroom.Options) *guarded {
 			rdb.Del(context.Background(), wrredis.Keys(show)...)
 		}
 	})
-	return &guarded{server: s, pow: p, human: hs}
+	return &guarded{server: s, pow: p, human: hs, idp: idp}
+}
+
+// account is a user token of the external identity provider for user: a signed-in account, not a guest.
+func (g *guarded) account(t *testing.T, user string) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.RegisteredClaims{Subject: user, Issuer: "https://id.test/",
+		Audience: jwt.ClaimStrings{"fans"}, ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))})
+	tok.Header["kid"] = g.idp.ID
+	raw, err := tok.SignedString(g.idp.Private)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }
 
 // guardedShow is a show with its queue on at rate, bot protection on with bot's members.
@@ -345,6 +372,22 @@ func TestGuardHumanAndAccounts(t *testing.T) {
 	accounts := g.guardedShow(t, 0.001, `{"accountsOnly":true}`)
 	st, b = g.enter(t, accounts, "guest", addr, proofBody(solve(t, g.challenge(t, accounts, "guest", addr))))
 	wantRefusal(t, st, b, 403, problem.AccountRequired, waitroom.VerdictAccountRequired)
+	// A signed-in account of the identity provider joins, one place for the account.
+	acct := "Bearer " + g.account(t, "acct-1")
+	res, b = g.do(t, "GET", "/queue/"+accounts+"/challenge", acct, "", clientHeader, addr)
+	var ch pow.Challenge
+	if res.StatusCode != 200 || json.Unmarshal(b, &ch) != nil {
+		t.Fatalf("account's challenge: %d %s", res.StatusCode, b)
+	}
+	for i := 0; i < 2; i++ {
+		res, b = g.do(t, "POST", "/queue/"+accounts+"/join", acct, proofBody(solve(t, ch)), clientHeader, addr)
+		if res.StatusCode != 200 {
+			t.Fatalf("account's join %d: %d %s", i, res.StatusCode, b)
+		}
+	}
+	if w := g.waiting(t, accounts); w != 1 {
+		t.Fatalf("accounts-only show: %d places, want the account's one", w)
+	}
 }
 
 // TestChallengeDifficulty: one prefix's challenges get steeply harder after the free ones; another prefix's do not.
