@@ -238,13 +238,10 @@ func (s *Catalog) Search(ctx context.Context, q Search) ([]EventShows, error) {
 
 // QueueEnabled reports whether the show's waiting room is on; an unreadable state reads as off.
 func (s *Catalog) QueueEnabled(ctx context.Context, showID string) bool {
-	g, ok := s.gate.(interface {
-		Enabled(ctx context.Context, showID string) (bool, error)
-	})
-	if !ok {
+	if s.gate == nil {
 		return false
 	}
-	on, err := g.Enabled(ctx, showID)
+	on, err := s.gate.Enabled(ctx, showID)
 	return err == nil && on
 }
 

@@ -46,11 +46,13 @@ type ClaimResult struct {
 	OverCap bool     // the user would hold more than UserCap seats
 }
 
-// Admitter checks the waiting room's admission for a request, and ends an admission once used (recorded
-// durably, so a rebuilt waiting room still refuses the token); shared/admission's Gate implements it.
+// Admitter checks the waiting room's admission for a request, ends an admission once used (recorded durably, so a
+// rebuilt waiting room still refuses the token), and tells whether a show's queue is on (for the catalog's
+// queueEnabled); shared/admission's Gate implements it.
 type Admitter interface {
 	Check(ctx context.Context, showID, userID, raw string) (*token.Admission, error)
 	Release(ctx context.Context, showID, userID, jti string, exp time.Time) error
+	Enabled(ctx context.Context, showID string) (bool, error)
 }
 
 // Config tunes a Service.

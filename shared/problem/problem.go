@@ -18,7 +18,8 @@ const ContentType = "application/problem+json"
 // TypeBase prefixes every problem type; clients match on the slug after the last slash.
 const TypeBase = "https://flashseat.dev/problems/"
 
-// Slugs shared by the services. A problem type is TypeBase + slug.
+// Every problem type's slug, named once for the three services (each maps its errors to these in its one error
+// table) and for booking's pages, whose api.js names the ones they branch on alike. A problem type is TypeBase + slug.
 const (
 	BadRequest         = "bad-request"
 	Validation         = "validation"
@@ -39,6 +40,16 @@ const (
 	BadGateway         = "bad-gateway"
 	GatewayTimeout     = "gateway-timeout"
 	ServiceUnavailable = "service-unavailable"
+	// Booking's own: a sale's state, a key, a refund, a ticket.
+	SaleNotOpen          = "sale-not-open"
+	SaleClosed           = "sale-closed"
+	NotSoldOut           = "not-sold-out"
+	IdempotencyKeyReused = "idempotency-key-reused"
+	InProgress           = "in-progress"
+	RefundWindowClosed   = "refund-window-closed"
+	TicketInvalid        = "ticket-invalid"
+	AlreadyCheckedIn     = "already-checked-in"
+	TicketVoid           = "ticket-void"
 	// The waiting room's guard (bot protection) refusing a new place.
 	ProofRequired      = "proof-required"
 	ProofInvalid       = "proof-invalid"

@@ -5,6 +5,14 @@
 export const CSRF_HEADER = "X-Requested-With";
 export const CSRF_VALUE = "flashseat";
 
+// Problem names the problem types the pages branch on (ApiError.kind), as shared/problem names them in Go;
+// booking/http's TestPagesNameProblemTypes keeps the two alike. Name a slug here before a page tests for it.
+export const Problem = Object.freeze({
+  SeatsUnavailable: "seats-unavailable",
+  InProgress: "in-progress",
+  NotSoldOut: "not-sold-out",
+});
+
 // ApiError is a refused or failed call: status (0 when the network failed), the RFC 9457 problem (type, title,
 // detail and extension members such as unavailable, alternatives, queueUrl), and Retry-After in seconds.
 export class ApiError extends Error {
@@ -15,7 +23,7 @@ export class ApiError extends Error {
     this.problem = p;
     this.retryAfter = retryAfter;
   }
-  // kind is the problem type's slug: "seats-unavailable", "queue-required", "csrf", ...
+  // kind is the problem type's slug, one of Problem's values for the types a page tells apart.
   get kind() {
     const t = this.problem.type || "";
     return t.slice(t.lastIndexOf("/") + 1);

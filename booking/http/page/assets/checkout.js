@@ -2,7 +2,7 @@
 // Stripe.js-like /v1/payment_methods, or Stripe.js itself) and only the pm_... id it returns goes to booking.
 // Every answer of POST /pay has its handling: 200 to the tickets, 202 pending (followed live) or to the 3-D
 // Secure challenge, 402 another card, 410 back to the seats, 409 and 503 explained.
-import { get, post, ApiError, session, idempotencyKey } from "./api.js";
+import { get, post, ApiError, Problem, session, idempotencyKey } from "./api.js";
 import { showError, clearError } from "./ui.js";
 import { el, summary, bookingPath, follow, resume } from "./order.js";
 
@@ -203,7 +203,7 @@ function failed(e) {
       holdLost("Your hold on these seats was lost before the payment went through; any amount reserved on your card is released.");
       return;
     case 409:
-      if (e.kind === "in-progress") {
+      if (e.kind === Problem.InProgress) {
         showError($("error"), "A payment for this booking is already being processed. We are checking on it; please wait.");
         pending();
         return;

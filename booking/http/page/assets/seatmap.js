@@ -1,7 +1,7 @@
 // seatmap.js: the show page's seat map. Every seat is a <button> (aria-pressed when selected, an aria-label
 // naming seat, category, price and state), reachable with the arrow keys; the seat stream keeps it live; a hold
 // goes to checkout, a conflict offers the alternatives in one click, a lost admission goes back to the queue.
-import { post, get, ApiError, session, resetSession, idempotencyKey } from "./api.js";
+import { post, get, ApiError, Problem, session, resetSession, idempotencyKey } from "./api.js";
 import { follow } from "./stream.js";
 import { money, localTimes, showError, clearError, flash, takeFlash } from "./ui.js";
 
@@ -264,7 +264,7 @@ async function hold(ids) {
   } catch (e) {
     if (!(e instanceof ApiError)) {
       showError($("error"), "Something went wrong: " + e);
-    } else if (e.status === 409 && e.kind === "seats-unavailable") {
+    } else if (e.status === 409 && e.kind === Problem.SeatsUnavailable) {
       conflict(e.problem);
     } else if (e.status === 403 && e.problem.queueUrl) {
       backToQueue(e);

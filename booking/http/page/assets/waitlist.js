@@ -2,7 +2,7 @@
 // panel then follows their entry live from GET /api/v1/shows/{id}/waitlist/stream: their place, an offer of seats
 // held for them (with a link to pay before it lapses), the outcome. The panel stays hidden while seats are on sale
 // and the fan has no entry.
-import { get, post, del, session, ApiError } from "./api.js";
+import { get, post, del, session, ApiError, Problem } from "./api.js";
 import { showError, clearError } from "./ui.js";
 import { follow } from "./stream.js";
 
@@ -89,7 +89,7 @@ $("wl-join").addEventListener("submit", async (ev) => {
     render((await post(path, body)).data);
     listen();
   } catch (e) {
-    showError($("wl-error"), e.kind === "not-sold-out" ? "Seats are on sale again: choose them on the map." : e);
+    showError($("wl-error"), e.kind === Problem.NotSoldOut ? "Seats are on sale again: choose them on the map." : e);
   }
 });
 
