@@ -6,9 +6,10 @@ import (
 	"testing"
 )
 
-// TestDomainsTechnologyFree: the services' root packages are their domains and import only the standard library
-// and technology-free contracts; Redis, PostgreSQL, the HTTP framework and image libraries live in subpackages
-// named for them. A domain that reached one of these, however indirectly (a shared contract that grew a Redis
+// TestDomainsTechnologyFree: the services' root packages, shared/admission (the admission domain edge, the
+// waiting room and booking share) and shared/pow are domains and import only the standard library and
+// technology-free contracts; Redis, PostgreSQL, the HTTP framework and image libraries live in subpackages named
+// for them. A domain that reached one of these, however indirectly (a shared contract that grew a Redis
 // helper, say), fails here, with the chain of imports that brought it in.
 func TestDomainsTechnologyFree(t *testing.T) {
 	t.Parallel()
@@ -23,7 +24,7 @@ func TestDomainsTechnologyFree(t *testing.T) {
 		"github.com/yeqown/go-qrcode",
 		"github.com/boombuler/barcode",
 	}
-	for _, domain := range []string{"booking", "waitroom", "edge"} {
+	for _, domain := range []string{"booking", "waitroom", "edge", "shared/admission", "shared/pow"} {
 		pkg := "github.com/flashseat/flashseat/" + domain
 		// Each package with its direct imports: enough to name the path from the domain to the culprit.
 		out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, pkg).Output()

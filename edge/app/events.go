@@ -1,12 +1,7 @@
 package app
 
 import (
-	"context"
-	"log/slog"
-	"sync"
 	"time"
-
-	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/eventstream"
@@ -29,78 +24,15 @@ func (l *loader) events(cfg *Config) {
 	}
 }
 
-// phaseRecord records the phases admission ticks find (admission/postgres.Record).
-type phaseRecord interface {
-	RecordPhase(ctx context.Context, c admission.PhaseChange) (bool, error)
-}
-
-// phaseRecheck is how long a replica trusts that the record already holds the phase it last saw for a show. An
-// operator's switch off and on between two of its ticks leaves the record at "unknown" while the phase this
-// replica sees has not changed; the recheck announces it all the same.
-const phaseRecheck = 10 * time.Second
-
-// queueEvents records a show's queue phase in the admission record when this replica's admission tick sees it
-// change (queue.opened, queue.paused, queue.sold_out, queue.closed; the record writes the event to its queue
-// outbox in the same transaction, and the edge's relay appends it to the stream). The record keeps one phase per
-// show, so a change every replica sees is recorded, and announced, once; a replica that dies after seeing it
-// leaves it to the next tick of any replica.
-type queueEvents struct {
-	rec     phaseRecord
-	log     *slog.Logger
-	nudge   func() // wakes the relay after a change was recorded
-	recheck time.Duration
-
-	mu sync.Mutex
-	// The phase this replica last saw per show, and when it last told the record: a bounded LRU, so a replica
-	// ticking very many shows forgets the least recently ticked one (costing it a round trip), never all at once.
-	last *lru.Cache[string, seenPhase]
-}
-
-const maxSeenPhases = 100_000
-
-type seenPhase struct {
-	phase waitroom.Phase
-	told  time.Time
-}
-
-func newQueueEvents(rec phaseRecord, nudge func(), log *slog.Logger) *queueEvents {
-	last, _ := lru.New[string, seenPhase](maxSeenPhases)
-	return &queueEvents{rec: rec, nudge: nudge, log: log, recheck: phaseRecheck, last: last}
-}
-
-// observe is told of every admission tick of this replica (waitroom.Options.Observe); it costs a PostgreSQL round
-// trip only when this replica sees a show's phase change, or once per recheck.
-func (q *queueEvents) observe(snap waitroom.TickResult, _ time.Duration, err error) {
-	if err != nil || snap.Show == "" {
-		return
-	}
-	now := time.Now()
-	q.mu.Lock()
-	prev, seen := q.last.Get(snap.Show)
-	fresh := seen && prev.phase == snap.Phase && now.Sub(prev.told) < q.recheck
-	if !fresh {
-		q.last.Add(snap.Show, seenPhase{phase: snap.Phase, told: now})
-	}
-	q.mu.Unlock()
-	if fresh {
-		return
-	}
-	at := snap.At
-	if at.IsZero() {
-		at = now
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	changed, err := q.rec.RecordPhase(ctx, admission.PhaseChange{Show: snap.Show, Phase: string(snap.Phase), At: at,
-		Waiting: snap.Waiting, Active: snap.Active, AdmittedTotal: snap.AdmittedTotal})
-	switch {
-	case err != nil:
-		q.log.Warn("queue event: record phase", "show", snap.Show, "phase", snap.Phase, "err", err)
-		q.mu.Lock()
-		q.last.Remove(snap.Show) // try again at the next tick
-		q.mu.Unlock()
-	case changed && q.nudge != nil:
-		q.nudge()
+// phaseTicks tells w of every admission tick of this replica (waitroom.Options.Observe) that ran: the phase it
+// found, with its counts. Detecting and recording the change is the admission domain's (admission.PhaseWatch).
+func phaseTicks(w *admission.PhaseWatch) func(waitroom.TickResult, time.Duration, error) {
+	return func(snap waitroom.TickResult, _ time.Duration, err error) {
+		if err != nil {
+			return
+		}
+		w.Observe(admission.PhaseChange{Show: snap.Show, Phase: string(snap.Phase), At: snap.At,
+			Waiting: snap.Waiting, Active: snap.Active, AdmittedTotal: snap.AdmittedTotal})
 	}
 }
 

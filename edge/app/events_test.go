@@ -2,22 +2,16 @@ package app
 
 import (
 	"context"
-	"errors"
-	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
-	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/eventstream"
 	"github.com/flashseat/flashseat/shared/rediskey"
-	"github.com/flashseat/flashseat/waitroom"
 )
 
 // TestQueueEvents: two edge replicas on one database tick a show's queue; the operator switches it on, pauses and
@@ -106,54 +100,5 @@ func TestQueueEvents(t *testing.T) {
 			t.Fatalf("two events share the dedupe id %s", e.ID)
 		}
 		seen[e.ID] = true
-	}
-}
-
-// phaseLog is a phase record that remembers what it was told.
-type phaseLog struct {
-	mu   sync.Mutex
-	told []string
-	fail bool
-}
-
-func (p *phaseLog) RecordPhase(_ context.Context, c admission.PhaseChange) (bool, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.told = append(p.told, c.Show+":"+c.Phase)
-	if p.fail {
-		return false, errors.New("postgres down")
-	}
-	return true, nil
-}
-
-// TestQueueEventsObserve: a replica tells the record of a show's phase when it changes, when it has not told it
-// for the recheck interval (an operator's switch off and on between two ticks leaves the record waiting for a
-// phase this replica never saw change), and again at the next tick after the record failed; not at every tick.
-func TestQueueEventsObserve(t *testing.T) {
-	rec := &phaseLog{}
-	nudged := 0
-	q := newQueueEvents(rec, func() { nudged++ }, slog.New(slog.DiscardHandler))
-	q.recheck = time.Hour
-	tick := func(show string, phase waitroom.Phase) {
-		q.observe(waitroom.TickResult{Show: show, Phase: phase, At: time.Now()}, 0, nil)
-	}
-	tick("a", waitroom.PhaseOpen)
-	tick("a", waitroom.PhaseOpen)
-	tick("b", waitroom.PhaseOpen)
-	tick("a", waitroom.PhaseSoldOut)
-	tick("a", waitroom.PhaseSoldOut)
-	q.observe(waitroom.TickResult{Show: "a", Phase: waitroom.PhaseOpen}, 0, errors.New("tick failed")) // ignored
-	rec.fail = true
-	tick("a", waitroom.PhaseOpen)
-	rec.fail = false
-	tick("a", waitroom.PhaseOpen) // the record failed last time: told again
-	q.recheck = 0
-	tick("a", waitroom.PhaseOpen) // unchanged, but the recheck is due
-	want := []string{"a:open", "b:open", "a:sold_out", "a:open", "a:open", "a:open"}
-	if !slices.Equal(rec.told, want) {
-		t.Fatalf("the record was told %v, want %v", rec.told, want)
-	}
-	if nudged != 5 {
-		t.Fatalf("the relay was nudged %d times, want 5 (once per recorded change)", nudged)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	edgehttp "github.com/flashseat/flashseat/edge/http"
+	"github.com/flashseat/flashseat/shared/admission"
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
 	"github.com/flashseat/flashseat/shared/eventstream"
 	"github.com/flashseat/flashseat/shared/pow"
@@ -78,7 +79,7 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 		opt.OnGuard = guardMetrics(e.Registry)
 	}
 	relay := queueRelay(e)
-	opt.Observe = observeBoth(metrics, newQueueEvents(admpostgres.New(e.Postgres), relay.Nudge, e.Log).observe)
+	opt.Observe = observeBoth(metrics, phaseTicks(admission.NewPhaseWatch(admpostgres.New(e.Postgres), relay.Nudge, e.Log)))
 	svc := waitroom.New(wrredis.New(e.Redis), wrpostgres.New(e.Postgres), e.Queues, e.Issuer, opt)
 	// The console's session middleware goes ahead of the operator routes below.
 	mountConsole(ctx, e, svc)
