@@ -19,13 +19,6 @@ import (
 // takes seconds, and clients back off further on their own.
 const storeRetryAfter = 1
 
-// code maps a domain error to an HTTP status and problem type.
-type code struct {
-	err    error
-	status int
-	slug   string
-}
-
 // Errors of the HTTP layer itself, not of the domain: they go through the table like any other, so that no
 // handler picks a status.
 var (
@@ -49,41 +42,41 @@ func (e *notReadyError) Unwrap() []error { return []error{store.ErrUnavailable, 
 // codes is the one table from errors to problems, for every kind of error booking's domain returns
 // (booking/errors.go; TestCodesCoverDomain keeps it complete) and the HTTP layer's own. The first entry whose
 // error matches (errors.Is) wins.
-var codes = []code{
+var codes = problem.Table{
 	// First: a store error can ride inside any other (a hold that could not be read back), and the client must
 	// learn it can retry, not that its request was wrong.
-	{store.ErrUnavailable, fiber.StatusServiceUnavailable, problem.StoreUnavailable},
-	{booking.ErrQueueRequired, fiber.StatusForbidden, problem.QueueRequired},
-	{booking.ErrSeatsUnavailable, fiber.StatusConflict, problem.SeatsUnavailable},
-	{booking.ErrStale, fiber.StatusConflict, problem.SeatsUnavailable},
-	{booking.ErrInvalid, fiber.StatusBadRequest, problem.BadRequest},
-	{booking.ErrValidation, fiber.StatusUnprocessableEntity, problem.Validation},
-	{booking.ErrTooManySeats, fiber.StatusUnprocessableEntity, problem.Validation},
-	{booking.ErrSaleNotOpen, fiber.StatusUnprocessableEntity, problem.SaleNotOpen},
-	{booking.ErrSaleClosed, fiber.StatusConflict, problem.SaleClosed},
-	{booking.ErrIdempotency, fiber.StatusUnprocessableEntity, problem.IdempotencyKeyReused},
-	{booking.ErrNotFound, fiber.StatusNotFound, problem.NotFound},
-	{booking.ErrNotHeld, fiber.StatusConflict, problem.Conflict},
-	{booking.ErrInProgress, fiber.StatusConflict, problem.InProgress},
-	{booking.ErrHoldExpired, fiber.StatusGone, problem.Gone},
-	{booking.ErrUnauthorized, fiber.StatusUnauthorized, problem.Unauthorized},
-	{booking.ErrForbidden, fiber.StatusForbidden, problem.Forbidden},
-	{session.ErrCSRF, fiber.StatusForbidden, problem.CSRF},
-	{booking.ErrNotSoldOut, fiber.StatusConflict, problem.NotSoldOut},
+	problem.Map(store.ErrUnavailable, fiber.StatusServiceUnavailable, problem.StoreUnavailable, ""),
+	problem.Map(booking.ErrQueueRequired, fiber.StatusForbidden, problem.QueueRequired, ""),
+	problem.Map(booking.ErrSeatsUnavailable, fiber.StatusConflict, problem.SeatsUnavailable, ""),
+	problem.Map(booking.ErrStale, fiber.StatusConflict, problem.SeatsUnavailable, ""),
+	problem.Map(booking.ErrInvalid, fiber.StatusBadRequest, problem.BadRequest, ""),
+	problem.Map(booking.ErrValidation, fiber.StatusUnprocessableEntity, problem.Validation, ""),
+	problem.Map(booking.ErrTooManySeats, fiber.StatusUnprocessableEntity, problem.Validation, ""),
+	problem.Map(booking.ErrSaleNotOpen, fiber.StatusUnprocessableEntity, problem.SaleNotOpen, ""),
+	problem.Map(booking.ErrSaleClosed, fiber.StatusConflict, problem.SaleClosed, ""),
+	problem.Map(booking.ErrIdempotency, fiber.StatusUnprocessableEntity, problem.IdempotencyKeyReused, ""),
+	problem.Map(booking.ErrNotFound, fiber.StatusNotFound, problem.NotFound, ""),
+	problem.Map(booking.ErrNotHeld, fiber.StatusConflict, problem.Conflict, ""),
+	problem.Map(booking.ErrInProgress, fiber.StatusConflict, problem.InProgress, ""),
+	problem.Map(booking.ErrHoldExpired, fiber.StatusGone, problem.Gone, ""),
+	problem.Map(booking.ErrUnauthorized, fiber.StatusUnauthorized, problem.Unauthorized, ""),
+	problem.Map(booking.ErrForbidden, fiber.StatusForbidden, problem.Forbidden, ""),
+	problem.Map(session.ErrCSRF, fiber.StatusForbidden, problem.CSRF, ""),
+	problem.Map(booking.ErrNotSoldOut, fiber.StatusConflict, problem.NotSoldOut, ""),
 
 	// Payments, refunds, tickets and check-in.
-	{booking.ErrPaymentDeclined, fiber.StatusPaymentRequired, problem.PaymentDeclined},
-	{booking.ErrPaymentFailed, fiber.StatusServiceUnavailable, problem.ServiceUnavailable},
-	{booking.ErrNotConfirmed, fiber.StatusConflict, problem.Conflict},
-	{booking.ErrRefundWindow, fiber.StatusConflict, problem.RefundWindowClosed},
-	{booking.ErrTicketInvalid, fiber.StatusBadRequest, problem.TicketInvalid},
-	{booking.ErrAlreadyCheckedIn, fiber.StatusConflict, problem.AlreadyCheckedIn},
-	{booking.ErrTicketVoid, fiber.StatusConflict, problem.TicketVoid},
-	{booking.ErrWebhook, fiber.StatusBadRequest, problem.BadRequest},
+	problem.Map(booking.ErrPaymentDeclined, fiber.StatusPaymentRequired, problem.PaymentDeclined, ""),
+	problem.Map(booking.ErrPaymentFailed, fiber.StatusServiceUnavailable, problem.ServiceUnavailable, ""),
+	problem.Map(booking.ErrNotConfirmed, fiber.StatusConflict, problem.Conflict, ""),
+	problem.Map(booking.ErrRefundWindow, fiber.StatusConflict, problem.RefundWindowClosed, ""),
+	problem.Map(booking.ErrTicketInvalid, fiber.StatusBadRequest, problem.TicketInvalid, ""),
+	problem.Map(booking.ErrAlreadyCheckedIn, fiber.StatusConflict, problem.AlreadyCheckedIn, ""),
+	problem.Map(booking.ErrTicketVoid, fiber.StatusConflict, problem.TicketVoid, ""),
+	problem.Map(booking.ErrWebhook, fiber.StatusBadRequest, problem.BadRequest, ""),
 
-	{errShuttingDown, fiber.StatusServiceUnavailable, problem.ServiceUnavailable},
-	{errBusy, fiber.StatusServiceUnavailable, problem.ServiceUnavailable},
-	{errGuestsOff, fiber.StatusNotFound, problem.NotFound},
+	problem.Map(errShuttingDown, fiber.StatusServiceUnavailable, problem.ServiceUnavailable, ""),
+	problem.Map(errBusy, fiber.StatusServiceUnavailable, problem.ServiceUnavailable, ""),
+	problem.Map(errGuestsOff, fiber.StatusNotFound, problem.NotFound, ""),
 }
 
 // toProblem turns any error into the problem the client sees. Unknown errors are internal: the client gets a
@@ -110,12 +103,12 @@ func (s *Server) toProblem(c *fiber.Ctx, err error) *problem.Problem {
 		// Logged by readyz already; the probe's answer names each store's state.
 		return problem.StoreDown("a store is unreachable", storeRetryAfter).With("checks", nr.checks)
 	}
-	if m, ok := match(err); ok {
-		if m.slug == problem.StoreUnavailable {
+	if m, ok := codes.Match(err); ok {
+		if m.Slug == problem.StoreUnavailable {
 			s.log.WarnContext(c.UserContext(), "store unavailable", "method", c.Method(), "path", string([]byte(c.Path())), "err", err)
 			return problem.StoreDown("a store is briefly unreachable; retry shortly", storeRetryAfter)
 		}
-		p := problem.New(m.status, m.slug, err.Error())
+		p := problem.New(m.Status, m.Slug, err.Error())
 		var ce *booking.ConflictError
 		if errors.As(err, &ce) {
 			p.Detail = "some of the seats are held or sold"
@@ -135,16 +128,6 @@ func (s *Server) toProblem(c *fiber.Ctx, err error) *problem.Problem {
 	}
 	s.log.ErrorContext(c.UserContext(), "internal error", "method", c.Method(), "path", string([]byte(c.Path())), "err", err)
 	return problem.New(fiber.StatusInternalServerError, problem.Internal, "internal error")
-}
-
-// match finds err's row of the table.
-func match(err error) (code, bool) {
-	for _, m := range codes {
-		if errors.Is(err, m.err) {
-			return m, true
-		}
-	}
-	return code{}, false
 }
 
 func (s *Server) errorHandler(c *fiber.Ctx, err error) error {

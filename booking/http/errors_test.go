@@ -47,12 +47,12 @@ func TestCodes(t *testing.T) {
 	for _, tc := range domainCodes {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			m, ok := match(fmt.Errorf("context: %w", tc.err))
+			m, ok := codes.Match(fmt.Errorf("context: %w", tc.err))
 			if !ok {
 				t.Fatalf("%v has no row in the table", tc.err)
 			}
-			if m.status != tc.status || m.slug != tc.slug {
-				t.Fatalf("got %d %s, want %d %s", m.status, m.slug, tc.status, tc.slug)
+			if m.Status != tc.status || m.Slug != tc.slug {
+				t.Fatalf("got %d %s, want %d %s", m.Status, m.Slug, tc.status, tc.slug)
 			}
 		})
 	}
@@ -72,9 +72,9 @@ func TestCodes(t *testing.T) {
 		{"busy", errBusy, problem.ServiceUnavailable},
 		{"guests off", errGuestsOff, problem.NotFound},
 	} {
-		m, ok := match(tc.err)
-		if !ok || m.slug != tc.slug {
-			t.Errorf("%s: got %q (found %v), want %q", tc.name, m.slug, ok, tc.slug)
+		m, ok := codes.Match(tc.err)
+		if !ok || m.Slug != tc.slug {
+			t.Errorf("%s: got %q (found %v), want %q", tc.name, m.Slug, ok, tc.slug)
 		}
 	}
 }

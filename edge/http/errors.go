@@ -19,22 +19,17 @@ import (
 
 // codes is the edge's one table from domain errors to HTTP status and problem type. The first match wins, so
 // specific errors come before the ones they wrap.
-var codes = []struct {
-	err    error
-	status int
-	slug   string
-	detail string
-}{
-	{edge.ErrBadRequest, http.StatusBadRequest, problem.BadRequest, "The request cannot be forwarded."},
-	{edge.ErrEncodedBody, http.StatusUnsupportedMediaType, problem.UnsupportedMedia, "Send the body uncompressed."},
-	{session.ErrCSRF, http.StatusForbidden, problem.CSRF, session.CSRFDetail},
-	{edge.ErrUnauthenticated, http.StatusUnauthorized, problem.Unauthorized, "A valid user token is required."},
-	{token.ErrInvalid, http.StatusUnauthorized, problem.Unauthorized, "The user token is not valid."},
-	{token.ErrExpired, http.StatusUnauthorized, problem.Unauthorized, "The user token has expired."},
-	{edge.ErrRateLimited, http.StatusTooManyRequests, problem.RateLimited, "Too many requests; retry later."},
-	{edge.ErrUpstreamTimeout, http.StatusGatewayTimeout, problem.GatewayTimeout, "The booking service did not answer in time."},
-	{edge.ErrUpstreamUnavailable, http.StatusBadGateway, problem.BadGateway, "The booking service is unavailable."},
-	{store.ErrUnavailable, http.StatusServiceUnavailable, problem.StoreUnavailable, "A store is briefly unreachable; retry shortly."},
+var codes = problem.Table{
+	problem.Map(edge.ErrBadRequest, http.StatusBadRequest, problem.BadRequest, "The request cannot be forwarded."),
+	problem.Map(edge.ErrEncodedBody, http.StatusUnsupportedMediaType, problem.UnsupportedMedia, "Send the body uncompressed."),
+	problem.Map(session.ErrCSRF, http.StatusForbidden, problem.CSRF, session.CSRFDetail),
+	problem.Map(edge.ErrUnauthenticated, http.StatusUnauthorized, problem.Unauthorized, "A valid user token is required."),
+	problem.Map(token.ErrInvalid, http.StatusUnauthorized, problem.Unauthorized, "The user token is not valid."),
+	problem.Map(token.ErrExpired, http.StatusUnauthorized, problem.Unauthorized, "The user token has expired."),
+	problem.Map(edge.ErrRateLimited, http.StatusTooManyRequests, problem.RateLimited, "Too many requests; retry later."),
+	problem.Map(edge.ErrUpstreamTimeout, http.StatusGatewayTimeout, problem.GatewayTimeout, "The booking service did not answer in time."),
+	problem.Map(edge.ErrUpstreamUnavailable, http.StatusBadGateway, problem.BadGateway, "The booking service is unavailable."),
+	problem.Map(store.ErrUnavailable, http.StatusServiceUnavailable, problem.StoreUnavailable, "A store is briefly unreachable; retry shortly."),
 }
 
 // storeRetryAfter is the Retry-After, in seconds, of a store-unavailable answer.
@@ -66,20 +61,17 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	}
 	// No driver.Classify here: a refused dial to booking is a 502, not a store outage. The edge's own Redis calls
 	// wrap their failures in edge.ErrUnavailable where they are made.
-	for _, code := range codes {
-		if !errors.Is(err, code.err) {
-			continue
-		}
-		p := problem.New(code.status, code.slug, code.detail)
+	if code, ok := codes.Match(err); ok {
+		p := code.Problem(err)
 		var rl *edge.RateLimitError
 		if errors.As(err, &rl) {
 			p.WithRetryAfter(int(math.Ceil(rl.RetryAfter.Seconds())))
 		}
-		if code.err == store.ErrUnavailable {
+		if code.Err == store.ErrUnavailable {
 			p.WithRetryAfter(storeRetryAfter)
 		}
-		if code.status >= 500 {
-			s.log.Warn("upstream failure", "err", err, "status", code.status, "method", c.Method(),
+		if code.Status >= 500 {
+			s.log.Warn("upstream failure", "err", err, "status", code.Status, "method", c.Method(),
 				"path", c.Path(), "requestId", RequestID(c))
 		}
 		return problem.Send(c, p)

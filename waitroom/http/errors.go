@@ -3,7 +3,6 @@ package http
 import (
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -28,33 +27,28 @@ var (
 // codes maps the waiting room's errors to status and problem type; first match wins. The edge process renders
 // them, and everything this table does not name (the CSRF rule, user tokens, fiber's own errors, the unexpected),
 // through its one error handler with its one fallback: the waiting room runs only inside the edge.
-var codes = []struct {
-	err    error
-	status int
-	slug   string
-	detail string // empty: the error's own text after its sentinel's
-}{
-	{errUnauthenticated, http.StatusUnauthorized, problem.Unauthorized, "A valid user token is required."},
-	{errAdminMissing, http.StatusUnauthorized, problem.Unauthorized, "An admin token is required."},
-	{errAdminWrong, http.StatusForbidden, problem.Forbidden, "This token may not change queues."},
-	{errBadJSON, http.StatusBadRequest, problem.BadRequest, ""},
-	{errValidation, http.StatusUnprocessableEntity, problem.Validation, ""},
-	{admission.ErrUnknownAdmission, http.StatusNotFound, problem.NotFound, "No such admission."},
-	{waitroom.ErrInvalid, http.StatusBadRequest, problem.BadRequest, ""},
-	{waitroom.ErrUnknownShow, http.StatusNotFound, problem.NotFound, "No such show."},
-	{waitroom.ErrNotInQueue, http.StatusNotFound, problem.NotFound, "You are not in this queue; join it first."},
-	{store.ErrUnavailable, http.StatusServiceUnavailable, problem.StoreUnavailable, "The waiting room is briefly unavailable; your place is kept. Retry in a second."},
-	{waitroom.ErrDrawPending, http.StatusServiceUnavailable, problem.ServiceUnavailable, "The queue is opening; retry in a second."},
-	{waitroom.ErrTooManyStreams, http.StatusTooManyRequests, problem.RateLimited, "Too many open streams for this queue; close some tabs."},
-	{waitroom.ErrProofRequired, http.StatusForbidden, problem.ProofRequired, "Solve the challenge in this answer and join again with its solution as \"proof\"."},
-	{waitroom.ErrProofInvalid, http.StatusUnprocessableEntity, problem.ProofInvalid, "The proof of work is not valid (expired, malformed, or not this challenge's); solve the fresh challenge in this answer."},
-	{waitroom.ErrProofReplayed, http.StatusConflict, problem.ProofReplayed, "This proof of work was already used; each challenge buys one place."},
-	{waitroom.ErrHumanRequired, http.StatusForbidden, problem.HumanCheckRequired, "Complete the human check and join again with its token as \"humanToken\"."},
-	{waitroom.ErrHumanFailed, http.StatusForbidden, problem.HumanCheckFailed, "The human check did not pass; try it again."},
-	{waitroom.ErrAccountRequired, http.StatusForbidden, problem.AccountRequired, "This sale is for signed-in accounts only: sign in and join again."},
-	{waitroom.ErrPrefixLimited, http.StatusTooManyRequests, problem.PrefixLimited, "Too many places have been taken from your network for this show."},
-	{waitroom.ErrPrefixBlocked, http.StatusForbidden, problem.PrefixBlocked, "Your network may not join this queue."},
-	{waitroom.ErrBrowserInQueue, http.StatusConflict, problem.BrowserInQueue, "This browser already holds a place in this queue under another identity."},
+var codes = problem.Table{
+	problem.Map(errUnauthenticated, http.StatusUnauthorized, problem.Unauthorized, "A valid user token is required."),
+	problem.Map(errAdminMissing, http.StatusUnauthorized, problem.Unauthorized, "An admin token is required."),
+	problem.Map(errAdminWrong, http.StatusForbidden, problem.Forbidden, "This token may not change queues."),
+	problem.Map(errBadJSON, http.StatusBadRequest, problem.BadRequest, ""),
+	problem.Map(errValidation, http.StatusUnprocessableEntity, problem.Validation, ""),
+	problem.Map(admission.ErrUnknownAdmission, http.StatusNotFound, problem.NotFound, "No such admission."),
+	problem.Map(waitroom.ErrInvalid, http.StatusBadRequest, problem.BadRequest, ""),
+	problem.Map(waitroom.ErrUnknownShow, http.StatusNotFound, problem.NotFound, "No such show."),
+	problem.Map(waitroom.ErrNotInQueue, http.StatusNotFound, problem.NotFound, "You are not in this queue; join it first."),
+	problem.Map(store.ErrUnavailable, http.StatusServiceUnavailable, problem.StoreUnavailable, "The waiting room is briefly unavailable; your place is kept. Retry in a second."),
+	problem.Map(waitroom.ErrDrawPending, http.StatusServiceUnavailable, problem.ServiceUnavailable, "The queue is opening; retry in a second."),
+	problem.Map(waitroom.ErrTooManyStreams, http.StatusTooManyRequests, problem.RateLimited, "Too many open streams for this queue; close some tabs."),
+	problem.Map(waitroom.ErrProofRequired, http.StatusForbidden, problem.ProofRequired, "Solve the challenge in this answer and join again with its solution as \"proof\"."),
+	problem.Map(waitroom.ErrProofInvalid, http.StatusUnprocessableEntity, problem.ProofInvalid, "The proof of work is not valid (expired, malformed, or not this challenge's); solve the fresh challenge in this answer."),
+	problem.Map(waitroom.ErrProofReplayed, http.StatusConflict, problem.ProofReplayed, "This proof of work was already used; each challenge buys one place."),
+	problem.Map(waitroom.ErrHumanRequired, http.StatusForbidden, problem.HumanCheckRequired, "Complete the human check and join again with its token as \"humanToken\"."),
+	problem.Map(waitroom.ErrHumanFailed, http.StatusForbidden, problem.HumanCheckFailed, "The human check did not pass; try it again."),
+	problem.Map(waitroom.ErrAccountRequired, http.StatusForbidden, problem.AccountRequired, "This sale is for signed-in accounts only: sign in and join again."),
+	problem.Map(waitroom.ErrPrefixLimited, http.StatusTooManyRequests, problem.PrefixLimited, "Too many places have been taken from your network for this show."),
+	problem.Map(waitroom.ErrPrefixBlocked, http.StatusForbidden, problem.PrefixBlocked, "Your network may not join this queue."),
+	problem.Map(waitroom.ErrBrowserInQueue, http.StatusConflict, problem.BrowserInQueue, "This browser already holds a place in this queue under another identity."),
 }
 
 // wrap turns a handler's error that codes names into the problem the edge's error handler sends as is; any other
@@ -74,23 +68,16 @@ func (h *Handler) wrap(fn fiber.Handler) fiber.Handler {
 			return err
 		}
 		err = driver.Classify(err)
-		for _, code := range codes {
-			if !errors.Is(err, code.err) {
-				continue
-			}
-			detail := code.detail
-			if detail == "" {
-				detail = strings.TrimPrefix(err.Error(), code.err.Error()+": ")
-			}
-			if code.err == store.ErrUnavailable {
+		if code, ok := codes.Match(err); ok {
+			if code.Err == store.ErrUnavailable {
 				h.log.Warn("waitroom: store unavailable", "err", err, "method", c.Method(), "path", c.Path(),
 					"requestId", string(c.Response().Header.Peek("X-Request-Id")))
 			}
-			p := problem.New(code.status, code.slug, detail)
+			p := code.Problem(err)
 			switch {
-			case code.err == waitroom.ErrPrefixLimited:
+			case code.Err == waitroom.ErrPrefixLimited:
 				p.WithRetryAfter(60) // the prefix's count decays over minutes: sooner is no use
-			case code.status == http.StatusServiceUnavailable || code.status == http.StatusTooManyRequests:
+			case code.Status == http.StatusServiceUnavailable || code.Status == http.StatusTooManyRequests:
 				// On the problem, not the response: the edge's error handler starts its answer afresh.
 				p.WithRetryAfter(1)
 			}
