@@ -274,8 +274,13 @@ func TestGuardRefusals(t *testing.T) {
 	if st, b := g.enter(t, show, "b-one", lan, proofBody(solve(t, g.challenge(t, show, "b-one", lan))), "Cookie", cookie); st != 200 {
 		t.Fatalf("first identity of a browser: %d %s", st, b)
 	}
-	st, b = g.enter(t, show, "b-two", lan, proofBody(solve(t, g.challenge(t, show, "b-two", lan))), "Cookie", cookie)
+	twoProof := proofBody(solve(t, g.challenge(t, show, "b-two", lan)))
+	st, b = g.enter(t, show, "b-two", lan, twoProof, "Cookie", cookie)
 	wantRefusal(t, st, b, 409, problem.BrowserInQueue, waitroom.VerdictBrowser)
+	// The refusal did not spend the proof: from a browser of its own, the same identity joins with it.
+	if st, b := g.enter(t, show, "b-two", lan, twoProof, "Cookie", wrhttp.BrowserCookie+"="+strings.Repeat("cd", 16)); st != 200 {
+		t.Fatalf("second identity from its own browser: %d %s", st, b)
+	}
 
 	// An operator blocks a prefix (IPv6: its /64).
 	if res, b := g.do(t, "POST", "/admin/v1/shows/"+show+"/blocked-prefixes", "Bearer "+adminToken,
@@ -287,19 +292,19 @@ func TestGuardRefusals(t *testing.T) {
 	st, b = g.enter(t, show, "u-v6", v6, proofBody(solve(t, g.challenge(t, show, "u-v6", v6))))
 	wantRefusal(t, st, b, 403, problem.PrefixBlocked, waitroom.VerdictPrefixBlocked)
 
-	if w := g.waiting(t, show); w != 2 {
-		t.Fatalf("waiting: got %d, want the 2 places earned and kept", w)
+	if w := g.waiting(t, show); w != 3 {
+		t.Fatalf("waiting: got %d, want the 3 places earned and kept", w)
 	}
 	f, err := g.svc.BotFigures(context.Background(), show)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Solved != 3 || f.Failed < 4 || f.Refused[waitroom.VerdictProofRequired] != 1 ||
+	if f.Solved != 4 || f.Failed < 4 || f.Refused[waitroom.VerdictProofRequired] != 1 ||
 		f.Refused[waitroom.VerdictPrefixLimit] != 1 || len(f.TopPrefixes) == 0 || f.TopPrefixes[0].Places != 2 {
 		t.Fatalf("figures: %+v", f)
 	}
 	res, fb := g.do(t, "GET", "/admin/v1/shows/"+show+"/bots", "Bearer "+adminToken, "")
-	if res.StatusCode != 200 || !strings.Contains(string(fb), `"challengesSolved":3`) {
+	if res.StatusCode != 200 || !strings.Contains(string(fb), `"challengesSolved":4`) {
 		t.Fatalf("GET bots: %d %s", res.StatusCode, fb)
 	}
 }

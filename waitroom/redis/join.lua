@@ -104,15 +104,24 @@ local function guard()
     return {'refused', verdict}
   end
   local prefix = ARGV[5]
-  if not suspect then
-    if prefix ~= '' and tonumber(redis.call('ZSCORE', KEYS[11], prefix) or '0') >= tonumber(ARGV[6]) then
-      verdict, suspect = 'prefix_limit', true
-    elseif ARGV[8] ~= '0' and not redis.call('SET', KEYS[14], user, 'NX', 'PX', ARGV[8]) then
-      verdict, suspect = 'proof_replayed', true
-      redis.call('HINCRBY', KEYS[10], 'failed', 1)
+  local browser = ARGV[9]
+  if not suspect and prefix ~= '' and tonumber(redis.call('ZSCORE', KEYS[11], prefix) or '0') >= tonumber(ARGV[6]) then
+    verdict, suspect = 'prefix_limit', true
+  end
+  if not suspect and browser ~= '' then
+    -- Checked before the proof is spent: an honest fan refused here keeps their proof for another try.
+    local other = redis.call('HGET', KEYS[13], browser)
+    if other and other ~= user and (redis.call('ZSCORE', KEYS[4], other) or redis.call('HEXISTS', KEYS[7], other) == 1
+        or redis.call('SISMEMBER', KEYS[5], other) == 1) then
+      redis.call('HINCRBY', KEYS[10], 'refused:browser', 1)
+      return {'refused', 'browser'}
     end
-  else
-    if verdict == 'proof_forged' then redis.call('HINCRBY', KEYS[10], 'failed', 1) end
+  end
+  if not suspect and ARGV[8] ~= '0' and not redis.call('SET', KEYS[14], user, 'NX', 'PX', ARGV[8]) then
+    verdict, suspect = 'proof_replayed', true
+  end
+  if verdict == 'proof_forged' or verdict == 'proof_replayed' then
+    redis.call('HINCRBY', KEYS[10], 'failed', 1)
   end
   if suspect then
     redis.call('HINCRBY', KEYS[10], 'refused:' .. verdict, 1)
@@ -124,16 +133,7 @@ local function guard()
     end
     return {'refused', verdict}
   end
-  local browser = ARGV[9]
-  if browser ~= '' then
-    local other = redis.call('HGET', KEYS[13], browser)
-    if other and other ~= user and (redis.call('ZSCORE', KEYS[4], other) or redis.call('HEXISTS', KEYS[7], other) == 1
-        or redis.call('SISMEMBER', KEYS[5], other) == 1) then
-      redis.call('HINCRBY', KEYS[10], 'refused:browser', 1)
-      return {'refused', 'browser'}
-    end
-    redis.call('HSET', KEYS[13], browser, user)
-  end
+  if browser ~= '' then redis.call('HSET', KEYS[13], browser, user) end
   if ARGV[8] ~= '0' then
     redis.call('HINCRBY', KEYS[10], 'solved', 1)
     if ARGV[10] ~= '-1' then
