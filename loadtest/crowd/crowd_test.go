@@ -344,7 +344,8 @@ func answered(outcomes map[string]int) bool {
 
 func testPlayAgainstAnExistingShow(t *testing.T, c *client.Client, _ *platformtest.Platform) {
 	sc := queueScenario(10, 60) // at most 6 seats a fan: never sold out, so every fan is admitted
-	sc.SaleDelay, sc.Pay = time.Second, loadtest.PayMix{OK: 1}
+	// Long enough that the sale still opens after Play starts on a busy machine: setting up asks the platform more.
+	sc.SaleDelay, sc.Pay = 3*time.Second, loadtest.PayMix{OK: 1}
 	show, _, err := Setup(context.Background(), c, sc, fmt.Sprint("existing-", time.Now().UnixNano()))
 	if err != nil {
 		t.Fatal(err)
