@@ -71,6 +71,7 @@ type QueueSettings struct {
 	Waiting       int `json:"waiting,omitempty"`
 	Active        int `json:"active,omitempty"`
 	AdmittedTotal int `json:"admittedTotal,omitempty"`
+	SkippedTotal  int `json:"skippedTotal,omitempty"` // passed over at the head of the line, absent
 }
 
 // BotProtection is a show's bot protection as the operator API speaks it (shared/admission's BotProtection):
