@@ -28,8 +28,8 @@ type fan struct {
 	guestHashes int64         // tried for its identity (the edge's challenge once the address has minted a few)
 	hashes      int64         // tried for its place
 	solve       time.Duration // solving both, on this machine's shared cores
-	total  time.Duration // from minting its identity to its place
-	waited time.Duration // of total, waiting out Retry-After (429 on minting or joining)
+	total       time.Duration // from minting its identity to its place
+	waited      time.Duration // of total, waiting out Retry-After (429 on minting or joining)
 }
 
 // own is the fan's time to a place on its own device: everything but solving as measured here (requests, the

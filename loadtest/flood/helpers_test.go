@@ -182,7 +182,9 @@ func join(ctx context.Context, c *client.Client, user, show string) (client.Queu
 // places is every place the show's queue holds or gave: waiting, admitted and still active, admitted before, and
 // passed over at the head of the line (a fan who joined and then fell silent for the heartbeat's grace, as these
 // fans do once they have their place).
-func places(q client.QueueSettings) int { return q.Waiting + q.Active + q.AdmittedTotal + q.SkippedTotal }
+func places(q client.QueueSettings) int {
+	return q.Waiting + q.Active + q.AdmittedTotal + q.SkippedTotal
+}
 
 // measureRate returns the hashes a second workers goroutines reach here and now, solving a challenge that has no
 // answer (so every number is tried: exactly maxnumber+1 hashes) for about d: BenchmarkSolve's measure, made in

@@ -222,7 +222,9 @@ func configureBots(t testing.TB, rdb goredis.UniversalClient, show string, bots 
 // fixedSettings serves a show's settings as the edge's gate does from its cache: already read.
 type fixedSettings struct{ st admission.Settings }
 
-func (f fixedSettings) Settings(context.Context, string) (admission.Settings, error) { return f.st, nil }
+func (f fixedSettings) Settings(context.Context, string) (admission.Settings, error) {
+	return f.st, nil
+}
 
 // BenchmarkAdmitTick measures one admission tick (the admit.lua pop-and-issue plus signing and storing the
 // tokens) that admits up to 100 fans from the head of a million-fan queue.
