@@ -99,6 +99,13 @@ type BotFigures struct {
 	MedianSolveMs int64            `json:"medianSolveMs"`
 	Shadowed      int64            `json:"shadowed"`
 	Refused       map[string]int64 `json:"refusedByReason"`
+	TopPrefixes   []PrefixPlaces   `json:"topPrefixes"`
+}
+
+// PrefixPlaces is an address prefix's count of places taken.
+type PrefixPlaces struct {
+	Prefix string `json:"prefix"`
+	Places int64  `json:"places"`
 }
 
 // ShowStats is GET /admin/v1/shows/{id}/stats.

@@ -84,7 +84,7 @@ func behindOneAddress(ctx context.Context, tb testing.TB, base string, tr http.R
 
 // judge reports the fans' times on their own devices and fails unless every one is within maxOwnTime, and the
 // show's queue gave all of them a place, each with a solved challenge.
-func judge(ctx context.Context, tb testing.TB, admin *client.Client, show string, fans []fan, wall time.Duration, scale int64, rate float64) []time.Duration {
+func judge(ctx context.Context, tb testing.TB, admin *client.Client, show, prefix string, fans []fan, wall time.Duration, scale int64, rate float64) []time.Duration {
 	tb.Helper()
 	own := make([]time.Duration, len(fans))
 	var most fan
@@ -118,6 +118,7 @@ func judge(ctx context.Context, tb testing.TB, admin *client.Client, show string
 	if places(q) != len(fans) || f.Solved != int64(len(fans)) {
 		tb.Errorf("the queue gave %d places and counts %d solved, want the %d fans'", places(q), f.Solved, len(fans))
 	}
+	countedAs(tb, f, prefix)
 	return own
 }
 
@@ -133,11 +134,11 @@ func judge(ctx context.Context, tb testing.TB, admin *client.Client, show string
 // at most, and the benchmark plays it.
 func TestFansBehindOneAddress(t *testing.T) {
 	ctx := t.Context()
-	_, admin, tr := start(t, "GUEST_FREE", strconv.Itoa(nat+10))
+	_, admin, tr, prefix := start(t, "GUEST_FREE", strconv.Itoa(nat+10))
 	show, st := queuedShow(ctx, t, admin, scaled())
 	t.Logf("bot protection: %s (the defaults' difficulties / %d)", describe(st.BotProtection), scale)
 	fans, wall := behindOneAddress(ctx, t, admin.Base(), tr, show)
-	judge(ctx, t, admin, show, fans, wall, scale, coreRate)
+	judge(ctx, t, admin, show, prefix, fans, wall, scale, coreRate)
 }
 
 // BenchmarkFansBehindOneAddress plays the 200 fans at the defaults for real: each solves its own full-size
@@ -149,14 +150,14 @@ func TestFansBehindOneAddress(t *testing.T) {
 //	go test -run '^$' -bench FansBehindOneAddress -benchtime 1x -timeout 60m ./loadtest/flood/
 func BenchmarkFansBehindOneAddress(b *testing.B) {
 	ctx := context.Background()
-	_, admin, tr := start(b)
+	_, admin, tr, prefix := start(b)
 	for range b.N {
 		show, st := queuedShow(ctx, b, admin, defaults())
 		b.Logf("bot protection: %s", describe(st.BotProtection))
 		before := measureRate(b, 1, 5*time.Second)
 		fans, wall := behindOneAddress(ctx, b, admin.Base(), tr, show)
 		rate := (before + measureRate(b, 1, 5*time.Second)) / 2
-		own := judge(ctx, b, admin, show, fans, wall, 1, rate)
+		own := judge(ctx, b, admin, show, prefix, fans, wall, 1, rate)
 		b.ReportMetric(own[len(own)/2].Seconds(), "own-p50-s")
 		b.ReportMetric(own[len(own)-1].Seconds(), "own-max-s")
 		b.ReportMetric(rate/1e6, "core-Mhash/s")

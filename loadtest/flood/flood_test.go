@@ -28,7 +28,7 @@ const maxFirstMinute = 30
 // ones: without an identity it could not even ask.)
 func TestFloodWithoutProof(t *testing.T) {
 	ctx := t.Context()
-	_, admin, tr := start(t)
+	_, admin, tr, _ := start(t)
 	show, st := queuedShow(ctx, t, admin, defaults())
 	t.Logf("bot protection: %s", describe(st.BotProtection))
 	bot, err := client.New(admin.Base(), tr, client.Options{})
@@ -140,7 +140,7 @@ func flood(ctx context.Context, tb testing.TB, bot *client.Client, show string, 
 // nothing, as the difficulty reaches its cap after 13 challenges.
 func TestFloodSolving(t *testing.T) {
 	ctx := t.Context()
-	_, admin, tr := start(t)
+	_, admin, tr, prefix := start(t)
 	show, st := queuedShow(ctx, t, admin, scaled())
 	workers := runtime.NumCPU()
 	bot, err := client.New(admin.Base(), tr, client.Options{SolveWorkers: workers})
@@ -187,6 +187,7 @@ func TestFloodSolving(t *testing.T) {
 	if places(q) != len(got) || f.Solved != int64(len(got)) {
 		t.Errorf("the queue holds %d places and counts %d solved, want the script's %d", places(q), f.Solved, len(got))
 	}
+	countedAs(t, f, prefix)
 }
 
 // BenchmarkFlood plays the script for real: the defaults (admission.DefaultBotProtection), every core of this
@@ -202,7 +203,7 @@ func BenchmarkFlood(b *testing.B) {
 		minutes = v
 	}
 	ctx := context.Background()
-	_, admin, tr := start(b)
+	_, admin, tr, _ := start(b)
 	workers := runtime.NumCPU()
 	for range b.N {
 		show, st := queuedShow(ctx, b, admin, defaults())

@@ -63,12 +63,14 @@ func describe(b *client.BotProtection) string {
 // whose requests all come from one address: a loopback address of the test's own, drawn at random, which stands
 // for one address on the internet. Its own, because the guest limit counts an address's identities across every
 // show and every platform on the shared Redis (for ten minutes' half-life): on 127.0.0.1 one run's identities
-// would be charged to the next run, and to every other test's. The count is deleted when the test ends. The
+// would be charged to the next run, and to every other test's. The count is deleted when the test ends. A test's
+// requests reach the edge through platformtest's contract check, a proxy on 127.0.0.1, which the edge trusts
+// (TRUSTED_PROXIES) to name the client in X-Forwarded-For, as a CDN does; a benchmark's reach it directly. The
 // edge's per-address API limit (RATE_PER_IP, 200/s) is its default; edge are further variables of the edge's,
 // name then value.
-func start(tb testing.TB, edge ...string) (*platformtest.Platform, *client.Client, *http.Transport) {
+func start(tb testing.TB, edge ...string) (*platformtest.Platform, *client.Client, *http.Transport, string) {
 	tb.Helper()
-	env := map[string]string{"RATE_EXEMPT": "none"}
+	env := map[string]string{"RATE_EXEMPT": "none", "TRUSTED_PROXIES": "127.0.0.1/32"}
 	for i := 0; i+1 < len(edge); i += 2 {
 		env[edge[i]] = edge[i+1]
 	}
@@ -84,7 +86,19 @@ func start(tb testing.TB, edge ...string) (*platformtest.Platform, *client.Clien
 		tb.Fatal(err)
 	}
 	tb.Logf("the clients' address: %s", addr)
-	return p, c, tr
+	return p, c, tr, admission.Prefix(addr)
+}
+
+// countedAs fails unless every place the show's queue gave was counted against prefix: the edge saw the
+// clients' address as theirs, not the proxy's or the machine's.
+func countedAs(tb testing.TB, f client.BotFigures, prefix string) {
+	tb.Helper()
+	for _, p := range f.TopPrefixes {
+		if p.Prefix != prefix {
+			tb.Errorf("%d places were counted against %s, want every place against the clients' %s", p.Places,
+				p.Prefix, prefix)
+		}
+	}
 }
 
 // guestPressure is the waiting room's count of guest identities per address prefix (waitroom/redis).
