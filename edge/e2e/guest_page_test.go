@@ -19,7 +19,7 @@ func TestGuestSessionWithProofInBrowser(t *testing.T) {
 		t.Skip("browser")
 	}
 	p := platformtest.Start(t, platformtest.Options{HoldTTL: 5 * time.Minute, MaxConns: 8,
-		Edge: map[string]string{"RATE_EXEMPT": "none", "GUEST_FREE": "0", "QUEUE_TICK": "100ms"}})
+		Edge: map[string]string{"RATE_EXEMPT": "none", "GUEST_FREE": "0", "GUEST_LIMIT": "1000000", "QUEUE_TICK": "100ms"}})
 	c, err := fsclient.New(p.BaseURL, http.DefaultTransport, fsclient.Options{AdminToken: p.AdminToken})
 	if err != nil {
 		t.Fatal(err)
