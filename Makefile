@@ -5,15 +5,21 @@ GOBIN   := $(shell $(GO) env GOPATH)/bin
 export PATH := $(GOBIN):$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help run test bench lint fmt build loadtest services tools audit chaos stadium
+.PHONY: help run test bench lint fmt build loadtest services tools audit chaos stadium pgha pgha-stop
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 services: ## start (and if needed install) Redis and PostgreSQL
 	@bash deploy/dev/services.sh
 
-tools: ## install the test suite's external programs (stripe-mock, chromium)
+pgha: ## start a local PostgreSQL failover formation (pg_auto_failover: monitor, primary, synchronous standby) and print its DATABASE_URL
+	@bash deploy/dev/pgha.sh start
+
+pgha-stop: ## stop the formation `make pgha` started and delete its data
+	@bash deploy/dev/pgha.sh stop
+
+tools: ## install the test suite's external programs (stripe-mock, chromium, nginx, workerd, pgbouncer, pg_auto_failover)
 	@bash deploy/dev/tools.sh
 
 build: ## build every binary into bin/
@@ -34,9 +40,10 @@ stadium: services build ## the stadium preset alone at full size (100,000 fans o
 audit: services build ## Lighthouse (mobile) on the home page, seat map and waiting room; scores into BENCHMARKS.md
 	@bash deploy/dev/audit.sh
 
-chaos: services ## the full chaos test: a 1,500-fan sale while booking, the edge, PostgreSQL and Redis fail (report in loadtest/reports/chaos.md), and a 1,000-fan sale on a Redis Cluster losing a master
+chaos: services ## the full chaos test: a 1,500-fan sale while booking, the edge, PostgreSQL and Redis fail (report in loadtest/reports/chaos.md), a 1,000-fan sale on a Redis Cluster losing a master, an 800-fan sale on a PostgreSQL formation losing its primary, and 2,000 fans in 5 s at a show in threshold mode
 	@mkdir -p loadtest/reports
-	CHAOS=full CHAOS_REPORT=$(CURDIR)/loadtest/reports/chaos.md $(GO) test -count=1 -v -timeout 20m -run 'TestChaos|TestFailoverDuringCrowd' ./loadtest/chaos/
+	CHAOS=full CHAOS_REPORT=$(CURDIR)/loadtest/reports/chaos.md $(GO) test -count=1 -v -timeout 20m -run 'TestChaos|TestFailoverDuringCrowd|TestPostgresFailoverDuringCrowd' ./loadtest/chaos/
+	CHAOS=full $(GO) test -count=1 -v -timeout 10m -run TestThresholdSpike ./loadtest/spike/
 
 loadtest: build ## run the smoke flash-crowd scenario against a running platform (BASE, default http://localhost:8080)
 	$(BIN)/loadtest -scenario smoke $(if $(BASE),-base $(BASE),)

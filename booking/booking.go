@@ -139,6 +139,8 @@ type Booking struct {
 	AdmissionExp time.Time
 	PaymentID    string
 	Tickets      []Ticket
+	// Refunds are the booking's refunds, oldest first (set by Checkout.BookingView only).
+	Refunds []Refund
 	// NextActionURL is, while the booking's payment waits for a 3-D Secure challenge, where its owner answers it
 	// (set by Checkout.BookingView only).
 	NextActionURL string
@@ -152,6 +154,7 @@ type Ticket struct {
 	ID     string
 	SeatID string
 	Code   string
+	Status TicketStatus
 }
 
 // EventShows is an event with the shows a catalog search found for it.

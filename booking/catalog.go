@@ -203,7 +203,7 @@ func (s *Catalog) Search(ctx context.Context, q Search) ([]EventShows, error) {
 	if q.Language, err = text("language", q.Language, false, 60); err != nil {
 		return nil, Invalid("language is not acceptable text")
 	}
-	res, err := s.store.Search(ctx, q)
+	res, err := s.store.Search(MayLag(ctx), q)
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +331,7 @@ func (s *Catalog) Stats(ctx context.Context, showID string) (Stats, error) {
 		return Stats{}, err
 	}
 	st := Stats{Counts: c}
-	if st.Revenue, err = s.store.Revenue(ctx, showID); err != nil {
+	if st.Revenue, err = s.store.Revenue(MayLag(ctx), showID); err != nil {
 		return Stats{}, err
 	}
 	if st.HoldsTotal, st.ConflictsTotal, err = s.locks.Counters(ctx, showID); err != nil {

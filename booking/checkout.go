@@ -22,6 +22,8 @@ type PaymentStore interface {
 	SaleStore
 	RefundStore
 	TicketStore
+	PolicyStore
+	TransferStore
 	WebhookStore
 	// RelayOutbox hands up to limit unpublished lifecycle events, oldest first, to publish and marks those it
 	// accepted published, in one transaction that other relays skip: each event is published at least once, and

@@ -38,6 +38,9 @@ var (
 	ErrAlreadyCheckedIn = errors.New("ticket already checked in") // second scan
 	ErrTicketVoid       = errors.New("ticket void")               // its booking was refunded
 	ErrWebhook          = errors.New("webhook rejected")          // bad signature or body
+	ErrSeatNotPaid      = errors.New("seat not paid")             // refund of a seat refunded already
+	ErrTransferred      = errors.New("ticket transferred")        // the ticket went to another fan
+	ErrTransferClosed   = errors.New("transfers closed")          // off for the show, past its cut-off, or spent
 )
 
 // ErrNotSoldOut refuses a waitlist entry for a show that still has seats on sale: the fan should book them.

@@ -73,7 +73,7 @@ func TestLifecycleEventsInOutbox(t *testing.T) {
 	if _, err := e.payWith(refunded, sim.CardOK, "k3"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.pay.Refund(ctx, refunded.ID, "u4"); err != nil {
+	if _, err := e.pay.Refund(ctx, booking.RefundRequest{BookingID: refunded.ID, UserID: "u4"}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/shard"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -264,7 +265,7 @@ func (s *Holds) hold(ctx context.Context, r HoldRequest, t holdTarget, seats []S
 			b.ExpiresAt = adm.exp.UTC()
 		}
 	}
-	b.ID = NewID("bk_")
+	b.ID = shard.ID("bk_", b.ShowID) // the show's shard is found from the id alone
 	claim := Claim{ShowID: b.ShowID, BookingID: b.ID, UserID: b.UserID, SeatIDs: b.SeatIDs, TTL: ttl,
 		Now: now, UserCap: s.cfg.MaxSeats}
 	ctx, cancel := context.WithTimeout(ctx, s.window)

@@ -29,7 +29,10 @@ func (r HoldRequest) hash() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-const scopeHold = "hold"
+// holdScope is a hold's idempotency scope: a key belongs to one user and one show, so its record lives with the
+// show's other rows (on the show's shard when the ledger is sharded, shared/shard) and a shard's outage never
+// stops another show's holds. The same key for another show is another request.
+func holdScope(showID string) string { return "hold:" + showID }
 
 // holdIdempotent is Hold for a request with an Idempotency-Key: the first request with the key holds, and every
 // repeat of the same request is answered with that hold's booking (replayed true), waiting for it if the first is
@@ -38,7 +41,7 @@ func (s *Holds) holdIdempotent(ctx context.Context, r HoldRequest, t holdTarget,
 	claims *admitted) (Booking, bool, error) {
 	hash := r.hash()
 	for {
-		rec, claimed, err := s.store.BeginIdempotent(ctx, r.UserID, scopeHold, r.IdempotencyKey, hash)
+		rec, claimed, err := s.store.BeginIdempotent(ctx, r.UserID, holdScope(r.ShowID), r.IdempotencyKey, hash)
 		if err != nil {
 			return Booking{}, false, err
 		}
@@ -61,12 +64,12 @@ func (s *Holds) holdIdempotent(ctx context.Context, r HoldRequest, t holdTarget,
 	b, err := s.hold(ctx, r, t, seats, claims)
 	if err != nil {
 		// A failed hold leaves nothing behind, so the key is free for a retry.
-		if aerr := s.store.AbortIdempotent(context.WithoutCancel(ctx), r.UserID, scopeHold, r.IdempotencyKey); aerr != nil {
+		if aerr := s.store.AbortIdempotent(context.WithoutCancel(ctx), r.UserID, holdScope(r.ShowID), r.IdempotencyKey); aerr != nil {
 			s.log.ErrorContext(ctx, "idempotency abort", "err", aerr)
 		}
 		return Booking{}, false, err
 	}
-	if err := s.store.FinishIdempotent(ctx, r.UserID, scopeHold, r.IdempotencyKey, b.ID); err != nil {
+	if err := s.store.FinishIdempotent(ctx, r.UserID, holdScope(r.ShowID), r.IdempotencyKey, b.ID); err != nil {
 		return Booking{}, false, err
 	}
 	return b, false, nil
@@ -81,13 +84,13 @@ func (s *Holds) awaitIdempotent(ctx context.Context, r HoldRequest, hash string)
 			return Booking{}, false, ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
-		rec, claimed, err := s.store.BeginIdempotent(ctx, r.UserID, scopeHold, r.IdempotencyKey, hash)
+		rec, claimed, err := s.store.BeginIdempotent(ctx, r.UserID, holdScope(r.ShowID), r.IdempotencyKey, hash)
 		if err != nil {
 			return Booking{}, false, err
 		}
 		if claimed {
 			// We now own the key; give it back so the caller's loop claims it cleanly.
-			if err := s.store.AbortIdempotent(ctx, r.UserID, scopeHold, r.IdempotencyKey); err != nil {
+			if err := s.store.AbortIdempotent(ctx, r.UserID, holdScope(r.ShowID), r.IdempotencyKey); err != nil {
 				return Booking{}, false, err
 			}
 			return Booking{}, false, nil

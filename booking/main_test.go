@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/flashseat/flashseat/shared/store/redistest"
+	"github.com/flashseat/flashseat/shared/infra/redistest"
 )
 
 // clusterTests are the tests that also run on a Redis Cluster: the ones whose outcome rests on the Lua scripts and

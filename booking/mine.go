@@ -9,7 +9,7 @@ const MaxListed = 100
 
 // Mine lists the user's bookings, newest first.
 func (s *Holds) Mine(ctx context.Context, userID string) ([]Booking, error) {
-	return s.store.BookingsOf(ctx, userID, MaxListed)
+	return s.store.BookingsOf(MayLag(ctx), userID, MaxListed)
 }
 
 // SeatsOf returns the layout's seats named by ids (with category and price), in the order given; a seat the

@@ -21,7 +21,7 @@ type ShowOverview struct {
 // figures, in one call: the console refreshes it every second, so the seat counts come from the shows' snapshots
 // (at most a second old) rather than a Redis read per seat.
 func (s *Catalog) Overview(ctx context.Context) ([]ShowOverview, error) {
-	figs, err := s.store.ShowFigures(ctx, s.cfg.Now())
+	figs, err := s.store.ShowFigures(MayLag(ctx), s.cfg.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func (s *Holds) UserBookings(ctx context.Context, userID string) ([]Booking, err
 	if !ValidID(userID) {
 		return nil, Invalid("userId is not a valid id")
 	}
-	return s.store.UserBookings(ctx, userID, 100)
+	return s.store.UserBookings(MayLag(ctx), userID, 100)
 }
 
 // OnSale reports whether the show's sale is open at now: opened, not closed by an operator, show not started.

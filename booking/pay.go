@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/flashseat/flashseat/shared/shard"
 )
 
 // AttemptState is where the money of one payment attempt stands.
@@ -254,7 +256,7 @@ func (p *Checkout) Pay(ctx context.Context, r PayRequest) (PayResult, error) {
 			return PayResult{}, err
 		}
 	}
-	a := Attempt{ID: NewID("pa_"), BookingID: b.ID, UserID: r.UserID, IdempotencyKey: r.IdempotencyKey,
+	a := Attempt{ID: shard.ID("pa_", b.ShowID), BookingID: b.ID, UserID: r.UserID, IdempotencyKey: r.IdempotencyKey,
 		RequestHash: hash, PaymentMethod: r.PaymentMethod, Amount: b.TotalAmount, Currency: b.Currency,
 		ReturnURL: r.ReturnURL, LeaseUntil: p.cfg.Now().Add(p.lease())}
 	a, created, err := p.store.StartAttempt(ctx, a)

@@ -180,22 +180,28 @@ func (p *Checkout) keepHeld(ctx context.Context, a Attempt) {
 	}
 }
 
-// settleRefund returns a refunded booking's money at the gateway. Money not yet captured (a capture still being
-// retried) is captured first, so that what the fan paid and what they got back are always the same amount.
+// settleRefund returns a refund's amount at the gateway. Money not yet captured (a capture still being retried)
+// is captured first, so that the gateway returns the refund from money it holds, and the books say what the fan
+// paid and got back. A refund the policy priced at nothing (a fee as large as the price) needs no gateway call.
 func (p *Checkout) settleRefund(ctx context.Context, r Refund) {
+	if r.AmountDue == 0 {
+		if err := p.store.RefundSucceeded(ctx, r.ID, 0, ""); err != nil {
+			p.log.ErrorContext(ctx, "refund: record", "booking", r.BookingID, "err", err)
+		}
+		return
+	}
 	pay, err := p.store.PaymentOf(ctx, r.BookingID)
 	if err != nil {
 		p.log.ErrorContext(ctx, "refund: payment", "booking", r.BookingID, "err", err)
 		return
 	}
-	captured := pay.CapturedAmount
-	if captured == 0 {
+	if pay.CapturedAmount == 0 {
 		in, err := p.gw.Capture(ctx, pay.IntentID, payment.Key(pay.BookingID, pay.AttemptID, payment.OpCapture))
 		if err != nil {
 			p.log.WarnContext(ctx, "refund: capture first", "booking", r.BookingID, "err", err)
 			return
 		}
-		captured = in.AmountReceived
+		captured := in.AmountReceived
 		if captured == 0 {
 			captured = pay.Amount
 		}
@@ -204,7 +210,7 @@ func (p *Checkout) settleRefund(ctx context.Context, r Refund) {
 			return
 		}
 	}
-	ref, err := p.gw.Refund(ctx, payment.RefundParams{IntentID: pay.IntentID, Amount: captured,
+	ref, err := p.gw.Refund(ctx, payment.RefundParams{IntentID: pay.IntentID, Amount: r.AmountDue,
 		Reason: "requested_by_customer", IdempotencyKey: payment.Key(pay.BookingID, r.ID, payment.OpRefund)})
 	if err != nil {
 		p.log.WarnContext(ctx, "refund", "booking", r.BookingID, "err", err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/booking/payment"
+	"github.com/flashseat/flashseat/shared/shard"
 )
 
 // The steps of the pay saga after the attempt is recorded (Pay, pay.go), each named for what it does; the
@@ -231,15 +232,15 @@ func (p *Checkout) confirmSale(ctx context.Context, a Attempt, in payment.Intent
 		}
 		return p.giveBack(ctx, a, in, b, OutcomeExpired, ErrHoldExpired)
 	}
-	sale := Sale{AttemptID: a.ID, BookingID: b.ID, PaymentID: NewID("pay_"), IntentID: in.ID, Amount: a.Amount,
+	sale := Sale{AttemptID: a.ID, BookingID: b.ID, PaymentID: shard.ID("pay_", b.ShowID), IntentID: in.ID, Amount: a.Amount,
 		Currency: a.Currency}
 	for _, seat := range b.SeatIDs {
-		id := NewID("tk_")
+		id := shard.ID("tk_", b.ShowID)
 		code, err := p.signer.Sign(id, b.ShowID, seat)
 		if err != nil {
 			return PayResult{}, err
 		}
-		sale.Tickets = append(sale.Tickets, Ticket{ID: id, SeatID: seat, Code: code})
+		sale.Tickets = append(sale.Tickets, Ticket{ID: id, SeatID: seat, Code: code, Status: TicketValid})
 	}
 	cb, err := p.store.ConfirmSale(ctx, sale)
 	switch {

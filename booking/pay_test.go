@@ -545,14 +545,14 @@ func TestRefund(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.pay.Refund(ctx, b.ID, "u2"); !errors.Is(err, booking.ErrNotFound) {
+	if _, err := e.pay.Refund(ctx, booking.RefundRequest{BookingID: b.ID, UserID: "u2"}); !errors.Is(err, booking.ErrNotFound) {
 		t.Fatalf("another user's refund: %v, want ErrNotFound", err)
 	}
-	rb, err := e.pay.Refund(ctx, b.ID, "u1")
+	rb, err := e.pay.Refund(ctx, booking.RefundRequest{BookingID: b.ID, UserID: "u1"})
 	if err != nil || rb.Status != booking.StatusRefunded {
 		t.Fatalf("refund = %+v, %v", rb, err)
 	}
-	if again, err := e.pay.Refund(ctx, b.ID, "u1"); err != nil || again.Status != booking.StatusRefunded {
+	if again, err := e.pay.Refund(ctx, booking.RefundRequest{BookingID: b.ID, UserID: "u1"}); err != nil || again.Status != booking.StatusRefunded {
 		t.Fatalf("second refund = %+v, %v; want the same answer", again, err)
 	}
 	intent := e.sim.Intents()[0]
@@ -571,12 +571,12 @@ func TestRefund(t *testing.T) {
 
 	// A booking that is not confirmed, and a show too close to refund.
 	b3 := e.hold(t, "u3", "D9")
-	if _, err := e.pay.Refund(ctx, b3.ID, "u3"); !errors.Is(err, booking.ErrNotConfirmed) {
+	if _, err := e.pay.Refund(ctx, booking.RefundRequest{BookingID: b3.ID, UserID: "u3"}); !errors.Is(err, booking.ErrNotConfirmed) {
 		t.Fatalf("refund of a held booking: %v, want ErrNotConfirmed", err)
 	}
 	late := booking.NewCheckout(e.Svc, e.Store, e.gw, e.signer, e.verifier, booking.CheckoutConfig{RefundWindow: 72 * time.Hour})
 	defer late.Close()
-	if _, err := late.Refund(ctx, b2.ID, "u2"); !errors.Is(err, booking.ErrRefundWindow) {
+	if _, err := late.Refund(ctx, booking.RefundRequest{BookingID: b2.ID, UserID: "u2"}); !errors.Is(err, booking.ErrRefundWindow) {
 		t.Fatalf("refund inside 72h of a show 48h away: %v, want ErrRefundWindow", err)
 	}
 }
@@ -877,7 +877,7 @@ func TestOutboxRelayed(t *testing.T) {
 	if _, err := e.payWith(b, sim.CardOK, "k1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.pay.Refund(ctx, b.ID, "u1"); err != nil {
+	if _, err := e.pay.Refund(ctx, booking.RefundRequest{BookingID: b.ID, UserID: "u1"}); err != nil {
 		t.Fatal(err)
 	}
 	e.pay.Recover(ctx)

@@ -60,6 +60,9 @@ func (p *Checkout) BookingView(ctx context.Context, id, userID string) (Booking,
 		if b.Tickets, err = p.store.Tickets(ctx, b.ID); err != nil {
 			return Booking{}, err
 		}
+		if b.Refunds, err = p.store.Refunds(ctx, b.ID); err != nil {
+			return Booking{}, err
+		}
 	case StatusPaymentPending:
 		// A fan who left the challenge page (a back button, a closed tab) can go back to it from here.
 		as, err := p.store.AttemptsOf(ctx, b.ID)
@@ -78,11 +81,12 @@ func (p *Checkout) BookingView(ctx context.Context, id, userID string) (Booking,
 // TicketStatus is whether a ticket still admits.
 type TicketStatus string
 
-// VALID until scanned (CHECKED_IN) or refunded (VOID).
+// VALID until scanned (CHECKED_IN), refunded (VOID) or reissued to another fan (TRANSFERRED).
 const (
-	TicketValid     TicketStatus = "VALID"
-	TicketCheckedIn TicketStatus = "CHECKED_IN"
-	TicketVoid      TicketStatus = "VOID"
+	TicketValid       TicketStatus = "VALID"
+	TicketCheckedIn   TicketStatus = "CHECKED_IN"
+	TicketVoid        TicketStatus = "VOID"
+	TicketTransferred TicketStatus = "TRANSFERRED"
 )
 
 // TicketInfo is a ticket with its state.

@@ -17,7 +17,7 @@ import (
 	fsclient "github.com/flashseat/flashseat/loadtest/client"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
 	"github.com/flashseat/flashseat/shared/admission"
-	"github.com/flashseat/flashseat/shared/store/storetest"
+	"github.com/flashseat/flashseat/shared/infra/storetest"
 )
 
 // startNginx runs Debian's nginx with deploy/cdn/nginx.conf.template in front of edge and returns its base URL.

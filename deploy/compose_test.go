@@ -4,8 +4,10 @@ package deploy_test
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v4"
@@ -95,5 +97,43 @@ func TestComposeConfigByDocker(t *testing.T) {
 	out, err := exec.Command("docker", "compose", "-f", "../docker-compose.yml", "config", "--quiet").CombinedOutput()
 	if err != nil {
 		t.Fatal(fmt.Sprintf("docker compose config: %v\n%s", err, out))
+	}
+}
+
+// docker-compose.ha.yml, over the main file, gives every flashseat service the formation's multi-host URL, and
+// each still starts with the environment compose then gives it.
+func TestComposeHAConfigs(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../docker-compose.ha.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ha composeFile
+	if err := yaml.Unmarshal(raw, &ha); err != nil {
+		t.Fatalf("docker-compose.ha.yml: %v", err)
+	}
+	checked := 0
+	for name, svc := range loadCompose(t).Services {
+		if len(svc.Command) == 0 || loaders[svc.Command[0]] == nil {
+			continue
+		}
+		over, ok := ha.Services[name]
+		if !ok {
+			t.Errorf("compose service %s keeps the single server in docker-compose.ha.yml", name)
+			continue
+		}
+		env := map[string]string{}
+		maps.Copy(env, svc.Environment)
+		maps.Copy(env, over.Environment)
+		if u := env["DATABASE_URL"]; !strings.Contains(u, ",") || !strings.Contains(u, "target_session_attrs=read-write") {
+			t.Errorf("compose service %s: DATABASE_URL %q names no formation", name, u)
+		}
+		if err := loaders[svc.Command[0]](func(k string) string { return env[k] }); err != nil {
+			t.Errorf("compose service %s (%s) would refuse its HA environment: %v", name, svc.Command[0], err)
+		}
+		checked++
+	}
+	if checked < 3 {
+		t.Errorf("checked %d flashseat services, want booking, paysim and the edges", checked)
 	}
 }

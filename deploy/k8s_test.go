@@ -346,3 +346,50 @@ func checkPodSpec(t *testing.T, d *appsv1.Deployment) {
 		}
 	}
 }
+
+// The PostgreSQL the production overlay documents (deploy/k8s/postgres): a CloudNativePG Cluster with a
+// synchronous standby and a PgBouncer Pooler in transaction mode, the shape docs/SCALING.md describes. The
+// operator's own types are not vendored here; the fields that matter are read and held to it.
+func TestPostgresOperatorManifests(t *testing.T) {
+	t.Parallel()
+	var found []string
+	for _, doc := range documents(t, filepath.Join("k8s", "postgres", "cluster.yaml")) {
+		var m struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Spec       struct {
+				Instances      int `json:"instances"`
+				MinSyncReplica int `json:"minSyncReplicas"`
+				Cluster        struct {
+					Name string `json:"name"`
+				} `json:"cluster"`
+				Type      string `json:"type"`
+				PgBouncer struct {
+					PoolMode string `json:"poolMode"`
+				} `json:"pgbouncer"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(doc, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.APIVersion != "postgresql.cnpg.io/v1" {
+			t.Errorf("%s: apiVersion %s, want postgresql.cnpg.io/v1", m.Kind, m.APIVersion)
+		}
+		switch m.Kind {
+		case "Cluster":
+			if m.Spec.Instances < 2 || m.Spec.MinSyncReplica < 1 {
+				t.Errorf("Cluster: %d instances, %d synchronous, want a primary and a synchronous standby at least",
+					m.Spec.Instances, m.Spec.MinSyncReplica)
+			}
+		case "Pooler":
+			if m.Spec.Type != "rw" || m.Spec.PgBouncer.PoolMode != "transaction" {
+				t.Errorf("Pooler: type %s, pool mode %s, want rw and transaction", m.Spec.Type, m.Spec.PgBouncer.PoolMode)
+			}
+		}
+		found = append(found, m.Kind)
+	}
+	sort.Strings(found)
+	if !reflect.DeepEqual(found, []string{"Cluster", "Pooler"}) {
+		t.Errorf("got %v, want a Cluster and a Pooler", found)
+	}
+}

@@ -18,7 +18,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"sigs.k8s.io/yaml"
 
-	"github.com/flashseat/flashseat/shared/ops"
+	"github.com/flashseat/flashseat/shared/infra/ops"
 )
 
 // TestAlertRules: deploy/monitoring/alerts.yml is a Prometheus rule file whose every alert has an expression,

@@ -26,11 +26,11 @@ func (s *Service) ensureSeed(ctx context.Context, show string) error {
 	return nil
 }
 
-// Draw writes the pre-opening order if the sale has opened and nobody has yet. Exactly one replica draws (a
+// Draw writes the pre-opening order if the sale has opened and nobody has yet. One replica draws at a time (a
 // lock); a crash mid-way is harmless because the order is a pure function of seed and pool, so the next
 // drawer writes the same tickets again.
 func (s *Service) Draw(ctx context.Context, show string) (err error) {
-	ok, err := s.store.DrawLock(ctx, show, time.Minute)
+	ok, err := s.store.DrawLock(ctx, show, drawLockTTL)
 	if err != nil {
 		return err
 	}
@@ -71,6 +71,12 @@ func (s *Service) Draw(ctx context.Context, show string) (err error) {
 	}
 	return nil
 }
+
+// drawLockTTL bounds how long a drawer that died, or whose writes a Redis failover lost while its lock survived,
+// keeps the others from drawing: until the draw is written nobody is admitted. With a minute, a master killed
+// at the opening held a whole sale's queue still for its fans' patience. A draw that outlasts it is only done
+// twice: the second drawer writes the same tickets, and place.lua ignores any chunk after the finish.
+const drawLockTTL = 10 * time.Second
 
 // Fairness returns the show's shuffle record: the seed only once the draw is written.
 func (s *Service) Fairness(ctx context.Context, show string) (Fairness, error) {

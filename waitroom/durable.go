@@ -35,10 +35,16 @@ import (
 //   - Admitted fans stay admitted: their active slots and grants come back from shared/admission's record, their
 //     tokens still pass, and status hands back the same token (Ed25519 is deterministic and the claims are the
 //     grant's).
-//   - A waiting fan keeps its ticket when it comes back with its receipt while the cursor has not passed it (the
-//     page joins again when it reconnects, and a status poll with the receipt does too), or when its stream stayed
-//     open: the replica holding the stream puts it back (restore, then each heartbeat flush). A fan who does
-//     neither is out of line, as one who left, and joins again at the back.
+//   - A waiting fan keeps its ticket when it comes back with its receipt (the page joins again when it
+//     reconnects, and a status poll with the receipt does too), or when its stream stayed open: the replica
+//     holding the stream puts it back (restore, then each heartbeat flush). The queue goes on with the fans who
+//     are back, so its cursor may pass the ticket of a fan still on its way (a phone asleep, a stream backing
+//     off): within the turn hold of the rebuild that fan still gets its ticket back, at the head of the line, as
+//     a fan skipped while away does, and once only (restore records the rebuilt cursor and ceiling; join.lua
+//     keeps the fans given back their tickets). The loss takes the list of fans skipped while away with it: a fan
+//     whose ticket the cursor had passed before the loss is asked about in the admission record (Entry.Passed,
+//     Ask.Returning), and one never admitted gets its ticket back the same way. A fan who comes back after the
+//     turn hold is out of line, as one who left, and joins again at the back.
 //   - The cursor comes back as recorded, at most a second (or a tick) behind: fans skipped in that second for a
 //     missing heartbeat may be served again if they come back with their receipt, and the positions shown grow by
 //     at most that second's admissions, never out of order.

@@ -105,7 +105,17 @@ type Ask struct {
 	SolveTime    time.Duration // how long the proof took, issue to join; negative: unknown
 	Browser      string
 	TurnHold     time.Duration
+	// Returning is what the admission record says of a fan whose receipted ticket the cursor had passed when
+	// Redis lost the queue (Entry.Passed): "" not asked yet, ReturningBack never admitted (skipped while away:
+	// back at the head of the line), ReturningServed admitted (a new place only).
+	Returning string
 }
+
+// What the admission record says of a returning fan (Ask.Returning).
+const (
+	ReturningBack   = "back"
+	ReturningServed = "served"
+)
 
 // trusted is the Ask of the waiting room's own joins.
 func trusted() Ask {
@@ -340,7 +350,9 @@ func (s *Service) Enter(ctx context.Context, r JoinRequest) (Place, error) {
 	switch {
 	case errors.As(err, &ref):
 		s.observe(GuardEvent{Show: r.Show, Kind: "refused", Reason: ref.Reason})
-		s.equip(ctx, ref, st, r)
+		if eerr := s.equip(ctx, ref, st, r); eerr != nil {
+			return Place{}, eerr
+		}
 	case err == nil && p.Shadow:
 		s.observe(GuardEvent{Show: r.Show, Kind: "shadowed"})
 	case err == nil && a.Spend != "":
@@ -350,21 +362,26 @@ func (s *Service) Enter(ctx context.Context, r JoinRequest) (Place, error) {
 }
 
 // equip gives a refusal what the client needs to try again: a fresh challenge where a proof would help, and
-// the human check's widget where it is asked for.
-func (s *Service) equip(ctx context.Context, ref *Refusal, st admission.Settings, r JoinRequest) {
+// the human check's widget where it is asked for. When the challenge cannot be made (its difficulty is read from
+// the store, which may be failing over) the join fails as unavailable: a refusal that asks for a proof and
+// carries no challenge would leave the fan nothing to do but give up, where a 503 tells them to retry.
+func (s *Service) equip(ctx context.Context, ref *Refusal, st admission.Settings, r JoinRequest) error {
 	switch ref.Reason {
 	case VerdictProofRequired, VerdictProofInvalid, VerdictHumanRequired, VerdictHumanFailed:
 	default:
-		return
+		return nil
 	}
 	if s.opt.PoW != nil && st.Bot.Enabled {
-		if c, err := s.challenge(ctx, r.Show, r.User, r.Client, st.Bot); err == nil {
-			ref.Challenge = &c
+		c, err := s.challenge(ctx, r.Show, r.User, r.Client, st.Bot)
+		if err != nil {
+			return fmt.Errorf("%w: a challenge for the refused join: %w", ErrUnavailable, err)
 		}
+		ref.Challenge = &c
 	}
 	if st.Bot.HumanCheck && s.opt.Human != nil {
 		ref.Human = s.opt.HumanWidget
 	}
+	return nil
 }
 
 // refusal turns a store's refused entry into the error.

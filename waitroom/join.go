@@ -33,6 +33,19 @@ func (s *Service) enter(ctx context.Context, show, user, receipt string, ask Ask
 		if e.Refused != "" {
 			return Place{}, refusal(e.Refused)
 		}
+		if e.Passed && ask.Returning == "" && attempt < 50 {
+			// The fan's ticket is one the cursor had passed before Redis lost the queue: only the admission
+			// record can tell a fan served then from one skipped while away.
+			served, err := s.queues.Record().Admitted(ctx, show, user)
+			if err != nil {
+				return Place{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+			}
+			ask.Returning = ReturningBack
+			if served {
+				ask.Returning = ReturningServed
+			}
+			continue
+		}
 		if e.Pre {
 			// Normally committed when the operator switched the queue on; this covers queues switched on
 			// by other means. Either way it exists before the sale opens.
@@ -73,8 +86,14 @@ func (s *Service) join(ctx context.Context, show, user string, receipted int64) 
 
 // joinAsk is join under ask.
 func (s *Service) joinAsk(ctx context.Context, show, user string, receipted int64, ask Ask) (Entry, error) {
+	return s.restoring(ctx, show, func() (Entry, error) { return s.store.Enter(ctx, show, user, receipted, ask) })
+}
+
+// restoring runs a store step, restoring what the store lost (settings, the queue's state) and trying again, up
+// to five times; a queue found off answers as closed.
+func (s *Service) restoring(ctx context.Context, show string, step func() (Entry, error)) (Entry, error) {
 	for attempt := 0; ; attempt++ {
-		e, err := s.store.Enter(ctx, show, user, receipted, ask)
+		e, err := step()
 		if err == nil {
 			return e, nil
 		}

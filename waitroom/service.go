@@ -28,6 +28,11 @@ type Store interface {
 	GuardStore
 	// Lookup finds user's place without joining; Found is false when they have none.
 	Lookup(ctx context.Context, show, user string) (Entry, error)
+	// Bypass is a bypass code's step (bypass.go). With g nil it only looks: the fan's live admission, a closed
+	// or sold-out show, Refused "pre" or "paused" when the queue admits nobody now, else a zero Entry. With g (a
+	// recorded, signed grant) it admits user with it at once, out of the line, among the show's active
+	// admissions; a fan already holding a live grant keeps it, and the answer carries theirs.
+	Bypass(ctx context.Context, show, user string, g *Grant) (Entry, error)
 	// Admit runs one admission tick: pops up to min(rate x elapsed, maxActive - active) fans with a live
 	// heartbeat (none when maxScan is 0), skipping the others, and records a grant for each, atomically. nonce
 	// makes jtis unique. The grants are unrecorded until their tokens are stored; the result carries the ones
@@ -80,6 +85,7 @@ type Record interface {
 	SaveCursor(ctx context.Context, show string, cursor int64) error
 	// Reserve raises the ticket ceiling to at least atLeast and by grow, and returns it.
 	Reserve(ctx context.Context, show string, atLeast, grow int64) (int64, error)
+	BypassRecord
 }
 
 // Durable is a queue's record: everything a rebuilt queue starts from.
@@ -100,6 +106,13 @@ type Counts struct {
 	Active        int64 `json:"active"`
 	AdmittedTotal int64 `json:"admittedTotal"`
 	SkippedTotal  int64 `json:"skippedTotal"`
+	// Engaged: fans wait in line now. In threshold mode the queue's own state; Service.Settings answers true for
+	// mode "always" and false for "off".
+	Engaged bool `json:"engaged"`
+	// ActiveUsers is Active under the name threshold mode's limit has (activeUsersThreshold).
+	ActiveUsers int64 `json:"activeUsers"`
+	// ArrivalsPerMinute is the show's arrivals (new places, admissions at once) over the last minute.
+	ArrivalsPerMinute int64 `json:"arrivalsPerMinute"`
 }
 
 // Options tune a Service; zero values take the defaults.

@@ -17,6 +17,13 @@ func (s *Service) Settings(ctx context.Context, show string) (admission.Settings
 		return st, Counts{}, err
 	}
 	c, err := s.store.Counts(ctx, show)
+	c.ActiveUsers = c.Active
+	switch st.QueueMode() {
+	case admission.ModeAlways:
+		c.Engaged = true
+	case admission.ModeOff:
+		c.Engaged = false
+	}
 	return st, c, err
 }
 

@@ -89,7 +89,10 @@ type Entry struct {
 	// AdmitPerSecond is the configured rate, for an ETA before this replica has measured one.
 	AdmitPerSecond float64
 	Shadow         bool   // a suspect's shadow place (Seq is its fake ticket)
-	Refused        string // Enter only: the verdict that refused a new place (guard.go)
+	Refused        string // Enter: the verdict that refused a new place (guard.go); Bypass: why nobody is admitted now
+	// Passed: the fan's receipted ticket is one the cursor had passed before Redis lost the queue; ask again with
+	// Ask.Returning saying whether the admission record holds an admission of the fan.
+	Passed bool
 }
 
 // Grant is one admission: the token's id, holder and lifetime. Token is the signed JWT once it has been signed.
@@ -126,10 +129,14 @@ type TickResult struct {
 	AdmittedTotal  int64
 	SkippedTotal   int64
 	AdmitPerSecond float64 // the operator's setting in force at this tick
-	MaxActive      int64
-	OpensAt        time.Time
-	At             time.Time // Redis time of the tick
-	Grants         []Grant   // grants made by this tick (only on the replica that ran it), not yet recorded
+	MaxActive      int64   // the active slots in force: in threshold mode at most the active threshold
+	// Engaged: fans wait in line now (always in mode "always"; in threshold mode while engaged).
+	Engaged bool
+	// ArrivalsPerMinute is the show's arrivals (new places and admissions at once) over the last minute.
+	ArrivalsPerMinute int64
+	OpensAt           time.Time
+	At                time.Time // Redis time of the tick
+	Grants            []Grant   // grants made by this tick (only on the replica that ran it), not yet recorded
 	// Overdue are earlier grants still not recorded (their admitter died between admitting and recording, or the
 	// record was down): the replica that ran this tick records them.
 	Overdue []Grant

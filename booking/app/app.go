@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,9 +21,10 @@ import (
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
 	admredis "github.com/flashseat/flashseat/shared/admission/redis"
 	"github.com/flashseat/flashseat/shared/audit"
-	"github.com/flashseat/flashseat/shared/ops"
+	"github.com/flashseat/flashseat/shared/infra/driver"
+	"github.com/flashseat/flashseat/shared/infra/ops"
+	"github.com/flashseat/flashseat/shared/pulse"
 	"github.com/flashseat/flashseat/shared/store"
-	"github.com/flashseat/flashseat/shared/store/driver"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -62,18 +64,33 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	}
 	startCtx, cancelStart := context.WithTimeout(ctx, 30*time.Second)
 	defer cancelStart()
-	pool, err := postgres.Open(startCtx, cfg.DatabaseURL)
+	pool, err := postgres.Open(startCtx, cfg.DatabaseURL, cfg.DatabasePooler)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	shards, err := openShards(startCtx, cfg.DatabaseShards, cfg.DatabasePooler)
+	if err != nil {
+		return err
+	}
+	defer shards.close()
+	replica, closeReplica, err := openReplica(startCtx, cfg, pool, log)
+	if err != nil {
+		return err
+	}
+	defer closeReplica()
 	rdb, err := OpenRedis(startCtx, cfg)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
 
-	auditLog := audit.New(pool)
+	dbs, err := shards.records(pool)
+	if err != nil {
+		return err
+	}
+	dbs = dbs.WithLog(log)
+	auditLog := audit.NewSharded(dbs)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -91,9 +108,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		keys = remote
 	}
 	// Queue settings and admissions: PostgreSQL the record, Redis the cache (rebuilt by queues.Run when lost).
-	queues := admission.NewKeeper(admpostgres.New(pool), admredis.New(rdb), log)
+	queues := admission.NewKeeper(admpostgres.NewSharded(dbs), admredis.New(rdb), log)
+	if err := queues.SetDefaultMode(cfg.QueueMode); err != nil {
+		return err
+	}
 	gate := admission.NewGate(queues, keys, cfg.TokenLeeway)
-	pg := postgres.New(pool)
+	pg, err := shards.ledger(pool, replica, log)
+	if err != nil {
+		return err
+	}
 	locks := redis.New(rdb)
 	svc := booking.New(pg, locks, gate, booking.Config{
 		HoldTTL:        cfg.HoldTTL,
@@ -118,7 +141,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	}
 	defer pays.Close() // after the workers below: sagas still in flight stop where they are, for the next start
 
-	ev, err := newEventing(cfg, svc, pg, rdb, reg, log)
+	ev, err := newEventing(cfg, svc, pg, rdb, auditLog, reg, log)
 	if err != nil {
 		return err
 	}
@@ -131,9 +154,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	}
 	hub := redis.NewHub(rdb)
 	defer hub.Close()
+	window := pulse.NewWindow(5 * time.Second)
+	passes, err := newPasses(cfg)
+	if err != nil {
+		return err
+	}
 	srv := bookinghttp.New(bookinghttp.Config{
 		Service:       svc,
 		Checkout:      pays,
+		Passes:        passes,
 		Gateway:       cfg.Payment.Public(),
 		Audit:         auditLog,
 		Waitlist:      ev.waitlist,
@@ -150,8 +179,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		Metrics:       metrics,
 		BodyLimit:     cfg.BodyLimit,
 		Ready:         checks,
+		Pulse:         window,
 	})
-	reg.MustRegister(bookinghttp.NewShowCollector(svc), ops.StoreUp("booking_store_up", checks),
+	reg.MustRegister(bookinghttp.NewShowCollector(svc),
+		ops.StoreUp("booking_store_up", append(slices.Clip(checks), append(shards.checks(), replicaChecks(replica)...)...)),
 		ops.RedisPool("booking", rdb))
 
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
@@ -165,7 +196,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	defer waitOps()
 	var wg sync.WaitGroup
 	ev.start(workers, &wg)
-	wg.Add(8)
+	wg.Add(9)
+	go func() { defer wg.Done(); publishPulse(workers, rdb, cfg.PulseNamespace, window, pays, log) }()
 	go func() { defer wg.Done(); svc.Run(workers) }()
 	go func() { defer wg.Done(); queues.Run(workers, 2*time.Second, time.Minute) }()
 	go func() {
@@ -179,6 +211,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	go func() { defer wg.Done(); redis.WatchShows(workers, rdb, svc.ShowChanged) }()
 	go func() { defer wg.Done(); redis.WatchSeatEvents(workers, rdb, svc.SeatChanged) }()
 	go func() { defer wg.Done(); pays.Run(workers) }()
+	if replica != nil {
+		reg.MustRegister(replicaFresh(replica))
+		wg.Go(func() { replica.Watch(workers) })
+	}
 	go func() {
 		defer wg.Done()
 		redis.WatchExpiries(workers, rdb, func(show, seat string) { svc.SeatExpired(workers, show, seat) })

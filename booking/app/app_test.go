@@ -22,7 +22,7 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/booking/redis"
-	"github.com/flashseat/flashseat/shared/store/redistest"
+	"github.com/flashseat/flashseat/shared/infra/redistest"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -34,13 +34,14 @@ func TestLoadConfig(t *testing.T) {
 	}
 	if cfg.Addr != ":8081" || cfg.HoldTTL != 10*time.Minute || cfg.MaxSeats != 10 || cfg.ReconcileInterval != 30*time.Second ||
 		cfg.RefundWindow != 48*time.Hour || !cfg.AuthGuest || !cfg.AdminTokenGenerated || len(cfg.AuthSecret) < 32 || cfg.SeedDemo ||
-		cfg.GCPercent != 400 || cfg.RedisPoolSize != 512 {
+		cfg.GCPercent != 400 || cfg.RedisPoolSize != 512 || cfg.DatabaseReadURL != "" || cfg.DatabaseReadMaxLag != time.Second {
 		t.Fatalf("defaults = %+v", cfg)
 	}
 	env := map[string]string{"REDIS_CLUSTER_ADDRS": " 10.0.0.1:7000, 10.0.0.2:7000 ,", "HOLD_TTL": "90s",
 		"MAX_SEATS_PER_BOOKING": "4", "AUTH_GUEST": "false", "ADMIN_TOKEN": "0123456789abcdef0123",
 		"AUTH_JWKS_URL": "https://id.example/jwks", "AUTH_ISSUER": "https://id.example/", "SEED_DEMO": "true",
-		"LOG_LEVEL": "debug", "GOGC": "off", "REDIS_POOL_SIZE": "64"}
+		"LOG_LEVEL": "debug", "GOGC": "off", "REDIS_POOL_SIZE": "64", "DATABASE_READ_URL": "postgres://replica/flashseat",
+		"DATABASE_READ_MAX_LAG": "250ms"}
 	cfg, err = app.LoadConfig(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +49,8 @@ func TestLoadConfig(t *testing.T) {
 	if !slices.Equal(cfg.RedisClusterAddrs, []string{"10.0.0.1:7000", "10.0.0.2:7000"}) || cfg.HoldTTL != 90*time.Second ||
 		cfg.MaxSeats != 4 || cfg.AuthGuest || cfg.AdminToken != env["ADMIN_TOKEN"] || cfg.AdminTokenGenerated ||
 		cfg.AuthExternal == nil || cfg.AuthExternal.Issuer != "https://id.example/" || !cfg.SeedDemo ||
-		cfg.LogLevel != slog.LevelDebug || cfg.GCPercent != -1 || cfg.RedisPoolSize != 64 {
+		cfg.LogLevel != slog.LevelDebug || cfg.GCPercent != -1 || cfg.RedisPoolSize != 64 ||
+		cfg.DatabaseReadURL != env["DATABASE_READ_URL"] || cfg.DatabaseReadMaxLag != 250*time.Millisecond {
 		t.Fatalf("config = %+v", cfg)
 	}
 	bad := []map[string]string{
@@ -64,6 +66,8 @@ func TestLoadConfig(t *testing.T) {
 		{"REDIS_POOL_SIZE": "0"},
 		{"REDIS_POOL_SIZE": "-1"},
 		{"REDIS_POOL_SIZE": "many"},
+		{"DATABASE_READ_MAX_LAG": "0s"},
+		{"DATABASE_READ_MAX_LAG": "soon"},
 	}
 	for _, env := range bad {
 		if _, err := app.LoadConfig(func(k string) string { return env[k] }); err == nil {

@@ -7,12 +7,18 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"github.com/flashseat/flashseat/booking/ticket/wallet"
 	"log/slog"
 	"net"
 	"strconv"
 	"time"
 
-	"github.com/flashseat/flashseat/shared/env"
+	"github.com/flashseat/flashseat/booking/postgres"
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/infra/driver"
+	"github.com/flashseat/flashseat/shared/infra/env"
+	pulseredis "github.com/flashseat/flashseat/shared/pulse/redis"
+	"github.com/flashseat/flashseat/shared/shard"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -24,12 +30,30 @@ type Config struct {
 	// are not served (make run, compose and the cluster set it).
 	OpsAddr string
 	// OpsBound, if set (tests), is told the operations address once it listens.
-	OpsBound          func(addr string)
-	DatabaseURL       string        // DATABASE_URL
+	OpsBound    func(addr string)
+	DatabaseURL string // DATABASE_URL
+	// DatabaseShards (DATABASE_SHARDS) splits the ledger by show over these databases (shared/shard's Parse
+	// gives the format); DATABASE_URL keeps the catalog. Empty: everything on DATABASE_URL.
+	DatabaseShards []shard.Shard
+	// DatabaseReadURL (DATABASE_READ_URL) is a streaming replica of DATABASE_URL's database that serves the reads
+	// that may lag (booking.MayLag: the catalog's directory, a fan's list of bookings, the operator's figures)
+	// while it is no more than DatabaseReadMaxLag (DATABASE_READ_MAX_LAG, default 1s) behind. With
+	// DATABASE_SHARDS it replicates the catalog database only; the shards' reads go to the shards. Empty: every
+	// read goes to the primary.
+	DatabaseReadURL    string
+	DatabaseReadMaxLag time.Duration
+	// DatabasePooler (DATABASE_POOLER) is "pgbouncer" when DATABASE_URL (and each shard's URL) points at
+	// PgBouncer in transaction pooling mode (driver.PostgresConfig says what changes); empty for PostgreSQL itself.
+	DatabasePooler    string
 	RedisURL          string        // REDIS_URL, default redis://127.0.0.1:6379/0
 	RedisClusterAddrs []string      // REDIS_CLUSTER_ADDRS, comma-separated; when set, a cluster client is used
 	RedisPoolSize     int           // REDIS_POOL_SIZE, default 512 (per cluster node): the hot-show benchmark's size
 	HoldTTL           time.Duration // HOLD_TTL, default 10m
+	// QueueMode (QUEUE_MODE, default off) is the site-wide queue mode of shows whose operator set none; edge and
+	// booking must be given the same.
+	QueueMode string
+	// PulseNamespace (PULSE_NAMESPACE) is where this replica publishes its pulse for the edge's autotune.
+	PulseNamespace    string
 	MaxSeats          int           // MAX_SEATS_PER_BOOKING, default 10
 	ReconcileInterval time.Duration // RECONCILE_INTERVAL, default 30s
 	RefundWindow      time.Duration // REFUND_WINDOW, default 48h (used by payments)
@@ -62,6 +86,7 @@ type Config struct {
 	Waitlist WaitlistSettings // WAITLIST_* (waitlist.go)
 	Webhooks WebhookSettings  // WEBHOOK_* (webhooks.go)
 	Notify   NotifyConfig     // SMTP_*, NOTIFY_WEBHOOK_* (notify.go)
+	Passes   wallet.Config    // PASS_*: the Apple Wallet pass certificate; none, no passes (notify.go)
 }
 
 // DefaultDatabaseURL matches `make services`.
@@ -71,38 +96,55 @@ const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/flashseat?sslmode
 func LoadConfig(getenv func(string) string) (Config, error) {
 	r := env.New(getenv)
 	cfg := Config{
-		Addr:              r.String("BOOKING_ADDR", ":8081"),
-		OpsAddr:           r.String("OPS_ADDR", ""),
-		DatabaseURL:       r.String("DATABASE_URL", DefaultDatabaseURL),
-		RedisURL:          r.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
-		HoldTTL:           r.PositiveDuration("HOLD_TTL", 10*time.Minute),
-		MaxSeats:          r.IntIn("MAX_SEATS_PER_BOOKING", 10, 1, 100),
-		ReconcileInterval: r.PositiveDuration("RECONCILE_INTERVAL", 30*time.Second),
-		RefundWindow:      r.PositiveDuration("REFUND_WINDOW", 48*time.Hour),
-		ShutdownTimeout:   r.PositiveDuration("SHUTDOWN_TIMEOUT", 10*time.Second),
-		BodyLimit:         r.IntIn("BODY_LIMIT", 64<<10, 1<<10, 16<<20),
-		AdminToken:        r.String("ADMIN_TOKEN", ""),
-		StaffToken:        r.String("STAFF_TOKEN", ""),
-		AuthGuest:         r.Bool("AUTH_GUEST", true),
-		CookieSecure:      r.Bool("COOKIE_SECURE", false),
-		AdmissionJWKSURL:  r.String("ADMISSION_JWKS_URL", "http://127.0.0.1:8080/.well-known/jwks.json"),
-		TokenLeeway:       r.PositiveDuration("TOKEN_LEEWAY", 5*time.Second),
-		SeedDemo:          r.Bool("SEED_DEMO", false),
+		Addr:               r.String("BOOKING_ADDR", ":8081"),
+		OpsAddr:            r.String("OPS_ADDR", ""),
+		DatabaseURL:        r.String("DATABASE_URL", DefaultDatabaseURL),
+		DatabasePooler:     r.String("DATABASE_POOLER", ""),
+		DatabaseReadURL:    r.String("DATABASE_READ_URL", ""),
+		DatabaseReadMaxLag: r.PositiveDuration("DATABASE_READ_MAX_LAG", postgres.DefaultMaxLag),
+		RedisURL:           r.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		HoldTTL:            r.PositiveDuration("HOLD_TTL", 10*time.Minute),
+		QueueMode:          r.String("QUEUE_MODE", admission.ModeOff),
+		PulseNamespace:     r.String("PULSE_NAMESPACE", pulseredis.DefaultNamespace),
+		MaxSeats:           r.IntIn("MAX_SEATS_PER_BOOKING", 10, 1, 100),
+		ReconcileInterval:  r.PositiveDuration("RECONCILE_INTERVAL", 30*time.Second),
+		RefundWindow:       r.PositiveDuration("REFUND_WINDOW", 48*time.Hour),
+		ShutdownTimeout:    r.PositiveDuration("SHUTDOWN_TIMEOUT", 10*time.Second),
+		BodyLimit:          r.IntIn("BODY_LIMIT", 64<<10, 1<<10, 16<<20),
+		AdminToken:         r.String("ADMIN_TOKEN", ""),
+		StaffToken:         r.String("STAFF_TOKEN", ""),
+		AuthGuest:          r.Bool("AUTH_GUEST", true),
+		CookieSecure:       r.Bool("COOKIE_SECURE", false),
+		AdmissionJWKSURL:   r.String("ADMISSION_JWKS_URL", "http://127.0.0.1:8080/.well-known/jwks.json"),
+		TokenLeeway:        r.PositiveDuration("TOKEN_LEEWAY", 5*time.Second),
+		SeedDemo:           r.Bool("SEED_DEMO", false),
 	}
 	cfg.RedisClusterAddrs = r.List("REDIS_CLUSTER_ADDRS")
+	if shards, err := shard.Parse(r.String("DATABASE_SHARDS", "")); err != nil {
+		r.Fail("%v", err)
+	} else {
+		cfg.DatabaseShards = shards
+	}
 	cfg.RedisPoolSize = r.PositiveInt("REDIS_POOL_SIZE", 512)
 	cfg.Payment = loadPaymentConfig(r)
 	cfg.Events = loadEventsConfig(r)
 	cfg.Waitlist = loadWaitlistSettings(r)
 	cfg.Webhooks = loadWebhookSettings(r)
 	cfg.Notify = loadNotifyConfig(r)
+	cfg.Passes = loadPassConfig(r)
 	if cfg.OpsAddr != "" {
 		if _, _, err := net.SplitHostPort(cfg.OpsAddr); err != nil {
 			r.Fail("OPS_ADDR: %q is not host:port", cfg.OpsAddr)
 		}
 	}
+	if err := driver.CheckPooler(cfg.DatabasePooler); err != nil {
+		r.Fail("%w", err)
+	}
 	if cfg.HoldTTL < time.Second {
 		r.Fail("HOLD_TTL must be at least 1s")
+	}
+	if !admission.ValidMode(cfg.QueueMode) {
+		r.Fail("QUEUE_MODE must be off, always or threshold")
 	}
 	switch v := r.String("GOGC", "400"); v {
 	case "off":

@@ -14,11 +14,11 @@ import (
 
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/notify"
-	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/booking/webhook"
-	"github.com/flashseat/flashseat/shared/env"
+	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/eventstream"
+	"github.com/flashseat/flashseat/shared/infra/env"
 )
 
 // EventsConfig is the lifecycle event stream's part of Config.
@@ -93,9 +93,10 @@ type eventing struct {
 	webhooks     *webhook.Service
 	fans         *notify.Fans // nil: notifications off
 	contacts     *booking.Contacts
+	audit        *audit.Log // nil: transfers are not audited
 }
 
-func newEventing(cfg Config, svc *booking.Service, store *postgres.Store, rdb goredis.UniversalClient,
+func newEventing(cfg Config, svc *booking.Service, store ledger, rdb goredis.UniversalClient, auditLog *audit.Log,
 	reg prometheus.Registerer, log *slog.Logger) (*eventing, error) {
 	m := newEventMetrics()
 	if reg != nil {
@@ -114,7 +115,7 @@ func newEventing(cfg Config, svc *booking.Service, store *postgres.Store, rdb go
 	relay.Keep = cfg.Events.OutboxKeep
 	relay.OnRelayed = func(n int) { m.relayed.Add(float64(n)) }
 	return &eventing{cfg: cfg, m: m, rdb: rdb, log: log, fans: fans, contacts: booking.NewContacts(store),
-		relay: relay,
+		relay: relay, audit: auditLog,
 		waitlist: booking.NewWaitlist(svc, store, booking.WaitlistConfig{OfferTTL: cfg.Waitlist.OfferTTL,
 			PassLimit: cfg.Waitlist.PassLimit, SweepEvery: cfg.Waitlist.SweepEvery,
 			Signal: redis.NewWaitlistSignal(rdb), Logger: log,
@@ -181,6 +182,7 @@ const (
 	groupWaitlist = "waitlist"
 	groupWebhooks = "webhooks"
 	groupNotify   = "notify"
+	groupAudit    = "audit"
 )
 
 // start runs the workers until ctx ends; wg tells when they have.
@@ -194,6 +196,9 @@ func (e *eventing) start(ctx context.Context, wg *sync.WaitGroup) {
 	run(func() { e.newConsumer(groupWaitlist).Run(ctx, e.waitlist.HandleEvent) })
 	run(func() { e.webhooks.Run(ctx) })
 	run(func() { e.newConsumer(groupWebhooks).Run(ctx, e.webhooks.HandleEvent) })
+	if e.audit != nil {
+		run(func() { e.newConsumer(groupAudit).Run(ctx, recordTransfers(e.audit)) })
+	}
 	if e.fans != nil {
 		run(func() { e.newConsumer(groupNotify).Run(ctx, e.fans.HandleEvent) })
 	}

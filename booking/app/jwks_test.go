@@ -8,8 +8,8 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
-	"github.com/flashseat/flashseat/shared/store/redistest"
-	"github.com/flashseat/flashseat/shared/store/storetest"
+	"github.com/flashseat/flashseat/shared/infra/redistest"
+	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/shared/token"
 )
 

@@ -6,8 +6,8 @@ import (
 
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/notify"
-	"github.com/flashseat/flashseat/booking/postgres"
-	"github.com/flashseat/flashseat/shared/env"
+	"github.com/flashseat/flashseat/booking/ticket/wallet"
+	"github.com/flashseat/flashseat/shared/infra/env"
 )
 
 // NotifyConfig is the fan notifications' part of Config. With neither SMTP_ADDR nor NOTIFY_WEBHOOK_URL set, fans
@@ -38,7 +38,7 @@ func loadNotifyConfig(r *env.Reader) NotifyConfig {
 
 // newFans is the fan notifier of cfg, or nil when no way to reach fans is configured. The configuration was
 // validated by LoadConfig.
-func newFans(cfg Config, svc *booking.Service, store *postgres.Store, log *slog.Logger) (*notify.Fans, error) {
+func newFans(cfg Config, svc *booking.Service, store ledger, log *slog.Logger) (*notify.Fans, error) {
 	var ns []notify.Notifier
 	if cfg.Notify.SMTP.Addr != "" {
 		n, err := notify.NewSMTP(cfg.Notify.SMTP)
@@ -59,4 +59,26 @@ func newFans(cfg Config, svc *booking.Service, store *postgres.Store, log *slog.
 		return nil, nil
 	}
 	return notify.New(store, svc, log, ns...)
+}
+
+// loadPassConfig reads the Apple Wallet pass certificate (PASS_*). Without PASS_CERT_FILE there are no passes: the
+// booking page hides Add to Wallet and the pass endpoint answers 404.
+func loadPassConfig(r *env.Reader) wallet.Config {
+	c := wallet.Config{CertFile: r.String("PASS_CERT_FILE", ""), KeyFile: r.String("PASS_KEY_FILE", ""),
+		WWDRFile: r.String("PASS_WWDR_FILE", ""), PassTypeID: r.String("PASS_TYPE_ID", ""),
+		TeamID: r.String("PASS_TEAM_ID", ""), Organization: r.String("PASS_ORGANIZATION", "flashseat")}
+	if c.CertFile != "" {
+		if _, err := wallet.New(c); err != nil {
+			r.Fail("%w", err)
+		}
+	}
+	return c
+}
+
+// newPasses is the pass issuer of cfg, or nil when no certificate is configured.
+func newPasses(cfg Config) (*wallet.Issuer, error) {
+	if cfg.Passes.CertFile == "" {
+		return nil, nil
+	}
+	return wallet.New(cfg.Passes)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/flashseat/flashseat/booking/internal/smtptest"
 	"github.com/flashseat/flashseat/booking/payment"
 	"github.com/flashseat/flashseat/booking/payment/sim"
+	"github.com/flashseat/flashseat/booking/ticket/pdf/pdftest"
 )
 
 const notifySecret = "notify-secret-0123456789"
@@ -121,6 +122,20 @@ func TestFanNotifications(t *testing.T) {
 	if strings.Count(raw, "Content-Type: image/png") != 2 {
 		t.Fatalf("want 2 QR images in the mail")
 	}
+	// The tickets' PDF is attached: a valid PDF, one page per ticket, each naming its seat.
+	var attached []smtptest.Part
+	for _, p := range msgs[0].Parts(t) {
+		if p.Disposition == "attachment" {
+			attached = append(attached, p)
+		}
+	}
+	if len(attached) != 1 || attached[0].ContentType != "application/pdf" || attached[0].Filename != "tickets-"+b+".pdf" {
+		t.Fatalf("attachments %+v, want the tickets' PDF", attached)
+	}
+	doc := pdftest.Read(t, attached[0].Body)
+	if doc.Pages != 2 || !strings.Contains(doc.Text[0], "Seat A1") || !strings.Contains(doc.Text[1], "Seat A2") {
+		t.Fatalf("attached PDF: %d pages %q, want A1 and A2", doc.Pages, doc.Text)
+	}
 
 	// The gateway got both confirmations, the quiet fan's without an address.
 	got := gw.wait(t, 2)
@@ -150,5 +165,63 @@ func TestFanNotifications(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if n := len(mail.Messages()); n != 2 {
 		t.Fatalf("%d mails, want exactly 2 (each event once)", n)
+	}
+}
+
+// TestTransferMail: a ticket sent to an e-mail reaches it through the notify path, in the sender's booking's
+// language (Hindi here, English for a booking made without one), carrying the claim link whose secret the event
+// stream never sees; that link claims the ticket. A transfer by link alone mails nobody.
+func TestTransferMail(t *testing.T) {
+	mail := smtptest.Start(t)
+	st := newStack(t, "SMTP_ADDR", mail.Addr, "SMTP_FROM", "flashseat <tickets@flashseat.test>",
+		"EVENTS_RELAY_INTERVAL", "20ms")
+	show := st.show()
+	fan, other, friend := st.guest(), st.guest(), st.guest() // no e-mail of their own: no confirmation mails
+	paid := func(tok, lang string, seats ...string) []any {
+		h := st.do("POST", "/api/v1/bookings/hold", tok, map[string]any{"showId": show, "seatIds": seats}, "Accept-Language", lang)
+		p := st.pay(tok, h.json(t)["bookingId"].(string), sim.CardOK, "k1")
+		if p.status != 200 {
+			t.Fatalf("pay: %d %s", p.status, p.body)
+		}
+		return p.json(t)["tickets"].([]any)
+	}
+	send := func(tok string, tk any, body any) string {
+		r := st.do("POST", "/api/v1/tickets/"+tk.(map[string]any)["ticketId"].(string)+"/transfer", tok, body)
+		if r.status != 201 {
+			t.Fatalf("transfer: %d %s", r.status, r.body)
+		}
+		return r.json(t)["claimUrl"].(string)
+	}
+	hindi := paid(fan, "hi", "A1", "A2")
+	english := paid(other, "", "A3")
+	link := send(fan, hindi[0], map[string]string{"email": "friend@example.com"})
+	send(fan, hindi[1], map[string]string{})
+	send(other, english[0], map[string]string{"email": "pal@example.com"})
+
+	msgs := mail.Wait(2, 15*time.Second)
+	byTo := map[string]string{}
+	subjects := map[string]string{}
+	for _, m := range msgs {
+		pm, err := m.Parse()
+		if err != nil {
+			t.Fatal(err)
+		}
+		subjects[m.To[0]], _ = new(mime.WordDecoder).DecodeHeader(pm.Header.Get("Subject"))
+		byTo[m.To[0]] = strings.ReplaceAll(strings.ReplaceAll(string(m.Data), "=\r\n", ""), "=3D", "=")
+	}
+	if !strings.Contains(subjects["friend@example.com"], "टिकट") || !strings.Contains(byTo["friend@example.com"], link) {
+		t.Fatalf("the friend's mail: %q, want Hindi with the claim link %s", subjects["friend@example.com"], link)
+	}
+	if !strings.HasPrefix(subjects["pal@example.com"], "A ticket for") {
+		t.Fatalf("the pal's mail: %q, want English", subjects["pal@example.com"])
+	}
+	_, secret, _ := strings.Cut(link, "#")
+	id := strings.TrimPrefix(strings.Split(link, "#")[0], strings.Split(link, "/transfers/")[0]+"/transfers/")
+	if c := st.do("POST", "/api/v1/transfers/"+id+"/claim", friend, map[string]string{"secret": secret}); c.status != 200 {
+		t.Fatalf("claim with the mailed link: %d %s", c.status, c.body)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := len(mail.Messages()); n != 2 {
+		t.Fatalf("%d mails, want 2 (the link-only transfer mails nobody)", n)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/flashseat/flashseat/booking/payment"
 	"github.com/flashseat/flashseat/booking/payment/stripe"
 	"github.com/flashseat/flashseat/booking/ticket"
-	"github.com/flashseat/flashseat/shared/env"
+	"github.com/flashseat/flashseat/shared/infra/env"
 	"github.com/flashseat/flashseat/shared/token"
 )
 

@@ -19,8 +19,8 @@ import (
 	"github.com/flashseat/flashseat/booking/payment/sim"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
+	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/shared/problem"
-	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
 const (
@@ -32,7 +32,7 @@ const (
 // stack is booking (app.Run) and the payment simulator (sim.Run) on real ports, wired to each other as under
 // `make run`: booking calls the simulator through the Stripe adapter, the simulator sends signed webhooks back.
 type stack struct {
-	t        *testing.T
+	t        testing.TB
 	base     string
 	env      map[string]string
 	booking  *platformtest.Service
@@ -41,9 +41,9 @@ type stack struct {
 }
 
 // freeAddr is a loopback address free to bind: booking's, known before it starts (the simulator's webhooks).
-func freeAddr(t *testing.T) string { return storetest.FreeAddr(t) }
+func freeAddr(t testing.TB) string { return storetest.FreeAddr(t) }
 
-func newStack(t *testing.T, extra ...string) *stack {
+func newStack(t testing.TB, extra ...string) *stack {
 	t.Helper()
 	pool, dbURL := pgtest.NewWithURL(t)
 	st := &stack{t: t, pool: pool, bookAddr: freeAddr(t)}
@@ -88,7 +88,7 @@ type answer struct {
 	body   []byte
 }
 
-func (a answer) json(t *testing.T) map[string]any {
+func (a answer) json(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(a.body, &m); err != nil {
@@ -98,7 +98,7 @@ func (a answer) json(t *testing.T) map[string]any {
 }
 
 // problem checks the answer is an RFC 9457 problem with the status and returns it.
-func (a answer) problem(t *testing.T, status int) problem.Problem {
+func (a answer) problem(t testing.TB, status int) problem.Problem {
 	t.Helper()
 	if a.status != status || a.header.Get("Content-Type") != problem.ContentType {
 		t.Fatalf("answer %d %s %s, want %d problem+json", a.status, a.header.Get("Content-Type"), a.body, status)

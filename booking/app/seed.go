@@ -34,15 +34,17 @@ func DemoRows() []booking.Row {
 // SeedDemo makes sure the demo exists, idempotently: venue "PVR Forum" in Bangalore with hall "Screen 1", an
 // event, and a show on sale that has not started. It returns the show's id.
 func SeedDemo(ctx context.Context, pool *pgxpool.Pool, svc *booking.Service) (string, error) {
-	conn, err := pool.Acquire(ctx)
+	// The lock is a transaction's, which ends with it: behind PgBouncer in transaction pooling mode a session
+	// lock's unlock could reach another server connection. The transaction only reads (READ COMMITTED: it sees
+	// what svc commits meanwhile on other connections).
+	conn, err := pool.Begin(ctx)
 	if err != nil {
 		return "", err
 	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", seedLock); err != nil {
+	defer func() { _ = conn.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", seedLock); err != nil {
 		return "", err
 	}
-	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", seedLock) }()
 
 	var hallID, showID, eventID string
 	err = conn.QueryRow(ctx, `SELECT h.id FROM venues v JOIN halls h ON h.venue_id = v.id

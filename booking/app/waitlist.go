@@ -3,7 +3,7 @@ package app
 import (
 	"time"
 
-	"github.com/flashseat/flashseat/shared/env"
+	"github.com/flashseat/flashseat/shared/infra/env"
 )
 
 // WaitlistSettings is the waitlist's part of Config.

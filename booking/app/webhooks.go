@@ -3,7 +3,7 @@ package app
 import (
 	"time"
 
-	"github.com/flashseat/flashseat/shared/env"
+	"github.com/flashseat/flashseat/shared/infra/env"
 )
 
 // WebhookSettings is the operator webhooks' part of Config.

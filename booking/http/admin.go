@@ -19,6 +19,8 @@ func (s *Server) adminRoutes(admin fiber.Router) {
 	admin.Get("/users/:userId/bookings", s.adminUserBookings)
 	if s.cfg.Checkout != nil {
 		admin.Post("/bookings/:bookingId/refund", s.adminRefund)
+		admin.Get("/shows/:showId", s.adminShow)
+		admin.Put("/shows/:showId", s.putShowPolicy)
 	}
 	if s.cfg.Audit != nil {
 		admin.Get("/audit", s.auditList)
@@ -168,26 +170,6 @@ func (s *Server) adminUserBookings(c *fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.JSON(fiber.Map{"userId": id, "bookings": out})
-}
-
-func (s *Server) adminRefund(c *fiber.Ctx) error {
-	id, err := pathID(c, "bookingId", "booking")
-	if err != nil {
-		return err
-	}
-	before, err := s.svc.AdminBooking(c.UserContext(), id)
-	if err != nil {
-		return err
-	}
-	b, err := s.cfg.Checkout.AdminRefund(c.UserContext(), id)
-	if err != nil {
-		return err
-	}
-	if before.Status != b.Status {
-		s.record(c, "booking.refund", b.ShowID, fiber.Map{"bookingId": id, "status": before.Status},
-			fiber.Map{"bookingId": id, "status": b.Status})
-	}
-	return c.JSON(fiber.Map{"bookingId": b.ID, "status": b.Status})
 }
 
 // AdminBookingJSON is a booking as the operator sees it: the fan's view plus whose it is and when it was made.

@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"context"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -114,6 +115,19 @@ func TestAdminSaleOpeningAndClose(t *testing.T) {
 	}
 	if last := log.Entries[2]; !strings.Contains(string(last.New), opens.Format(time.RFC3339)) || last.Old == nil {
 		t.Fatalf("first change recorded as %s -> %s", last.Old, last.New)
+	}
+	// Of some actions, since a time: what the console's rate chart asks for.
+	since := log.Entries[1].At.Format(time.RFC3339Nano)
+	r = h.do("GET", "/admin/v1/audit?showId="+show+"&action=show.saleStartsAt,queue.settings&since="+url.QueryEscape(since), adminToken, "")
+	log.Entries = nil
+	r.json(t, &log)
+	if r.status != 200 || len(log.Entries) != 1 || log.Entries[0].Action != "show.saleStartsAt" {
+		t.Fatalf("audit of one action since the second change: %d %s", r.status, r.body)
+	}
+	for _, q := range []string{"since=yesterday", "action=,", "action=" + strings.Repeat("a,", 21) + "a"} {
+		if r := h.do("GET", "/admin/v1/audit?"+q, adminToken, ""); r.status != 400 && r.status != 422 {
+			t.Errorf("audit?%s: %d %s, want a 4xx problem", q, r.status, r.body)
+		}
 	}
 }
 

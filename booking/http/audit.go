@@ -3,6 +3,8 @@ package http
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -25,7 +27,8 @@ func (s *Server) record(c *fiber.Ctx, action, showID string, old, now any) {
 	}
 }
 
-// auditList answers GET /admin/v1/audit?showId=&limit=: the newest changes first, of one show or of all.
+// auditList answers GET /admin/v1/audit?showId=&since=&action=&limit=: the newest changes first, of one show or of
+// all, made since a time, of some actions.
 func (s *Server) auditList(c *fiber.Ctx) error {
 	show := string([]byte(c.Query("showId")))
 	if show != "" && !booking.ValidID(show) {
@@ -39,7 +42,26 @@ func (s *Server) auditList(c *fiber.Ctx) error {
 		}
 		limit = n
 	}
-	entries, err := s.cfg.Audit.List(c.UserContext(), audit.Filter{ShowID: show, Limit: limit})
+	f := audit.Filter{ShowID: show, Limit: limit}
+	if q := c.Query("since"); q != "" {
+		t, err := time.Parse(time.RFC3339, q)
+		if err != nil {
+			return booking.Invalid("since must be a date-time such as 2026-05-01T12:00:00Z")
+		}
+		f.Since = t
+	}
+	if q := c.Query("action"); q != "" {
+		for _, a := range strings.Split(q, ",") {
+			if a = strings.TrimSpace(a); a == "" || len(a) > 64 {
+				return booking.Invalid("action must be a comma-separated list of action names")
+			}
+			f.Actions = append(f.Actions, strings.Clone(a))
+		}
+		if len(f.Actions) > 20 {
+			return booking.Invalid("action may name at most 20 actions")
+		}
+	}
+	entries, err := s.cfg.Audit.List(c.UserContext(), f)
 	if err != nil {
 		return err
 	}

@@ -9,10 +9,10 @@ import (
 
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/infra/driver"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/session"
 	"github.com/flashseat/flashseat/shared/store"
-	"github.com/flashseat/flashseat/shared/store/driver"
 )
 
 // storeRetryAfter is the Retry-After, in seconds, of a store-unavailable answer: a Redis or PostgreSQL restart
@@ -72,6 +72,9 @@ var codes = problem.Table{
 	problem.Map(booking.ErrTicketInvalid, fiber.StatusBadRequest, problem.TicketInvalid, ""),
 	problem.Map(booking.ErrAlreadyCheckedIn, fiber.StatusConflict, problem.AlreadyCheckedIn, ""),
 	problem.Map(booking.ErrTicketVoid, fiber.StatusConflict, problem.TicketVoid, ""),
+	problem.Map(booking.ErrSeatNotPaid, fiber.StatusConflict, problem.SeatNotPaid, ""),
+	problem.Map(booking.ErrTransferred, fiber.StatusConflict, problem.TicketTransferred, ""),
+	problem.Map(booking.ErrTransferClosed, fiber.StatusConflict, problem.TransferClosed, ""),
 	problem.Map(booking.ErrWebhook, fiber.StatusBadRequest, problem.BadRequest, ""),
 
 	problem.Map(errShuttingDown, fiber.StatusServiceUnavailable, problem.ServiceUnavailable, ""),

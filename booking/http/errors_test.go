@@ -109,6 +109,9 @@ var domainCodes = []struct {
 	{"ErrAlreadyCheckedIn", booking.ErrAlreadyCheckedIn, 409, "already-checked-in"},
 	{"ErrTicketVoid", booking.ErrTicketVoid, 409, "ticket-void"},
 	{"ErrWebhook", booking.ErrWebhook, 400, problem.BadRequest},
+	{"ErrSeatNotPaid", booking.ErrSeatNotPaid, 409, "seat-not-paid"},
+	{"ErrTransferred", booking.ErrTransferred, 409, "ticket-transferred"},
+	{"ErrTransferClosed", booking.ErrTransferClosed, 409, "transfer-closed"},
 	{"ErrNotSoldOut", booking.ErrNotSoldOut, 409, "not-sold-out"},
 }
 

@@ -67,9 +67,32 @@ func (s *Server) hold(c *fiber.Ctx) error {
 }
 
 type ticketJSON struct {
-	TicketID string `json:"ticketId"`
-	SeatID   string `json:"seatId"`
-	Code     string `json:"code"`
+	TicketID string               `json:"ticketId"`
+	SeatID   string               `json:"seatId"`
+	Code     string               `json:"code"`
+	Status   booking.TicketStatus `json:"status,omitempty"`
+}
+
+// refundJSON is one refund of a booking: its seats, what the policy gave back, and when.
+type refundJSON struct {
+	RefundID    string    `json:"refundId"`
+	SeatIDs     []string  `json:"seatIds"`
+	Amount      int64     `json:"amount"`
+	Currency    string    `json:"currency"`
+	At          time.Time `json:"at"`
+	SeatsAmount int64     `json:"seatsAmount"`
+	Percent     int       `json:"percent"`
+	FeePerSeat  int64     `json:"feePerSeat"`
+	Status      string    `json:"status"` // PENDING until the gateway returned the money, then SUCCEEDED
+}
+
+func toRefundJSON(r booking.Refund) refundJSON {
+	st := "PENDING"
+	if r.Succeeded {
+		st = "SUCCEEDED"
+	}
+	return refundJSON{RefundID: r.ID, SeatIDs: r.SeatIDs, Amount: r.AmountDue, Currency: r.Currency, At: r.At,
+		SeatsAmount: r.SeatsAmount, Percent: r.Percent, FeePerSeat: r.Fee, Status: st}
 }
 
 type bookingJSON struct {
@@ -82,6 +105,7 @@ type bookingJSON struct {
 	Currency    string         `json:"currency"`
 	PaymentID   string         `json:"paymentId,omitempty"` // absent until paid: the contract says string, never null
 	Tickets     []ticketJSON   `json:"tickets"`
+	Refunds     []refundJSON   `json:"refunds,omitempty"`
 }
 
 // BookingJSON renders a booking as GET /api/v1/bookings/{id} does.
@@ -92,7 +116,10 @@ func toBookingJSON(b booking.Booking) bookingJSON {
 		ExpiresAt: b.ExpiresAt, TotalAmount: b.TotalAmount, Currency: b.Currency, PaymentID: b.PaymentID,
 		Tickets: []ticketJSON{}}
 	for _, t := range b.Tickets {
-		out.Tickets = append(out.Tickets, ticketJSON{TicketID: t.ID, SeatID: t.SeatID, Code: t.Code})
+		out.Tickets = append(out.Tickets, ticketJSON{TicketID: t.ID, SeatID: t.SeatID, Code: t.Code, Status: t.Status})
+	}
+	for _, r := range b.Refunds {
+		out.Refunds = append(out.Refunds, toRefundJSON(r))
 	}
 	return out
 }

@@ -9,6 +9,7 @@ package http
 
 import (
 	"context"
+	"github.com/flashseat/flashseat/booking/ticket/wallet"
 	"log/slog"
 	"net"
 	"strconv"
@@ -23,7 +24,8 @@ import (
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/webhook"
 	"github.com/flashseat/flashseat/shared/audit"
-	"github.com/flashseat/flashseat/shared/listener"
+	"github.com/flashseat/flashseat/shared/infra/listener"
+	"github.com/flashseat/flashseat/shared/pulse"
 	"github.com/flashseat/flashseat/shared/store"
 	"github.com/flashseat/flashseat/shared/token"
 )
@@ -37,6 +39,7 @@ type SeatFeed interface {
 type Config struct {
 	Service  *booking.Service
 	Checkout *booking.Checkout // pay, refunds, tickets, check-in, webhooks (payment.go); nil leaves them out
+	Passes   *wallet.Issuer    // Apple Wallet passes (ticketfiles.go); nil: no Add to Wallet, the pass is a 404
 	// Gateway is what browsers are told of the payment gateway (GET /api/v1/payments/config).
 	Gateway  PublicGateway
 	Waitlist *booking.Waitlist   // sold-out shows' waitlists (waitlist.go); nil leaves them out
@@ -61,7 +64,12 @@ type Config struct {
 	BodyLimit    int                   // default 64 KiB
 	InFlight     int                   // hot requests (hold, seat map) run at once; default 32 per CPU
 	Heartbeat    time.Duration         // seat stream comments, default 15s
+	// Pulse records every answer (and each hold's latency) for the report the edge's autotune reads; nil: none.
+	Pulse *pulse.Window
 }
+
+// holdRoute is the hold route's path, whose latency the pulse reports.
+const holdRoute = "/api/v1/bookings/hold"
 
 // Server is booking's HTTP API.
 type Server struct {
@@ -170,6 +178,7 @@ func (s *Server) routes() {
 	a.Get("/checkout/:bookingId", s.checkoutPage)
 	a.Get("/bookings", s.bookingsPage)
 	a.Get("/bookings/:bookingId", s.bookingPage)
+	a.Get("/transfers/:transferId", s.transferPage)
 	a.Get("/assets/:version/:file", s.assetHandler)
 
 	v1 := a.Group("/api/v1")
@@ -244,6 +253,10 @@ func (s *Server) requestContext(c *fiber.Ctx) error {
 	route := c.Route()
 	status := c.Response().StatusCode()
 	s.metrics.observe(route, c.Method(), status, time.Since(start))
+	if s.cfg.Pulse != nil {
+		now := time.Now()
+		s.cfg.Pulse.Observe(route.Path == holdRoute, status, now.Sub(start), now)
+	}
 	if s.log.Enabled(c.UserContext(), slog.LevelDebug) {
 		s.log.DebugContext(c.UserContext(), "request", "method", c.Method(), "route", route.Path,
 			"status", status, "duration_ms", time.Since(start).Milliseconds())
@@ -302,5 +315,3 @@ func RequestID(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey).(string)
 	return id
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -56,7 +56,7 @@ func (s *Server) bookingDetail(ctx context.Context, b booking.Booking) bookingDe
 		}
 	}
 	if s.cfg.Checkout != nil && b.Status == booking.StatusConfirmed {
-		until := s.cfg.Checkout.RefundableUntil(show)
+		until := s.cfg.Checkout.RefundableUntil(ctx, show)
 		out.RefundableUntil = &until
 	}
 	return out

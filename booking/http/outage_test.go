@@ -11,8 +11,8 @@ import (
 	"github.com/flashseat/flashseat/booking/internal/bookingtest"
 	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/booking/redis"
+	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/shared/problem"
-	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
 // TestStoresUnreachable: with PostgreSQL, Redis or both out of reach, every route answers 503 store-unavailable

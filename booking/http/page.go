@@ -2,23 +2,22 @@ package http
 
 import (
 	"bytes"
-	"compress/gzip"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"fmt"
 	"html/template"
 	"io/fs"
-	"mime"
 	"path"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/flashseat/flashseat/shared/pagekit"
 )
 
 // The fan pages: html/template files under page/ (layout.html plus one file per page, each defining "main"),
-// and the stylesheet and JavaScript modules under page/assets/, all embedded. Nothing is built: what is in the
-// tree is what the browser gets.
+// and the stylesheet and JavaScript modules under page/assets/, all embedded, served beside the browser toolkit's
+// modules (shared/pagekit: api.js, ui.js, stream.js, dom.js), which the pages import as "./api.js" and so on.
+// Nothing is built: what is in the tree is what the browser gets.
 //
 //go:embed page/*.html page/assets/*
 var pageFS embed.FS
@@ -48,17 +47,10 @@ const (
 	cachePrivate = "private, no-cache"
 )
 
-// site holds the parsed templates and the assets with their version.
+// site holds the parsed templates and the assets: the toolkit's modules (shared/pagekit) and the pages' own.
 type site struct {
-	pages   map[string]*template.Template // by file name without .html
-	assets  map[string]asset
-	version string // a digest of every asset: in their URLs, so they can be cached for good
-}
-
-type asset struct {
-	body, gz []byte
-	ctype    string
-	etag     string
+	pages  map[string]*template.Template // by file name without .html
+	assets *pagekit.Assets
 }
 
 // fanSite is parsed once; the files are embedded, so a template that does not parse fails every test.
@@ -73,34 +65,13 @@ func mustSite() *site {
 }
 
 func loadSite(fsys fs.FS) (*site, error) {
-	s := &site{pages: map[string]*template.Template{}, assets: map[string]asset{}}
-	sum := sha256.New()
-	files, err := fs.Glob(fsys, "page/assets/*")
+	assets, err := pagekit.New("/assets/", fsys, "page/assets/*")
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range files {
-		b, err := fs.ReadFile(fsys, f)
-		if err != nil {
-			return nil, err
-		}
-		name := path.Base(f)
-		fmt.Fprintf(sum, "%s\x00%d\x00", name, len(b))
-		sum.Write(b)
-		one := sha256.Sum256(b)
-		var gz bytes.Buffer
-		w, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
-		w.Write(b)
-		w.Close()
-		ctype := mime.TypeByExtension(path.Ext(name))
-		if strings.HasSuffix(name, ".js") {
-			ctype = "text/javascript; charset=utf-8"
-		}
-		s.assets[name] = asset{body: b, gz: gz.Bytes(), ctype: ctype, etag: `"` + hex.EncodeToString(one[:8]) + `"`}
-	}
-	s.version = hex.EncodeToString(sum.Sum(nil)[:6])
+	s := &site{pages: map[string]*template.Template{}, assets: assets}
 	funcs := template.FuncMap{
-		"asset": s.assetURL,
+		"asset": assets.URL,
 		"money": money,
 		"when":  when,
 	}
@@ -122,14 +93,6 @@ func loadSite(fsys fs.FS) (*site, error) {
 	return s, nil
 }
 
-// assetURL is an asset's address: versioned, so that a new release's pages never get an old cached script.
-func (s *site) assetURL(name string) (string, error) {
-	if _, ok := s.assets[name]; !ok {
-		return "", fmt.Errorf("no asset %q", name)
-	}
-	return "/assets/" + s.version + "/" + name, nil
-}
-
 // render executes a page inside the layout and sends it. Pages are personal at most through their scripts'
 // API calls, so the HTML itself may be cached briefly by the browser; a page whose HTML is personal sets its
 // own Cache-Control after render. The Content-Security-Policy allows only our own scripts and styles.
@@ -142,44 +105,20 @@ func (s *Server) render(c *fiber.Ctx, status int, name string, p Page) error {
 	if err := t.ExecuteTemplate(&b, "layout", p); err != nil {
 		return fmt.Errorf("http: render %s: %w", name, err)
 	}
-	src := func(extra []string) string { return strings.Join(append([]string{"'self'"}, extra...), " ") }
 	c.Status(status)
 	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
 	if p.Cache == "" {
 		p.Cache = "no-cache"
 	}
 	c.Set(fiber.HeaderCacheControl, p.Cache)
-	c.Set("Content-Security-Policy", "default-src 'self'; script-src "+src(p.ScriptSrc)+"; style-src 'self'; img-src 'self' data:; "+
-		"connect-src "+src(p.ConnectSrc)+"; frame-src "+src(p.FrameSrc)+"; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-	c.Set("Referrer-Policy", "same-origin")
-	c.Set("X-Content-Type-Options", "nosniff")
+	pagekit.Secure(c, pagekit.Policy{Script: p.ScriptSrc, Connect: p.ConnectSrc,
+		Frame: append([]string{"'self'"}, p.FrameSrc...)}.String())
 	return c.Send(b.Bytes())
 }
 
-// assetHandler serves /assets/{version}/{file}. The current version's files are immutable for a year; another
-// version (a page from before a deploy) gets today's file, revalidated each time.
+// assetHandler serves /assets/{version}/{file}: the pages' scripts and stylesheet, the toolkit's among them.
 func (s *Server) assetHandler(c *fiber.Ctx) error {
-	a, ok := fanSite.assets[c.Params("file")]
-	if !ok {
-		return fiber.ErrNotFound
-	}
-	c.Set(fiber.HeaderContentType, a.ctype)
-	c.Set("X-Content-Type-Options", "nosniff")
-	c.Set(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
-	c.Set(fiber.HeaderETag, a.etag)
-	if c.Params("version") == fanSite.version {
-		c.Set(fiber.HeaderCacheControl, "public, max-age=31536000, immutable")
-	} else {
-		c.Set(fiber.HeaderCacheControl, "public, no-cache")
-	}
-	if c.Get(fiber.HeaderIfNoneMatch) == a.etag {
-		return c.SendStatus(fiber.StatusNotModified)
-	}
-	if strings.Contains(c.Get(fiber.HeaderAcceptEncoding), "gzip") {
-		c.Set(fiber.HeaderContentEncoding, "gzip")
-		return c.Send(a.gz)
-	}
-	return c.Send(a.body)
+	return fanSite.assets.Serve(c, c.Params("version"), c.Params("file"))
 }
 
 // wantsPage tells a browser navigating to a page (Accept lists text/html) from an API client, for the error

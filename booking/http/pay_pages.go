@@ -43,11 +43,29 @@ func (s *Server) bookingPage(c *fiber.Ctx) error {
 		return err
 	}
 	return s.render(c, fiber.StatusOK, "booking", Page{Title: "Your booking", Nav: "bookings",
-		Scripts: []string{"booking.js"}, Data: id})
+		Scripts: []string{"booking.js"}, Data: bookingPageData{ID: id, Wallet: s.cfg.Passes != nil}})
 }
 
 // bookingsPage lists the fan's bookings, with cancel and refund where they apply.
 func (s *Server) bookingsPage(c *fiber.Ctx) error {
 	return s.render(c, fiber.StatusOK, "bookings", Page{Title: "My bookings", Nav: "bookings",
 		Scripts: []string{"bookings.js"}})
+}
+
+// transferPage is a transfer's claim page, /transfers/{id}: the link's secret is its fragment, which only the
+// page's script reads, so this HTML is the same for everyone and holds nothing personal.
+func (s *Server) transferPage(c *fiber.Ctx) error {
+	id, err := pathID(c, "transferId", "transfer")
+	if err != nil {
+		return err
+	}
+	return s.render(c, fiber.StatusOK, "transfer", Page{Title: "A ticket for you", Nav: "bookings",
+		Scripts: []string{"claim.js"}, Data: id})
+}
+
+// bookingPageData is what the booking page's markup needs: the booking, and whether to offer Add to Apple Wallet
+// (only when a pass certificate is configured; otherwise the pass is a 404).
+type bookingPageData struct {
+	ID     string
+	Wallet bool
 }

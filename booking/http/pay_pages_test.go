@@ -53,13 +53,16 @@ func TestPaymentPagesServe(t *testing.T) {
 		})
 	}
 	h := newHarness(t, newEnv(t))
-	for path, want := range map[string]string{"/bookings/bk_123": `data-booking="bk_123"`, "/bookings": "My bookings"} {
+	for path, want := range map[string]string{"/bookings/bk_123": `data-booking="bk_123"`, "/bookings": "My bookings",
+		"/transfers/tr_123": `data-transfer="tr_123"`} {
 		r := h.do("GET", path, "", "", "Accept", "text/html")
 		if r.status != 200 || !strings.Contains(string(r.body), want) || !strings.Contains(string(r.body), `role="alert"`) {
 			t.Errorf("%s: %d, lacks %q", path, r.status, want)
 		}
 	}
-	if r := h.do("GET", "/checkout/not%20an%20id", "", "", "Accept", "text/html"); r.status != 404 {
-		t.Errorf("checkout of a malformed id: %d", r.status)
+	for _, path := range []string{"/checkout/not%20an%20id", "/transfers/not%20an%20id"} {
+		if r := h.do("GET", path, "", "", "Accept", "text/html"); r.status != 404 {
+			t.Errorf("%s: %d, want 404", path, r.status)
+		}
 	}
 }

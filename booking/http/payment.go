@@ -25,9 +25,16 @@ func (s *Server) paymentRoutes(a *fiber.App, v1 fiber.Router) {
 	v1.Get("/payments/config", s.paymentsConfig)
 	v1.Post("/bookings/:bookingId/pay", s.RequireUser, s.pay)
 	v1.Post("/bookings/:bookingId/refund", s.RequireUser, s.refund)
+	v1.Get("/bookings/:bookingId/refund", s.RequireUser, s.refundQuote)
 	v1.Get("/tickets/:ticketId", s.RequireUser, s.ticket)
 	v1.Get("/tickets/:ticketId/qr.png", s.RequireUser, s.ticketQR)
+	v1.Get("/bookings/:bookingId/tickets.pdf", s.RequireUser, s.ticketsPDF)
+	v1.Get("/tickets/:ticketId/pass.pkpass", s.RequireUser, s.ticketPass)
 	v1.Post("/checkin", s.RequireStaff, s.checkIn)
+	v1.Post("/tickets/:ticketId/transfer", s.RequireUser, s.sendTransfer)
+	v1.Get("/transfers", s.RequireUser, s.myTransfers)
+	v1.Post("/transfers/:transferId/claim", s.RequireUser, s.claimTransfer)
+	v1.Delete("/transfers/:transferId", s.RequireUser, s.cancelTransfer)
 	a.Post("/webhooks/payments", s.paymentWebhook)
 }
 
@@ -186,18 +193,6 @@ func retryAfter(err error) int {
 		return max(1, int(math.Ceil(open.RetryAfter.Seconds())))
 	}
 	return 1
-}
-
-func (s *Server) refund(c *fiber.Ctx) error {
-	id, err := pathID(c, "bookingId", "booking")
-	if err != nil {
-		return err
-	}
-	b, err := s.cfg.Checkout.Refund(c.UserContext(), id, UserID(c))
-	if err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{"bookingId": b.ID, "status": b.Status})
 }
 
 type ticketInfoJSON struct {

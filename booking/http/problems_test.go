@@ -11,40 +11,31 @@ import (
 	"testing"
 )
 
-// TestPagesNameProblemTypes: the pages branch on problem types only through api.js's Problem, and each of its
-// entries is the shared/problem constant of the same name, spelled alike: a slug renamed on one side fails here,
-// not in a fan's browser.
+// TestPagesNameProblemTypes: the pages (booking's, the console's, the waiting room's) branch on problem types only
+// through the browser toolkit's api.js Problem (shared/pagekit), and each of its entries is the shared/problem
+// constant of the same name, spelled alike: a slug renamed on one side fails here, not in a fan's browser. Its
+// Refusal, the reasons the waiting room gives for refusing a place, is checked alike against waitroom's Verdicts.
 func TestPagesNameProblemTypes(t *testing.T) {
 	t.Parallel()
-	slugs := problemConstants(t, filepath.Join("..", "..", "shared", "problem", "problem.go"))
-	api, err := os.ReadFile(filepath.Join("page", "assets", "api.js"))
+	api, err := os.ReadFile(filepath.Join("..", "..", "shared", "pagekit", "js", "api.js"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	block := regexp.MustCompile(`(?s)export const Problem = Object\.freeze\(\{(.*?)\}\);`).FindSubmatch(api)
-	if block == nil {
-		t.Fatal("api.js exports no Problem = Object.freeze({...})")
-	}
-	entries := regexp.MustCompile(`(\w+): "([^"]*)"`).FindAllSubmatch(block[1], -1)
-	if len(entries) == 0 {
-		t.Fatal("api.js's Problem names no problem type")
-	}
-	for _, e := range entries {
-		name, slug := string(e[1]), string(e[2])
-		want, ok := slugs[name]
-		switch {
-		case !ok:
-			t.Errorf("api.js's Problem.%s is not a constant of shared/problem", name)
-		case slug != want:
-			t.Errorf("api.js's Problem.%s = %q, shared/problem's %q", name, slug, want)
-		}
-	}
+	sameNames(t, api, "Problem", problemConstants(t, filepath.Join("..", "..", "shared", "problem", "problem.go")), "")
+	sameNames(t, api, "Refusal", problemConstants(t, filepath.Join("..", "..", "waitroom", "guard.go")), "Verdict")
 
 	// A page that compares a kind with a string of its own would escape the check above.
 	literal := regexp.MustCompile(`\.kind\s*[!=]==?\s*["'\x60]`)
-	scripts, err := filepath.Glob(filepath.Join("page", "assets", "*.js"))
-	if err != nil {
-		t.Fatal(err)
+	var scripts []string
+	for _, dir := range []string{"page/assets", "../../shared/pagekit/js", "../../edge/console/page", "../../waitroom/http/page"} {
+		found, err := filepath.Glob(filepath.Join(filepath.FromSlash(dir), "*.js"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		scripts = append(scripts, found...)
+	}
+	if len(scripts) < 10 {
+		t.Fatalf("found only %d page scripts: %v", len(scripts), scripts)
 	}
 	for _, path := range scripts {
 		src, err := os.ReadFile(path)
@@ -53,6 +44,29 @@ func TestPagesNameProblemTypes(t *testing.T) {
 		}
 		if loc := literal.FindIndex(src); loc != nil {
 			t.Errorf("%s compares a problem kind with a literal (%q); use api.js's Problem", path, src[loc[0]:loc[1]])
+		}
+	}
+}
+
+// sameNames checks api.js's frozen object: each entry is the Go constant prefix+name, spelled alike.
+func sameNames(t *testing.T, api []byte, object string, consts map[string]string, prefix string) {
+	t.Helper()
+	block := regexp.MustCompile(`(?s)export const ` + object + ` = Object\.freeze\(\{(.*?)\}\);`).FindSubmatch(api)
+	if block == nil {
+		t.Fatalf("api.js exports no %s = Object.freeze({...})", object)
+	}
+	entries := regexp.MustCompile(`(\w+): "([^"]*)"`).FindAllSubmatch(block[1], -1)
+	if len(entries) == 0 {
+		t.Fatalf("api.js's %s names nothing", object)
+	}
+	for _, e := range entries {
+		name, slug := string(e[1]), string(e[2])
+		want, ok := consts[prefix+name]
+		switch {
+		case !ok:
+			t.Errorf("api.js's %s.%s is not the Go constant %s%s", object, name, prefix, name)
+		case slug != want:
+			t.Errorf("api.js's %s.%s = %q, Go's %s%s %q", object, name, slug, prefix, name, want)
 		}
 	}
 }

@@ -23,8 +23,9 @@ type Money struct {
 //
 //   - money authorized at the gateway is money the ledger is still working on (an attempt in flight, or the
 //     payment of a sale whose capture is pending); otherwise it is held from the fan for nothing;
-//   - money captured and not refunded is exactly the captured amount of a CONFIRMED booking's payment; for any
-//     other booking it must have been refunded in full (or its refund be under way).
+//   - money captured and not refunded is exactly what the ledger keeps of a CONFIRMED or REFUNDED booking's
+//     payment (captured less its refunds, which the show's refund policy priced), unless a refund is under way;
+//     for any other booking it must have been refunded in full.
 //
 // Run it once activity has stopped (or with a Grace) so that money in motion is not reported.
 func CheckGateway(ctx context.Context, pool *pgxpool.Pool, books []Money, opts Options) ([]Violation, error) {
@@ -53,7 +54,10 @@ func CheckGateway(ctx context.Context, pool *pgxpool.Pool, books []Money, opts O
 		AND ((g.capturable > 0 AND coalesce(a.state, '') NOT IN ('STARTED', 'PENDING', 'AUTHORIZED', 'VOIDING')
 				AND coalesce(p.status, '') <> 'AUTHORIZED')
 			OR (g.received > 0 AND CASE
-				WHEN b.status = 'CONFIRMED' AND p.id IS NOT NULL THEN g.received - g.refunded <> p.captured_amount
+				WHEN p.id IS NOT NULL AND EXISTS (SELECT 1 FROM refunds r WHERE r.payment_id = p.id
+					AND r.status = 'PENDING') THEN false
+				WHEN b.status IN ('CONFIRMED', 'REFUNDED') AND p.id IS NOT NULL
+					THEN g.received - g.refunded <> p.captured_amount - p.refunded_amount
 				WHEN p.status = 'REFUNDING' OR a.state = 'REFUNDING' THEN false
 				ELSE g.received - g.refunded <> 0 END))
 		ORDER BY b.id`, shows, opts.Grace.Seconds(), ids, bookings, capturable, received, refunded)

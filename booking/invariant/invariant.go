@@ -5,12 +5,15 @@
 // The invariants:
 //
 //   - confirmed-paid: every CONFIRMED booking has exactly one payment, captured for the booking's total, and one
-//     live ticket per seat (and no other tickets);
+//     live ticket (VALID or CHECKED_IN, whoever holds it after a transfer) per seat not refunded;
 //   - seat-once: no seat of a show is sold twice, and no seat has two live tickets;
 //   - no-money-left: EXPIRED and CANCELLED bookings (and HELD ones) have no payment and no attempt that still
 //     holds money: every attempt that reached the gateway ended voided, refunded, declined or rejected;
-//   - refund-equals-capture: every REFUNDED booking has a succeeded refund equal to the amount captured, no seats
-//     in the ledger and no live tickets.
+//   - refund-as-promised: every refund (of some or all of a booking's seats) returned exactly the amount its
+//     policy promised the fan (never more than the seats cost), no seat is refunded twice, a refunded seat is out
+//     of the ledger, the payment's refunded amount is the sum of its refunds, and a REFUNDED booking has every
+//     seat refunded, its payment REFUNDED and no live tickets. The money kept for a refunded seat is thus exactly
+//     what the show's refund policy keeps (its percentage and fee), and nothing else.
 //
 // Money in motion is not a violation while it is young: Options.Grace leaves alone rows touched within it (a
 // capture the worker is about to retry, a void on its way), so the checker can run while traffic settles.
@@ -26,10 +29,10 @@ import (
 
 // Names of the invariants, as Violation.Invariant carries them.
 const (
-	ConfirmedPaid       = "confirmed-paid"
-	SeatOnce            = "seat-once"
-	NoMoneyLeft         = "no-money-left"
-	RefundEqualsCapture = "refund-equals-capture"
+	ConfirmedPaid    = "confirmed-paid"
+	SeatOnce         = "seat-once"
+	NoMoneyLeft      = "no-money-left"
+	RefundAsPromised = "refund-as-promised"
 )
 
 // Violation is one broken invariant.
@@ -108,12 +111,13 @@ var queries = []struct {
 	{ConfirmedPaid, `
 		SELECT b.id, format('seats %s but live tickets for %s', b.seat_ids,
 			coalesce((SELECT array_agg(t.seat_id ORDER BY t.seat_id) FROM tickets t
-				WHERE t.booking_id = b.id AND t.status <> 'VOID'), '{}'))
+				WHERE t.booking_id = b.id AND t.status IN ('VALID', 'CHECKED_IN')), '{}'))
 		FROM bookings b
 		WHERE b.status = 'CONFIRMED' AND ` + scope + `
 		AND (SELECT coalesce(array_agg(t.seat_id ORDER BY t.seat_id), '{}') FROM tickets t
-				WHERE t.booking_id = b.id AND t.status <> 'VOID')
-			<> (SELECT coalesce(array_agg(s ORDER BY s), '{}') FROM unnest(b.seat_ids) s)`},
+				WHERE t.booking_id = b.id AND t.status IN ('VALID', 'CHECKED_IN'))
+			<> (SELECT coalesce(array_agg(s ORDER BY s), '{}') FROM unnest(b.seat_ids) s
+				WHERE NOT EXISTS (SELECT 1 FROM refunds r WHERE r.booking_id = b.id AND s = ANY(r.seat_ids)))`},
 	{SeatOnce, `
 		SELECT '', format('show %s seat %s sold %s times: %s', s.show_id, s.seat_id, count(*),
 			string_agg(s.booking_id, ','))
@@ -124,7 +128,7 @@ var queries = []struct {
 		SELECT '', format('show %s seat %s has %s live tickets: %s', t.show_id, t.seat_id, count(*),
 			string_agg(t.id, ','))
 		FROM tickets t
-		WHERE t.status <> 'VOID' AND (cardinality($1::text[]) = 0 OR t.show_id = ANY($1::text[]))
+		WHERE t.status IN ('VALID', 'CHECKED_IN') AND (cardinality($1::text[]) = 0 OR t.show_id = ANY($1::text[]))
 		GROUP BY t.show_id, t.seat_id HAVING count(*) > 1 AND $2::float8 >= 0`},
 	{SeatOnce, `
 		SELECT b.id, format('booking is %s but seat %s is in the ledger under it', b.status, s.seat_id)
@@ -146,16 +150,42 @@ var queries = []struct {
 		FROM bookings b JOIN payment_attempts a ON a.booking_id = b.id
 		WHERE b.status IN ('CONFIRMED', 'REFUNDED') AND a.state IN ('AUTHORIZED', 'VOIDING', 'REFUNDING')
 		AND ` + scope},
-	{RefundEqualsCapture, `
-		SELECT b.id, format('refund %s %s of %s, captured %s, payment %s', coalesce(r.id, 'missing'),
-			coalesce(r.status, '-'), coalesce(r.amount, 0), coalesce(p.captured_amount, 0), coalesce(p.status, 'missing'))
-		FROM bookings b LEFT JOIN refunds r ON r.booking_id = b.id LEFT JOIN payments p ON p.booking_id = b.id
+	{RefundAsPromised, `
+		SELECT b.id, format('refund %s of %s is %s: returned %s of %s due (the seats cost %s)', r.id, r.seat_ids,
+			r.status, r.amount, r.amount_due, r.seats_amount)
+		FROM refunds r JOIN bookings b ON b.id = r.booking_id
+		WHERE ` + scope + `
+		AND (r.status <> 'SUCCEEDED' OR r.amount <> r.amount_due OR r.amount_due > r.seats_amount OR r.amount_due < 0)`},
+	{RefundAsPromised, `
+		SELECT b.id, format('seat %s refunded %s times', s, count(*))
+		FROM refunds r JOIN bookings b ON b.id = r.booking_id, unnest(r.seat_ids) s
+		WHERE ` + scope + `
+		GROUP BY b.id, s HAVING count(*) > 1`},
+	{RefundAsPromised, `
+		SELECT b.id, format('seat %s was refunded (%s) but is still sold under the booking', s.seat_id, r.id)
+		FROM sold_seats s JOIN bookings b ON b.id = s.booking_id
+		JOIN refunds r ON r.booking_id = b.id AND s.seat_id = ANY(r.seat_ids)
+		WHERE ` + scope},
+	{RefundAsPromised, `
+		SELECT b.id, format('payment %s (%s) refunded %s, its refunds %s', p.id, p.status, p.refunded_amount,
+			(SELECT coalesce(sum(r.amount), 0) FROM refunds r WHERE r.payment_id = p.id))
+		FROM bookings b JOIN payments p ON p.booking_id = b.id
+		WHERE b.status IN ('CONFIRMED', 'REFUNDED') AND ` + scope + `
+		AND (p.refunded_amount <> (SELECT coalesce(sum(r.amount), 0) FROM refunds r WHERE r.payment_id = p.id)
+			OR (b.status = 'REFUNDED') <> (p.status = 'REFUNDED'))`},
+	{RefundAsPromised, `
+		SELECT b.id, format('refunded booking of seats %s: refunded %s, payment %s captured %s of %s',
+			b.seat_ids, coalesce((SELECT array_agg(s ORDER BY s) FROM refunds r, unnest(r.seat_ids) s
+				WHERE r.booking_id = b.id), '{}'), coalesce(p.id, 'missing'), coalesce(p.captured_amount, 0),
+			b.total_amount)
+		FROM bookings b LEFT JOIN payments p ON p.booking_id = b.id
 		WHERE b.status = 'REFUNDED' AND ` + scope + `
-		AND (r.id IS NULL OR r.status <> 'SUCCEEDED' OR p.id IS NULL OR r.amount <> p.captured_amount
-			OR p.refunded_amount <> p.captured_amount OR p.status <> 'REFUNDED' OR p.captured_amount <> b.total_amount)`},
-	{RefundEqualsCapture, `
+		AND (p.id IS NULL OR p.captured_amount <> b.total_amount
+			OR (SELECT array_agg(s ORDER BY s) FROM refunds r, unnest(r.seat_ids) s WHERE r.booking_id = b.id)
+				IS DISTINCT FROM (SELECT array_agg(s ORDER BY s) FROM unnest(b.seat_ids) s))`},
+	{RefundAsPromised, `
 		SELECT b.id, format('refunded booking still has %s live tickets', count(t.id))
-		FROM bookings b JOIN tickets t ON t.booking_id = b.id AND t.status <> 'VOID'
+		FROM bookings b JOIN tickets t ON t.booking_id = b.id AND t.status IN ('VALID', 'CHECKED_IN')
 		WHERE b.status = 'REFUNDED' AND ` + scope + `
 		GROUP BY b.id`},
 }

@@ -28,7 +28,8 @@ func newLedger(t *testing.T) *ledger {
 	pool := pgtest.New(t)
 	st := postgres.New(pool)
 	ctx := context.Background()
-	v := booking.Venue{Name: "V", City: "C", Halls: []booking.Hall{{Name: "H", Rows: []booking.Row{{Label: "A", Seats: 9, Category: "GOLD"}}}}}
+	v := booking.Venue{Name: "V", City: "C", Halls: []booking.Hall{{Name: "H", Rows: []booking.Row{{Label: "A", Seats: 9, Category: "GOLD"},
+		{Label: "B", Seats: 9, Category: "GOLD"}}}}}
 	if err := st.CreateVenue(ctx, &v); err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +89,23 @@ func (l *ledger) sold(status string, captured int64, seats ...string) string {
 	return id
 }
 
+// refund records a settled refund of the seats of a confirmed booking, returning amount of their price
+// (100 each), as the refund's transaction and the gateway's answer would; the booking is REFUNDED when no seat is
+// left.
+func (l *ledger) refund(id string, amount int64, seats ...string) {
+	l.t.Helper()
+	l.exec(`DELETE FROM sold_seats WHERE booking_id = $1 AND seat_id = ANY($2)`, id, seats)
+	l.exec(`UPDATE tickets SET status = 'VOID' WHERE booking_id = $1 AND seat_id = ANY($2)`, id, seats)
+	l.exec(`INSERT INTO refunds (id, booking_id, show_id, payment_id, seat_ids, seats_amount, amount_due, amount, status)
+		VALUES ($1, $2, $3, 'pay_' || $2, $4, $5, $6, $6, 'SUCCEEDED')`, booking.NewID("rf_"), id, l.show, seats,
+		int64(100*len(seats)), amount)
+	l.exec(`UPDATE payments SET refunded_amount = refunded_amount + $2 WHERE booking_id = $1`, id, amount)
+	l.exec(`UPDATE bookings SET status = 'REFUNDED' WHERE id = $1
+		AND NOT EXISTS (SELECT 1 FROM sold_seats WHERE booking_id = $1)`, id)
+	l.exec(`UPDATE payments SET status = 'REFUNDED' WHERE booking_id = $1
+		AND NOT EXISTS (SELECT 1 FROM sold_seats WHERE booking_id = $1)`, id)
+}
+
 func (l *ledger) check(opts invariant.Options) []invariant.Violation {
 	l.t.Helper()
 	vs, err := invariant.Check(context.Background(), l.pool, opts)
@@ -107,11 +125,13 @@ func TestCleanLedger(t *testing.T) {
 	l.attempt(expired, "VOIDED")
 	l.exec(`UPDATE bookings SET status = 'EXPIRED' WHERE id = $1`, expired)
 	refunded := l.sold("CAPTURED", 100, "A5")
-	l.exec(`DELETE FROM sold_seats WHERE booking_id = $1`, refunded)
-	l.exec(`UPDATE bookings SET status = 'REFUNDED' WHERE id = $1`, refunded)
-	l.exec(`UPDATE tickets SET status = 'VOID' WHERE booking_id = $1`, refunded)
-	l.exec(`UPDATE payments SET status = 'REFUNDED', refunded_amount = 100 WHERE booking_id = $1`, refunded)
-	l.exec(`INSERT INTO refunds (id, booking_id, payment_id, amount, status) VALUES ('rf_1', $1, 'pay_' || $1, 100, 'SUCCEEDED')`, refunded)
+	l.refund(refunded, 100, "A5")
+	// Half of two seats refunded at 50%, then the rest at 100% less a fee of 10: the policy kept 110.
+	partly := l.sold("CAPTURED", 300, "A6", "A7", "A8")
+	l.refund(partly, 100, "A6", "A7")
+	l.refund(partly, 90, "A8")
+	halfway := l.sold("CAPTURED", 200, "B1", "B2")
+	l.refund(halfway, 50, "B1")
 	if vs := l.check(invariant.Options{}); len(vs) != 0 {
 		t.Fatalf("violations in a clean ledger: %v", vs)
 	}
@@ -172,17 +192,46 @@ func TestPlantedViolations(t *testing.T) {
 			l.exec(`UPDATE bookings SET status = 'REFUNDED' WHERE id = $1`, id)
 			l.exec(`UPDATE tickets SET status = 'VOID' WHERE booking_id = $1`, id)
 			l.exec(`UPDATE payments SET status = 'REFUNDING' WHERE booking_id = $1`, id)
-			l.exec(`INSERT INTO refunds (id, booking_id, payment_id, status) VALUES ('rf_1', $1, 'pay_' || $1, 'PENDING')`, id)
+			l.exec(`INSERT INTO refunds (id, booking_id, show_id, payment_id, seat_ids, seats_amount, amount_due, status)
+				VALUES ('rf_1', $1, $2, 'pay_' || $1, '{A1}', 100, 100, 'PENDING')`, id, l.show)
 			return id
-		}, invariant.RefundEqualsCapture},
+		}, invariant.RefundAsPromised},
 		{"refunded, tickets still live", func(l *ledger) string {
 			id := l.sold("CAPTURED", 100, "A1")
-			l.exec(`DELETE FROM sold_seats WHERE booking_id = $1`, id)
-			l.exec(`UPDATE bookings SET status = 'REFUNDED' WHERE id = $1`, id)
-			l.exec(`UPDATE payments SET status = 'REFUNDED', refunded_amount = 100 WHERE booking_id = $1`, id)
-			l.exec(`INSERT INTO refunds (id, booking_id, payment_id, amount, status) VALUES ('rf_1', $1, 'pay_' || $1, 100, 'SUCCEEDED')`, id)
+			l.refund(id, 100, "A1")
+			l.exec(`UPDATE tickets SET status = 'VALID' WHERE booking_id = $1`, id)
 			return id
-		}, invariant.RefundEqualsCapture},
+		}, invariant.RefundAsPromised},
+		{"partial refund returned more than promised", func(l *ledger) string {
+			id := l.sold("CAPTURED", 200, "A1", "A2")
+			l.refund(id, 50, "A1")
+			l.exec(`UPDATE refunds SET amount = 100 WHERE booking_id = $1`, id)
+			l.exec(`UPDATE payments SET refunded_amount = 100 WHERE booking_id = $1`, id)
+			return id
+		}, invariant.RefundAsPromised},
+		{"refund promised more than the seats cost", func(l *ledger) string {
+			id := l.sold("CAPTURED", 200, "A1", "A2")
+			l.refund(id, 150, "A1")
+			return id
+		}, invariant.RefundAsPromised},
+		{"refunded seat still sold", func(l *ledger) string {
+			id := l.sold("CAPTURED", 200, "A1", "A2")
+			l.refund(id, 100, "A1")
+			l.exec(`INSERT INTO sold_seats (show_id, seat_id, booking_id, fence) VALUES ($1, 'A1', $2, 99)`, l.show, id)
+			return id
+		}, invariant.RefundAsPromised},
+		{"partially refunded seat's ticket still live", func(l *ledger) string {
+			id := l.sold("CAPTURED", 200, "A1", "A2")
+			l.refund(id, 100, "A1")
+			l.exec(`UPDATE tickets SET status = 'VALID' WHERE booking_id = $1`, id)
+			return id
+		}, invariant.ConfirmedPaid},
+		{"payment refunded more than its refunds", func(l *ledger) string {
+			id := l.sold("CAPTURED", 200, "A1", "A2")
+			l.refund(id, 50, "A1")
+			l.exec(`UPDATE payments SET refunded_amount = 200 WHERE booking_id = $1`, id)
+			return id
+		}, invariant.RefundAsPromised},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -226,6 +275,8 @@ func TestCheckGateway(t *testing.T) {
 	l.attempt(voided, "VOIDED")
 	l.exec(`UPDATE bookings SET status = 'EXPIRED' WHERE id = $1`, voided)
 	pending := l.sold("AUTHORIZED", 0, "A3") // confirmed, capture still to come
+	partly := l.sold("CAPTURED", 200, "A4", "A5")
+	l.refund(partly, 50, "A4") // half of A4 back: the ledger keeps 150
 	tests := []struct {
 		name  string
 		books []invariant.Money
@@ -235,7 +286,10 @@ func TestCheckGateway(t *testing.T) {
 			{IntentID: intentOf(sold), BookingID: sold, Received: 100},
 			{IntentID: intentOf(voided), BookingID: voided},
 			{IntentID: intentOf(pending), BookingID: pending, Capturable: 100},
+			{IntentID: intentOf(partly), BookingID: partly, Received: 200, Refunded: 50},
 		}, ""},
+		{"partial refund returned in full at the gateway", []invariant.Money{{IntentID: intentOf(partly), BookingID: partly,
+			Received: 200, Refunded: 100}}, partly},
 		{"voided in the ledger, held at the gateway", []invariant.Money{{IntentID: intentOf(voided), BookingID: voided, Capturable: 100}}, voided},
 		{"captured twice the price", []invariant.Money{{IntentID: intentOf(sold), BookingID: sold, Received: 200}}, sold},
 		{"captured for an expired booking", []invariant.Money{{IntentID: intentOf(voided), BookingID: voided, Received: 100, Refunded: 40}}, voided},

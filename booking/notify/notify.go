@@ -1,5 +1,6 @@
 // Package notify tells fans what happened to their bookings: booking confirmed (with the tickets' QR codes as
-// inline images), a waitlist offer, a refund. It is a consumer group ("notify") of the lifecycle event stream;
+// inline images and their PDF attached), a waitlist offer, a refund, and a ticket sent to them by another fan
+// (its claim link). It is a consumer group ("notify") of the lifecycle event stream;
 // each message is rendered from templates in the fan's page language and sent through every configured Notifier:
 // SMTP (net/smtp) to the e-mail the fan gave, and a webhook (a signed JSON POST to a gateway of the operator's,
 // e.g. for SMS or push).
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/booking/ticket/pdf"
 	"github.com/flashseat/flashseat/booking/ticket/qr"
 )
 
@@ -27,12 +29,13 @@ type Message struct {
 	UserID   string
 	To       string // the fan's e-mail; empty when they gave none
 	Language string // the language it is written in
-	Kind     string // confirmed, offer, refund
+	Kind     string // confirmed, offer, refund, transfer
 	EventID  string // the event's dedupe id, for receivers that dedupe
 	Subject  string
 	Text     string
 	HTML     string
 	Inline   []Attachment // images the HTML refers to as cid:<ContentID>
+	Attached []Attachment // files to save (the tickets' PDF)
 }
 
 // Attachment is a file sent with a message.
@@ -60,6 +63,10 @@ type Store interface {
 	// BeginNotification claims an event's notification; false when it was sent already.
 	BeginNotification(ctx context.Context, eventID, userID, kind string) (bool, error)
 	FinishNotification(ctx context.Context, eventID string, sendErr error) error
+	// TransferMailLink is the claim link to mail for a transfer ("" once mailed, or once the transfer ended);
+	// ForgetTransferMail drops it once mailed. The event itself never carries the link's secret.
+	TransferMailLink(ctx context.Context, transferID string) (string, error)
+	ForgetTransferMail(ctx context.Context, transferID string) error
 }
 
 // Shows reads shows (booking.Service).
@@ -116,6 +123,11 @@ type payload struct {
 	Amount    int64    `json:"amount"`
 	Currency  string   `json:"currency"`
 	Language  string   `json:"language"`
+	// A transfer's: the recipient's e-mail and the seat.
+	TransferID string `json:"transferId"`
+	ToEmail    string `json:"toEmail"`
+	SeatID     string `json:"seatId"`
+	link       string // the transfer's claim link, from the store
 }
 
 // view is what the templates see.
@@ -127,6 +139,7 @@ type view struct {
 	SeatIDs   []string
 	Amount    string
 	Tickets   []ticketView
+	Link      string // a transfer's claim link
 }
 
 type ticketView struct {
@@ -138,6 +151,7 @@ var kinds = map[string]string{
 	booking.EventConfirmed:       "confirmed",
 	booking.EventWaitlistOffered: "offer",
 	booking.EventRefunded:        "refund",
+	booking.EventTransferSent:    "transfer",
 }
 
 // HandleEvent is the notify consumer group's handler: it sends the event's message, once per event id however
@@ -152,13 +166,28 @@ func (f *Fans) HandleEvent(ctx context.Context, e booking.LifecycleEvent) error 
 		f.log.WarnContext(ctx, "notify: event without a fan", "event", e.ID, "type", e.Type)
 		return nil
 	}
+	link := ""
+	if kind == "transfer" {
+		// Mailed to the address the sender gave, only while the transfer is open and not mailed yet.
+		if p.ToEmail == "" {
+			return nil
+		}
+		var err error
+		if link, err = f.store.TransferMailLink(ctx, p.TransferID); err != nil || link == "" {
+			return err
+		}
+	}
 	first, err := f.store.BeginNotification(ctx, e.ID, p.UserID, kind)
 	if err != nil || !first {
 		return err
 	}
+	p.link = link
 	m, err := f.compose(ctx, e, kind, p)
 	if err == nil {
 		err = f.send(ctx, m)
+	}
+	if err == nil && kind == "transfer" {
+		err = f.store.ForgetTransferMail(ctx, p.TransferID)
 	}
 	if f.OnSent != nil {
 		f.OnSent(kind, err)
@@ -204,6 +233,9 @@ func (f *Fans) compose(ctx context.Context, e booking.LifecycleEvent, kind strin
 		return m, err
 	}
 	m.To = contact.Email
+	if kind == "transfer" {
+		m.To = p.ToEmail // the recipient, written in the sender's language: the one the platform knows here
+	}
 	lang := p.Language
 	if p.BookingID != "" && lang == "" {
 		if lang, err = f.store.BookingLanguage(ctx, p.BookingID); err != nil && !errors.Is(err, booking.ErrNotFound) {
@@ -222,7 +254,10 @@ func (f *Fans) compose(ctx context.Context, e booking.LifecycleEvent, kind strin
 		return m, err
 	}
 	v := view{BookingID: p.BookingID, Show: show, When: show.StartsAt.UTC().Format("Mon 2 Jan 2006 15:04 MST"),
-		SeatIDs: p.SeatIDs, Amount: money(p.Amount, p.Currency)}
+		SeatIDs: p.SeatIDs, Amount: money(p.Amount, p.Currency), Link: p.link}
+	if p.SeatID != "" {
+		v.SeatIDs = []string{p.SeatID}
+	}
 	if t, err := time.Parse(time.RFC3339, p.ExpiresAt); err == nil {
 		v.Until = t.UTC().Format("15:04 MST, 2 Jan")
 	}
@@ -240,6 +275,14 @@ func (f *Fans) compose(ctx context.Context, e booking.LifecycleEvent, kind strin
 			v.Tickets = append(v.Tickets, ticketView{Ticket: t, ContentID: cid})
 			m.Inline = append(m.Inline, Attachment{Name: "ticket-" + t.SeatID + ".png", ContentType: "image/png",
 				ContentID: cid, Data: png})
+		}
+		if len(ts) > 0 {
+			doc, err := pdf.Render(show, p.BookingID, ts)
+			if err != nil {
+				return m, err
+			}
+			m.Attached = append(m.Attached, Attachment{Name: "tickets-" + p.BookingID + ".pdf",
+				ContentType: pdf.ContentType, Data: doc})
 		}
 	}
 	var sb strings.Builder

@@ -114,8 +114,9 @@ func (s *SMTP) exchange(c *smtp.Client, host, to string, msg []byte) error {
 	return c.Quit()
 }
 
-// compose builds the MIME message: multipart/related holding a multipart/alternative (text, then HTML) and the
-// inline images the HTML shows by Content-ID; a message without images is the multipart/alternative alone.
+// compose builds the MIME message: a multipart/alternative (text, then HTML); inside a multipart/related with
+// the inline images the HTML shows by Content-ID when there are any; inside a multipart/mixed with the attached
+// files (the tickets' PDF) when there are any.
 func (s *SMTP) compose(m Message, now time.Time) ([]byte, error) {
 	var buf bytes.Buffer
 	h := func(k, v string) { fmt.Fprintf(&buf, "%s: %s\r\n", k, v) }
@@ -132,7 +133,7 @@ func (s *SMTP) compose(m Message, now time.Time) ([]byte, error) {
 	}
 	h("MIME-Version", "1.0")
 
-	alt := func(w *multipart.Writer) error {
+	ctype, body, err := multipartOf("multipart/alternative", func(w *multipart.Writer) error {
 		for _, part := range []struct{ ctype, body string }{{"text/plain", m.Text}, {"text/html", m.HTML}} {
 			if part.body == "" {
 				continue
@@ -150,50 +151,66 @@ func (s *SMTP) compose(m Message, now time.Time) ([]byte, error) {
 				return err
 			}
 		}
-		return w.Close()
+		return nil
+	})
+	if err == nil && len(m.Inline) > 0 {
+		ctype, body, err = wrap(`multipart/related; type="multipart/alternative"`, ctype, body, m.Inline, "inline")
 	}
-	if len(m.Inline) == 0 {
-		w := multipart.NewWriter(&buf)
-		h("Content-Type", "multipart/alternative; boundary="+w.Boundary())
-		buf.WriteString("\r\n")
-		if err := alt(w); err != nil {
-			return nil, err
-		}
-		return buf.Bytes(), nil
+	if err == nil && len(m.Attached) > 0 {
+		ctype, body, err = wrap("multipart/mixed", ctype, body, m.Attached, "attachment")
 	}
-	rel := multipart.NewWriter(&buf)
-	h("Content-Type", `multipart/related; type="multipart/alternative"; boundary=`+rel.Boundary())
-	buf.WriteString("\r\n")
-	var inner bytes.Buffer
-	aw := multipart.NewWriter(&inner)
-	if err := alt(aw); err != nil {
-		return nil, err
-	}
-	pw, err := rel.CreatePart(textproto.MIMEHeader{"Content-Type": {"multipart/alternative; boundary=" + aw.Boundary()}})
 	if err != nil {
 		return nil, err
 	}
-	if _, err := pw.Write(inner.Bytes()); err != nil {
-		return nil, err
-	}
-	for _, a := range m.Inline {
-		pw, err := rel.CreatePart(textproto.MIMEHeader{
-			"Content-Type":              {a.ContentType + `; name="` + a.Name + `"`},
-			"Content-Transfer-Encoding": {"base64"},
-			"Content-ID":                {"<" + a.ContentID + ">"},
-			"Content-Disposition":       {`inline; filename="` + a.Name + `"`},
-		})
-		if err != nil {
-			return nil, err
-		}
-		if _, err := pw.Write(base64Lines(a.Data)); err != nil {
-			return nil, err
-		}
-	}
-	if err := rel.Close(); err != nil {
-		return nil, err
-	}
+	h("Content-Type", ctype)
+	buf.WriteString("\r\n")
+	buf.Write(body)
 	return buf.Bytes(), nil
+}
+
+// multipartOf writes a multipart body with parts and returns its Content-Type (with the boundary) and bytes.
+func multipartOf(mediaType string, parts func(*multipart.Writer) error) (string, []byte, error) {
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	if err := parts(w); err != nil {
+		return "", nil, err
+	}
+	if err := w.Close(); err != nil {
+		return "", nil, err
+	}
+	return mediaType + "; boundary=" + w.Boundary(), b.Bytes(), nil
+}
+
+// wrap makes a multipart of mediaType whose first part is the body so far and the rest are files, base64, with
+// the disposition given (inline images carry their Content-ID).
+func wrap(mediaType, ctype string, body []byte, files []Attachment, disposition string) (string, []byte, error) {
+	return multipartOf(mediaType, func(w *multipart.Writer) error {
+		pw, err := w.CreatePart(textproto.MIMEHeader{"Content-Type": {ctype}})
+		if err != nil {
+			return err
+		}
+		if _, err := pw.Write(body); err != nil {
+			return err
+		}
+		for _, a := range files {
+			hdr := textproto.MIMEHeader{
+				"Content-Type":              {a.ContentType + `; name="` + a.Name + `"`},
+				"Content-Transfer-Encoding": {"base64"},
+				"Content-Disposition":       {disposition + `; filename="` + a.Name + `"`},
+			}
+			if a.ContentID != "" {
+				hdr["Content-ID"] = []string{"<" + a.ContentID + ">"} // as RFC 2045 spells it; Set would write Content-Id
+			}
+			pw, err := w.CreatePart(hdr)
+			if err != nil {
+				return err
+			}
+			if _, err := pw.Write(base64Lines(a.Data)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // base64Lines is data in base64, in lines of 76 characters as MIME requires.

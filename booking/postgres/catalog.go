@@ -174,12 +174,26 @@ func (s *Store) Search(ctx context.Context, q booking.Search) ([]booking.EventSh
 		p := arg("%" + escapeLike(q.Query) + "%")
 		where = append(where, "(e.title ILIKE "+p+" OR e.genre ILIKE "+p+" OR e.language ILIKE "+p+" OR v.name ILIKE "+p+")")
 	}
-	rows, err := s.pool.Query(ctx, `SELECT e.id, e.title, e.kind, e.genre, e.language, e.duration_minutes,
-			s.id, s.starts_at, v.name, v.city, h.name, h.total_seats`+showFrom+
-		` WHERE `+strings.Join(where, " AND ")+` ORDER BY s.starts_at, s.id LIMIT `+arg(q.Limit*10), args...)
+	sql := `SELECT e.id, e.title, e.kind, e.genre, e.language, e.duration_minutes,
+			s.id, s.starts_at, v.name, v.city, h.name, h.total_seats` + showFrom +
+		` WHERE ` + strings.Join(where, " AND ") + ` ORDER BY s.starts_at, s.id LIMIT ` + arg(q.Limit*10)
+	var out []booking.EventShows
+	err := s.lagging(ctx, func(db querier) error {
+		rows, err := db.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		out, err = searchRows(rows, q.Limit)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: search: %w", err)
 	}
+	return out, nil
+}
+
+// searchRows gathers Search's rows into at most limit events with their shows.
+func searchRows(rows pgx.Rows, limit int) ([]booking.EventShows, error) {
 	defer rows.Close()
 	var out []booking.EventShows
 	index := map[string]int{}
@@ -188,12 +202,12 @@ func (s *Store) Search(ctx context.Context, q booking.Search) ([]booking.EventSh
 		var sh booking.ShowSummary
 		if err := rows.Scan(&e.ID, &e.Title, &e.Kind, &e.Genre, &e.Language, &e.DurationMinutes,
 			&sh.ID, &sh.StartsAt, &sh.Venue, &sh.City, &sh.Hall, &sh.TotalSeats); err != nil {
-			return nil, fmt.Errorf("postgres: search: %w", err)
+			return nil, err
 		}
 		sh.StartsAt = sh.StartsAt.UTC()
 		i, ok := index[e.ID]
 		if !ok {
-			if len(out) == q.Limit {
+			if len(out) == limit {
 				continue
 			}
 			i = len(out)
@@ -202,10 +216,7 @@ func (s *Store) Search(ctx context.Context, q booking.Search) ([]booking.EventSh
 		}
 		out[i].Shows = append(out[i].Shows, sh)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: search: %w", err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 func escapeLike(s string) string {
@@ -242,8 +253,10 @@ func (s *Store) SoldSeats(ctx context.Context, showID string) ([]string, error) 
 // Revenue sums the show's confirmed bookings.
 func (s *Store) Revenue(ctx context.Context, showID string) (int64, error) {
 	var n int64
-	err := s.pool.QueryRow(ctx, `SELECT COALESCE(sum(total_amount), 0)::bigint FROM bookings
-		WHERE show_id = $1 AND status = 'CONFIRMED'`, showID).Scan(&n)
+	err := s.lagging(ctx, func(db querier) error {
+		return db.QueryRow(ctx, `SELECT COALESCE(sum(total_amount), 0)::bigint FROM bookings
+			WHERE show_id = $1 AND status = 'CONFIRMED'`, showID).Scan(&n)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("postgres: revenue: %w", err)
 	}

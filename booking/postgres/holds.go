@@ -94,9 +94,8 @@ func (s *Store) Booking(ctx context.Context, id string) (booking.Booking, error)
 
 // BookingsOf implements booking.Store (index bookings_user_created).
 func (s *Store) BookingsOf(ctx context.Context, userID string, limit int) ([]booking.Booking, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+bookingColumns+` FROM bookings WHERE user_id = $1
-		ORDER BY created_at DESC, id DESC LIMIT $2`, userID, limit)
-	return collectBookings("bookings of user", rows, err)
+	return collectLagging(ctx, s, "bookings of user", scanBookingRow, `SELECT `+bookingColumns+` FROM bookings
+		WHERE user_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`, userID, limit)
 }
 
 // LockOwners implements booking.ReconcileStore: one lookup by primary key for the owners of a show's locks, of
@@ -112,8 +111,11 @@ func (s *Store) LockOwners(ctx context.Context, ids []string) ([]booking.Booking
 
 // collectBookings reads the bookings a query of bookingColumns returns; what names the query in errors.
 func collectBookings(what string, rows pgx.Rows, err error) ([]booking.Booking, error) {
-	return collect(what, rows, err, func(r pgx.CollectableRow) (booking.Booking, error) { return scanBooking(r) })
+	return collect(what, rows, err, scanBookingRow)
 }
+
+// scanBookingRow is scanBooking as pgx.CollectRows takes it.
+func scanBookingRow(r pgx.CollectableRow) (booking.Booking, error) { return scanBooking(r) }
 
 // collect reads the bookings a query returns with scan; what names the query in errors.
 func collect(what string, rows pgx.Rows, err error, scan pgx.RowToFunc[booking.Booking]) ([]booking.Booking, error) {

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -14,26 +13,18 @@ import (
 // ShowFigures implements booking.Store: the shows not started more than six hours before now, with their
 // revenue, confirmed bookings and failed pay attempts, in one query.
 func (s *Store) ShowFigures(ctx context.Context, now time.Time) ([]booking.ShowOverview, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+showColumns+`,
+	return collectLagging(ctx, s, "show figures", func(r pgx.CollectableRow) (booking.ShowOverview, error) {
+		var o booking.ShowOverview
+		sh, err := scanShow(figureRow{r, &o})
+		o.Show = sh
+		return o, err
+	}, `SELECT `+showColumns+`,
 			COALESCE(b.revenue, 0)::bigint, COALESCE(b.confirmed, 0)::int, COALESCE(f.failures, 0)::int`+showFrom+`
 		LEFT JOIN LATERAL (SELECT sum(total_amount) AS revenue, count(*) AS confirmed FROM bookings
 			WHERE show_id = s.id AND status = 'CONFIRMED') b ON true
 		LEFT JOIN LATERAL (SELECT count(*) AS failures FROM payment_attempts pa JOIN bookings bk ON bk.id = pa.booking_id
 			WHERE bk.show_id = s.id AND pa.outcome IN ('DECLINED', 'FAILED')) f ON true
 		WHERE s.starts_at > $1 ORDER BY s.starts_at, s.id LIMIT 500`, now.Add(-6*time.Hour))
-	if err != nil {
-		return nil, fmt.Errorf("postgres: show figures: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (booking.ShowOverview, error) {
-		var o booking.ShowOverview
-		sh, err := scanShow(figureRow{r, &o})
-		o.Show = sh
-		return o, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: show figures: %w", err)
-	}
-	return out, nil
 }
 
 // figureRow scans a show row followed by the overview's three figures into o.
@@ -69,14 +60,6 @@ func (s *Store) updateShow(ctx context.Context, showID, update string, at time.T
 
 // UserBookings implements booking.Store.
 func (s *Store) UserBookings(ctx context.Context, userID string, limit int) ([]booking.Booking, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+bookingColumns+` FROM bookings WHERE user_id = $1
-		ORDER BY created_at DESC, id LIMIT $2`, userID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: user bookings: %w", err)
-	}
-	bs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (booking.Booking, error) { return scanBooking(r) })
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("postgres: user bookings: %w", err)
-	}
-	return bs, nil
+	return collectLagging(ctx, s, "user bookings", scanBookingRow, `SELECT `+bookingColumns+` FROM bookings
+		WHERE user_id = $1 ORDER BY created_at DESC, id LIMIT $2`, userID, limit)
 }

@@ -7,19 +7,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flashseat/flashseat/booking"
-	"github.com/flashseat/flashseat/shared/migrate"
+	"github.com/flashseat/flashseat/shared/infra/driver"
+	"github.com/flashseat/flashseat/shared/infra/migrate"
 )
 
 // Store implements booking.Store.
 type Store struct {
-	pool *pgxpool.Pool
+	pool    *pgxpool.Pool
+	replica *Replica // serves the reads that accept lag (ReadFrom); nil: none
 }
 
 // New returns a store on pool, a database Open migrated.
@@ -28,15 +29,13 @@ func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 // Pool is the store's pool, for packages that add tables beside booking's (payments) and join its transactions.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// Open connects to url and applies the migrations.
-func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(url)
+// Open connects to url, through the pooler DATABASE_POOLER names (driver.PostgresConfig), and applies the
+// migrations.
+func Open(ctx context.Context, url, pooler string) (*pgxpool.Pool, error) {
+	// pgx defaults to max(4, CPUs) connections, too few for a flash crowd; pool_max_conns in the URL overrides 32.
+	cfg, err := driver.PostgresConfig(url, pooler, 32)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
-	}
-	if !strings.Contains(url, "pool_max_conns") {
-		// pgx defaults to max(4, CPUs), too few for a flash crowd; pool_max_conns in the URL overrides this.
-		cfg.MaxConns = 32
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -11,15 +11,18 @@ import (
 	"github.com/flashseat/flashseat/booking"
 )
 
-// Tickets implements booking.PaymentStore.
+// Tickets implements booking.PaymentStore: the tickets the booking's own fan was issued, live or not (the ones
+// reissued to another fan by a transfer are theirs, not the booking's).
 func (s *Store) Tickets(ctx context.Context, bookingID string) ([]booking.Ticket, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, seat_id, code FROM tickets WHERE booking_id = $1 ORDER BY seat_id`, bookingID)
+	rows, err := s.pool.Query(ctx, `SELECT t.id, t.seat_id, t.code, t.status FROM tickets t
+		JOIN bookings b ON b.id = t.booking_id WHERE t.booking_id = $1 AND t.user_id = b.user_id
+		ORDER BY t.seat_id, t.created_at`, bookingID)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: tickets: %w", err)
 	}
 	ts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (booking.Ticket, error) {
 		var t booking.Ticket
-		err := r.Scan(&t.ID, &t.SeatID, &t.Code)
+		err := r.Scan(&t.ID, &t.SeatID, &t.Code, &t.Status)
 		return t, err
 	})
 	if err != nil {
@@ -70,6 +73,8 @@ func (s *Store) CheckIn(ctx context.Context, ticketID, showID, seatID, by string
 		return booking.TicketInfo{}, fmt.Errorf("ticket %s: %w", ticketID, booking.ErrNotFound)
 	case t.Status == booking.TicketCheckedIn:
 		return t, fmt.Errorf("ticket %s: %w", ticketID, booking.ErrAlreadyCheckedIn)
+	case t.Status == booking.TicketTransferred:
+		return t, fmt.Errorf("ticket %s was reissued to another fan: %w", ticketID, booking.ErrTransferred)
 	}
 	return t, fmt.Errorf("ticket %s: %w", ticketID, booking.ErrTicketVoid)
 }

@@ -125,27 +125,24 @@ func (s *Store) Waitlist(ctx context.Context, showID string) ([]booking.Waitlist
 		ORDER BY w.id LIMIT 10000`, showID))
 }
 
-// LockOffers implements booking.WaitlistStore with a session-level advisory lock on a connection of its own,
-// held while the offer's hold is claimed in Redis: a transaction open that long would hold a snapshot for
-// nothing.
+// LockOffers implements booking.WaitlistStore with a transaction-scoped advisory lock in a transaction of its own,
+// held while the offer's hold is claimed in Redis and released by its end. A transaction, not a session lock:
+// behind PgBouncer in transaction pooling mode (DATABASE_POOLER) only a transaction keeps its server connection,
+// so an unlock could reach another one and leave the lock held. The transaction writes nothing and, in READ
+// COMMITTED, holds no snapshot between statements, so keeping it open costs no vacuum.
 func (s *Store) LockOffers(ctx context.Context, showID string) (func(), error) {
-	conn, err := s.pool.Acquire(ctx)
+	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: offer lock: %w", err)
 	}
-	const key = "hashtextextended('waitlist-offer:' || $1, 0)"
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock("+key+")", showID); err != nil {
-		conn.Release()
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('waitlist-offer:' || $1, 0))",
+		showID); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("postgres: offer lock: %w", err)
 	}
-	return func() {
-		if _, err := conn.Exec(context.Background(), "SELECT pg_advisory_unlock("+key+")", showID); err != nil {
-			// A session that cannot unlock must not go back to the pool holding the lock: closing it releases it.
-			_ = conn.Hijack().Close(context.Background())
-			return
-		}
-		conn.Release()
-	}, nil
+	// Rolling back ends the transaction and its lock; when even that fails, pgx closes the connection, which
+	// ends them too.
+	return func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }, nil
 }
 
 // InLine implements booking.WaitlistStore.

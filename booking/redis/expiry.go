@@ -6,7 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/flashseat/flashseat/shared/store/driver"
+	"github.com/flashseat/flashseat/shared/infra/driver"
 )
 
 // expiredPattern is the keyevent channel of expirations in any database.

@@ -9,10 +9,10 @@ import (
 
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/redis"
+	"github.com/flashseat/flashseat/shared/infra/driver"
+	"github.com/flashseat/flashseat/shared/infra/redistest"
+	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/shared/rediskey"
-	"github.com/flashseat/flashseat/shared/store/driver"
-	"github.com/flashseat/flashseat/shared/store/redistest"
-	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.RunEach(m)) }

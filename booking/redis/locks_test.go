@@ -7,8 +7,8 @@ import (
 
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/redis"
+	"github.com/flashseat/flashseat/shared/infra/redistest"
 	"github.com/flashseat/flashseat/shared/rediskey"
-	"github.com/flashseat/flashseat/shared/store/redistest"
 )
 
 // TestSeatLocksForOrphanSweep: SeatLocks reads every lock of the seats asked for, over more than one batch, with

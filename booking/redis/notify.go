@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/flashseat/flashseat/shared/store/driver"
+	"github.com/flashseat/flashseat/shared/infra/driver"
 )
 
 // notifyConfig is the Redis setting that turns keyspace notifications on.

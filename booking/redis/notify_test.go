@@ -12,7 +12,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/booking/redis"
-	"github.com/flashseat/flashseat/shared/store/storetest"
+	"github.com/flashseat/flashseat/shared/infra/storetest"
 )
 
 // syncBuffer is a log sink safe for the watcher's goroutine and the test's.

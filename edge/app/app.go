@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strings"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,11 +25,13 @@ import (
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
 	admredis "github.com/flashseat/flashseat/shared/admission/redis"
 	"github.com/flashseat/flashseat/shared/audit"
-	"github.com/flashseat/flashseat/shared/listener"
-	"github.com/flashseat/flashseat/shared/migrate"
-	"github.com/flashseat/flashseat/shared/ops"
+	"github.com/flashseat/flashseat/shared/infra/driver"
+	"github.com/flashseat/flashseat/shared/infra/listener"
+	"github.com/flashseat/flashseat/shared/infra/migrate"
+	"github.com/flashseat/flashseat/shared/infra/ops"
+	"github.com/flashseat/flashseat/shared/infra/pgshard"
+	"github.com/flashseat/flashseat/shared/shard"
 	"github.com/flashseat/flashseat/shared/store"
-	"github.com/flashseat/flashseat/shared/store/driver"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -40,7 +42,9 @@ type Edge struct {
 	Router fiber.Router
 	Redis  redis.UniversalClient
 	// Postgres holds the records: queue settings and admissions (Queues), the waiting room's own, the audit log.
+	// DBs places each show's rows of them on its shard of DATABASE_SHARDS (Postgres alone when there are none).
 	Postgres *pgxpool.Pool
+	DBs      *pgshard.Pools
 	// Queues keeps every show's queue settings and admissions: PostgreSQL the record, Redis the cache.
 	Queues *admission.Keeper
 	Audit  *audit.Log
@@ -80,8 +84,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		return err
 	}
 	defer pool.Close()
-	queues := admission.NewKeeper(admpostgres.New(pool), admredis.New(rdb), log)
-	auditLog := audit.New(pool)
+	dbs, shardChecks, closeShards, err := openShards(ctx, cfg, pool)
+	if err != nil {
+		return err
+	}
+	defer closeShards()
+	dbs = dbs.WithLog(log)
+	queues := admission.NewKeeper(admpostgres.NewSharded(dbs), admredis.New(rdb), log)
+	if err := queues.SetDefaultMode(cfg.Waitroom.Mode); err != nil {
+		return err
+	}
+	auditLog := audit.NewSharded(dbs)
 
 	issuer := token.NewIssuer(cfg.AdmissionKey, cfg.AdmissionPrevious...).WithPrevious(cfg.AdmissionPreviousSigning...)
 	keys := token.NewStaticKeys(issuer.Keys()...)
@@ -100,7 +113,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 		{Name: "postgres", Ping: func(ctx context.Context) error { return pool.Ping(ctx) }},
 	}
-	reg.MustRegister(ops.StoreUp("edge_store_up", stores), ops.RedisPool("edge", rdb))
+	// A shard is a store the metric reports but not a readiness check: with one shard down the edge still
+	// admits every other shard's shows, so it stays in service.
+	reg.MustRegister(ops.StoreUp("edge_store_up", append(slices.Clone(stores), shardChecks...)), ops.RedisPool("edge", rdb))
 	srv := edgehttp.New(edgehttp.Config{
 		Proxy: edgehttp.ProxyConfig{
 			Target:          cfg.BookingURL,
@@ -129,7 +144,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	work, stopWork := context.WithCancel(context.Background())
 	defer stopWork()
 	var workers sync.WaitGroup
-	e := &Edge{Router: srv.App, Redis: rdb, Postgres: pool, Queues: queues, Audit: auditLog, Issuer: issuer,
+	e := &Edge{Router: srv.App, Redis: rdb, Postgres: pool, DBs: dbs, Queues: queues, Audit: auditLog, Issuer: issuer,
 		Gate: gate, Users: users, Registry: reg, Log: log, Config: cfg, Work: work, Workers: &workers}
 	workers.Add(2)
 	go func() { defer workers.Done(); forgetOnChange(work, admredis.New(rdb), gate) }()
@@ -200,12 +215,44 @@ func forgetOnChange(ctx context.Context, cache *admredis.Cache, gate *admission.
 // openPostgres connects to DATABASE_URL and creates the records' tables if needed (idempotent; booking creates
 // the same ones, whichever starts first).
 func openPostgres(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
-	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
-	if err != nil {
-		return nil, fmt.Errorf("edge: DATABASE_URL: %w", err)
+	return openDatabase(ctx, "DATABASE_URL", cfg.DatabaseURL, cfg.DatabasePooler)
+}
+
+// openShards opens and migrates every shard of DATABASE_SHARDS and places shows on them; with none, main keeps
+// everything. A shard that cannot be reached at start-up fails the start, as booking's does: the ring must be
+// whole. checks are the shards' probes for edge_store_up ("postgres_shard_NAME").
+func openShards(ctx context.Context, cfg Config, main *pgxpool.Pool) (dbs *pgshard.Pools, checks []store.Check, closeAll func(), err error) {
+	var pools []*pgxpool.Pool
+	closeAll = func() {
+		for _, p := range pools {
+			p.Close()
+		}
 	}
-	if !strings.Contains(cfg.DatabaseURL, "pool_max_conns") {
-		pcfg.MaxConns = 8 // the edge's hot paths never touch PostgreSQL: operators, restores, one write per tick
+	if len(cfg.DatabaseShards) == 0 {
+		return pgshard.Single(main), nil, closeAll, nil
+	}
+	ring, err := shard.New(shard.Names(cfg.DatabaseShards))
+	if err != nil {
+		return nil, nil, closeAll, err
+	}
+	for _, sh := range cfg.DatabaseShards {
+		p, err := openDatabase(ctx, "DATABASE_SHARDS shard "+sh.Name, sh.URL, cfg.DatabasePooler)
+		if err != nil {
+			closeAll()
+			return nil, nil, func() {}, err
+		}
+		pools = append(pools, p)
+		checks = append(checks, store.Check{Name: "postgres_shard_" + sh.Name, Ping: p.Ping})
+	}
+	dbs, err = pgshard.New(main, ring, pools)
+	return dbs, checks, closeAll, err
+}
+
+func openDatabase(ctx context.Context, what, url, pooler string) (*pgxpool.Pool, error) {
+	// 8 connections: the edge's hot paths never touch PostgreSQL (operators, restores, one write per tick).
+	pcfg, err := driver.PostgresConfig(url, pooler, 8)
+	if err != nil {
+		return nil, fmt.Errorf("edge: %s: %w", what, err)
 	}
 	start, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

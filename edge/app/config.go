@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/edge"
-	"github.com/flashseat/flashseat/shared/env"
 	"github.com/flashseat/flashseat/shared/eventstream"
+	"github.com/flashseat/flashseat/shared/infra/driver"
+	"github.com/flashseat/flashseat/shared/infra/env"
+	"github.com/flashseat/flashseat/shared/shard"
 	"github.com/flashseat/flashseat/shared/token"
 	"github.com/flashseat/flashseat/waitroom/siteverify"
 )
@@ -32,6 +34,13 @@ type Config struct {
 	// fairness draw and cursor (Redis is their cache), and the operators' audit log. The same database as
 	// booking's.
 	DatabaseURL string
+	// DatabaseShards (DATABASE_SHARDS, shared/shard's Parse): booking's shards. Each show's queue record, queue
+	// outbox, bypass codes and audit entries live on the show's shard; DATABASE_URL keeps the catalog and what
+	// belongs to no show. Edge and booking must be given the same list.
+	DatabaseShards []shard.Shard
+	// DatabasePooler (DATABASE_POOLER) is "pgbouncer" when DATABASE_URL points at PgBouncer in transaction
+	// pooling mode (driver.PostgresConfig says what changes); empty for PostgreSQL itself.
+	DatabasePooler string
 	// REDIS_POOL_SIZE, default 256: connections to Redis (to each node of a cluster). A connection carries one
 	// command at a time, so a flash crowd's gate reads need rate × round trip of them: 20,000 gated requests a
 	// second at 5 ms under load are 100, where go-redis's default of 10 per CPU would queue all but 20 of them
@@ -115,6 +124,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		OpsAddr:         l.String("OPS_ADDR", ""),
 		RedisURL:        l.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
 		DatabaseURL:     l.String("DATABASE_URL", DefaultDatabaseURL),
+		DatabasePooler:  l.String("DATABASE_POOLER", ""),
 		DialTimeout:     l.Duration("UPSTREAM_DIAL_TIMEOUT", 2*time.Second),
 		HeaderTimeout:   l.Duration("UPSTREAM_HEADER_TIMEOUT", 15*time.Second),
 		UpstreamTimeout: l.Duration("UPSTREAM_TIMEOUT", 30*time.Second),
@@ -128,6 +138,14 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	// Both positive: zero would let a client hold a connection for ever without finishing its request.
 	cfg.ReadHeaderTimeout = l.PositiveDuration("CLIENT_HEADER_TIMEOUT", 5*time.Second)
 	cfg.ReadTimeout = l.PositiveDuration("CLIENT_READ_TIMEOUT", 15*time.Second)
+	if err := driver.CheckPooler(cfg.DatabasePooler); err != nil {
+		l.Fail("%w", err)
+	}
+	if shards, err := shard.Parse(l.String("DATABASE_SHARDS", "")); err != nil {
+		l.Fail("%v", err)
+	} else {
+		cfg.DatabaseShards = shards
+	}
 	if u, err := url.Parse(cfg.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		if !strings.Contains(cfg.DatabaseURL, "dbname=") { // a key=value DSN is fine too
 			l.Fail("DATABASE_URL must be a postgres:// URL or a key=value DSN")
@@ -276,5 +294,5 @@ func (l *loader) userAuth(cfg *Config) {
 	}
 }
 
-// loader reads the edge's variables (shared/env's rules), with the edge's own parts as methods.
+// loader reads the edge's variables (shared/infra/env's rules), with the edge's own parts as methods.
 type loader struct{ *env.Reader }

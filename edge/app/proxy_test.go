@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flashseat/flashseat/shared/store/storetest"
+	"github.com/flashseat/flashseat/shared/infra/storetest"
 )
 
 // echo is an upstream that answers with what it received.

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/shared/problem"
-	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
 func b64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }

@@ -12,6 +12,7 @@ import (
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
 	"github.com/flashseat/flashseat/shared/eventstream"
 	"github.com/flashseat/flashseat/shared/pow"
+	pulseredis "github.com/flashseat/flashseat/shared/pulse/redis"
 	"github.com/flashseat/flashseat/waitroom"
 	wrhttp "github.com/flashseat/flashseat/waitroom/http"
 	wrpostgres "github.com/flashseat/flashseat/waitroom/postgres"
@@ -26,6 +27,13 @@ type WaitroomConfig struct {
 	Grace          time.Duration // QUEUE_HEARTBEAT_GRACE, default 30s: a fan silent this long is skipped
 	HeartbeatEvery time.Duration // QUEUE_HEARTBEAT_FLUSH, default 2s: batched heartbeat writes
 	SecureCookies  bool          // COOKIE_SECURE=true behind TLS (strconv.ParseBool's words, as booking reads it)
+	// Mode (QUEUE_MODE, default off) is the site-wide queue mode of shows whose operator set none: "threshold"
+	// protects every show that turns hot without warning. Edge and booking must be given the same.
+	Mode string
+	// AutotuneEvery (AUTOTUNE_EVERY, default 3s) is how often autotune reconsiders each show's rate.
+	AutotuneEvery time.Duration
+	// PulseNamespace (PULSE_NAMESPACE) is where booking's pulse reports are read; booking must publish there.
+	PulseNamespace string
 	// Guests limits minting guest identities per address prefix: GUEST_FREE (default 10) mint with no proof,
 	// past GUEST_LIMIT (default 300) the prefix is refused; both are counts decaying with a 10-minute half-life.
 	Guests waitroom.GuestPolicy
@@ -39,12 +47,21 @@ func (l *loader) waitroom(cfg *Config) {
 		Grace:          l.Duration("QUEUE_HEARTBEAT_GRACE", 30*time.Second),
 		HeartbeatEvery: l.Duration("QUEUE_HEARTBEAT_FLUSH", 2*time.Second),
 		SecureCookies:  l.Bool("COOKIE_SECURE", false),
+		Mode:           l.String("QUEUE_MODE", admission.ModeOff),
+		AutotuneEvery:  l.Duration("AUTOTUNE_EVERY", 3*time.Second),
+		PulseNamespace: l.String("PULSE_NAMESPACE", pulseredis.DefaultNamespace),
 		Guests:         waitroom.DefaultGuestPolicy(),
 	}
 	wc.Guests.Free = float64(l.Int("GUEST_FREE", int(wc.Guests.Free)))
 	wc.Guests.Limit = float64(l.Int("GUEST_LIMIT", int(wc.Guests.Limit)))
 	if wc.Guests.Free < 0 || wc.Guests.Limit < wc.Guests.Free {
 		l.Fail("GUEST_FREE must not be negative, and GUEST_LIMIT not below it")
+	}
+	if wc.AutotuneEvery < 100*time.Millisecond {
+		l.Fail("AUTOTUNE_EVERY must be at least 100ms")
+	}
+	if !admission.ValidMode(wc.Mode) {
+		l.Fail("QUEUE_MODE must be off, always or threshold")
 	}
 	if wc.Tick < 10*time.Millisecond || wc.Grace < wc.HeartbeatEvery*3 {
 		l.Fail("QUEUE_TICK must be at least 10ms and QUEUE_HEARTBEAT_GRACE at least 3 x QUEUE_HEARTBEAT_FLUSH")
@@ -79,8 +96,8 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 		opt.OnGuard = guardMetrics(e.Registry)
 	}
 	relay := queueRelay(e)
-	opt.Observe = observeBoth(metrics, phaseTicks(admission.NewPhaseWatch(admpostgres.New(e.Postgres), relay.Nudge, e.Log)))
-	svc := waitroom.New(wrredis.New(e.Redis), wrpostgres.New(e.Postgres), e.Queues, e.Issuer, opt)
+	opt.Observe = observeBoth(metrics, phaseTicks(admission.NewPhaseWatch(admpostgres.NewSharded(e.DBs), relay.Nudge, e.Log)))
+	svc := waitroom.New(wrredis.New(e.Redis), wrpostgres.NewSharded(e.DBs), e.Queues, e.Issuer, opt)
 	// The console's session middleware goes ahead of the operator routes below.
 	mountConsole(ctx, e, svc)
 	h := wrhttp.New(wrhttp.Config{Service: svc, Users: e.Users, Issuer: e.Issuer, AdminToken: wc.AdminToken,
@@ -92,8 +109,9 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 			Name: "waitroom_streams", Help: "Open waiting-room event streams on this replica.",
 		}, func() float64 { return float64(svc.Hub.Conns()) }))
 	}
-	e.Workers.Add(3)
+	e.Workers.Add(4)
 	go func() { defer e.Workers.Done(); _ = svc.Run(e.Work) }()
+	go func() { defer e.Workers.Done(); runAutotune(e.Work, e, svc, wc.AutotuneEvery) }()
 	go func() { defer e.Workers.Done(); relay.Run(e.Work) }()
 	go func() {
 		defer e.Workers.Done()
@@ -147,7 +165,7 @@ func waitroomMetrics(reg *prometheus.Registry) func(waitroom.TickResult, time.Du
 // queueRelay is the relay of the queue outbox (queue events, written by the admission record) into the event
 // stream; every replica runs one, and they share the work.
 func queueRelay(e *Edge) *eventstream.Relay {
-	r := eventstream.NewRelay(admpostgres.New(e.Postgres).Outbox(), e.Redis, e.Config.Events,
+	r := eventstream.NewRelay(admpostgres.NewSharded(e.DBs).Outbox(), e.Redis, e.Config.Events,
 		e.Config.EventsRelayEvery, e.Log)
 	r.Keep = e.Config.EventsOutboxKeep
 	if e.Registry != nil {

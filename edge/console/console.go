@@ -83,7 +83,7 @@ func (con *Console) Close() {
 func (con *Console) Mount(r fiber.Router) {
 	r.Use("/admin/v1", con.forward)
 	r.Get("/admin", con.page)
-	r.Get("/admin/assets/:name", con.asset)
+	r.Get("/admin/assets/:version/:name", con.asset)
 	r.Post("/admin/session", con.signIn)
 	r.Get("/admin/session", con.whoami)
 	r.Delete("/admin/session", con.signOut)

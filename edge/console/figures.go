@@ -36,6 +36,13 @@ type QueueFigures struct {
 	// Bots are the guard's figures across replicas: challenges, refusals by reason, places per prefix (the top
 	// ten), for the console's Bots panel.
 	Bots waitroom.BotFigures `json:"bots"`
+	// Mode, Engaged, ActiveUsers and ArrivalsPerMinute against Tuning's thresholds, and the rate autotune set
+	// with its reason (Tuning.AutotuneReason): the queue running itself.
+	Mode              string `json:"mode"`
+	Engaged           bool   `json:"engaged"`
+	ActiveUsers       int64  `json:"activeUsers"`
+	ArrivalsPerMinute int64  `json:"arrivalsPerMinute"`
+	admission.Tuning
 }
 
 // QueueSource reads a show's queue figures (edge/app adapts the waiting room).

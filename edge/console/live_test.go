@@ -14,8 +14,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/shared/problem"
-	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
 // TestFiguresOnce: GET /admin/figures waits for a first round when nobody has watched, and answers it even when

@@ -4,24 +4,29 @@ import (
 	"bytes"
 	"embed"
 	"html/template"
-	"net/http"
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/shared/pagekit"
 )
 
-//go:embed page/console.html page/console.js page/bots.js page/console.css
+// The console's page: console.html, its entry module console.js, one module per panel (shows.js, tuning.js,
+// bots.js, codes.js, fans.js, catalog.js, audit.js, webhooks.js; console.js says how to add one; picker.js is the
+// show select of the panels that work on one show) and its stylesheet, served beside the browser toolkit's modules
+// (shared/pagekit), which the panels import as "./api.js", "./dom.js" and so on.
+//
+//go:embed page/console.html page/*.js page/*.css
 var pageFS embed.FS
 
-var pageTmpl = template.Must(template.ParseFS(pageFS, "page/console.html"))
+// assets are the page's modules and stylesheet with the toolkit's, under /admin/assets/{version}/{name}.
+var assets = pagekit.Must("/admin/assets/", pageFS, "page/*.js", "page/*.css")
 
-// assets are the page's script modules and stylesheet, served as they are embedded.
-var assets = map[string]struct{ typ, file string }{
-	"console.js":  {"text/javascript; charset=utf-8", "page/console.js"},
-	"bots.js":     {"text/javascript; charset=utf-8", "page/bots.js"},
-	"console.css": {"text/css; charset=utf-8", "page/console.css"},
-}
+var pageTmpl = template.Must(template.New("console.html").Funcs(template.FuncMap{"asset": assets.URL}).
+	ParseFS(pageFS, "page/console.html"))
+
+// pagePolicy keeps the console to its own origin: no framing (clickjacking a control), no scripts or connections
+// elsewhere.
+var pagePolicy = pagekit.Policy{}.String()
 
 // page serves the console: one document that shows the sign-in form or, with a session, the console itself
 // (the script asks GET /admin/session which).
@@ -32,30 +37,10 @@ func (con *Console) page(c *fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	con.secureHeaders(c)
+	pagekit.Secure(c, pagePolicy)
 	return c.Send(b.Bytes())
 }
 
 func (con *Console) asset(c *fiber.Ctx) error {
-	a, ok := assets[c.Params("name")]
-	if !ok {
-		return problem.New(http.StatusNotFound, problem.NotFound, "No such asset.")
-	}
-	body, err := pageFS.ReadFile(a.file)
-	if err != nil {
-		return err
-	}
-	c.Set(fiber.HeaderContentType, a.typ)
-	c.Set(fiber.HeaderCacheControl, "no-cache")
-	con.secureHeaders(c)
-	return c.Send(body)
-}
-
-// secureHeaders keep the console to its own origin: no framing (clickjacking a control), no scripts or
-// connections elsewhere.
-func (con *Console) secureHeaders(c *fiber.Ctx) {
-	c.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
-	c.Set("X-Frame-Options", "DENY")
-	c.Set("Referrer-Policy", "same-origin")
-	c.Set("X-Content-Type-Options", "nosniff")
+	return assets.Serve(c, c.Params("version"), c.Params("name"))
 }

@@ -151,10 +151,22 @@ func TestCheckoutInBrowser(t *testing.T) {
 	}
 	fan.JS(button(id4, "Cancel hold") + `.click()`)
 	fan.WaitFor("the hold cancelled", `document.querySelector("#b-`+id4+`")?.dataset.status === "CANCELLED" && document.querySelector("#b-`+id4+` .result").textContent.includes("Hold cancelled")`)
-	// The first booking's tickets were used at the door: its refund is refused, and the page says why.
-	fan.JS(button(id, "Refund") + `.click()`)
-	fan.WaitFor("the refused refund", `document.getElementById("error").textContent.includes("`+id+`")`)
-	fan.JS(button(id2, "Refund") + `.click()`)
+	// A refund is quoted first ("Refund…" shows the amount) and made by "Confirm refund of ...".
+	confirm := func(id string) string {
+		return `[...document.querySelectorAll("#b-` + id + ` button")].find((b) => b.textContent.startsWith("Confirm refund of "))`
+	}
+	// The first booking's tickets were used at the door: its refund is refused, at the quote or at the confirmation,
+	// and the page says why.
+	refused := `document.getElementById("error").textContent.includes("` + id + `")`
+	fan.JS(button(id, "Refund…") + `.click()`)
+	fan.WaitFor("the refund's quote or its refusal", refused+` || !!`+confirm(id))
+	if fan.Text(`String(!!`+confirm(id)+`)`) == "true" {
+		fan.JS(confirm(id) + `.click()`)
+	}
+	fan.WaitFor("the refused refund", refused)
+	fan.JS(button(id2, "Refund…") + `.click()`)
+	fan.WaitFor("the refund's quote", `!!`+confirm(id2))
+	fan.JS(confirm(id2) + `.click()`)
 	fan.WaitFor("the refund", `document.querySelector("#b-`+id2+`")?.dataset.status === "REFUNDED" && document.querySelector("#b-`+id2+` .result").textContent.startsWith("Refunded")`)
 
 	// A hold whose seat locks Redis lost (a failover) while the fan was on the checkout: pay answers 410, and the

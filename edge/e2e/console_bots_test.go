@@ -31,21 +31,8 @@ func TestOperatorConsoleBotsInBrowser(t *testing.T) {
 	ctx := context.Background()
 	title := "Nagamandala " + uuid.NewString()[:6]
 	show := newShow(t, c, showSpec{title: title, saleIn: -time.Minute, queue: true})
-	op := platformtest.NewBrowser(t).Fan("operator", 4*time.Minute)
-	text := func(sel string) string {
-		return `(document.querySelector(` + strconv.Quote(sel) + `)?.textContent ?? "")`
-	}
+	op, set, text := consoleOperator(t, p)
 	fig := func(name string) string { return text(`#bot-figs [data-f="` + name + `"]`) }
-	set := func(sel, v string) {
-		op.JS(`(() => { const e = document.querySelector(` + strconv.Quote(sel) + `); e.value = ` + strconv.Quote(v) +
-			`; e.dispatchEvent(new Event("input")); })()`)
-	}
-
-	op.Go(p.BaseURL + "/admin")
-	op.WaitFor("the sign-in form", `!document.getElementById("signin").hidden`)
-	set("#token", p.AdminToken)
-	set("#opname", "Meera")
-	op.JS(`document.querySelector('#signin-form button[type="submit"]').click()`)
 	op.WaitFor("the console", `!document.getElementById("app").hidden`)
 
 	// The Bots panel, for this show: a select with a label, the show's protection in words, nothing counted yet.
@@ -161,4 +148,24 @@ func botSettings(t *testing.T, p *platformtest.Platform, show string) admission.
 		t.Fatalf("queue settings: %d %v", res.StatusCode, err)
 	}
 	return st
+}
+
+// consoleOperator opens the console in a browser of its own and signs Meera in with the admin token; set types
+// into a field as a person would, text reads an element's text in the page.
+func consoleOperator(t *testing.T, p *platformtest.Platform) (op *platformtest.Fan, set func(sel, v string), text func(sel string) string) {
+	t.Helper()
+	op = platformtest.NewBrowser(t).Fan("operator", 4*time.Minute)
+	text = func(sel string) string {
+		return `(document.querySelector(` + strconv.Quote(sel) + `)?.textContent ?? "")`
+	}
+	set = func(sel, v string) {
+		op.JS(`(() => { const e = document.querySelector(` + strconv.Quote(sel) + `); e.value = ` + strconv.Quote(v) +
+			`; e.dispatchEvent(new Event("input")); })()`)
+	}
+	op.Go(p.BaseURL + "/admin")
+	op.WaitFor("the sign-in form", `!document.getElementById("signin").hidden`)
+	set("#token", p.AdminToken)
+	set("#opname", "Meera")
+	op.JS(`document.querySelector('#signin-form button[type="submit"]').click()`)
+	return op, set, text
 }

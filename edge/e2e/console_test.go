@@ -156,7 +156,7 @@ func TestConsoleSignInBadInput(t *testing.T) {
 	if s, h, _ := o.do("GET", "/admin/figures", "", nil); s != 401 || !strings.HasPrefix(h.Get("Content-Type"), "application/problem+json") {
 		t.Fatalf("figures without a session: %d %s", s, h.Get("Content-Type"))
 	}
-	if s, _, _ := o.do("GET", "/admin/assets/nope.js", "", nil); s != 404 {
+	if s, _, _ := o.do("GET", "/admin/assets/0ld/nope.js", "", nil); s != 404 {
 		t.Fatalf("unknown asset: %d", s)
 	}
 	limited := false

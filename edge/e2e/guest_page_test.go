@@ -8,7 +8,7 @@ import (
 
 	fsclient "github.com/flashseat/flashseat/loadtest/client"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
-	"github.com/flashseat/flashseat/shared/store/redistest"
+	"github.com/flashseat/flashseat/shared/infra/redistest"
 )
 
 // TestGuestSessionWithProofInBrowser: a fan whose network has started many guest sessions lately (here every

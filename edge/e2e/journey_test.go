@@ -11,7 +11,7 @@ import (
 
 	fsclient "github.com/flashseat/flashseat/loadtest/client"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
-	"github.com/flashseat/flashseat/shared/store/redistest"
+	"github.com/flashseat/flashseat/shared/infra/redistest"
 )
 
 // The fan's journey in a real browser, through the real edge and booking (loadtest/platformtest: the payment

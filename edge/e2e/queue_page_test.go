@@ -11,7 +11,7 @@ import (
 
 	fsclient "github.com/flashseat/flashseat/loadtest/client"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
-	"github.com/flashseat/flashseat/shared/store/storetest"
+	"github.com/flashseat/flashseat/shared/infra/storetest"
 )
 
 // notificationRecorder wraps the browser's Notification so a test can see that the page notified, and what the

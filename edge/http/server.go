@@ -127,7 +127,7 @@ func New(cfg Config) *Server {
 	s.App.Get("/queue/:showId/gate", s.gateCheck)
 	s.App.Get("/healthz", s.healthz)
 	s.App.Get("/readyz", s.readyz)
-	// /metrics and pprof are on the operations address (OPS_ADDR, shared/ops), never on the public port.
+	// /metrics and pprof are on the operations address (OPS_ADDR, shared/infra/ops), never on the public port.
 	return s
 }
 

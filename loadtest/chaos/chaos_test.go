@@ -23,7 +23,7 @@ import (
 	"github.com/flashseat/flashseat/loadtest/client"
 	"github.com/flashseat/flashseat/loadtest/crowd"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
-	"github.com/flashseat/flashseat/shared/store/storetest"
+	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -141,15 +141,7 @@ func TestChaos(t *testing.T) {
 	}
 
 	prober := startProber(t, c, show)
-	played := make(chan *loadtest.Run, 1)
-	go func() {
-		log := slog.New(slog.DiscardHandler)
-		r, err := crowd.Play(ctx, crowd.Config{Client: c, Scenario: sc, ShowID: show, Seed: 13, Log: log})
-		if err != nil {
-			t.Errorf("crowd: %v", err)
-		}
-		played <- r
-	}()
+	played := play(t, ctx, crowd.Config{Client: c, Scenario: sc, ShowID: show, Seed: 13, Log: slog.New(slog.DiscardHandler)})
 
 	// Mid-sale: the queue is admitting and most fans still wait in line.
 	time.Sleep(time.Until(opens.Add(2 * time.Second)))
@@ -377,7 +369,8 @@ func (p *prober) stop() { p.cancel(); <-p.done }
 // newFanResult is the fan who arrives as the last fault ends.
 type newFanResult struct {
 	confirmed time.Time
-	receipt   bool // the waiting room handed out a place receipt
+	booking   string // the booking confirmed
+	receipt   bool   // the waiting room handed out a place receipt
 	// unknownShow counts joins the waiting room answered 404 (no such show): it forgot a show it knew.
 	unknownShow int
 	err         error
@@ -488,7 +481,7 @@ func bookEndToEnd(ctx context.Context, c *client.Client, show string) (r newFanR
 		r.err = fmt.Errorf("booking %s is %s after pay answered %d", b.BookingID, paid.Status, status)
 		return r
 	}
-	r.confirmed = time.Now()
+	r.confirmed, r.booking = time.Now(), b.BookingID
 	return r
 }
 

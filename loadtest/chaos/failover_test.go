@@ -15,8 +15,8 @@ import (
 	"github.com/flashseat/flashseat/loadtest/client"
 	"github.com/flashseat/flashseat/loadtest/crowd"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
+	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/shared/rediskey"
-	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
 // TestFailoverDuringCrowd: a flash crowd buys a queued sale from the platform on a six-node Redis Cluster, and
@@ -33,39 +33,13 @@ func TestFailoverDuringCrowd(t *testing.T) {
 	}
 	ctx := context.Background()
 	cluster := storetest.StartCluster(t, 3, 1)
-	p := platformtest.Start(t, platformtest.Options{
-		RedisClusterAddrs: cluster.Addrs, HoldTTL: time.Minute, ReconcileInterval: time.Second,
-		PaymentTimeout: 2 * time.Second, SlowDelay: 3 * time.Second, MaxConns: conns,
-		Booking: map[string]string{"PAYMENT_RECOVER_INTERVAL": "300ms", "PAYMENT_BREAKER_MIN_CALLS": "1000"},
-	})
-	tr := client.NewTransport(256)
-	t.Cleanup(tr.CloseIdleConnections)
-	c, err := client.New(p.BaseURL, tr, client.Options{AdminToken: p.AdminToken, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	sc := loadtest.Presets["smoke"]
-	sc.Name, sc.Fans, sc.Seats, sc.AdmitPerSecond, sc.MaxActive = "failover", fans, seats, 15, fans
-	// Small groups and a paced queue: the seats go to many fans over several seconds, so the master dies while
-	// the sale is in full swing, not after it.
-	sc.GroupMin, sc.GroupMax = 1, 2
-	sc.SaleDelay, sc.Ramp, sc.Patience, sc.Duration = 2*time.Second, time.Second, 50*time.Second, 70*time.Second
-	// Every fan who gets seats pays in the end, so the sale ends sold out rather than waiting out abandoned holds
-	// or handing back seats after the crowd has gone.
-	sc.Pay = loadtest.PayMix{OK: 85, DeclinedThenOK: 10, Slow: 5}
+	p, c := failoverPlatform(t, platformtest.Options{RedisClusterAddrs: cluster.Addrs, MaxConns: conns})
+	sc := failoverSale("failover", fans, seats)
 	show, opens, err := crowd.Setup(ctx, c, sc, fmt.Sprint("failover-", time.Now().UnixNano()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	played := make(chan *loadtest.Run, 1)
-	go func() {
-		r, err := crowd.Play(ctx, crowd.Config{Client: c, Scenario: sc, ShowID: show, Seed: 29})
-		if err != nil {
-			t.Errorf("crowd: %v", err)
-		}
-		played <- r
-	}()
+	played := play(t, ctx, crowd.Config{Client: c, Scenario: sc, ShowID: show, Seed: 29})
 
 	// Mid-sale: admissions, holds and payments are under way when the show's master dies.
 	time.Sleep(time.Until(opens.Add(time.Second)))
@@ -97,6 +71,9 @@ func TestFailoverDuringCrowd(t *testing.T) {
 		if n := sum.FanOutcomes[o]; n > 0 {
 			t.Errorf("%d fans ended %s", n, o)
 		}
+	}
+	if len(sum.Reasons) > 0 {
+		t.Logf("why fans ended without seats: %v", sum.Reasons)
 	}
 
 	pool, err := pgxpool.New(ctx, p.DatabaseURL)
@@ -157,4 +134,49 @@ func TestFailoverDuringCrowd(t *testing.T) {
 	if sold != seats && sum.FanOutcomes[loadtest.OutcomeExpired] == 0 {
 		t.Errorf("%d of %d seats sold when the crowd was done, want a sell-out", sold, seats)
 	}
+}
+
+// failoverPlatform starts the platform for a crowd that a store's failover meets, over opts' stores: holds that
+// outlast the failover, a sweep every second, a 2 s gateway timeout with a 3 s slow card (a 202 the recovery
+// worker settles every 300 ms), and a payment breaker that the failover's errors do not open.
+func failoverPlatform(t *testing.T, opts platformtest.Options) (*platformtest.Platform, *client.Client) {
+	t.Helper()
+	opts.HoldTTL, opts.ReconcileInterval = time.Minute, time.Second
+	opts.PaymentTimeout, opts.SlowDelay = 2*time.Second, 3*time.Second
+	opts.Booking = map[string]string{"PAYMENT_RECOVER_INTERVAL": "300ms", "PAYMENT_BREAKER_MIN_CALLS": "1000"}
+	p := platformtest.Start(t, opts)
+	tr := client.NewTransport(256)
+	t.Cleanup(tr.CloseIdleConnections)
+	c, err := client.New(p.BaseURL, tr, client.Options{AdminToken: p.AdminToken, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, c
+}
+
+// failoverSale is the queued sale a failover meets.
+func failoverSale(name string, fans, seats int) loadtest.Scenario {
+	sc := loadtest.Presets["smoke"]
+	sc.Name, sc.Fans, sc.Seats, sc.AdmitPerSecond, sc.MaxActive = name, fans, seats, 15, fans
+	// Small groups and a paced queue: the seats go to many fans over several seconds, so the store fails while
+	// the sale is in full swing, not after it.
+	sc.GroupMin, sc.GroupMax = 1, 2
+	sc.SaleDelay, sc.Ramp, sc.Patience, sc.Duration = 2*time.Second, time.Second, 50*time.Second, 70*time.Second
+	// Every fan who gets seats pays in the end, so the sale ends sold out rather than waiting out abandoned holds
+	// or handing back seats after the crowd has gone.
+	sc.Pay = loadtest.PayMix{OK: 85, DeclinedThenOK: 10, Slow: 5}
+	return sc
+}
+
+// play runs the crowd in the background and hands over its run when it is done (nil if it could not play).
+func play(t *testing.T, ctx context.Context, cfg crowd.Config) <-chan *loadtest.Run {
+	played := make(chan *loadtest.Run, 1)
+	go func() {
+		r, err := crowd.Play(ctx, cfg)
+		if err != nil {
+			t.Errorf("crowd: %v", err)
+		}
+		played <- r
+	}()
+	return played
 }

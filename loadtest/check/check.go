@@ -19,8 +19,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/loadtest"
+	"github.com/flashseat/flashseat/shared/infra/driver"
 	"github.com/flashseat/flashseat/shared/rediskey"
-	"github.com/flashseat/flashseat/shared/store/driver"
 )
 
 // Config says where the stores are and which shows to judge.
@@ -152,6 +152,10 @@ func lockedForNobody(ctx context.Context, pool *pgxpool.Pool, rdb redis.Universa
 	return nil
 }
 
+// stillPaid holds for a seat s of a CONFIRMED booking b that no refund of b has taken back: a partial refund
+// leaves the booking CONFIRMED and its seat list whole, and the refunded seat may be sold to someone else.
+const stillPaid = `NOT EXISTS (SELECT 1 FROM refunds rf WHERE rf.booking_id = b.id AND s = ANY(rf.seat_ids))`
+
 // soldTwice: a seat is in the ledger at most once, and in at most one CONFIRMED booking. The ledger's primary key
 // makes the first impossible today; checking it anyway keeps the checker independent of that schema decision.
 func soldTwice(ctx context.Context, pool *pgxpool.Pool, show string, _ Config, r *Result) error {
@@ -175,7 +179,7 @@ func soldTwice(ctx context.Context, pool *pgxpool.Pool, show string, _ Config, r
 	rows, err = pool.Query(ctx, `
 		SELECT s, string_agg(b.id, ',' ORDER BY b.id)
 		FROM bookings b, unnest(b.seat_ids) AS s
-		WHERE b.show_id = $1 AND b.status = 'CONFIRMED'
+		WHERE b.show_id = $1 AND b.status = 'CONFIRMED' AND `+stillPaid+`
 		GROUP BY s HAVING count(*) > 1 ORDER BY s`, show)
 	if err != nil {
 		return err
@@ -218,7 +222,7 @@ func soldMatchesConfirmed(ctx context.Context, pool *pgxpool.Pool, show string, 
 	}
 	rows, err = pool.Query(ctx, `
 		SELECT b.id, s FROM bookings b, unnest(b.seat_ids) AS s
-		WHERE b.show_id = $1 AND b.status = 'CONFIRMED' AND NOT EXISTS (
+		WHERE b.show_id = $1 AND b.status = 'CONFIRMED' AND `+stillPaid+` AND NOT EXISTS (
 			SELECT 1 FROM sold_seats ss WHERE ss.show_id = b.show_id AND ss.seat_id = s AND ss.booking_id = b.id)
 		ORDER BY b.id, s`, show)
 	if err != nil {

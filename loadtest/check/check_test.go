@@ -17,8 +17,8 @@ import (
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/loadtest"
 	"github.com/flashseat/flashseat/loadtest/check"
+	"github.com/flashseat/flashseat/shared/infra/redistest"
 	"github.com/flashseat/flashseat/shared/rediskey"
-	"github.com/flashseat/flashseat/shared/store/redistest"
 )
 
 func id(prefix string) string {
@@ -239,5 +239,45 @@ func TestRunOpensTheStoresByURL(t *testing.T) {
 	}
 	if got := len(byInvariant(r)[loadtest.InvStaleHold]); got != 1 {
 		t.Fatalf("got %d stale-hold violations (%v), want 1", got, r.Violations)
+	}
+}
+
+// refundSeat plants a settled refund of one seat of a paid booking returning amount (of 22500, half the booking),
+// as the refund's transaction and the gateway leave it.
+func refundSeat(t *testing.T, pool *pgxpool.Pool, show, b, seat string, amount int64) {
+	t.Helper()
+	exec(t, pool, `DELETE FROM sold_seats WHERE booking_id = $1 AND seat_id = $2`, b, seat)
+	exec(t, pool, `UPDATE tickets SET status = 'VOID' WHERE booking_id = $1 AND seat_id = $2`, b, seat)
+	exec(t, pool, `INSERT INTO refunds (id, booking_id, show_id, payment_id, seat_ids, seats_amount, percent, amount_due,
+		amount, status, updated_at) SELECT $1, $2, $3, p.id, ARRAY[$4], 22500, 50, $5, $5, 'SUCCEEDED', now() - interval '1 hour'
+		FROM payments p WHERE p.booking_id = $2`, id("rf_"), b, show, seat, amount)
+	exec(t, pool, `UPDATE payments SET refunded_amount = refunded_amount + $2 WHERE booking_id = $1`, b, amount)
+	exec(t, pool, `UPDATE bookings SET updated_at = now() - interval '1 hour' WHERE id = $1`, b)
+}
+
+// TestPartialRefundThenResaleIsClean: a seat refunded out of a booking that stays CONFIRMED and sold again to
+// another fan is one sale, not two, and half its price kept under the policy is no money kept wrongly.
+func TestPartialRefundThenResaleIsClean(t *testing.T) {
+	pool := pgtest.New(t)
+	show := newShow(t, pool)
+	b := paid(t, pool, show, "A1", "A2")
+	refundSeat(t, pool, show, b, "A1", 11250)
+	paid(t, pool, show, "A1")
+	r, err := check.Check(context.Background(), pool, nil, check.Config{ShowIDs: []string{show}, ReconcileInterval: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Violations) != 0 {
+		t.Fatalf("got violations %v, want none", r.Violations)
+	}
+	// The same refund returning more than the seat cost is money the policy did not promise.
+	exec(t, pool, `UPDATE refunds SET amount_due = 30000, amount = 30000 WHERE booking_id = $1`, b)
+	exec(t, pool, `UPDATE payments SET refunded_amount = 30000 WHERE booking_id = $1`, b)
+	r, err = check.Check(context.Background(), pool, nil, check.Config{ShowIDs: []string{show}, ReconcileInterval: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := byInvariant(r); len(got[invariant.RefundAsPromised]) == 0 || len(got) != 1 {
+		t.Fatalf("got violations %v, want only %s", r.Violations, invariant.RefundAsPromised)
 	}
 }

@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
+
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/audit"
 )
 
 // Row is one row of a hall layout.
@@ -67,11 +71,27 @@ type QueueSettings struct {
 	// BotProtection, when set, is sent with the settings: its members that are set change, the others keep
 	// their value. GET and PUT answer the show's whole bot protection.
 	BotProtection *BotProtection `json:"botProtection,omitempty"`
+	// Autotune, when set, is sent with the settings (all of it); GET and PUT answer the show's autotune, and
+	// AutotuneReason why autotune set the rate in force (empty: an operator set it).
+	Autotune       *admission.Autotune `json:"autotune,omitempty"`
+	AutotuneReason string              `json:"autotuneReason,omitempty"`
+	// Mode is "off", "always" or "threshold"; empty leaves it to Enabled (always or off). In mode "threshold" PUT
+	// sends the three limits too, the arrivals' and the cooldown's zeros included (0 arrivals: never engage on
+	// arrivals).
+	Mode                       string `json:"mode,omitempty"`
+	ActiveUsersThreshold       int    `json:"activeUsersThreshold,omitempty"`
+	NewUsersPerMinuteThreshold int    `json:"newUsersPerMinuteThreshold,omitempty"`
+	CooldownSeconds            int    `json:"cooldownSeconds,omitempty"`
 
 	Waiting       int `json:"waiting,omitempty"`
 	Active        int `json:"active,omitempty"`
 	AdmittedTotal int `json:"admittedTotal,omitempty"`
 	SkippedTotal  int `json:"skippedTotal,omitempty"` // passed over at the head of the line, absent
+	// Engaged: fans wait in line now (in threshold mode, while the queue is engaged). ActiveUsers is the live
+	// admissions and ArrivalsPerMinute the arrivals over the last minute, the figures threshold mode watches.
+	Engaged           bool  `json:"engaged,omitempty"`
+	ActiveUsers       int64 `json:"activeUsers,omitempty"`
+	ArrivalsPerMinute int64 `json:"arrivalsPerMinute,omitempty"`
 }
 
 // BotProtection is a show's bot protection as the operator API speaks it (shared/admission's BotProtection):
@@ -177,8 +197,18 @@ func (c *Client) PutQueue(ctx context.Context, showID string, q QueueSettings) (
 	var out QueueSettings
 	body := map[string]any{"enabled": q.Enabled, "admitPerSecond": q.AdmitPerSecond, "maxActive": q.MaxActive,
 		"tokenTtlSeconds": q.TokenTTLSeconds}
+	if q.Mode != "" {
+		body["mode"] = q.Mode
+	}
+	if q.Mode == "threshold" {
+		body["activeUsersThreshold"], body["newUsersPerMinuteThreshold"] = q.ActiveUsersThreshold, q.NewUsersPerMinuteThreshold
+		body["cooldownSeconds"] = q.CooldownSeconds
+	}
 	if q.BotProtection != nil {
 		body["botProtection"] = q.BotProtection
+	}
+	if q.Autotune != nil {
+		body["autotune"] = q.Autotune
 	}
 	res, err := c.do(ctx, call{method: http.MethodPut, path: "/admin/v1/shows/" + url.PathEscape(showID) + "/queue",
 		bearer: c.adminToken, body: body, out: &out})
@@ -195,10 +225,30 @@ func (c *Client) Bots(ctx context.Context, showID string) (BotFigures, error) {
 
 // Queue reads a show's waiting-room settings and counters.
 func (c *Client) Queue(ctx context.Context, showID string) (QueueSettings, error) {
+	out, res, err := c.QueueView(ctx, showID)
+	return out, expect("get queue", res, err, http.StatusOK)
+}
+
+// QueueView is Queue with the server's answer as it came, for a caller that counts statuses.
+func (c *Client) QueueView(ctx context.Context, showID string) (QueueSettings, Result, error) {
 	var out QueueSettings
 	res, err := c.do(ctx, call{method: http.MethodGet, path: "/admin/v1/shows/" + url.PathEscape(showID) + "/queue",
 		bearer: c.adminToken, out: &out})
-	return out, expect("get queue", res, err, http.StatusOK)
+	return out, res, err
+}
+
+// Audit reads a show's operator audit log since a time, newest first: the entries of the actions named (all
+// when none), at most 1,000.
+func (c *Client) Audit(ctx context.Context, showID string, since time.Time, actions ...string) ([]audit.Entry, error) {
+	q := url.Values{"showId": {showID}, "since": {since.UTC().Format(time.RFC3339Nano)}, "limit": {"1000"}}
+	if len(actions) > 0 {
+		q.Set("action", strings.Join(actions, ","))
+	}
+	var out struct {
+		Entries []audit.Entry `json:"entries"`
+	}
+	res, err := c.do(ctx, call{method: http.MethodGet, path: "/admin/v1/audit", query: q, bearer: c.adminToken, out: &out})
+	return out.Entries, expect("audit", res, err, http.StatusOK)
 }
 
 // Stats reads a show's seat counters.

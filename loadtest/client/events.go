@@ -22,6 +22,10 @@ type QueueEvent struct {
 	EtaSeconds     float64   `json:"etaSeconds"`
 	AdmissionToken string    `json:"admissionToken"`
 	ExpiresAt      time.Time `json:"expiresAt"`
+	// Receipt is a newer place receipt, of an event of Kind "receipt": not the server's event but the stream's
+	// (re)connection answering with the fs_place_{show} cookie, as a browser's cookie jar would keep it. Follow
+	// presents it on its next reconnects itself; the fan keeps it for a re-join.
+	Receipt string `json:"-"`
 }
 
 // ErrStreamRefused is returned when the server answered the stream request with a 4xx: retrying cannot help.
@@ -46,8 +50,19 @@ func (c *Client) Follow(ctx context.Context, user, showID, receipt string, handl
 		s.Headers[HeaderPlaceReceipt] = receipt
 	}
 	s.ReconnectStrategy = backoff.WithContext(backoff.WithMaxTries(&reconnectBackOff{}, 8), ctx)
+	var stopped bool
+	cookie := "fs_place_" + showID
 	s.ResponseValidator = func(_ *sse.Client, resp *http.Response) error {
 		if resp.StatusCode == http.StatusOK {
+			for _, k := range resp.Cookies() {
+				if k.Name == cookie && k.Value != "" && k.Value != s.Headers[HeaderPlaceReceipt] {
+					s.Headers[HeaderPlaceReceipt] = k.Value
+					if !stopped && !handle(QueueEvent{Kind: "receipt", Receipt: k.Value}) {
+						stopped = true
+						stop()
+					}
+				}
+			}
 			return nil
 		}
 		resp.Body.Close()
@@ -58,7 +73,6 @@ func (c *Client) Follow(ctx context.Context, user, showID, receipt string, handl
 		return err
 	}
 
-	var stopped bool
 	handler := func(msg *sse.Event) {
 		// A heartbeat comment reaches here as an event carrying only the last id (r3labs fills it in): skip it.
 		if stopped || (len(msg.Event) == 0 && len(msg.Data) == 0) {

@@ -30,11 +30,15 @@ import (
 // beside the smoke test's, on a server shared with every test of the machine. edge is further edge variables.
 func start(t *testing.T, edge map[string]string) (*client.Client, *platformtest.Platform) {
 	t.Helper()
-	p := platformtest.Start(t, platformtest.Options{
-		HoldTTL: time.Minute, PaymentTimeout: 2 * time.Second, SlowDelay: 3 * time.Second, MaxConns: 8,
-		Booking: map[string]string{"PAYMENT_RECOVER_INTERVAL": "300ms", "PAYMENT_BREAKER_MIN_CALLS": "1000"},
-		Edge:    edge,
-	})
+	return startWith(t, platformtest.Options{MaxConns: 8, Edge: edge})
+}
+
+// startWith is start with further options (the stores, the pool); the tuning above is applied over them.
+func startWith(t *testing.T, opts platformtest.Options) (*client.Client, *platformtest.Platform) {
+	t.Helper()
+	opts.HoldTTL, opts.PaymentTimeout, opts.SlowDelay = time.Minute, 2*time.Second, 3*time.Second
+	opts.Booking = map[string]string{"PAYMENT_RECOVER_INTERVAL": "300ms", "PAYMENT_BREAKER_MIN_CALLS": "1000"}
+	p := platformtest.Start(t, opts)
 	tr := client.NewTransport(256)
 	t.Cleanup(tr.CloseIdleConnections)
 	c, err := client.New(p.BaseURL, tr, client.Options{AdminToken: p.AdminToken, Timeout: 10 * time.Second})

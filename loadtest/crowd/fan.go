@@ -109,7 +109,7 @@ func (p *fan) until(ctx context.Context, step loadtest.Step, want int, do func()
 			p.cutOff()
 			return false
 		case !busy(res) && err == nil:
-			p.end(loadtest.OutcomeError, string(step)+": status "+client.Outcome(res, err))
+			p.end(loadtest.OutcomeError, string(step)+": status "+client.Outcome(res, err)+" "+res.ProblemSlug())
 			return false
 		case !p.backoff(ctx, try, res.RetryAfter):
 			p.cutOff()
@@ -136,7 +136,7 @@ func (p *fan) play(ctx context.Context) {
 	}) {
 		return
 	}
-	p.receipt = q.Receipt
+	p.keepReceipt(q.Receipt)
 	p.f.Joined, p.f.JoinStatus = p.cr.rec.Since(time.Now()), q.Status
 	joined := time.Now()
 	switch q.Status {

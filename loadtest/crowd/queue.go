@@ -87,6 +87,15 @@ func (p *fan) await(ctx context.Context, q client.QueueState) string {
 			}
 			if t := ticket(ev.ID); t > 0 {
 				p.f.Ticket = t
+				if receiptSeq(p.receipt) == 0 {
+					// The draw gave the fan a ticket its receipt (from a join before the opening) cannot prove:
+					// one status answer carries a receipt that does, the one to come back with if the waiting
+					// room forgets the fan. Without it a Redis loss after the draw sends the fan to the back.
+					if st, res, err := p.cr.c.QueueStatus(ctx, p.user, p.cr.showID); err == nil &&
+						res.Status == http.StatusOK {
+						p.keepReceipt(st.Receipt)
+					}
+				}
 			}
 			if p.probe {
 				p.runProbe(ctx)
@@ -101,6 +110,10 @@ func (p *fan) await(ctx context.Context, q client.QueueState) string {
 		case "sold_out", "closed":
 			final = ev.Kind
 			return false
+		case "receipt":
+			// The stream's connection refreshed the fan's place receipt (after the opening's draw, a ticket
+			// where the join's receipt had none): the one to come back with if the waiting room forgets the fan.
+			p.keepReceipt(ev.Receipt)
 		}
 		return true
 	})
@@ -124,6 +137,9 @@ func (p *fan) await(ctx context.Context, q client.QueueState) string {
 			continue
 		}
 		if res.Status == http.StatusOK {
+			if st.Receipt != "" {
+				p.keepReceipt(st.Receipt) // the newest, as the cookie a browser's poll gets
+			}
 			switch st.Status {
 			case "admitted":
 				if st.AdmissionToken != "" {
@@ -149,19 +165,20 @@ func (p *fan) await(ctx context.Context, q client.QueueState) string {
 }
 
 // rejoin joins again after the waiting room forgot the fan, presenting its place receipt, and records a place
-// lost: a re-join that puts the fan behind the last position it was told, or a show the room no longer knows.
-// It returns a verdict (admitted, sold_out, closed) when the re-join gave one, else "" to keep waiting.
+// lost: a re-join that gives the fan another ticket than its receipt's (when both are known; else one that puts
+// it behind the last position it was told), or a show the room no longer knows. The position alone can grow with
+// the same ticket: a queue rebuilt from its record counts from a cursor up to a second behind. It returns a
+// verdict (admitted, sold_out, closed) when the re-join gave one, else "" to keep waiting.
 func (p *fan) rejoin(ctx context.Context) string {
 	p.f.Rejoins++
 	for try := 0; ctx.Err() == nil; try++ {
 		began := time.Now()
+		presented := receiptSeq(p.receipt)
 		q, res, err := p.cr.c.Join(ctx, p.user, p.cr.showID, p.receipt)
 		p.obs(loadtest.StepJoin, began, res, err)
 		switch {
 		case res.Status == http.StatusOK:
-			if q.Receipt != "" {
-				p.receipt = q.Receipt
-			}
+			p.keepReceipt(q.Receipt)
 			switch q.Status {
 			case "admitted":
 				if st, res, err := p.cr.c.QueueStatus(ctx, p.user, p.cr.showID); err == nil &&
@@ -173,8 +190,16 @@ func (p *fan) rejoin(ctx context.Context) string {
 			case "sold_out", "closed":
 				return q.Status
 			}
-			if p.lastPos > 0 && q.Position > p.lastPos && p.f.PlaceLost == "" {
-				p.f.PlaceLost = "re-join put it at " + itoa(q.Position) + ", behind its place " + itoa(p.lastPos)
+			switch got := receiptSeq(q.Receipt); {
+			case p.f.PlaceLost != "":
+			case presented > 0 && got > 0:
+				if got != presented {
+					p.f.PlaceLost = "re-join gave it ticket " + itoa(int(got)) + " for its receipt's " + itoa(int(presented)) +
+						" (position " + itoa(q.Position) + ", told " + itoa(p.lastPos) + " before)"
+				}
+			case p.lastPos > 0 && q.Position > p.lastPos:
+				p.f.PlaceLost = "re-join put it at " + itoa(q.Position) + ", behind its place " + itoa(p.lastPos) +
+					" (its receipt's ticket " + itoa(int(presented)) + ", the answer's " + itoa(int(got)) + ")"
 			}
 			if q.Position > 0 {
 				p.position(q.Position)
@@ -217,23 +242,49 @@ func ticket(id string) int64 {
 	return n
 }
 
+// keepReceipt keeps r as the fan's place receipt when it is one (the newest is the one to come back with), and its
+// ticket as the fan's place in line when it names one (a pre-opening receipt names none).
+func (p *fan) keepReceipt(r string) {
+	if r == "" {
+		return
+	}
+	p.receipt = r
+	if seq := receiptSeq(r); seq > 0 {
+		p.f.Ticket = seq
+	}
+}
+
+// receiptSeq reads a place receipt's ticket (its seq claim) without verifying it: the fan is not the verifier,
+// the waiting room is. 0 when unreadable or when the receipt names no ticket.
+func receiptSeq(r string) int64 {
+	var c struct {
+		Seq int64 `json:"seq"`
+	}
+	if !claims(r, &c) {
+		return 0
+	}
+	return c.Seq
+}
+
 // claimTimes reads the iat and exp claims of an admission token without verifying it (the fan is not the
 // verifier; the gate is, and the token-accepted invariant checks that it did). Zeros when unreadable.
 func claimTimes(tok string) (iat, exp int64) {
-	parts := strings.Split(tok, ".")
-	if len(parts) != 3 {
-		return 0, 0
-	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return 0, 0
-	}
 	var c struct {
 		IAT float64 `json:"iat"`
 		EXP float64 `json:"exp"`
 	}
-	if json.Unmarshal(b, &c) != nil {
+	if !claims(tok, &c) {
 		return 0, 0
 	}
 	return int64(c.IAT), int64(c.EXP)
+}
+
+// claims decodes a JWT's claims into v, unverified; false when tok is no JWT.
+func claims(tok string, v any) bool {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	return err == nil && json.Unmarshal(b, v) == nil
 }

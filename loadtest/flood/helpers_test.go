@@ -17,8 +17,8 @@ import (
 	"github.com/flashseat/flashseat/loadtest/crowd"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/infra/driver"
 	"github.com/flashseat/flashseat/shared/pow"
-	"github.com/flashseat/flashseat/shared/store/driver"
 )
 
 // scale divides the default difficulties in the tests `make test` runs: under the race detector hashing is

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
@@ -229,6 +230,20 @@ func (f *Fan) OnNewDocument(script string) {
 		return err
 	})); err != nil {
 		f.t.Fatalf("%s: add a script: %v", f.Name, err)
+	}
+}
+
+// Languages sets the languages the fan's browser prefers, most preferred first ("hi-IN", "hi"), as a phone set to
+// them would: its Accept-Language header and navigator.language(s) say them from the next page on.
+func (f *Fan) Languages(langs ...string) {
+	f.t.Helper()
+	v, err := chromedp.CallBrowser(f.Ctx, browser.GetVersion, cdp.Empty{})
+	if err == nil {
+		_, err = chromedp.Call(f.Ctx, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{
+			UserAgent: v.UserAgent, AcceptLanguage: strings.Join(langs, ",")})
+	}
+	if err != nil {
+		f.t.Fatalf("%s: languages: %v", f.Name, err)
 	}
 }
 

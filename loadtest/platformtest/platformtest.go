@@ -27,9 +27,9 @@ import (
 	"github.com/flashseat/flashseat/booking/payment/sim"
 	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	edgeapp "github.com/flashseat/flashseat/edge/app"
-	"github.com/flashseat/flashseat/shared/store/driver"
-	"github.com/flashseat/flashseat/shared/store/redistest"
-	"github.com/flashseat/flashseat/shared/store/storetest"
+	"github.com/flashseat/flashseat/shared/infra/driver"
+	"github.com/flashseat/flashseat/shared/infra/redistest"
+	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -45,6 +45,13 @@ type Options struct {
 	// MaxConns caps booking's Postgres pool (pool_max_conns); 0 keeps booking's own default (32). Tests that start
 	// several platforms at once keep it small: the server has 100 connections for every test of the machine.
 	MaxConns int
+	// DatabaseServer is the PostgreSQL the test's database is created on (a URL, perhaps multi-host, as a
+	// failover formation's); default DATABASE_URL's server (pgtest).
+	DatabaseServer string
+	// PgBouncer puts a PgBouncer of the test's (transaction pooling, this many server connections) between
+	// booking and the edge and their database, with DATABASE_POOLER=pgbouncer; 0: they reach it directly.
+	// Platform.DatabaseURL stays the direct URL, for a test's own reads.
+	PgBouncer int
 	// RedisURL is the single Redis (REDIS_URL); default $REDIS_URL, else redis://127.0.0.1:6379/0.
 	RedisURL string
 	// RedisClusterAddrs puts the platform on a Redis Cluster (REDIS_CLUSTER_ADDRS) instead of REDIS_URL's Redis:
@@ -61,6 +68,9 @@ type Options struct {
 	// Edges is how many edge replicas serve the waiting room and the gate (default 1): the same configuration and
 	// admission key on their own ports, sharing Redis and booking, as a deployment scales the edge.
 	Edges int
+	// Bookings is how many booking replicas run (default 1): the same configuration on their own ports, sharing
+	// the stores. The edge forwards to the first (BookingURL); a test reaches the others at BookingURLs.
+	Bookings int
 	// NoContractCheck sends the test's requests to the edge directly rather than through the proxy that checks
 	// them and their answers against openapi.yaml (contract.go). Benchmarks never go through it.
 	NoContractCheck bool
@@ -71,6 +81,7 @@ type Platform struct {
 	BaseURL     string   // the edge, the only address a fan uses (through the contract check, contract.go)
 	EdgeURLs    []string // every edge replica, BaseURL first
 	BookingURL  string   // booking itself, behind the edge
+	BookingURLs []string // every booking replica, BookingURL first
 	PaymentURL  string   // the payment simulator
 	AdminToken  string   // the operator token of booking and the edge
 	AuthSecret  string   // booking's and the edge's user-token secret (HS256)
@@ -82,7 +93,9 @@ type Platform struct {
 	RedisURL string // the shared Redis (REDIS_URL, default redis://127.0.0.1:6379/0); empty on a cluster
 	// RedisClusterAddrs are the cluster's nodes when Options put the platform on one.
 	RedisClusterAddrs []string
-	Options           Options
+	// Bouncer is the PgBouncer between the services and the database when Options asked for one.
+	Bouncer *storetest.PgBouncer
+	Options Options
 }
 
 // Start starts the platform on free loopback ports and stops it in t.Cleanup. It fails the test when a service
@@ -105,7 +118,12 @@ func Start(t testing.TB, opts Options) *Platform {
 		t.Fatalf("platformtest: SlowDelay %s must exceed PaymentTimeout %s, or pm_card_slow is just a slow ok",
 			opts.SlowDelay, opts.PaymentTimeout)
 	}
-	_, dbURL := pgtest.NewWithURL(t)
+	var dbURL string
+	if opts.DatabaseServer != "" {
+		_, dbURL = pgtest.NewOn(t, opts.DatabaseServer)
+	} else {
+		_, dbURL = pgtest.NewWithURL(t)
+	}
 	redisURL := sharedRedis(opts.RedisURL)
 	redisEnv := map[string]string{"REDIS_URL": redisURL}
 	if len(opts.RedisClusterAddrs) > 0 {
@@ -147,12 +165,17 @@ func Start(t testing.TB, opts Options) *Platform {
 	// Before the services start, so that it runs once they have stopped: the test's event stream goes with its
 	// shows' keys.
 	DeleteShowsAfter(t, dbURL, redisEnv, stream)
-	bookingDB := dbURL
+	servicesDB, pooler := dbURL, ""
+	if opts.PgBouncer > 0 {
+		p.Bouncer = storetest.StartPgBouncer(t, dbURL, opts.PgBouncer)
+		servicesDB, pooler = p.Bouncer.URL, driver.PoolerPgBouncer
+	}
+	bookingDB := servicesDB
 	if opts.MaxConns > 0 {
-		bookingDB = withParam(dbURL, "pool_max_conns", strconv.Itoa(opts.MaxConns))
+		bookingDB = withParam(servicesDB, "pool_max_conns", strconv.Itoa(opts.MaxConns))
 	}
 	env := map[string]string{
-		"BOOKING_ADDR": bookingAddr, "DATABASE_URL": bookingDB, "ADMIN_TOKEN": p.AdminToken,
+		"BOOKING_ADDR": bookingAddr, "DATABASE_URL": bookingDB, "DATABASE_POOLER": pooler, "ADMIN_TOKEN": p.AdminToken,
 		"AUTH_SECRET": p.AuthSecret, "HOLD_TTL": opts.HoldTTL.String(),
 		"RECONCILE_INTERVAL": opts.ReconcileInterval.String(), "PAYMENT_TIMEOUT": opts.PaymentTimeout.String(),
 		"PAYMENT_GATEWAY_URL": p.PaymentURL, "PAYMENT_WEBHOOK_SECRET": webhookSecret,
@@ -179,9 +202,18 @@ func Start(t testing.TB, opts Options) *Platform {
 	p.BookingURL = Serve(t, "booking", func(ctx context.Context, ready func(string)) error {
 		return bookingapp.Run(ctx, bcfg, log, ready)
 	})
+	p.BookingURLs = []string{p.BookingURL}
+	for range max(1, opts.Bookings) - 1 {
+		// The simulator's webhooks go to the first replica, as a load balancer would send them to one of them.
+		cfg := bcfg
+		cfg.Addr, cfg.OpsAddr, cfg.OpsBound = "127.0.0.1:0", "", nil
+		p.BookingURLs = append(p.BookingURLs, Serve(t, "booking", func(ctx context.Context, ready func(string)) error {
+			return bookingapp.Run(ctx, cfg, log, ready)
+		}))
+	}
 
 	eenv := map[string]string{
-		"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": p.BookingURL, "DATABASE_URL": dbURL,
+		"EDGE_ADDR": "127.0.0.1:0", "BOOKING_URL": p.BookingURL, "DATABASE_URL": servicesDB, "DATABASE_POOLER": pooler,
 		"AUTH_SECRET": p.AuthSecret, "ADMIN_TOKEN": p.AdminToken, "ADMISSION_SIGNING_KEY": token.EncodeSeed(key),
 		"ADMISSION_KEY_ID": key.ID, "EVENTS_STREAM": stream,
 		// A browser test's fan walks through many pages and bookings in seconds; at the default per-user limit

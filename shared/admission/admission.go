@@ -43,7 +43,11 @@ var (
 
 // Settings are an operator's settings for a show's waiting room.
 type Settings struct {
-	Enabled         bool    `json:"enabled"`
+	// Enabled is Mode != ModeOff (what the contract answers as "enabled"); settle keeps the two in step.
+	Enabled bool `json:"enabled"`
+	// Mode is ModeOff, ModeAlways or ModeThreshold (mode.go); empty only in DefaultSettings, where the keeper's
+	// site-wide default mode applies.
+	Mode            string  `json:"mode"`
 	AdmitPerSecond  float64 `json:"admitPerSecond"`
 	MaxActive       int     `json:"maxActive"`
 	TokenTTLSeconds int     `json:"tokenTtlSeconds"`
@@ -55,13 +59,17 @@ type Settings struct {
 	TurnHoldSeconds int `json:"turnHoldSeconds"`
 	// Bot is the show's bot protection (bot.go).
 	Bot BotProtection `json:"botProtection"`
+	// Page is the queue page's message and language (page.go).
+	Page Page `json:"page"`
+	// Tuning is the threshold mode's limits and autotune (mode.go), answered at the top level of the settings.
+	Tuning
 }
 
 // DefaultSettings apply to a show whose operator has set nothing: queue off, and bot protection on for when it
 // is switched on.
 func DefaultSettings() Settings {
 	return Settings{Enabled: false, AdmitPerSecond: 10, MaxActive: 200, TokenTTLSeconds: 600,
-		TurnHoldSeconds: 600, Bot: DefaultBotProtection()}
+		TurnHoldSeconds: 600, Bot: DefaultBotProtection(), Page: DefaultPage(), Tuning: DefaultTuning()}
 }
 
 // Validate rejects settings no queue can run with.
@@ -75,6 +83,16 @@ func (s Settings) Validate() error {
 		return errors.New("tokenTtlSeconds must be in [10, 86400]")
 	case s.TurnHoldSeconds < 0 || s.TurnHoldSeconds > 86400:
 		return errors.New("turnHoldSeconds must be in [0, 86400]")
+	case s.Mode != "" && !ValidMode(s.Mode):
+		return fmt.Errorf("mode must be %q, %q or %q", ModeOff, ModeAlways, ModeThreshold)
+	case s.Mode != "" && (s.Mode != ModeOff) != s.Enabled:
+		return fmt.Errorf("enabled: %t contradicts mode %q", s.Enabled, s.Mode)
+	}
+	if err := s.Tuning.Validate(); err != nil {
+		return err
+	}
+	if err := s.Page.Validate(); err != nil {
+		return err
 	}
 	return s.Bot.Validate()
 }

@@ -17,9 +17,9 @@ import (
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
 	admredis "github.com/flashseat/flashseat/shared/admission/redis"
+	"github.com/flashseat/flashseat/shared/infra/redistest"
+	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/shared/rediskey"
-	"github.com/flashseat/flashseat/shared/store/redistest"
-	"github.com/flashseat/flashseat/shared/store/storetest"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -236,7 +236,8 @@ func TestUpdateRecordsThenCaches(t *testing.T) {
 	pool := pgtest.New(t)
 	k := admissiontest.Keeper(t, pool, rdb)
 	show := admissiontest.Show(t, rdb, "adm-")
-	want := admission.Settings{Enabled: true, AdmitPerSecond: 2.5, MaxActive: 7, TokenTTLSeconds: 60, Paused: true}
+	want := admission.Settings{Enabled: true, Mode: admission.ModeAlways, AdmitPerSecond: 2.5, MaxActive: 7,
+		TokenTTLSeconds: 60, Paused: true}
 	old, now, err := k.Update(ctx, show, func(admission.Settings) (admission.Settings, error) { return want, nil })
 	if err != nil || old != admission.DefaultSettings() || now != want {
 		t.Fatalf("update: got %+v -> %+v, %v", old, now, err)
@@ -389,7 +390,9 @@ func TestNoQueueReadOnce(t *testing.T) {
 	for range 20 {
 		check(k, nil)
 	}
-	if s, err := k.Settings(ctx, show); err != nil || s != admission.DefaultSettings() {
+	off := admission.DefaultSettings()
+	off.Mode = admission.ModeOff
+	if s, err := k.Settings(ctx, show); err != nil || s != off {
 		t.Fatalf("settings: got %+v, %v; want the defaults (off)", s, err)
 	}
 	if n := rec.SettingsReads(); n != 1 {
@@ -458,5 +461,74 @@ func TestSyncReplacesOlderSettings(t *testing.T) {
 	}
 	if v, ok, err := admredis.New(rdb).Version(ctx, show); err != nil || !ok || v != 1 {
 		t.Fatalf("cached version: %d %v %v, want 1", v, ok, err)
+	}
+}
+
+// TestModes: enabled alone still switches between "always" and "off", a mode sets enabled with it, the site-wide
+// default mode applies to a show nobody set, and mode and limits survive the cache's loss (restored from the
+// record).
+func TestModes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := newRedis(t)
+	pool := pgtest.New(t)
+	k := admissiontest.Keeper(t, pool, rdb)
+	if err := k.SetDefaultMode("sometimes"); err == nil {
+		t.Fatal("default mode: a made-up mode was accepted")
+	}
+	if err := k.SetDefaultMode(admission.ModeThreshold); err != nil {
+		t.Fatal(err)
+	}
+	show := admissiontest.Show(t, rdb, "adm-")
+	if s, err := k.Settings(ctx, show); err != nil || s.Mode != admission.ModeThreshold || !s.Enabled {
+		t.Fatalf("a show nobody set: got mode %q enabled %t, %v; want the site's threshold", s.Mode, s.Enabled, err)
+	}
+	steps := []struct {
+		name    string
+		fn      func(admission.Settings) admission.Settings
+		mode    string
+		enabled bool
+	}{
+		{"enabled false alone means off", func(s admission.Settings) admission.Settings { s.Enabled = false; return s }, admission.ModeOff, false},
+		{"enabled true alone means always", func(s admission.Settings) admission.Settings { s.Enabled = true; return s }, admission.ModeAlways, true},
+		{"a mode sets enabled", func(s admission.Settings) admission.Settings {
+			s.Mode, s.ActiveUsersThreshold, s.CooldownSeconds = admission.ModeThreshold, 50, 5
+			return s
+		}, admission.ModeThreshold, true},
+		{"off", func(s admission.Settings) admission.Settings { s.Mode = admission.ModeOff; return s }, admission.ModeOff, false},
+	}
+	for _, st := range steps {
+		_, now, err := k.Update(ctx, show, func(s admission.Settings) (admission.Settings, error) { return st.fn(s), nil })
+		if err != nil || now.Mode != st.mode || now.Enabled != st.enabled {
+			t.Fatalf("%s: got mode %q enabled %t, %v; want %q %t", st.name, now.Mode, now.Enabled, err, st.mode, st.enabled)
+		}
+	}
+	if _, _, err := k.Update(ctx, show, func(s admission.Settings) (admission.Settings, error) {
+		s.Mode = "sometimes"
+		return s, nil
+	}); err == nil {
+		t.Fatal("a made-up mode was recorded")
+	}
+	if _, _, err := k.Update(ctx, show, func(s admission.Settings) (admission.Settings, error) {
+		s.Mode, s.ActiveUsersThreshold, s.NewUsersPerMinuteThreshold, s.CooldownSeconds = admission.ModeThreshold, 50, 300, 7
+		s.Autotune = admission.Autotune{Enabled: true, MinAdmitPerSecond: 2, MaxAdmitPerSecond: 40, TargetHoldP99Ms: 250}
+		return s, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Redis loses the show's settings: the record brings mode and limits back.
+	if err := rdb.Del(ctx, rediskey.QueueConfig(show)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := k.Settings(ctx, show)
+	want := admission.Tuning{ActiveUsersThreshold: 50, NewUsersPerMinuteThreshold: 300, CooldownSeconds: 7,
+		Autotune: admission.Autotune{Enabled: true, MinAdmitPerSecond: 2, MaxAdmitPerSecond: 40, TargetHoldP99Ms: 250}}
+	if err != nil || s.Mode != admission.ModeThreshold || !s.Enabled || s.Tuning != want {
+		t.Fatalf("after the cache's loss: got mode %q %+v, %v; want threshold %+v", s.Mode, s.Tuning, err, want)
+	}
+	vals, err := rdb.HMGet(ctx, rediskey.QueueConfig(show), rediskey.QueueMode, rediskey.QueueActiveThreshold,
+		rediskey.QueueArrivalThreshold, rediskey.QueueCooldown).Result()
+	if err != nil || vals[0] != "threshold" || vals[1] != "50" || vals[2] != "300" || vals[3] != "7" {
+		t.Fatalf("the scripts' fields: got %v, %v", vals, err)
 	}
 }

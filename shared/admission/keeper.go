@@ -26,6 +26,10 @@ type Record interface {
 	Revoke(ctx context.Context, g Grant) (newly bool, err error)
 	// RevokeJTI revokes the admission jti of show; ErrUnknownAdmission if none is on record.
 	RevokeJTI(ctx context.Context, show, jti string) (Grant, error)
+	// Admitted reports whether any admission of user to show is on record: live, expired or revoked, until
+	// pruned. The waiting room asks it of a fan whose ticket a rebuilt queue's cursor had passed (served, or
+	// skipped while away?).
+	Admitted(ctx context.Context, show, user string) (bool, error)
 	// RevokeUser revokes every live admission of user to show and returns them (none: an empty slice).
 	RevokeUser(ctx context.Context, show, user string, now time.Time) ([]Grant, error)
 	// Prune forgets admissions that expired before before: an expired token is refused by its exp alone.
@@ -89,6 +93,8 @@ type Keeper struct {
 	now   func() time.Time
 
 	restores flights[Settings] // joined however long ago they began: a restore's answer is the record's
+	// defaultMode is the site-wide mode of a show whose operator never set one (SetDefaultMode).
+	defaultMode string
 }
 
 // NewKeeper returns a keeper of cache over rec.
@@ -97,6 +103,29 @@ func NewKeeper(rec Record, cache Cache, log *slog.Logger) *Keeper {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Keeper{rec: rec, cache: cache, log: log, now: time.Now}
+}
+
+// SetDefaultMode sets the site-wide queue mode (ModeOff, ModeAlways or ModeThreshold) of shows whose operator
+// never set one, before the keeper is used. Every edge and booking replica must be given the same (QUEUE_MODE):
+// whichever restores a show first caches the answer for all.
+func (k *Keeper) SetDefaultMode(mode string) error {
+	if !ValidMode(mode) {
+		return fmt.Errorf("admission: queue mode must be %q, %q or %q, not %q", ModeOff, ModeAlways, ModeThreshold, mode)
+	}
+	k.defaultMode = mode
+	return nil
+}
+
+// withDefault fills in the site-wide mode on settings that have none (DefaultSettings: no record).
+func (k *Keeper) withDefault(s Settings) Settings {
+	if s.Mode == "" {
+		s.Mode = s.QueueMode()
+		if k.defaultMode != "" {
+			s.Mode = k.defaultMode
+		}
+		s.Enabled = s.Mode != ModeOff
+	}
+	return s
 }
 
 // Record is the keeper's record, for callers that read admissions directly (a kick by user).
@@ -131,7 +160,7 @@ func (k *Keeper) restore(ctx context.Context, show string) (Settings, error) {
 		// Redis, not PostgreSQL. A failover that loses it loses it with the show's other keys, and the miss
 		// comes back here; an operator's first change (version 1) replaces it (Put). A failure to cache
 		// changes nothing of the answer, which the record gave.
-		s = DefaultSettings()
+		s = k.withDefault(DefaultSettings())
 		if err := k.cache.Fill(ctx, show, s, 0, nil, nil); err != nil {
 			k.log.Warn("admission: cannot cache a show's queue as off", "show", show, "err", err)
 		}
@@ -236,7 +265,14 @@ func (k *Keeper) Run(ctx context.Context, check, full time.Duration) {
 // Update changes a show's settings: the record first, then the cache (which announces the change to every
 // replica). It returns the settings before and after.
 func (k *Keeper) Update(ctx context.Context, show string, fn func(Settings) (Settings, error)) (old, now Settings, err error) {
-	old, now, version, err := k.rec.Update(ctx, show, fn)
+	old, now, version, err := k.rec.Update(ctx, show, func(cur Settings) (Settings, error) {
+		cur = k.withDefault(cur)
+		next, err := fn(cur)
+		if err != nil {
+			return next, err
+		}
+		return settle(cur, next)
+	})
 	if err != nil {
 		return old, now, err
 	}

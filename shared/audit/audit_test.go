@@ -73,6 +73,23 @@ func TestRecordList(t *testing.T) {
 	if got := actions(one); got != "admission.revoke" {
 		t.Fatalf("limit 1: got %s", got)
 	}
+	recent, err := l.List(ctx, audit.Filter{ShowID: "s1", Since: at.Add(time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := actions(recent); got != "admission.revoke" {
+		t.Fatalf("s1 since after the first entry: got %s", got)
+	}
+	queue, err := l.List(ctx, audit.Filter{Actions: []string{"queue.settings", "queue.pause"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := actions(queue); got != "queue.pause,queue.settings" {
+		t.Fatalf("two actions: got %s", got)
+	}
+	if got, err := l.List(ctx, audit.Filter{Actions: []string{"queue.settings"}, Since: at.Add(time.Second)}); err != nil || len(got) != 0 {
+		t.Fatalf("an action, since after its only entry: got %v, %v", got, err)
+	}
 	none, err := l.List(ctx, audit.Filter{ShowID: "nope"})
 	if err != nil || none == nil || len(none) != 0 {
 		t.Fatalf("unknown show: got %v, %v; want an empty list", none, err)
@@ -133,4 +150,33 @@ func actions(es []audit.Entry) string {
 		s[i] = e.Action
 	}
 	return strings.Join(s, ",")
+}
+
+// TestRecordEventOnce: an entry recorded from an event is kept once however often it is recorded (the stream
+// delivers at least once), while operator entries, which have no event, are all kept.
+func TestRecordEventOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l := newLog(t)
+	for range 3 {
+		for _, e := range []audit.Entry{
+			{Actor: "fan u1", Action: "ticket.transfer_sent", ShowID: "s1", New: json.RawMessage(`{"seatId":"A1"}`), EventID: "ob_7"},
+			{Actor: "fan u2", Action: "ticket.transferred", ShowID: "s1", New: json.RawMessage(`{"seatId":"A1"}`), EventID: "ob_8"},
+			{Action: "queue.pause", ShowID: "s1", New: json.RawMessage(`true`)},
+		} {
+			if err := l.Record(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	all, err := l.List(ctx, audit.Filter{ShowID: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := actions(all); got != "queue.pause,queue.pause,queue.pause,ticket.transferred,ticket.transfer_sent" {
+		t.Fatalf("entries %s, want each event's once and every operator change", got)
+	}
+	if all[3].EventID != "ob_8" || all[0].EventID != "" {
+		t.Errorf("event ids %q %q", all[3].EventID, all[0].EventID)
+	}
 }

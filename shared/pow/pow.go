@@ -15,6 +15,7 @@
 package pow
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -83,17 +84,15 @@ func NewIssuer(secret []byte) (*Issuer, error) {
 		return nil, errors.New("pow: the secret must be at least 32 bytes")
 	}
 	key := append([]byte(nil), secret...)
-	return &Issuer{macs: sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}, nil
+	return &Issuer{macs: sync.Pool{New: func() any { return &mac{h: hmac.New(sha256.New, key)} }}}, nil
 }
 
 func (is *Issuer) sign(challenge string) string {
-	m := is.macs.Get().(hash.Hash)
-	m.Reset()
-	m.Write([]byte(challenge))
-	var sum [sha256.Size]byte
-	out := hex.EncodeToString(m.Sum(sum[:0]))
-	is.macs.Put(m)
-	return out
+	m := is.macs.Get().(*mac)
+	defer is.macs.Put(m)
+	m.h.Reset()
+	m.h.Write([]byte(challenge))
+	return hex.EncodeToString(m.h.Sum(m.out[:0]))
 }
 
 // Issue makes a challenge on t's terms at now.
@@ -128,8 +127,13 @@ func (is *Issuer) Issue(t Terms, now time.Time) (Challenge, error) {
 // identityTag binds a challenge to a user without writing the user id into it: the first 16 bytes of its
 // SHA-256 are plenty to tell one identity from another, and the signature makes them unforgeable.
 func identityTag(user string) string {
-	sum := sha256.Sum256([]byte("flashseat pow identity\x00" + user))
-	return base64.RawURLEncoding.EncodeToString(sum[:16])
+	return base64.RawURLEncoding.EncodeToString(identitySum(user))
+}
+
+func identitySum(user string) []byte {
+	var b [128]byte
+	sum := sha256.Sum256(append(append(b[:0], "flashseat pow identity\x00"...), user...))
+	return sum[:16]
 }
 
 // payload is a solution on the wire.
@@ -154,58 +158,145 @@ const MaxPayload = 2048
 
 // Verify checks a solution for scope and identity at now: the number solves the challenge, the signature is
 // ours, the challenge is unexpired and was issued for this scope and identity. Spending it once is the caller's.
+// Only the returned ID allocates: a crowd's every join passes here.
 func (is *Issuer) Verify(raw, scope, identity string, now time.Time) (Solution, error) {
 	if len(raw) == 0 || len(raw) > MaxPayload {
 		return Solution{}, ErrMalformed
 	}
-	b, err := base64.StdEncoding.DecodeString(raw)
+	var in [MaxPayload]byte
+	var out, scratch [MaxPayload / 4 * 3]byte
+	src := in[:copy(in[:], raw)]
+	n, err := base64.StdEncoding.Decode(out[:], src)
 	if err != nil {
-		if b, err = base64.RawURLEncoding.DecodeString(raw); err != nil { // some clients send URL-safe base64
+		if n, err = base64.RawURLEncoding.Decode(out[:], src); err != nil { // some clients send URL-safe base64
 			return Solution{}, ErrMalformed
 		}
 	}
-	var p payload
-	if err := json.Unmarshal(b, &p); err != nil || p.Algorithm != Algorithm || len(p.Challenge) != 64 ||
-		len(p.Signature) != 64 || p.Number < 0 {
+	p, ok := read(out[:n], scratch[:0])
+	if !ok || string(p.algorithm) != Algorithm || len(p.challenge) != 2*sha256.Size ||
+		len(p.signature) != 2*sha256.Size || p.number < 0 {
 		return Solution{}, ErrMalformed
 	}
 	// The signature first: it is one HMAC, and without it nothing else in the payload can be believed.
-	if !hmac.Equal([]byte(is.sign(p.Challenge)), []byte(strings.ToLower(p.Signature))) {
+	var sig, ch [sha256.Size]byte
+	if _, err := hex.Decode(sig[:], p.signature); err != nil || !is.signed(p.challenge, &sig) {
 		return Solution{}, ErrForged
 	}
-	sum := sha256.Sum256([]byte(p.Salt + strconv.FormatInt(p.Number, 10)))
-	if hex.EncodeToString(sum[:]) != strings.ToLower(p.Challenge) {
+	var tail [MaxPayload + 20]byte
+	sum := sha256.Sum256(strconv.AppendInt(append(tail[:0], p.salt...), p.number, 10))
+	if _, err := hex.Decode(ch[:], p.challenge); err != nil || sum != ch {
 		return Solution{}, ErrForged
 	}
-	_, query, _ := strings.Cut(p.Salt, "?")
-	q, err := url.ParseQuery(strings.TrimSuffix(query, "&"))
-	if err != nil {
+	// The salt is ours (the challenge is signed and hashes it), so its query is as Issue wrote it.
+	var exp, iat, d int64
+	var gotScope, sub []byte
+	_, query, _ := bytes.Cut(p.salt, []byte("?"))
+	for len(query) > 0 {
+		var pair []byte
+		pair, query, _ = bytes.Cut(query, []byte("&"))
+		k, v, _ := bytes.Cut(pair, []byte("="))
+		var ok = true
+		switch string(k) {
+		case "expires":
+			exp, ok = digits(v)
+		case "iat":
+			iat, ok = digits(v)
+		case "d":
+			d, ok = digits(v)
+		case "scope":
+			gotScope = v
+		case "sub":
+			sub = v
+		}
+		if !ok {
+			return Solution{}, ErrMalformed
+		}
+	}
+	if exp == 0 || iat == 0 || d == 0 {
 		return Solution{}, ErrMalformed
 	}
-	exp, err1 := strconv.ParseInt(q.Get("expires"), 10, 64)
-	iat, err2 := strconv.ParseInt(q.Get("iat"), 10, 64)
-	d, err3 := strconv.ParseInt(q.Get("d"), 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return Solution{}, ErrMalformed
+	s := Solution{ID: strings.ToLower(string(p.challenge)), Scope: scope, MaxNumber: d,
+		IssuedAt: time.UnixMilli(iat), ExpiresAt: time.Unix(exp, 0), Took: time.Duration(p.took) * time.Millisecond}
+	if !queryIs(gotScope, scope) {
+		s.Scope, _ = url.QueryUnescape(string(gotScope))
 	}
-	s := Solution{ID: strings.ToLower(p.Challenge), Scope: q.Get("scope"), MaxNumber: d,
-		IssuedAt: time.UnixMilli(iat), ExpiresAt: time.Unix(exp, 0), Took: time.Duration(p.Took) * time.Millisecond}
 	switch {
 	case !now.Before(s.ExpiresAt):
 		return s, ErrExpired
 	case s.Scope != scope:
 		return s, ErrWrongScope
-	case q.Get("sub") != tagOrEmpty(identity):
+	case !subIs(sub, identity):
 		return s, ErrWrongIdentity
 	}
 	return s, nil
 }
 
-func tagOrEmpty(identity string) string {
-	if identity == "" {
-		return ""
+// signed reports whether sig is our HMAC of challenge. The challenge is copied into the pooled MAC's own buffer:
+// a slice handed to the hash's interface would move the caller's stack buffers to the heap.
+func (is *Issuer) signed(challenge []byte, sig *[sha256.Size]byte) bool {
+	m := is.macs.Get().(*mac)
+	defer is.macs.Put(m)
+	m.h.Reset()
+	m.h.Write(m.in[:copy(m.in[:], challenge)])
+	return hmac.Equal(m.h.Sum(m.out[:0]), sig[:])
+}
+
+// mac is a keyed HMAC with buffers of its own, pooled: keying one costs two hash blocks.
+type mac struct {
+	h   hash.Hash
+	in  [2 * sha256.Size]byte
+	out [sha256.Size]byte
+}
+
+// digits reads a decimal of at most 18 digits.
+func digits(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
 	}
-	return identityTag(identity)
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// queryIs reports whether esc, a query value as url.Values.Encode writes it, is want.
+func queryIs(esc []byte, want string) bool {
+	j := 0
+	for i := 0; i < len(esc); i++ {
+		c := esc[i]
+		switch c {
+		case '+':
+			c = ' '
+		case '%':
+			if i+2 >= len(esc) {
+				return false
+			}
+			v, ok := hex4([]byte{'0', '0', esc[i+1], esc[i+2]})
+			if !ok {
+				return false
+			}
+			c, i = byte(v), i+2
+		}
+		if j >= len(want) || want[j] != c {
+			return false
+		}
+		j++
+	}
+	return j == len(want)
+}
+
+// subIs reports whether sub is identity's tag (identityTag), or both are empty.
+func subIs(sub []byte, identity string) bool {
+	if identity == "" {
+		return len(sub) == 0
+	}
+	var tag [22]byte // base64 of 16 bytes, unpadded
+	base64.RawURLEncoding.Encode(tag[:], identitySum(identity))
+	return string(sub) == string(tag[:])
 }
 
 // ShowScope is the scope of a join to show's queue.

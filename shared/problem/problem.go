@@ -50,6 +50,9 @@ const (
 	TicketInvalid        = "ticket-invalid"
 	AlreadyCheckedIn     = "already-checked-in"
 	TicketVoid           = "ticket-void"
+	SeatNotPaid          = "seat-not-paid"
+	TicketTransferred    = "ticket-transferred"
+	TransferClosed       = "transfer-closed"
 	// The waiting room's guard (bot protection) refusing a new place.
 	ProofRequired      = "proof-required"
 	ProofInvalid       = "proof-invalid"
@@ -60,6 +63,12 @@ const (
 	PrefixLimited      = "prefix-limited"
 	PrefixBlocked      = "prefix-blocked"
 	BrowserInQueue     = "browser-in-queue"
+	// A bypass code presented at join that admits nobody (the fan may still join the line).
+	BypassCodeInvalid = "bypass-code-invalid"
+	BypassCodeExpired = "bypass-code-expired"
+	BypassCodeUsedUp  = "bypass-code-used-up"
+	BypassCodeRevoked = "bypass-code-revoked"
+	BypassNotNow      = "bypass-not-now"
 	// StoreUnavailable is a 503 whose cause is PostgreSQL or Redis being unreachable: the request did nothing and
 	// may be sent again after Retry-After. It is also the answer while a show's queue state cannot be read
 	// (lost and not rebuilt yet): nothing is decided on a guess, a queued show lets nobody through.

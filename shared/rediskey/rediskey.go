@@ -60,7 +60,14 @@ const (
 	QueuePaused          = "paused"          // "1" or "0": admission paused, queue still on
 	QueueTurnHold        = "turnHold"        // integer seconds: how long an absent fan's turn is held
 	QueueBot             = "bot"             // JSON: the show's bot protection (admission.BotProtection)
+	QueuePage            = "page"            // JSON: the queue page's message and language (admission.Page)
 	QueueVersion         = "version"         // the record's version of these settings (PostgreSQL); 0: no record, off
+	QueueMode            = "mode"            // "off", "always" or "threshold"; absent: "enabled" decides
+	QueueTuning          = "tuning"          // JSON: thresholds and autotune (admission.Tuning)
+	// The threshold mode's limits again, as plain numbers for the join and admission scripts.
+	QueueActiveThreshold  = "activeThreshold"  // integer: live admissions that engage the queue
+	QueueArrivalThreshold = "arrivalThreshold" // integer: arrivals a minute that engage it (0: never)
+	QueueCooldown         = "cooldown"         // integer seconds the figures stay under before it disengages
 )
 
 // QueueSynced is the mark that every show on record (PostgreSQL) was put in the cache since Redis last lost its
@@ -80,3 +87,7 @@ func QueueActive(showID string) string { return Tag(showID) + ":queue:active" }
 // QueueRevoked is a sorted set of revoked admission token ids: member jti, score its expiry in Unix milliseconds
 // (after which the token is refused anyway and the member may be trimmed). Edge and booking refuse a revoked jti.
 func QueueRevoked(showID string) string { return Tag(showID) + ":queue:revoked" }
+
+// AutotuneLease is the string one edge replica holds (SET NX with an expiry of two autotune rounds, renewed while
+// it runs) to be the only one that tunes a show's admission rate: its value is the holder's replica id.
+func AutotuneLease(showID string) string { return Tag(showID) + ":autotune:lease" }

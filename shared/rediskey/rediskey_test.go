@@ -34,7 +34,7 @@ func TestShowKeysShareOneSlot(t *testing.T) {
 	}
 	for _, show := range []string{"sh_1", "sh_ce9197a4d849b6a6da986157c04103bb", "x"} {
 		keys := []string{Seat(show, "A1"), Seat(show, "J20"), Fence(show), Epoch(show), ShowInfo(show),
-			QueueConfig(show), QueueActive(show), QueueRevoked(show), Tag(show) + ":anything"}
+			QueueConfig(show), QueueActive(show), QueueRevoked(show), AutotuneLease(show), Tag(show) + ":anything"}
 		want := slot(keys[0])
 		for _, k := range keys {
 			if !strings.HasPrefix(k, Tag(show)) {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/shared/store"
-	"github.com/flashseat/flashseat/shared/store/storetest"
 )
 
 // jwksServer serves the keys of is; while block is set, each request waits until release is closed, and while

@@ -49,6 +49,11 @@ func TestErrorTable(t *testing.T) {
 		{"a store error unclassified", fmt.Errorf("touch: %w", syscall.ECONNREFUSED), 503, problem.StoreUnavailable, ""},
 		{"draw pending", waitroom.ErrDrawPending, 503, problem.ServiceUnavailable, "The queue is opening; retry in a second."},
 		{"too many streams", waitroom.ErrTooManyStreams, 429, problem.RateLimited, ""},
+		{"unknown bypass code", waitroom.ErrBypassUnknown, 422, problem.BypassCodeInvalid, ""},
+		{"expired bypass code", waitroom.ErrBypassExpired, 422, problem.BypassCodeExpired, ""},
+		{"used-up bypass code", waitroom.ErrBypassUsedUp, 409, problem.BypassCodeUsedUp, ""},
+		{"revoked bypass code", waitroom.ErrBypassRevoked, 409, problem.BypassCodeRevoked, ""},
+		{"bypass while paused", waitroom.ErrBypassNotNow, 409, problem.BypassNotNow, ""},
 		// The edge's rows, which the waiting room's table does not copy.
 		{"CSRF", session.ErrCSRF, 403, problem.CSRF, session.CSRFDetail},
 		{"forged user token", fmt.Errorf("%w: signature", token.ErrInvalid), 401, problem.Unauthorized, "The user token is not valid."},

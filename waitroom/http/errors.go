@@ -7,9 +7,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/infra/driver"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/store"
-	"github.com/flashseat/flashseat/shared/store/driver"
 	"github.com/flashseat/flashseat/waitroom"
 )
 
@@ -48,6 +48,11 @@ var codes = problem.Table{
 	problem.Map(waitroom.ErrAccountRequired, http.StatusForbidden, problem.AccountRequired, "This sale is for signed-in accounts only: sign in and join again."),
 	problem.Map(waitroom.ErrPrefixLimited, http.StatusTooManyRequests, problem.PrefixLimited, "Too many places have been taken from your network for this show."),
 	problem.Map(waitroom.ErrPrefixBlocked, http.StatusForbidden, problem.PrefixBlocked, "Your network may not join this queue."),
+	problem.Map(waitroom.ErrBypassUnknown, http.StatusUnprocessableEntity, problem.BypassCodeInvalid, "This bypass code is not valid for this show; check it, or join the line."),
+	problem.Map(waitroom.ErrBypassExpired, http.StatusUnprocessableEntity, problem.BypassCodeExpired, "This bypass code has expired; you may join the line."),
+	problem.Map(waitroom.ErrBypassUsedUp, http.StatusConflict, problem.BypassCodeUsedUp, "This bypass code has been used as many times as it allows; you may join the line."),
+	problem.Map(waitroom.ErrBypassRevoked, http.StatusConflict, problem.BypassCodeRevoked, "This bypass code was withdrawn; you may join the line."),
+	problem.Map(waitroom.ErrBypassNotNow, http.StatusConflict, problem.BypassNotNow, "The queue is not admitting anyone right now (before the sale opens, or paused); your code is kept: use it again then."),
 	problem.Map(waitroom.ErrBrowserInQueue, http.StatusConflict, problem.BrowserInQueue, "This browser already holds a place in this queue under another identity."),
 }
 

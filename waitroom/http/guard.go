@@ -33,6 +33,7 @@ const browserTTL = 400 * 24 * time.Hour
 type joinBody struct {
 	Proof      string `json:"proof"`      // a solved challenge: base64 of ALTCHA's JSON payload
 	HumanToken string `json:"humanToken"` // the human check's response token
+	BypassCode string `json:"bypassCode"` // an operator's bypass code: admitted at once, no proof needed (bypass.go)
 }
 
 // maxJoinBody bounds what a join's body may hold: a proof and a human-check token are under 4 KB.

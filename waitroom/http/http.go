@@ -106,6 +106,9 @@ func (h *Handler) Mount(r fiber.Router) {
 	r.Post("/admin/v1/shows/:showId/fans/:userId/revoke", h.wrap(h.kickFan))
 	r.Get("/admin/v1/shows/:showId/fans/:userId", h.wrap(h.fan))
 	r.Get("/admin/v1/shows/:showId/bots", h.wrap(h.botFigures))
+	r.Post("/admin/v1/shows/:showId/bypass-codes", h.wrap(h.issueCodes))
+	r.Get("/admin/v1/shows/:showId/bypass-codes", h.wrap(h.listCodes))
+	r.Delete("/admin/v1/shows/:showId/bypass-codes/:code", h.wrap(h.revokeCode))
 	r.Post("/admin/v1/shows/:showId/blocked-prefixes", h.wrap(h.blockPrefix))
 	r.Delete("/admin/v1/shows/:showId/blocked-prefixes", h.wrap(h.unblockPrefix))
 }
@@ -220,7 +223,11 @@ func (h *Handler) join(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p, err := h.svc.Enter(c.UserContext(), h.request(c, show, user, raw, body))
+	r := h.request(c, show, user, raw, body)
+	if body.BypassCode != "" {
+		return h.bypass(c, r, body.BypassCode)
+	}
+	p, err := h.svc.Enter(c.UserContext(), r)
 	if err != nil {
 		return err
 	}

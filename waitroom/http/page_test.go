@@ -85,16 +85,29 @@ func TestPageServed(t *testing.T) {
 		}
 		return string(plain)
 	}()
-	for _, want := range []string{"Reconnecting… your place is kept", `"X-Requested-With": "flashseat"`,
-		`base + "/challenge"`, "humanToken", "proof_replayed", "prefix_blocked", "account_required",
-		`case "browser":`, "visibilitychange", `"resume"`, "pageshow", "turnHoldSeconds"} {
+	for _, want := range []string{"Reconnecting… your place is kept", `from "./api.js"`, `from "./pow.js"`,
+		`base + "/challenge"`, "humanToken", "Refusal.ProofReplayed", "Refusal.PrefixBlocked", "Refusal.AccountRequired",
+		"case Refusal.Browser:", "visibilitychange", `"resume"`, "pageshow", "turnHoldSeconds"} {
 		if !strings.Contains(script, want) {
 			t.Errorf("queue.js lacks %q", want)
 		}
 	}
-	for _, banned := range []string{"localStorage", "?admission=", "access_token", "Authorization", "innerHTML"} {
+	// Its calls are the browser toolkit's, which sets the CSRF header in one place and names the refusals.
+	for _, banned := range []string{"localStorage", "?admission=", "access_token", "Authorization", "innerHTML",
+		"X-Requested-With", `"proof_replayed"`, `"browser"`} {
 		if strings.Contains(script, banned) {
 			t.Errorf("queue.js uses %q", banned)
+		}
+	}
+	for _, module := range []string{"api.js", "pow.js", "dom.js", "ui.js"} {
+		u := strings.Replace(urls["queue.js"], "queue.js", module, 1)
+		res, b := s.do(t, "GET", u, "", "")
+		if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/javascript") ||
+			res.Header.Get("Cache-Control") != "public, max-age=31536000, immutable" {
+			t.Errorf("the toolkit's %s beside queue.js: %d %v", module, res.StatusCode, res.Header)
+		}
+		if module == "api.js" && !strings.Contains(string(b), `CSRF_HEADER = "X-Requested-With"`) {
+			t.Error("the toolkit's api.js sets no CSRF header")
 		}
 	}
 	if res, _ := s.do(t, "GET", strings.Replace(urls["queue.js"], "queue.js", "nope.js", 1), "", ""); res.StatusCode != 404 {

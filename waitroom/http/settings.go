@@ -36,11 +36,72 @@ type settingsJSON struct {
 	// BotProtection's members are each optional too: json.Unmarshal writes only those present onto the
 	// settings in force (apply).
 	BotProtection json.RawMessage `json:"botProtection"`
+	// Page's members (message, language) likewise.
+	Page json.RawMessage `json:"page"`
+	// Mode is "off", "always" or "threshold"; enabled alone still means "always" (true) or "off" (false).
+	Mode                       *string `json:"mode"`
+	ActiveUsersThreshold       *int    `json:"activeUsersThreshold"`
+	NewUsersPerMinuteThreshold *int    `json:"newUsersPerMinuteThreshold"`
+	CooldownSeconds            *int    `json:"cooldownSeconds"`
+	// Autotune's members are each optional, as botProtection's.
+	Autotune json.RawMessage `json:"autotune"`
 }
 
+// settingsOut is GET's answer: the settings, the queue's figures, and the rate in force under the name autotune's
+// figures have (it is the rate autotune last set while autotune is on).
 type settingsOut struct {
 	admission.Settings
 	waitroom.Counts
+	AdmitPerSecondNow float64 `json:"admitPerSecondNow"`
+}
+
+// applyMode sets st's mode from the body: mode wins, enabled alone picks "always" or "off", and an enabled that
+// contradicts the mode given with it is refused.
+func (in settingsJSON) applyMode(st admission.Settings) (admission.Settings, error) {
+	switch {
+	case in.Mode != nil:
+		if !admission.ValidMode(*in.Mode) {
+			return st, fmt.Errorf("%w: mode must be %q, %q or %q", errValidation, admission.ModeOff,
+				admission.ModeAlways, admission.ModeThreshold)
+		}
+		if in.Enabled != nil && *in.Enabled != (*in.Mode != admission.ModeOff) {
+			return st, fmt.Errorf("%w: enabled %t contradicts mode %q", errValidation, *in.Enabled, *in.Mode)
+		}
+		st.Mode = *in.Mode
+	case in.Enabled != nil:
+		st.Mode = admission.ModeOff
+		if *in.Enabled {
+			st.Mode = admission.ModeAlways
+		}
+	}
+	st.Enabled = st.QueueMode() != admission.ModeOff
+	return st, nil
+}
+
+// applyTuning sets the threshold limits and autotune from the body.
+func (in settingsJSON) applyTuning(st admission.Settings) (admission.Settings, error) {
+	if in.ActiveUsersThreshold != nil {
+		st.ActiveUsersThreshold = *in.ActiveUsersThreshold
+	}
+	if in.NewUsersPerMinuteThreshold != nil {
+		st.NewUsersPerMinuteThreshold = *in.NewUsersPerMinuteThreshold
+	}
+	if in.CooldownSeconds != nil {
+		st.CooldownSeconds = *in.CooldownSeconds
+	}
+	if len(in.Autotune) > 0 && string(in.Autotune) != "null" {
+		was := st.Autotune
+		if err := json.Unmarshal(in.Autotune, &st.Autotune); err != nil {
+			return st, fmt.Errorf("%w: autotune must be an object of autotune settings: %v", errValidation, err)
+		}
+		if was.Enabled && !st.Autotune.Enabled {
+			st.AutotuneReason = "" // switched off: the rate it set stays, now the operator's
+		}
+	}
+	if in.AdmitPerSecond != nil {
+		st.AutotuneReason = "" // the operator set the rate (autotune, if on, moves it again from there)
+	}
+	return st, nil
 }
 
 func (h *Handler) putSettings(c *fiber.Ctx) error {
@@ -53,8 +114,12 @@ func (h *Handler) putSettings(c *fiber.Ctx) error {
 		return fmt.Errorf("%w: the body must be a JSON object of queue settings", errBadJSON)
 	}
 	old, now, err := h.svc.UpdateSettings(c.UserContext(), show, func(st admission.Settings) (admission.Settings, error) {
-		if in.Enabled != nil {
-			st.Enabled = *in.Enabled
+		st, err := in.applyMode(st)
+		if err != nil {
+			return st, err
+		}
+		if st, err = in.applyTuning(st); err != nil {
+			return st, err
 		}
 		if in.Paused != nil {
 			st.Paused = *in.Paused
@@ -74,6 +139,11 @@ func (h *Handler) putSettings(c *fiber.Ctx) error {
 		if len(in.BotProtection) > 0 && string(in.BotProtection) != "null" {
 			if err := json.Unmarshal(in.BotProtection, &st.Bot); err != nil {
 				return st, fmt.Errorf("%w: botProtection must be an object of bot settings: %v", errValidation, err)
+			}
+		}
+		if len(in.Page) > 0 && string(in.Page) != "null" {
+			if err := json.Unmarshal(in.Page, &st.Page); err != nil {
+				return st, fmt.Errorf("%w: page must be an object such as {\"message\":\"...\",\"language\":\"hi\"}", errValidation)
 			}
 		}
 		if err := st.Validate(); err != nil {
@@ -101,5 +171,5 @@ func (h *Handler) getSettings(c *fiber.Ctx) error {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(settingsOut{st, counts})
+	return c.JSON(settingsOut{Settings: st, Counts: counts, AdmitPerSecondNow: st.AdmitPerSecond})
 }

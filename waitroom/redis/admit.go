@@ -17,7 +17,7 @@ import (
 var (
 	//go:embed admit.lua
 	admitLua    string
-	admitScript = goredis.NewScript(admitLua)
+	admitScript = goredis.NewScript(arrivalsLua + admitLua)
 	//go:embed tokens.lua
 	tokensLua    string
 	tokensScript = goredis.NewScript(tokensLua)
@@ -49,7 +49,7 @@ const overdueAfter = 2 * time.Second
 func (s *Store) Admit(ctx context.Context, show, nonce string, grace time.Duration, maxScan int) (waitroom.TickResult, error) {
 	keys := []string{rediskey.QueueConfig(show), rediskey.ShowInfo(show), State(show), Wait(show), Pre(show),
 		Heartbeat(show), Grants(show), rediskey.QueueActive(show), GrantExp(show), JTI(show), Unrecorded(show),
-		Skipped(show)}
+		Skipped(show), BotStats(show)}
 	r, err := admitScript.Run(ctx, s.rdb, keys, nonce, grace.Milliseconds(), maxScan, overdueAfter.Milliseconds()).Slice()
 	if err != nil {
 		return waitroom.TickResult{}, storeErr("admit", err)
@@ -62,14 +62,15 @@ func (s *Store) Admit(ctx context.Context, show, nonce string, grace time.Durati
 			return waitroom.TickResult{}, waitroom.ErrNoState
 		}
 	}
-	if len(r) < 14 {
+	if len(r) < 16 {
 		return waitroom.TickResult{}, fmt.Errorf("waitroom/redis: admit: short reply %v", r)
 	}
 	rate, _ := strconv.ParseFloat(str(r[9]), 64)
 	snap := waitroom.TickResult{
 		Show: show, Phase: waitroom.Phase(str(r[0])), Cursor: num(r[1]), LastSeq: num(r[2]), Waiting: num(r[3]),
 		Active: num(r[4]), AdmittedTotal: num(r[5]), SkippedTotal: num(r[6]), At: time.UnixMilli(num(r[7])),
-		AdmitPerSecond: rate, MaxActive: num(r[10]), DurableCursor: num(r[12]),
+		AdmitPerSecond: rate, MaxActive: num(r[10]), DurableCursor: num(r[12]), Engaged: num(r[14]) == 1,
+		ArrivalsPerMinute: num(r[15]),
 	}
 	if o := num(r[8]); o > 0 {
 		snap.OpensAt = time.UnixMilli(o)

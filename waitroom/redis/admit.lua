@@ -1,6 +1,6 @@
 -- One admission tick for one show (pop-and-issue), run by any replica at any time.
 -- KEYS: 1 config, 2 info, 3 state, 4 wait, 5 pre, 6 hb, 7 grants, 8 active (rediskey.QueueActive), 9 gexp,
---       10 jti->user, 11 unrecorded (jti -> ticket), 12 skipped (user -> when)
+--       10 jti->user, 11 unrecorded (jti -> ticket), 12 skipped (user -> when), 13 bot stats (holding the arrivals' ring: arrivals.lua)
 -- ARGV: 1 nonce (unique per call, but a call the client retries runs again with it), 2 grace ms, 3 max fans popped per call (0: admit nobody this tick),
 --       4 ms after which unrecorded grants are handed out again for recording
 -- Invariants kept, atomically:
@@ -27,6 +27,10 @@
 --    this tick's caller to record, at most once per ARGV[4] ms; the reply's durable cursor stays below the
 --    ticket of every unrecorded grant, so a cursor recorded from it never passes a fan whose admission a lost
 --    Redis would take with it.
+--  * threshold mode: while engaged, active grants never exceed the active threshold either (so the live
+--    admissions pass it by at most what join.lua admitted at once before engaging, which is nothing); the queue
+--    engages when a figure reaches its threshold or anyone is in line (the pre-opening pool included), and
+--    disengages only once the line has been empty and both figures under their thresholds for the cooldown.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local nonce = ARGV[1]
@@ -34,7 +38,8 @@ local grace = tonumber(ARGV[2])
 local maxScan = tonumber(ARGV[3])
 local retry = tonumber(ARGV[4])
 
-local cfg = redis.call('HMGET', KEYS[1], 'enabled', 'admitPerSecond', 'maxActive', 'tokenTtlSeconds', 'paused')
+local cfg = redis.call('HMGET', KEYS[1], 'enabled', 'admitPerSecond', 'maxActive', 'tokenTtlSeconds', 'paused',
+  'mode', 'activeThreshold', 'arrivalThreshold', 'cooldown')
 if not cfg[1] then
   return {'unknown'}
 end
@@ -46,6 +51,10 @@ local paused = cfg[5] == '1'
 local rate = tonumber(cfg[2] or '') or 10
 local maxActive = tonumber(cfg[3] or '') or 200
 local ttl = tonumber(cfg[4] or '') or 600
+local threshold = enabled and cfg[6] == 'threshold'
+local activeLimit = tonumber(cfg[7] or '') or maxActive
+local arrivalLimit = tonumber(cfg[8] or '') or 0
+if threshold then maxActive = math.min(maxActive, activeLimit) end
 
 -- Expired grants free their slot; our own bookkeeping of them goes too (bounded per tick).
 redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now)
@@ -195,5 +204,29 @@ if not drawn then waiting = waiting + redis.call('SCARD', KEYS[5]) end
 local durable = cursor
 local low = redis.call('ZRANGE', KEYS[11], 0, 0, 'WITHSCORES')
 if #low == 2 then durable = math.min(durable, tonumber(low[2]) - 1) end
+
+local arrived = arrivals(KEYS[13], now, 0, {})
+local engaged = enabled and not threshold -- "always" always queues
+if threshold and phase ~= 'closed' then
+  local eng = redis.call('HMGET', KEYS[3], 'engaged', 'underSince')
+  engaged = eng[1] == '1'
+  local under = active + granted < activeLimit and (arrivalLimit == 0 or arrived < arrivalLimit)
+  if waiting > 0 or not under then
+    if not engaged then redis.call('HSET', KEYS[3], 'engaged', '1', 'engagedAt', now) end
+    if eng[2] then redis.call('HDEL', KEYS[3], 'underSince') end
+    engaged = true
+  elseif engaged then
+    local since = tonumber(eng[2] or '')
+    if not since then
+      redis.call('HSET', KEYS[3], 'underSince', now)
+    elseif now - since >= (tonumber(cfg[9] or '') or 60) * 1000 then
+      redis.call('HSET', KEYS[3], 'engaged', '0')
+      redis.call('HDEL', KEYS[3], 'underSince')
+      engaged = false
+    end
+  end
+end
+local engagedFlag = 0
+if engaged then engagedFlag = 1 end
 return {phase, cursor, lastSeq, waiting, active + granted, admittedTotal, skippedTotal, now, opens,
-  tostring(rate), maxActive, out, durable, overdue}
+  tostring(rate), maxActive, out, durable, overdue, engagedFlag, arrived}

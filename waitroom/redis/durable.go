@@ -28,7 +28,8 @@ func (s *Store) Restore(ctx context.Context, show string, d waitroom.Durable) er
 	for _, g := range d.Grants {
 		args = append(args, g.UserID, g.JTI, g.ExpiresAt.UnixMilli(), g.IssuedAt.UnixMilli())
 	}
-	keys := []string{State(show), Seed(show), Grants(show), GrantExp(show), JTI(show), rediskey.ShowInfo(show)}
+	keys := []string{State(show), Seed(show), Grants(show), GrantExp(show), JTI(show), rediskey.ShowInfo(show),
+		Returned(show)}
 	if err := restoreScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
 		return storeErr("restore", err)
 	}

@@ -453,3 +453,184 @@ func TestNoQueueAnsweredFromCache(t *testing.T) {
 		t.Fatalf("record read %d times, want still 2 (the switch-on overwrote the cached off)", n)
 	}
 }
+
+// TestRebuiltTicketComesBackOnce: Redis forgets a queue mid-sale, and the first fans in line are slow to come
+// back (their phones were asleep): the queue goes on with the fans who came back first, so its cursor passes the
+// slow fans' tickets. A slow fan who comes back with its receipt within the turn hold still gets its ticket back,
+// at the head of the line, and is admitted before the fans behind it; it gets it back once: after its admission,
+// the same receipt only buys a new place at the back.
+func TestRebuiltTicketComesBackOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := client(t)
+	show := newShow(t, rdb)
+	configure(t, rdb, show, 1000, 1, 600)
+	svc := newService(t, rdb, issuer(t), waitroom.Options{})
+	fans := users("slow", 4) // in line in this order
+	receipts := map[string]string{}
+	seqs := map[string]int64{}
+	for _, u := range fans {
+		p, err := svc.Join(ctx, show, u)
+		if err != nil || p.Receipt == "" {
+			t.Fatalf("join %s: %+v, %v", u, p, err)
+		}
+		receipts[u], seqs[u] = p.Receipt, p.Seq
+	}
+	admitOne := func(want string) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			snap, err := svc.Tick(ctx, show, false)
+			if err != nil || time.Now().After(deadline) {
+				t.Fatalf("no admission (want %s): %v", want, err)
+			}
+			if len(snap.Grants) > 0 {
+				if len(snap.Grants) != 1 || snap.Grants[0].UserID != want {
+					t.Fatalf("admitted %+v, want only %s", snap.Grants, want)
+				}
+				if _, err := svc.KickUser(ctx, show, want); err != nil { // done with their turn: the slot frees
+					t.Fatal(err)
+				}
+				return
+			}
+		}
+	}
+
+	if err := rdb.Del(ctx, wrredis.Keys(show)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The third fan is back first and admitted: the cursor passes the first two fans' tickets.
+	if p, err := svc.JoinWithReceipt(ctx, show, fans[2], receipts[fans[2]]); err != nil || p.Seq != seqs[fans[2]] {
+		t.Fatalf("the third fan back: %+v, %v", p, err)
+	}
+	if p, err := svc.JoinWithReceipt(ctx, show, fans[3], receipts[fans[3]]); err != nil || p.Seq != seqs[fans[3]] {
+		t.Fatalf("the fourth fan back: %+v, %v", p, err)
+	}
+	admitOne(fans[2])
+
+	// The first fan is back: its ticket again, at the head, admitted before the fourth.
+	p, err := svc.JoinWithReceipt(ctx, show, fans[0], receipts[fans[0]])
+	if err != nil || p.Status != waitroom.Waiting || p.Seq != seqs[fans[0]] || p.Position != 1 {
+		t.Fatalf("the first fan back after the cursor passed it: %+v, %v; want its ticket %d at the head", p, err, seqs[fans[0]])
+	}
+	admitOne(fans[0])
+
+	// Once: the same receipt again, after its turn, is a new place behind everyone.
+	again, err := svc.JoinWithReceipt(ctx, show, fans[0], receipts[fans[0]])
+	if err != nil || again.Status != waitroom.Waiting || again.Seq <= seqs[fans[3]] {
+		t.Fatalf("the first fan's receipt a second time: %+v, %v; want a new place behind the fourth fan", again, err)
+	}
+	admitOne(fans[3])
+}
+
+// TestSkippedBeforeTheLossComesBack: before Redis loses a queue, the cursor passes two fans: one served (admitted,
+// then done) and one skipped while away (its phone asleep at its turn). The loss takes the skipped list with it;
+// the admission record still tells them apart. Back with their receipts within the turn hold, the skipped fan gets
+// its ticket back at the head of the line, once, and the served fan only a new place at the back.
+func TestSkippedBeforeTheLossComesBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := client(t)
+	show := newShow(t, rdb)
+	configure(t, rdb, show, 1000, 1, 600)
+	svc := newService(t, rdb, issuer(t), waitroom.Options{Grace: time.Second})
+	store := wrredis.New(rdb)
+	receipts := map[string]string{}
+	seqs := map[string]int64{}
+	for _, u := range []string{"served", "asleep", "next", "last"} {
+		p, err := svc.Join(ctx, show, u)
+		if err != nil || p.Receipt == "" {
+			t.Fatalf("join %s: %+v, %v", u, p, err)
+		}
+		receipts[u], seqs[u] = p.Receipt, p.Seq
+	}
+	tick := func() waitroom.TickResult {
+		t.Helper()
+		snap, err := svc.Tick(ctx, show, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snap
+	}
+	// "served" is admitted and done; then "asleep" misses its turn while "next" and "last" keep their streams.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if snap := tick(); len(snap.Grants) > 0 {
+			if snap.Grants[0].UserID != "served" {
+				t.Fatalf("admitted %+v, want served", snap.Grants)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nobody admitted")
+		}
+	}
+	if _, err := svc.KickUser(ctx, show, "served"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // past the grace: only fans who touch are present
+	if _, err := store.Touch(ctx, show, []string{"next", "last"}); err != nil {
+		t.Fatal(err)
+	}
+	var admitted string
+	for deadline := time.Now().Add(5 * time.Second); admitted == ""; time.Sleep(20 * time.Millisecond) {
+		if snap := tick(); len(snap.Grants) > 0 {
+			admitted = snap.Grants[0].UserID
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nobody admitted after the skip")
+		}
+	}
+	if admitted != "next" {
+		t.Fatalf("admitted %s, want next (asleep skipped)", admitted)
+	}
+	// The cursor, past "next" (still admitted, so nobody else is), reaches the record (at most a second behind).
+	rec := wrpostgres.New(database(t))
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		tick()
+		d, err := rec.Queue(ctx, show)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Cursor >= seqs["next"] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("recorded cursor %d, want at least %d", d.Cursor, seqs["next"])
+		}
+	}
+
+	if err := rdb.Del(ctx, wrredis.Keys(show)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := svc.JoinWithReceipt(ctx, show, "last", receipts["last"]); err != nil || p.Seq != seqs["last"] {
+		t.Fatalf("last back: %+v, %v", p, err)
+	}
+	p, err := svc.JoinWithReceipt(ctx, show, "asleep", receipts["asleep"])
+	if err != nil || p.Status != waitroom.Waiting || p.Seq != seqs["asleep"] || p.Position != 1 {
+		t.Fatalf("the fan skipped before the loss: %+v, %v; want its ticket %d at the head", p, err, seqs["asleep"])
+	}
+	s, err := svc.JoinWithReceipt(ctx, show, "served", receipts["served"])
+	if err != nil || s.Status != waitroom.Waiting || s.Seq <= seqs["last"] {
+		t.Fatalf("the fan served before the loss: %+v, %v; want a new place behind last", s, err)
+	}
+	if _, err := svc.KickUser(ctx, show, "next"); err != nil { // its slot frees
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if snap := tick(); len(snap.Grants) > 0 {
+			if snap.Grants[0].UserID != "asleep" {
+				t.Fatalf("admitted %+v after the loss, want asleep first", snap.Grants)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nobody admitted after the loss")
+		}
+	}
+	if _, err := svc.KickUser(ctx, show, "asleep"); err != nil {
+		t.Fatal(err)
+	}
+	again, err := svc.JoinWithReceipt(ctx, show, "asleep", receipts["asleep"])
+	if err != nil || again.Seq <= seqs["last"] {
+		t.Fatalf("the skipped fan's receipt a second time: %+v, %v; want a new place at the back", again, err)
+	}
+}

@@ -73,7 +73,7 @@ func (s *Store) BotFigures(ctx context.Context, show string) (waitroom.BotFigure
 	var top *goredis.ZSliceCmd
 	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		stats = p.HGetAll(ctx, BotStats(show))
-		solves = p.LRange(ctx, BotSolves(show), 0, -1)
+		solves = p.LRange(ctx, BotSolves(show), 0, 999) // join.lua lets the list run to 1100 between trims
 		top = p.ZRevRangeWithScores(ctx, BotPlaces(show), 0, topPrefixes-1)
 		return nil
 	})

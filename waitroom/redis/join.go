@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"crypto/rand"
 	_ "embed"
 	"fmt"
 	"math"
@@ -16,8 +17,10 @@ import (
 
 var (
 	//go:embed join.lua
-	joinLua    string
-	joinScript = goredis.NewScript(joinLua)
+	joinLua string
+	//go:embed arrivals.lua
+	arrivalsLua string
+	joinScript  = goredis.NewScript(arrivalsLua + joinLua)
 )
 
 // joinKeys returns join.lua's keys for show, shared by every call: callers must not change them. A lookup only
@@ -29,10 +32,14 @@ func (s *Store) joinKeys(show string) []string {
 	}
 	k := []string{rediskey.QueueConfig(show), rediskey.ShowInfo(show), State(show), Wait(show), Pre(show),
 		Heartbeat(show), Grants(show), rediskey.QueueActive(show), Skipped(show), BotStats(show), BotPlaces(show),
-		BotShadow(show), BotBrowsers(show), BotSpent(show, "-")}
+		BotShadow(show), BotBrowsers(show), BotSpent(show, "-"), GrantExp(show), JTI(show), Unrecorded(show),
+		BotSolves(show), Returned(show)}
 	s.keys.Add(show, k)
 	return k
 }
+
+// spentKey is the index in joinKeys of the spent-challenge key, which a join with a proof replaces.
+const spentKey = 13
 
 // own is the Ask of the waiting room's own joins and of lookups, as join.lua's arguments after the receipt.
 var own = []any{waitroom.VerdictOK, "", math.MaxInt32, "0", "0", "", "-1", "0"}
@@ -61,14 +68,15 @@ func (s *Store) join(ctx context.Context, show, user string, join bool, receipte
 		return waitroom.Entry{}, storeErr("join", err)
 	}
 	keys := s.joinKeys(show)
-	args := make([]any, 0, 11)
+	args := make([]any, 0, 13)
 	args = append(args, user, flag, receipted)
 	if a == nil {
 		args = append(args, own...)
 	} else {
 		spendFor := int64(0)
 		if a.Spend != "" {
-			keys = append(keys[:len(keys)-1:len(keys)-1], BotSpent(show, a.Spend)) // a copy: keys is shared
+			keys = append([]string(nil), keys...) // a copy: keys is shared
+			keys[spentKey] = BotSpent(show, a.Spend)
 			spendFor = max(a.SpendFor.Milliseconds(), 1)
 		}
 		solve := int64(-1)
@@ -82,10 +90,22 @@ func (s *Store) join(ctx context.Context, show, user string, join bool, receipte
 		args = append(args, a.Verdict, a.Prefix, a.PrefixPlaces, shadow, spendFor, a.Browser, solve,
 			a.TurnHold.Milliseconds())
 	}
+	// The jti prefix of an admission at once (threshold mode); unused otherwise. Then what the record says of
+	// a fan whose ticket a rebuilt queue's cursor had passed.
+	returning := ""
+	if a != nil {
+		returning = a.Returning
+	}
+	args = append(args, rand.Text()[:16], returning)
 	r, err := joinScript.Run(ctx, s.joins, keys, args...).Slice()
 	if err != nil {
 		return waitroom.Entry{}, storeErr("join", err)
 	}
+	return s.entry(ctx, "join", show, user, r)
+}
+
+// entry reads the reply of join.lua or bypass.lua (op) for user: the kinds both scripts answer with, read once.
+func (s *Store) entry(ctx context.Context, op, show, user string, r []any) (waitroom.Entry, error) {
 	e := waitroom.Entry{Found: true}
 	kind, _ := r[0].(string)
 	switch kind {
@@ -124,10 +144,12 @@ func (s *Store) join(ctx context.Context, show, user string, join bool, receipte
 		}
 	case "refused":
 		e.Refused = str(r[1])
-	case "none":
+	case "passed":
+		e.Passed = true
+	case "none", "ok": // not in the line; bypass.lua's "ok": a code may admit them
 		e.Found = false
 	default:
-		return e, fmt.Errorf("waitroom/redis: join: unexpected reply %v", r)
+		return e, fmt.Errorf("waitroom/redis: %s: unexpected reply %v", op, r)
 	}
 	return e, nil
 }

@@ -1,11 +1,15 @@
 -- Join (ARGV[2] = "1") or look up (ARGV[2] = "0") a fan's place in one show's queue, atomically.
 -- KEYS: 1 config, 2 info, 3 state, 4 wait, 5 pre, 6 hb, 7 grants, 8 active (rediskey.QueueActive), 9 skipped,
---       10 bot stats, 11 places per prefix, 12 shadow, 13 browsers, 14 spent challenge (or an unused key)
+--       10 bot stats, 11 places per prefix, 12 shadow, 13 browsers, 14 spent challenge (or an unused key),
+--       15 gexp, 16 jti->user, 17 unrecorded (as admit.lua's), 18 solve times, 19 the fans given back a ticket
+--       from before the last rebuild; the bot stats (10) hold the arrivals' ring (arrivals.lua)
 -- ARGV: 1 userId, 2 join flag, 3 receipted seq (0: none): a ticket the fan's verified place receipt proves,
 --       4 the guard's verdict on a new place ("ok", a refusal, or a suspect's reason), 5 the client's prefix
 --       ("": a join the waiting room makes itself, for a fan already live), 6 places a prefix may take,
 --       7 "1": suspects get the infinite queue, 8 ms the spent challenge must be remembered (0: no challenge),
---       9 browser session id ("" none), 10 solve ms (-1 none), 11 turn hold ms
+--       9 browser session id ("" none), 10 solve ms (-1 none), 11 turn hold ms, 12 nonce (an admission's jti),
+--       13 what the admission record says of a fan whose ticket the cursor had passed before a rebuild ("" not
+--       asked: reply "passed"; "back": never admitted; "served")
 -- Invariants kept: a fan holds at most one live grant or one ticket, never both (a fan with a live grant is
 -- answered "admitted" and gets no ticket); a new ticket (seq) is handed out once, in increasing order, never
 -- above the ceiling reserved in the record (so a queue rebuilt from the record, whose lastSeq starts at that
@@ -18,15 +22,22 @@
 -- one keeps it without another proof. A proof is spent once (SET NX), a prefix takes at most ARGV[6] places, a
 -- browser session holds one place whatever identity it shows, and a suspect is refused or given a shadow place
 -- (KEYS[12]: a ticket number that looks real and is never in the line).
+-- Threshold mode: while the queue is not engaged, the line is empty and both the live admissions and the arrivals
+-- over the last minute are under their thresholds, a fan taking a new place (past the guard) is admitted at once,
+-- as admit.lua would admit them: so live admissions never pass the threshold through this path. The first join
+-- that finds a threshold reached engages the queue (state's "engaged", read by every replica's joins, since they
+-- all run here) and takes a ticket like any other; admit.lua disengages it.
 -- Reply: {kind, ...}: unknown | restore | closed | sold_out | admitted grantValue | pre opensAt paused |
--- pending | waiting seq cursor rate paused | shadow seq cursor rate paused | reserve lastSeq | refused reason | none
+-- pending | waiting seq cursor rate paused | shadow seq cursor rate paused | reserve lastSeq | refused reason | none |
+-- passed
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local user = ARGV[1]
 local join = ARGV[2] == '1'
 local receipted = tonumber(ARGV[3]) or 0
 
-local cfg = redis.call('HMGET', KEYS[1], 'enabled', 'admitPerSecond', 'paused')
+local cfg = redis.call('HMGET', KEYS[1], 'enabled', 'admitPerSecond', 'paused', 'mode', 'activeThreshold',
+  'arrivalThreshold', 'tokenTtlSeconds')
 if not cfg[1] then
   return {'unknown'} -- no settings cached: never read as "closed" before the record has been asked
 end
@@ -79,7 +90,25 @@ end
 if seq then
   return {'waiting', tonumber(seq), cursor, rate, paused}
 end
+-- A ticket from before the queue was rebuilt (restore.lua: Redis lost it), within the turn hold of the rebuild.
+-- Above the cursor it was rebuilt with, its fan was still in line, and the cursor may pass it now only because
+-- the fan was not back yet. At or below it, the fan was served or skipped while away before the loss, which took
+-- the skipped list with it: the admission record tells (ARGV[13]). Either way a fan not served gets the ticket
+-- back once (KEYS[19]); "rebuilt" is nil when none of this applies, and "passed" says the ticket is at or below.
+local rebuilt, passed
+if join and receipted > 0 then
+  local rb = redis.call('HMGET', KEYS[3], 'rebuiltAt', 'rebuiltCursor', 'rebuiltCeiling')
+  if rb[1] and tonumber(rb[1]) >= now - tonumber(ARGV[11]) and receipted <= tonumber(rb[3]) then
+    passed = receipted <= tonumber(rb[2])
+    rebuilt = function()
+      if redis.call('SADD', KEYS[19], user) == 0 then return false end
+      redis.call('PEXPIRE', KEYS[19], tonumber(ARGV[11]) + 60000)
+      return true
+    end
+  end
+end
 if join and receipted > cursor then
+  if rebuilt then rebuilt() end -- given back ahead of the cursor: not again behind it
   redis.call('ZADD', KEYS[4], receipted, user)
   return {'waiting', receipted, cursor, rate, paused}
 end
@@ -90,6 +119,18 @@ if join and receipted > 0 then
     redis.call('ZREM', KEYS[9], user)
     redis.call('ZADD', KEYS[4], receipted, user)
     return {'waiting', receipted, cursor, rate, paused}
+  end
+  -- Passed by the cursor before the fan was back, and not served: to the head of the line, as a fan skipped
+  -- while away is, which delays the others by one admission each.
+  if rebuilt and passed and ARGV[13] == '' and redis.call('SISMEMBER', KEYS[19], user) == 0 then
+    return {'passed'}
+  end
+  if rebuilt and (not passed or ARGV[13] == 'back') and rebuilt() then
+    redis.call('ZADD', KEYS[4], receipted, user)
+    return {'waiting', receipted, cursor, rate, paused}
+  end
+  if rebuilt and ARGV[13] == 'served' then
+    rebuilt() -- asked once: a served fan's later joins are not sent to the record again
   end
 end
 
@@ -105,7 +146,13 @@ local function guard()
   end
   local prefix = ARGV[5]
   local browser = ARGV[9]
-  if not suspect and prefix ~= '' and tonumber(redis.call('ZSCORE', KEYS[11], prefix) or '0') >= tonumber(ARGV[6]) then
+  -- The place is counted against the prefix up front, in one command rather than a read now and a write at the
+  -- end; each refusal below takes it back (a rarer path than an honest fan's place).
+  local counted = not suspect and prefix ~= ''
+  local function uncount()
+    if counted then redis.call('ZINCRBY', KEYS[11], -1, prefix) end
+  end
+  if counted and tonumber(redis.call('ZINCRBY', KEYS[11], 1, prefix)) > tonumber(ARGV[6]) then
     verdict, suspect = 'prefix_limit', true
   end
   if not suspect and browser ~= '' then
@@ -114,6 +161,7 @@ local function guard()
     if other and other ~= user and (redis.call('ZSCORE', KEYS[4], other) or redis.call('HEXISTS', KEYS[7], other) == 1
         or redis.call('SISMEMBER', KEYS[5], other) == 1) then
       redis.call('HINCRBY', KEYS[10], 'refused:browser', 1)
+      uncount()
       return {'refused', 'browser'}
     end
   end
@@ -124,6 +172,7 @@ local function guard()
     redis.call('HINCRBY', KEYS[10], 'failed', 1)
   end
   if suspect then
+    uncount()
     redis.call('HINCRBY', KEYS[10], 'refused:' .. verdict, 1)
     if ARGV[7] == '1' then
       local fake = math.max(tonumber(st[4] or '0'), cursor) + 10
@@ -134,19 +183,20 @@ local function guard()
     return {'refused', verdict}
   end
   if browser ~= '' then redis.call('HSET', KEYS[13], browser, user) end
-  if ARGV[8] ~= '0' then
-    redis.call('HINCRBY', KEYS[10], 'solved', 1)
-    if ARGV[10] ~= '-1' then
-      redis.call('LPUSH', KEYS[10] .. ':solves', ARGV[10])
-      redis.call('LTRIM', KEYS[10] .. ':solves', 0, 999)
-    end
+  -- Every new place costs the commands below, so they are few: the solved count rides on the arrivals' write,
+  -- and the list of solve times (the last 1000 make the median) is trimmed once per hundred pushes.
+  if ARGV[8] ~= '0' and ARGV[10] ~= '-1' and redis.call('LPUSH', KEYS[18], ARGV[10]) > 1100 then
+    redis.call('LTRIM', KEYS[18], 0, 999)
   end
-  if prefix ~= '' then redis.call('ZINCRBY', KEYS[11], 1, prefix) end
-  -- The show's new places a minute, as a count decaying with a 60 s half-life (the challenge's load factor).
-  local arr = redis.call('HMGET', KEYS[10], 'arr', 'arrAt')
-  local a, at = tonumber(arr[1] or '0'), tonumber(arr[2] or '0')
-  if at > 0 then a = a * math.pow(2, -(now - at) / 60000) end
-  redis.call('HSET', KEYS[10], 'arr', tostring(a + 1), 'arrAt', now)
+  -- The show's new places: exactly over the last minute (threshold mode), and as a count decaying with a 60 s
+  -- half-life (the challenge's load factor), in one read and one write with the solved count.
+  arrivals(KEYS[10], now, 1, {'arr', 'arrAt', 'solved'}, function(v)
+    local a, at = tonumber(v[1] or '0'), tonumber(v[2] or '0')
+    if at > 0 then a = a * math.pow(2, -(now - at) / 60000) end
+    local solved = tonumber(v[3] or '0')
+    if ARGV[8] ~= '0' then solved = solved + 1 end
+    return {'arr', tostring(a + 1), 'arrAt', now, 'solved', solved}
+  end)
   return nil
 end
 
@@ -172,6 +222,32 @@ if st[2] ~= '1' then
 end
 if not join then
   return {'none'}
+end
+if cfg[4] == 'threshold' and redis.call('HGET', KEYS[3], 'engaged') ~= '1' then
+  local active = redis.call('ZCOUNT', KEYS[8], '(' .. now, '+inf')
+  local arrived = arrivals(KEYS[10], now, 0, {})
+  local arrivalLimit = tonumber(cfg[6] or '') or 0
+  if redis.call('ZCARD', KEYS[4]) == 0 and active < (tonumber(cfg[5] or '') or 0)
+      and (arrivalLimit == 0 or arrived < arrivalLimit) then
+    local refused = guard()
+    if refused then return refused end
+    local iat = now - now % 1000
+    local exp = iat + (tonumber(cfg[7] or '') or 600) * 1000
+    -- Numbered by the show's running count, as admit.lua's jtis: unique whichever run made it.
+    local jti = ARGV[12] .. '.' .. redis.call('HINCRBY', KEYS[3], 'admittedTotal', 1)
+    local gv = jti .. '|' .. exp .. '|' .. iat
+    redis.call('ZADD', KEYS[8], exp, jti)
+    redis.call('ZADD', KEYS[15], exp, jti)
+    redis.call('HSET', KEYS[16], jti, user)
+    redis.call('HSET', KEYS[7], user, gv)
+    -- Unrecorded until the caller has recorded it and stored its token (tokens.lua), scored so that the durable
+    -- cursor stays where it is.
+    redis.call('ZADD', KEYS[17], cursor + 1, jti)
+    redis.call('ZREM', KEYS[6], user) -- heartbeats are for fans in line
+    return {'admitted', gv}
+  end
+  redis.call('HSET', KEYS[3], 'engaged', '1', 'engagedAt', now)
+  redis.call('HDEL', KEYS[3], 'underSince')
 end
 -- Taken off the queue earlier (admitted and done, or skipped as gone): a fresh ticket at the back.
 local last = tonumber(st[4] or '0')

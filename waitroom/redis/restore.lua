@@ -1,5 +1,5 @@
 -- Rebuilds a show's queue state from the record, unless it is here already.
--- KEYS: 1 state, 2 seed, 3 grants, 4 gexp, 5 jti->user, 6 info
+-- KEYS: 1 state, 2 seed, 3 grants, 4 gexp, 5 jti->user, 6 info, 7 the fans given back a ticket (join.lua)
 -- ARGV: 1 cursor, 2 ceiling, 3 drawn ("1"/"0"), 4 drawCount, 5 drawDigest, 6 seed, 7 saleStartsAt ms (0:
 --       unknown), then user jti expMs iatMs quadruples of the live admissions
 -- Invariants kept: lastSeq starts at the recorded ceiling, above every ticket ever handed out, so a later joiner
@@ -11,7 +11,13 @@ end
 local st = redis.call('HMGET', KEYS[1], 'cursor', 'lastSeq')
 local cursor = math.max(tonumber(st[1] or '0'), tonumber(ARGV[1]))
 local last = math.max(tonumber(st[2] or '0'), tonumber(ARGV[2]))
-redis.call('HSET', KEYS[1], 'cursor', cursor, 'lastSeq', last, 'ceiling', last)
+-- When and where the rebuild started: tickets at or below this ceiling and above this cursor were handed out
+-- before the loss, and their fans coming back within the turn hold keep them (join.lua).
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('HSET', KEYS[1], 'cursor', cursor, 'lastSeq', last, 'ceiling', last, 'rebuiltAt', now,
+  'rebuiltCursor', cursor, 'rebuiltCeiling', last)
+redis.call('DEL', KEYS[7]) -- an earlier rebuild's, if it outlived the state
 if ARGV[3] == '1' then
   redis.call('HSET', KEYS[1], 'drawn', '1', 'drawCount', ARGV[4], 'drawDigest', ARGV[5])
 end

@@ -9,13 +9,18 @@
 //	T:wr:pre     set         users who joined before the sale opened (the draw's pool; kept a week for audit)
 //	T:wr:hb      sorted set  user -> last heartbeat (Redis ms); only queued fans
 //	T:wr:state   hash        lastSeq ceiling cursor lastTick carry admittedTotal skippedTotal drawn drawCount
-//	                         drawDigest (ceiling: tickets reserved in the record; its absence means "rebuild")
+//	                         drawDigest (ceiling: tickets reserved in the record; its absence means "rebuild"),
+//	                         engaged engagedAt underSince (threshold mode: queueing now, and since when the
+//	                         figures have been under the thresholds with nobody in line)
 //	T:wr:grants  hash        user -> "jti|expMs|iatMs[|token]"
 //	T:wr:gexp    sorted set  jti -> expMs (our own copy of rediskey.QueueActive, which booking trims)
 //	T:wr:jti     hash        jti -> user
 //	T:wr:unrec   sorted set  jti -> ticket: grants not yet recorded in PostgreSQL, hence without a token
 //	T:wr:seed    string      the shuffle seed (hex); its SHA-256 is the published commitment
 //	T:wr:drawlock string     the draw lock
+//	T:bot:stats  hash        the guard's figures (issued solved failed shadowed refused:*, arr arrAt: new places
+//	                         as a decaying count) and the arrivals over the last minute: 60 one-second buckets
+//	                         a:0..a:59, their total a:total and the second last counted a:last (arrivals.lua)
 //
 // plus rediskey.QueueConfig, QueueActive, QueueRevoked (booking's) and ShowInfo (read only).
 package redis
@@ -31,8 +36,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	admredis "github.com/flashseat/flashseat/shared/admission/redis"
+	"github.com/flashseat/flashseat/shared/infra/driver"
 	"github.com/flashseat/flashseat/shared/rediskey"
-	"github.com/flashseat/flashseat/shared/store/driver"
 	"github.com/flashseat/flashseat/waitroom"
 )
 
@@ -49,9 +54,13 @@ func Seed(show string) string       { return rediskey.Tag(show) + ":wr:seed" }
 func DrawLock(show string) string   { return rediskey.Tag(show) + ":wr:drawlock" }
 func Skipped(show string) string    { return rediskey.Tag(show) + ":wr:skipped" }
 
+// Returned names the fans given back a ticket from before the queue's last rebuild (join.lua), so that each gets
+// it back once.
+func Returned(show string) string { return rediskey.Tag(show) + ":wr:returned" }
+
 // Key names of a show's bot-protection keys (guard.go).
 func BotStats(show string) string    { return rediskey.Tag(show) + ":bot:stats" }
-func BotSolves(show string) string   { return BotStats(show) + ":solves" } // join.lua names it from BotStats
+func BotSolves(show string) string   { return BotStats(show) + ":solves" }
 func BotPlaces(show string) string   { return rediskey.Tag(show) + ":bot:places" }
 func BotShadow(show string) string   { return rediskey.Tag(show) + ":bot:shadow" }
 func BotBrowsers(show string) string { return rediskey.Tag(show) + ":bot:browsers" }
@@ -63,7 +72,7 @@ func BotSpent(show, challenge string) string {
 // Keys lists every key the waiting room keeps for a show (for tests and cleanup).
 func Keys(show string) []string {
 	return []string{Wait(show), Pre(show), Heartbeat(show), State(show), Grants(show), GrantExp(show), JTI(show),
-		Unrecorded(show), Seed(show), DrawLock(show), Skipped(show), BotStats(show), BotSolves(show),
+		Unrecorded(show), Seed(show), DrawLock(show), Skipped(show), Returned(show), BotStats(show), BotSolves(show),
 		BotPlaces(show), BotShadow(show), BotBrowsers(show), BotPressure(show), rediskey.QueueConfig(show),
 		rediskey.QueueActive(show), rediskey.QueueRevoked(show), rediskey.ShowInfo(show)}
 }
@@ -128,19 +137,37 @@ func (s *Store) Counts(ctx context.Context, show string) (waitroom.Counts, error
 	wait := p.ZCard(ctx, Wait(show))
 	pool := p.SCard(ctx, Pre(show))
 	active := p.ZCount(ctx, rediskey.QueueActive(show), "("+now, "+inf")
-	st := p.HMGet(ctx, State(show), "drawn", "admittedTotal", "skippedTotal")
+	st := p.HMGet(ctx, State(show), "drawn", "admittedTotal", "skippedTotal", "engaged")
+	arr := p.HGetAll(ctx, BotStats(show)) // holds the arrivals' ring
 	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
 		return waitroom.Counts{}, storeErr("counts", err)
 	}
 	vals := st.Val()
-	c := waitroom.Counts{Waiting: wait.Val(), Active: active.Val()}
-	if len(vals) == 3 {
+	c := waitroom.Counts{Waiting: wait.Val(), Active: active.Val(), ArrivalsPerMinute: lastMinute(arr.Val(), time.Now())}
+	if len(vals) == 4 {
 		if vals[0] != "1" {
 			c.Waiting += pool.Val()
 		}
 		c.AdmittedTotal, c.SkippedTotal = num(vals[1]), num(vals[2])
+		c.Engaged = vals[3] == "1"
 	}
 	return c, nil
+}
+
+// lastMinute reads arrivals.lua's ring (h) as it would stand at now: the buckets of the seconds still inside the
+// minute. A read only, so it does not advance the ring.
+func lastMinute(h map[string]string, now time.Time) int64 {
+	last, err := strconv.ParseInt(h["a:last"], 10, 64)
+	sec := now.Unix()
+	if err != nil || sec-last >= 60 {
+		return 0
+	}
+	var n int64
+	for s := max(sec-59, last-59); s <= last; s++ {
+		v, _ := strconv.ParseInt(h["a:"+strconv.FormatInt(s%60, 10)], 10, 64)
+		n += v
+	}
+	return n
 }
 
 // Exists implements waitroom.Store.

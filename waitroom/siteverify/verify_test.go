@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flashseat/flashseat/shared/store/storetest"
+	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/waitroom/siteverify"
 	"github.com/flashseat/flashseat/waitroom/siteverify/siteverifytest"
 )

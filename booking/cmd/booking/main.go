@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/booking/app"
-	"github.com/flashseat/flashseat/shared/store/driver"
+	"github.com/flashseat/flashseat/shared/infra/driver"
 )
 
 func main() {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flashseat/flashseat/shared/env"
+	"github.com/flashseat/flashseat/shared/infra/env"
 )
 
 // Config configures a simulator.
@@ -62,7 +62,7 @@ func (c Config) Validate() error {
 // "http://127.0.0.1:8081/webhooks/payments"; "off" disables webhooks), PAYMENT_WEBHOOK_SECRET, PAYSIM_API_KEY,
 // PAYSIM_LATENCY (a Go duration), PAYSIM_FAILURE_RATE (0..1), PAYSIM_SLOW_DELAY (a Go duration),
 // PAYSIM_PUBLISHABLE_KEY and PAYSIM_PUBLIC_URL, by the rules every flashseat binary reads its environment with
-// (shared/env).
+// (shared/infra/env).
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	r := env.New(getenv)
 	c := Config{

@@ -19,7 +19,7 @@ import (
 
 	"github.com/flashseat/flashseat/booking/payment"
 	"github.com/flashseat/flashseat/booking/payment/stripe"
-	"github.com/flashseat/flashseat/shared/store/storetest"
+	"github.com/flashseat/flashseat/shared/infra/storetest"
 )
 
 // stripeMock starts the official stripe-mock on free ports and returns its HTTP base URL. The binary is installed

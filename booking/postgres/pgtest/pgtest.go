@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/flashseat/flashseat/shared/migrate"
+	"github.com/flashseat/flashseat/shared/infra/migrate"
 )
 
 // DefaultURL is used when DATABASE_URL is not set; it matches `make services`.
@@ -34,12 +34,20 @@ func New(t testing.TB) *pgxpool.Pool {
 // Run from its Config).
 func NewWithURL(t testing.TB) (*pgxpool.Pool, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	base := os.Getenv("DATABASE_URL")
 	if base == "" {
 		base = DefaultURL
 	}
+	return NewOn(t, base)
+}
+
+// NewOn is NewWithURL on the server of base instead of DATABASE_URL's: a test's own server, or a failover
+// formation's multi-host URL (the database is created on whichever host accepts writes, and its URL keeps
+// every host).
+func NewOn(t testing.TB, base string) (*pgxpool.Pool, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	adminCfg, err := pgx.ParseConfig(base)
 	if err != nil {
 		t.Fatalf("pgtest: DATABASE_URL: %v", err)

@@ -13,7 +13,7 @@ import (
 	"syscall"
 
 	"github.com/flashseat/flashseat/edge/app"
-	"github.com/flashseat/flashseat/shared/store/driver"
+	"github.com/flashseat/flashseat/shared/infra/driver"
 )
 
 func main() {

@@ -1,30 +1,32 @@
-// The console's Bots panel and a show's bot settings: what the waiting room's guard did for the show selected
-// (challenges issued, solved and failed, the median solve time, refusals by reason, places per prefix), read from
-// each round of live figures, and the prefixes the operator blocks for it. console.js mounts it with its api()
-// (which signs the console out on a 401) and el(), and hands it every round.
+// The Bots panel and a show's bot settings: what the waiting room's guard did for the show selected (challenges
+// issued, solved and failed, the median solve time, refusals by reason, places per prefix), read from each round
+// of live figures, and the prefixes the operator blocks for it. settingsFields are the bot settings the Shows
+// panel's queue form carries.
+import { Refusal } from "./api.js";
+import { $, el } from "./dom.js";
+import { count as num } from "./ui.js";
+import { syncShows } from './picker.js';
 
-const $ = (id) => document.getElementById(id);
-const num = (n) => Number(n || 0).toLocaleString('en');
 const solveTime = (ms) => (ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
 
 // What each refusal means, in the operator's words (the guard's verdicts: waitroom/guard.go).
 const REASONS = {
-  proof_required: 'came without a proof of work',
-  proof_invalid: 'brought an expired or malformed proof',
-  proof_forged: 'brought a forged proof (suspects)',
-  proof_replayed: 'brought a proof already spent (suspects)',
-  human_required: 'came without the human check',
-  human_failed: 'failed the human check',
-  account_required: 'were guests at an accounts-only sale',
-  prefix_blocked: 'came from a blocked prefix (suspects)',
-  prefix_limit: 'came from a prefix over its places (suspects)',
-  browser: 'came from a browser already holding a place',
+  [Refusal.ProofRequired]: 'came without a proof of work',
+  [Refusal.ProofInvalid]: 'brought an expired or malformed proof',
+  [Refusal.ProofForged]: 'brought a forged proof (suspects)',
+  [Refusal.ProofReplayed]: 'brought a proof already spent (suspects)',
+  [Refusal.HumanRequired]: 'came without the human check',
+  [Refusal.HumanFailed]: 'failed the human check',
+  [Refusal.AccountRequired]: 'were guests at an accounts-only sale',
+  [Refusal.PrefixBlocked]: 'came from a blocked prefix (suspects)',
+  [Refusal.PrefixLimit]: 'came from a prefix over its places (suspects)',
+  [Refusal.Browser]: 'came from a browser already holding a place',
 };
 
 // A prefix an operator can block: an address, or an IPv6 /64 (not the per-identity count of an exempt address).
 const blockable = (p) => !p.startsWith('exempt:') && p !== 'unknown';
 
-export function mountBots({ api, el, onChange }) {
+export function mount({ call, changed }) {
   const select = $('bot-show');
   const dd = {};
   for (const d of document.querySelectorAll('#bot-figs dd[data-f]')) dd[d.dataset.f] = d;
@@ -56,7 +58,7 @@ export function mountBots({ api, el, onChange }) {
       pending = { show: id, list, until: Date.now() + 5000 };
       if (show() === id) renderBlocked(list);
       $('block-result').textContent = what;
-      onChange();
+      changed();
       return true;
     } catch (e) {
       $('block-error').textContent = `That did not work: ${e.message}`;
@@ -67,13 +69,13 @@ export function mountBots({ api, el, onChange }) {
   const block = (prefix) => {
     const id = show();
     return change(`Blocked ${prefix} for ${id}: its clients are suspects from now on.`, id,
-      () => api('POST', `/admin/v1/shows/${encodeURIComponent(id)}/blocked-prefixes`, { prefix }));
+      () => call('POST', `/admin/v1/shows/${encodeURIComponent(id)}/blocked-prefixes`, { prefix }));
   };
 
   async function unblock(prefix) {
     const id = show();
     await change(`Unblocked ${prefix} for ${id}.`, id,
-      () => api('DELETE', `/admin/v1/shows/${encodeURIComponent(id)}/blocked-prefixes?prefix=${encodeURIComponent(prefix)}`));
+      () => call('DELETE', `/admin/v1/shows/${encodeURIComponent(id)}/blocked-prefixes?prefix=${encodeURIComponent(prefix)}`));
     $('block-prefix').focus(); // the button that had focus is gone
   }
 
@@ -87,10 +89,7 @@ export function mountBots({ api, el, onChange }) {
 
   function render(snap) {
     const shows = snap.shows || [];
-    const ids = new Set(shows.map((f) => f.showId));
-    for (const o of [...select.options]) if (!ids.has(o.value)) o.remove();
-    const have = new Set([...select.options].map((o) => o.value));
-    for (const f of shows) if (!have.has(f.showId)) select.append(el('option', { value: f.showId, text: `${f.title} (${f.showId})` }));
+    syncShows(select, shows);
     const f = shows.find((s) => s.showId === show());
     last = { snap };
     $('bot-panel').hidden = !f;
@@ -126,61 +125,61 @@ export function mountBots({ api, el, onChange }) {
     renderBlocked(blocked);
   }
 
-  // settingsFields are the bot settings of show id's queue form: its fields, fill(queue figures) to start from
-  // the values in force, and body() for the form's PUT. Figures without them (an older edge's) leave the fields
-  // disabled and out of the PUT, so the form still saves the rest.
-  function settingsFields(id) {
-    const input = (name, attrs) => el('input', { id: `${name}-${id}`, ...attrs });
-    const on = input('bp', { type: 'checkbox', role: 'switch' });
-    const base = input('bd', { type: 'number', min: '1', max: '1000000000000', step: '1', required: '' });
-    const refuse = input('sr', { type: 'radio', name: `suspects-${id}`, value: 'refuse' });
-    const shadow = input('ss', { type: 'radio', name: `suspects-${id}`, value: 'shadow' });
-    const human = input('hc', { type: 'checkbox' });
-    const accounts = input('ao', { type: 'checkbox' });
-    const places = input('pp', { type: 'number', min: '1', step: '1', required: '' });
-    const hold = input('th', { type: 'number', min: '0', max: '1440', step: 'any', required: '' });
-    const check = (box, text) => el('p', { class: 'check' }, box, el('label', { for: box.id, text }));
-    const group = el('fieldset', { class: 'bot', disabled: '' }, el('legend', { text: 'Bot protection' }),
-      check(on, 'Bot protection on: a proof of work for every new place'),
-      el('label', { for: base.id, text: 'Base difficulty (hashes at most, for a prefix\'s first challenges)' }), base,
-      el('fieldset', {}, el('legend', { text: 'Suspected bots are' }),
-        check(refuse, 'refused'), check(shadow, 'given a place that never comes up (shadowed)')),
-      check(human, 'Ask for the human check too (when the edge has one)'),
-      check(accounts, 'Accounts only: no guest identities'),
-      el('label', { for: places.id, text: 'Places per prefix (an IPv4 address or an IPv6 /64)' }), places);
-    const holdLabel = el('label', { for: hold.id, text: 'Turn hold (minutes a fan away when their turn came keeps it)' });
-    hold.disabled = true;
-    return {
-      fields: [group, holdLabel, hold],
-      fill(q) {
-        const bp = q.botProtection;
-        if (bp) {
-          group.disabled = false;
-          on.checked = !!bp.enabled;
-          base.value = bp.baseDifficulty;
-          (bp.suspects === 'shadow' ? shadow : refuse).checked = true;
-          human.checked = !!bp.humanCheck;
-          accounts.checked = !!bp.accountsOnly;
-          places.value = bp.prefixPlaces;
-        }
-        if (q.turnHoldSeconds !== undefined) {
-          hold.disabled = false;
-          hold.value = q.turnHoldSeconds / 60;
-        }
-      },
-      body() {
-        const out = {};
-        if (!hold.disabled) out.turnHoldSeconds = Math.round(Number(hold.value) * 60);
-        if (!group.disabled) {
-          out.botProtection = {
-            enabled: on.checked, baseDifficulty: Number(base.value), suspects: shadow.checked ? 'shadow' : 'refuse',
-            humanCheck: human.checked, accountsOnly: accounts.checked, prefixPlaces: Number(places.value),
-          };
-        }
-        return out;
-      },
-    };
-  }
+  return { render };
+}
 
-  return { render, settingsFields };
+// settingsFields are the bot settings of show id's queue form: its fields, fill(queue figures) to start from
+// the values in force, and body() for the form's PUT. Figures without them (an older edge's) leave the fields
+// disabled and out of the PUT, so the form still saves the rest.
+export function settingsFields(id) {
+  const input = (name, attrs) => el('input', { id: `${name}-${id}`, ...attrs });
+  const on = input('bp', { type: 'checkbox', role: 'switch' });
+  const base = input('bd', { type: 'number', min: '1', max: '1000000000000', step: '1', required: '' });
+  const refuse = input('sr', { type: 'radio', name: `suspects-${id}`, value: 'refuse' });
+  const shadow = input('ss', { type: 'radio', name: `suspects-${id}`, value: 'shadow' });
+  const human = input('hc', { type: 'checkbox' });
+  const accounts = input('ao', { type: 'checkbox' });
+  const places = input('pp', { type: 'number', min: '1', step: '1', required: '' });
+  const hold = input('th', { type: 'number', min: '0', max: '1440', step: 'any', required: '' });
+  const check = (box, text) => el('p', { class: 'check' }, box, el('label', { for: box.id, text }));
+  const group = el('fieldset', { class: 'bot', disabled: '' }, el('legend', { text: 'Bot protection' }),
+    check(on, 'Bot protection on: a proof of work for every new place'),
+    el('label', { for: base.id, text: 'Base difficulty (hashes at most, for a prefix\'s first challenges)' }), base,
+    el('fieldset', {}, el('legend', { text: 'Suspected bots are' }),
+      check(refuse, 'refused'), check(shadow, 'given a place that never comes up (shadowed)')),
+    check(human, 'Ask for the human check too (when the edge has one)'),
+    check(accounts, 'Accounts only: no guest identities'),
+    el('label', { for: places.id, text: 'Places per prefix (an IPv4 address or an IPv6 /64)' }), places);
+  const holdLabel = el('label', { for: hold.id, text: 'Turn hold (minutes a fan away when their turn came keeps it)' });
+  hold.disabled = true;
+  return {
+    fields: [group, holdLabel, hold],
+    fill(q) {
+      const bp = q.botProtection;
+      if (bp) {
+        group.disabled = false;
+        on.checked = !!bp.enabled;
+        base.value = bp.baseDifficulty;
+        (bp.suspects === 'shadow' ? shadow : refuse).checked = true;
+        human.checked = !!bp.humanCheck;
+        accounts.checked = !!bp.accountsOnly;
+        places.value = bp.prefixPlaces;
+      }
+      if (q.turnHoldSeconds !== undefined) {
+        hold.disabled = false;
+        hold.value = q.turnHoldSeconds / 60;
+      }
+    },
+    body() {
+      const out = {};
+      if (!hold.disabled) out.turnHoldSeconds = Math.round(Number(hold.value) * 60);
+      if (!group.disabled) {
+        out.botProtection = {
+          enabled: on.checked, baseDifficulty: Number(base.value), suspects: shadow.checked ? 'shadow' : 'refuse',
+          humanCheck: human.checked, accountsOnly: accounts.checked, prefixPlaces: Number(places.value),
+        };
+      }
+      return out;
+    },
+  };
 }

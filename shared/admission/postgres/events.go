@@ -9,16 +9,18 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/eventstream"
+	"github.com/flashseat/flashseat/shared/infra/pgshard"
 )
 
 // Queue events are written to queue_outbox in the transaction that records the phase they announce, and
 // eventstream.Relay appends them to the lifecycle stream (Outbox). queue_phase holds each show's phase as last
 // recorded and counts its changes (epoch): a change is recorded only when it differs from the recorded phase, under
 // the row's lock, so replicas that all see a show sell out record it once, and the outbox's unique (show, epoch)
-// would refuse a second event for one change anyway. Both tables are shared/migrate's 0008_admission.
+// would refuse a second event for one change anyway. Both tables are shared/infra/migrate's 0008_admission.
 
 // recorded is a show's row of queue_phase.
 type recorded struct {
@@ -82,7 +84,8 @@ func recordSettingsPhase(ctx context.Context, tx pgx.Tx, show string, old, now a
 // another replica has recorded the change first.
 func (r *Record) RecordPhase(ctx context.Context, c admission.PhaseChange) (bool, error) {
 	var cur string
-	err := r.pool.QueryRow(ctx, `SELECT phase FROM queue_phase WHERE show_id = $1`, c.Show).Scan(&cur)
+	db := r.dbs.For(c.Show)
+	err := db.QueryRow(ctx, `SELECT phase FROM queue_phase WHERE show_id = $1`, c.Show).Scan(&cur)
 	switch {
 	case err == nil && cur == c.Phase:
 		return false, nil
@@ -90,7 +93,7 @@ func (r *Record) RecordPhase(ctx context.Context, c admission.PhaseChange) (bool
 		return false, fmt.Errorf("admission/postgres: queue phase %s: %w", c.Show, err)
 	}
 	changed := false
-	err = pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		prev, err := lockPhase(ctx, tx, c.Show)
 		if err != nil || prev.phase == c.Phase || !c.At.After(prev.observed) {
 			return err
@@ -106,14 +109,25 @@ func (r *Record) RecordPhase(ctx context.Context, c admission.PhaseChange) (bool
 }
 
 // Outbox is the queue outbox as eventstream.Relay reads it. An event's dedupe id is q_<show>_<type>_<epoch>: the
-// same on every relay of it, and never reused by another change of the show.
+// same on every relay of it, and never reused by another change of the show. Sharded, each shard's outbox is
+// relayed and pruned on its own (pgshard.Sweep), so a shard that is down holds back only its own shows' events.
 func (r *Record) Outbox() eventstream.Source { return queueOutbox{r} }
 
 type queueOutbox struct{ r *Record }
 
 func (o queueOutbox) Relay(ctx context.Context, limit int, publish func(eventstream.Event) error) (int, error) {
+	publish = pgshard.Serial(publish)
+	n, err := pgshard.Sweep(ctx, o.r.dbs, func(ctx context.Context, db *pgxpool.Pool) (int64, error) {
+		n, err := relayOutbox(ctx, db, limit, publish)
+		return int64(n), err
+	})
+	return int(n), err
+}
+
+// relayOutbox relays up to limit of one database's unpublished queue events, in order.
+func relayOutbox(ctx context.Context, db *pgxpool.Pool, limit int, publish func(eventstream.Event) error) (int, error) {
 	n := 0
-	err := pgx.BeginFunc(ctx, o.r.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT id, show_id, epoch, type, payload, created_at FROM queue_outbox
 			WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
 		if err != nil {
@@ -151,10 +165,13 @@ func (o queueOutbox) Relay(ctx context.Context, limit int, publish func(eventstr
 }
 
 func (o queueOutbox) Prune(ctx context.Context, before time.Time, limit int) (int, error) {
-	tag, err := o.r.pool.Exec(ctx, `DELETE FROM queue_outbox WHERE id IN (SELECT id FROM queue_outbox
-		WHERE published_at IS NOT NULL AND published_at < $1 LIMIT $2)`, before, limit)
+	n, err := pgshard.Sweep(ctx, o.r.dbs, func(ctx context.Context, db *pgxpool.Pool) (int64, error) {
+		tag, err := db.Exec(ctx, `DELETE FROM queue_outbox WHERE id IN (SELECT id FROM queue_outbox
+			WHERE published_at IS NOT NULL AND published_at < $1 LIMIT $2)`, before, limit)
+		return tag.RowsAffected(), err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("admission/postgres: prune queue outbox: %w", err)
 	}
-	return int(tag.RowsAffected()), nil
+	return int(n), nil
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/flashseat/flashseat/shared/admission"
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
 	"github.com/flashseat/flashseat/shared/eventstream"
-	"github.com/flashseat/flashseat/shared/store/redistest"
+	"github.com/flashseat/flashseat/shared/infra/redistest"
 )
 
 // env is a migrated admission record on a database of the test's own and an event stream of its own.

@@ -17,8 +17,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/infra/driver"
 	"github.com/flashseat/flashseat/shared/rediskey"
-	"github.com/flashseat/flashseat/shared/store/driver"
 )
 
 var (
@@ -40,8 +40,12 @@ func New(rdb goredis.UniversalClient) *Cache { return &Cache{rdb: rdb} }
 
 var _ admission.Cache = (*Cache)(nil)
 
+// configFields are the settings' fields in the cache, in the order settingsArgs writes them; the scripts take them
+// as field-value pairs, so a field added here needs no change to put.lua or fill.lua.
 var configFields = []string{rediskey.QueueEnabled, rediskey.QueueAdmitPerSecond, rediskey.QueueMaxActive,
-	rediskey.QueueTokenTTLSeconds, rediskey.QueuePaused, rediskey.QueueTurnHold, rediskey.QueueBot}
+	rediskey.QueueTokenTTLSeconds, rediskey.QueuePaused, rediskey.QueueTurnHold, rediskey.QueueBot, rediskey.QueuePage,
+	rediskey.QueueMode, rediskey.QueueTuning, rediskey.QueueActiveThreshold, rediskey.QueueArrivalThreshold,
+	rediskey.QueueCooldown}
 
 // Lookup implements admission.Cache: one HMGET.
 func (c *Cache) Lookup(ctx context.Context, show string) (admission.Settings, admission.Presence, error) {
@@ -97,6 +101,22 @@ func parse(vals []any) (admission.Settings, bool) {
 			s.Bot = bot
 		}
 	}
+	if b := str(7); b != "" {
+		page := s.Page
+		if json.Unmarshal([]byte(b), &page) == nil {
+			s.Page = page
+		}
+	}
+	s.Mode = str(8)
+	if s.Mode == "" {
+		s.Mode = s.QueueMode() // cached by a binary that predates modes
+	}
+	if b := str(9); b != "" {
+		t := s.Tuning
+		if json.Unmarshal([]byte(b), &t) == nil {
+			s.Tuning = t
+		}
+	}
 	return s, true
 }
 
@@ -107,11 +127,25 @@ func flag(b bool) string {
 	return "0"
 }
 
-// settingsArgs are put.lua's and fill.lua's first arguments: the version, then a value for each configFields.
+// settingsValues are the values of configFields, in order.
+func settingsValues(s admission.Settings) []any {
+	bot, _ := json.Marshal(s.Bot)       // a struct of plain fields always marshals
+	page, _ := json.Marshal(s.Page)     // likewise
+	tuning, _ := json.Marshal(s.Tuning) // likewise
+	return []any{flag(s.Enabled), strconv.FormatFloat(s.AdmitPerSecond, 'f', -1, 64), s.MaxActive,
+		s.TokenTTLSeconds, flag(s.Paused), s.TurnHoldSeconds, string(bot), string(page), s.QueueMode(), string(tuning),
+		s.ActiveUsersThreshold, s.NewUsersPerMinuteThreshold, s.CooldownSeconds}
+}
+
+// settingsArgs are put.lua's and fill.lua's first arguments: the version, the number of field-value arguments,
+// then a field and its value for each configFields.
 func settingsArgs(s admission.Settings, version int64) []any {
-	bot, _ := json.Marshal(s.Bot) // a struct of plain fields always marshals
-	return []any{version, flag(s.Enabled), strconv.FormatFloat(s.AdmitPerSecond, 'f', -1, 64), s.MaxActive,
-		s.TokenTTLSeconds, flag(s.Paused), s.TurnHoldSeconds, string(bot)}
+	args := make([]any, 0, 2+2*len(configFields))
+	args = append(args, version, 2*len(configFields))
+	for i, v := range settingsValues(s) {
+		args = append(args, configFields[i], v)
+	}
+	return args
 }
 
 // Revoked implements admission.Cache: the revocations and the settings' presence in one round trip (ZMSCORE and
@@ -193,11 +227,7 @@ func (c *Cache) announce(ctx context.Context, show string) error {
 // SetSettings writes a show's settings straight into the cache and announces them, with no record behind them:
 // for tools and tests that run without PostgreSQL. A record's later version replaces them.
 func (c *Cache) SetSettings(ctx context.Context, show string, s admission.Settings) error {
-	args := make([]any, 0, 2*len(configFields))
-	for i, v := range settingsArgs(s, 0)[1:] {
-		args = append(args, configFields[i], v)
-	}
-	if err := c.rdb.HSet(ctx, rediskey.QueueConfig(show), args...).Err(); err != nil {
+	if err := c.rdb.HSet(ctx, rediskey.QueueConfig(show), settingsArgs(s, 0)[2:]...).Err(); err != nil {
 		return fmt.Errorf("admission/redis: set settings: %w", err)
 	}
 	return c.announce(ctx, show)

@@ -3,7 +3,10 @@
 // still pending is followed live; a booking back on hold after a failed payment offers to pay again.
 import { get, ApiError, session } from "./api.js";
 import { showError } from "./ui.js";
-import { el, summary, showFacts, bookingPath, follow, resume } from "./order.js";
+import { el } from "./dom.js";
+import { summary, showFacts, bookingPath, follow, resume } from "./order.js";
+import { refundControl, refundsList } from "./refund.js";
+import { transferControl, showTransfers } from "./transfer.js";
 
 const root = document.getElementById("booking");
 const bookingId = root.dataset.booking;
@@ -14,26 +17,49 @@ function status(text) {
   $("status").hidden = !text;
 }
 
+// gone says why a ticket no longer admits.
+const gone = { VOID: "Refunded: this ticket no longer admits.", TRANSFERRED: "Transferred: this ticket was reissued to the fan who claimed it." };
+
 function tickets(b) {
   const list = $("tickets");
   const s = b.show || {};
   const cat = Object.fromEntries((b.seats || []).map((x) => [x.seatId, x.category]));
+  const refundable = b.refundableUntil && new Date(b.refundableUntil) > new Date();
   list.replaceChildren(...b.tickets.map((t) => {
     const name = `Ticket ${t.ticketId}, seat ${t.seatId}` + (s.title ? `, ${s.title}` : "");
-    return el("li", { class: "ticket" },
+    const heading = el("h2", { text: "Seat " + t.seatId + (cat[t.seatId] ? " · " + cat[t.seatId] : "") });
+    if (gone[t.status]) {
+      return el("li", { class: "ticket gone", "data-status": t.status },
+        el("div", {}, heading, el("p", { text: gone[t.status] }), el("p", { class: "muted", text: "Ticket " + t.ticketId })));
+    }
+    return el("li", { class: "ticket", "data-status": t.status || "VALID", "data-ticket": t.ticketId },
       el("img", { src: `/api/v1/tickets/${encodeURIComponent(t.ticketId)}/qr.png`, alt: "QR code of " + name,
         width: "200", height: "200" }),
-      el("div", {},
-        el("h2", { text: "Seat " + t.seatId + (cat[t.seatId] ? " · " + cat[t.seatId] : "") }),
-        showFacts(b),
-        el("p", { class: "muted", text: "Ticket " + t.ticketId })));
+      el("div", {}, heading, showFacts(b),
+        el("p", { class: "muted", text: "Ticket " + t.ticketId }),
+        t.status === "VALID" && root.dataset.wallet === "on"
+          ? el("p", {}, el("a", { class: "button", href: `/api/v1/tickets/${encodeURIComponent(t.ticketId)}/pass.pkpass`,
+            text: "Add to Apple Wallet", "aria-label": "Add seat " + t.seatId + " to Apple Wallet" })) : null,
+        t.status === "VALID" && refundable
+          ? refundControl(b, [t.seatId], "Refund seat " + t.seatId + "…", $("error"), render) : null,
+        t.status === "VALID" && b.status === "CONFIRMED" ? transferControl(t, $("error"), () => transfers(b)) : null));
   }));
   list.hidden = false;
+  transfers(b);
+}
+
+// transfers lists the transfers of this booking's tickets (a reissued ticket names the one it replaced).
+function transfers(b) {
+  const ids = new Set(b.tickets.map((t) => t.ticketId));
+  return showTransfers($("transfers"), $("error"), (tr) => ids.has(tr.ticketId) || ids.has(tr.newTicketId))
+    .catch((e) => showError($("error"), e.message));
 }
 
 function render(b) {
   const params = new URLSearchParams(location.search);
   $("details").replaceChildren(summary(b));
+  const refunds = refundsList(b);
+  if (refunds) $("details").append(refunds);
   $("tickets").hidden = true;
   $("actions").hidden = true;
   status("");
@@ -42,7 +68,9 @@ function render(b) {
     case "CONFIRMED":
       $("title").textContent = "Confirmed";
       document.title = "Confirmed · flashseat";
-      status("Your booking is confirmed. Show these QR codes at the entrance.");
+      status(b.refunds && b.refunds.length
+        ? "Your booking is confirmed; some seats were refunded. Show the remaining QR codes at the entrance."
+        : "Your booking is confirmed. Show these QR codes at the entrance.");
       tickets(b);
       $("actions").hidden = false;
       return;
@@ -64,6 +92,7 @@ function render(b) {
     case "REFUNDED":
       $("title").textContent = "Refunded";
       status("This booking was refunded; its tickets no longer admit.");
+      tickets(b);
       return;
     default:
       $("title").textContent = b.status === "EXPIRED" ? "Hold expired" : "Cancelled";

@@ -1,8 +1,11 @@
 // bookings.js: "My bookings". Each booking with its show, seats and status; a held one can be paid or cancelled,
 // a paid one refunded until its refund window closes. Each action's result is said next to the booking.
-import { get, post, del, ApiError, session } from "./api.js";
+import { get, del, ApiError, session } from "./api.js";
 import { money, showError, clearError } from "./ui.js";
-import { el, showFacts, when, bookingPath } from "./order.js";
+import { el } from "./dom.js";
+import { showFacts, when, bookingPath } from "./order.js";
+import { refundControl, refundsList } from "./refund.js";
+import { showTransfers } from "./transfer.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -43,9 +46,10 @@ function item(b) {
     case "CONFIRMED":
       actions.append(el("a", { class: "button primary", href: page, text: "View tickets" }));
       if (b.refundableUntil && new Date(b.refundableUntil) > new Date()) {
-        actions.append(act("Refund", async () => {
-          await post(bookingPath(b.bookingId) + "/refund");
-          return "Refunded: the money goes back to your card and the seats are on sale again.";
+        actions.append(refundControl(b, [], "Refund…", $("error"), async (r) => {
+          result.textContent = (r.status === "REFUNDED" ? "Refunded" : "Partly refunded") +
+            ": the money goes back to your card and the seats are on sale again.";
+          await load();
         }));
       }
       break;
@@ -58,12 +62,13 @@ function item(b) {
     showFacts(b),
     el("p", {}, el("strong", { class: "state", text: label[b.status] || b.status }),
       ` · seats ${b.seatIds.join(", ")} · ${money(b.totalAmount, b.currency)}`),
-    refund, actions, result);
+    refund, refundsList(b), actions, result);
 }
 
 // results keeps what each action said across the list's reload.
 async function load() {
   const { data } = await get("/api/v1/bookings");
+  await showTransfers($("transfers"), $("error"));
   const said = new Map([...document.querySelectorAll("li.booking")].map((li) => [li.id, li.querySelector(".result").textContent]));
   if (!data.bookings.length) {
     $("list").replaceChildren(el("p", {}, "You have no bookings yet. ", el("a", { href: "/", text: "Find a show" })));

@@ -4,7 +4,8 @@
 // Secure challenge, 402 another card, 410 back to the seats, 409 and 503 explained.
 import { get, post, ApiError, Problem, session, idempotencyKey } from "./api.js";
 import { showError, clearError } from "./ui.js";
-import { el, summary, bookingPath, follow, resume } from "./order.js";
+import { el } from "./dom.js";
+import { summary, bookingPath, follow, resume } from "./order.js";
 
 const root = document.getElementById("checkout");
 const bookingId = root.dataset.booking;

@@ -1,20 +1,8 @@
-// order.js: what the checkout, booking and "My bookings" pages share: building elements safely (text only, never
-// HTML from data), a booking's order summary, and following a booking until its payment settles.
+// order.js: what the checkout, booking and "My bookings" pages share: a booking's order summary, and following a
+// booking until its payment settles.
 import { get } from "./api.js";
+import { el } from "./dom.js";
 import { money } from "./ui.js";
-
-// el builds an element: attrs are properties or attributes, children are nodes or strings (as text).
-export function el(tag, attrs = {}, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k in e && typeof v !== "string") e[k] = v;
-    else if (k === "text") e.textContent = v;
-    else e.setAttribute(k, v === true ? "" : v);
-  }
-  for (const c of children) if (c !== null && c !== undefined) e.append(c);
-  return e;
-}
 
 const dateFmt = new Intl.DateTimeFormat(undefined, { weekday: "short", day: "numeric", month: "short", year: "numeric", hour: "2-digit", minute: "2-digit" });
 

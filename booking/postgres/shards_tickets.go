@@ -1,0 +1,60 @@
+package postgres
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/flashseat/flashseat/booking"
+)
+
+// Refunds, ticket policies and transfers on Shards: a refund is on its booking's shard, a policy on its show's,
+// a transfer (whose id carries the show's key, shard.ID) on its ticket's.
+
+func (s *Shards) RecordRefund(ctx context.Context, r booking.Refund) (booking.Booking, error) {
+	return onShard(s, "booking", r.BookingID, func(st *Store) (booking.Booking, error) { return st.RecordRefund(ctx, r) })
+}
+func (s *Shards) Refunds(ctx context.Context, bookingID string) ([]booking.Refund, error) {
+	return onShard(s, "booking", bookingID, func(st *Store) ([]booking.Refund, error) { return st.Refunds(ctx, bookingID) })
+}
+func (s *Shards) TicketPolicy(ctx context.Context, showID string) (booking.TicketPolicy, bool, error) {
+	return s.At(showID).TicketPolicy(ctx, showID)
+}
+func (s *Shards) SetTicketPolicy(ctx context.Context, showID string, tp booking.TicketPolicy) error {
+	return s.At(showID).SetTicketPolicy(ctx, showID, tp)
+}
+func (s *Shards) CreateTransfer(ctx context.Context, t booking.Transfer, secretHash string) (booking.Transfer, error) {
+	return onShard(s, "ticket", t.TicketID, func(st *Store) (booking.Transfer, error) {
+		return st.CreateTransfer(ctx, t, secretHash)
+	})
+}
+func (s *Shards) ClaimTransfer(ctx context.Context, id, secretHash, toUser string, nt booking.Ticket, now time.Time) (booking.Transfer, error) {
+	return onShard(s, "transfer", id, func(st *Store) (booking.Transfer, error) {
+		return st.ClaimTransfer(ctx, id, secretHash, toUser, nt, now)
+	})
+}
+func (s *Shards) CancelTransfer(ctx context.Context, id, fromUser string) (booking.Transfer, error) {
+	return onShard(s, "transfer", id, func(st *Store) (booking.Transfer, error) { return st.CancelTransfer(ctx, id, fromUser) })
+}
+func (s *Shards) TransferBySecret(ctx context.Context, id, secretHash string) (booking.Transfer, error) {
+	return onShard(s, "transfer", id, func(st *Store) (booking.Transfer, error) {
+		return st.TransferBySecret(ctx, id, secretHash)
+	})
+}
+
+// Transfers asks every shard: a fan's transfers are of any show. Newest first across them.
+func (s *Shards) Transfers(ctx context.Context, userID string) ([]booking.Transfer, error) {
+	ts, err := sweep(ctx, s, "transfers", func(ctx context.Context, st *Store) ([]booking.Transfer, error) {
+		return st.Transfers(ctx, userID)
+	})
+	slices.SortFunc(ts, func(a, b booking.Transfer) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	return ts, err
+}
+
+func (s *Shards) TransferMailLink(ctx context.Context, id string) (string, error) {
+	return onShard(s, "transfer", id, func(st *Store) (string, error) { return st.TransferMailLink(ctx, id) })
+}
+func (s *Shards) ForgetTransferMail(ctx context.Context, id string) error {
+	_, err := onShard(s, "transfer", id, func(st *Store) (struct{}, error) { return struct{}{}, st.ForgetTransferMail(ctx, id) })
+	return err
+}

@@ -1,0 +1,115 @@
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/pagekit"
+)
+
+// The queue page's languages and the operator's message. The page is written in English; each other language of
+// admission.PageLanguages has a file page/texts/{lang}.json that maps every English text of queue.html and
+// queue.js to its own (the approach of booking's notifications: a file per language, English when a text is
+// missing). The page is rendered in the browser's language when Accept-Language names one of them, else in the
+// show's page language; its script gets the same texts in the <html> element's data-texts. Rendered pages are
+// kept per language and message, so a crowd costs one render per show's message, not one per fan.
+
+// texts are each language's texts, keyed by the English; English has none.
+var texts = mustTexts()
+
+func mustTexts() map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for _, lang := range admission.PageLanguages[1:] {
+		b, err := pageFS.ReadFile("page/texts/" + lang + ".json")
+		if err != nil {
+			panic(err)
+		}
+		m := map[string]string{}
+		if err := json.Unmarshal(b, &m); err != nil {
+			panic("page/texts/" + lang + ".json: " + err.Error())
+		}
+		out[lang] = m
+	}
+	return out
+}
+
+// pageLanguage picks the page's language: the first of the browser's (Accept-Language, by preference) that the
+// page is written in, else the show's.
+func pageLanguage(accept, show string) string {
+	type choice struct {
+		lang string
+		q    float64
+	}
+	var cs []choice
+	for _, part := range strings.Split(accept, ",") {
+		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		q := 1.0
+		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				q = f
+			}
+		}
+		primary, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(tag)), "-")
+		if q > 0 && admission.PageLanguage(primary) {
+			cs = append(cs, choice{primary, q})
+		}
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].q > cs[j].q })
+	if len(cs) > 0 {
+		return cs[0].lang
+	}
+	if admission.PageLanguage(show) {
+		return show
+	}
+	return admission.PageLanguages[0]
+}
+
+// pageView is what queue.html is rendered from.
+type pageView struct {
+	CSS, Script, Worker string
+	Lang                string
+	Texts               string // the script's texts, JSON
+	Message             string
+	MessageLang         string // the language the operator wrote the message in
+	dict                map[string]string
+}
+
+// T is the page's text for the English s.
+func (v pageView) T(s string) string {
+	if t, ok := v.dict[s]; ok {
+		return t
+	}
+	return s
+}
+
+// renders keeps rendered pages by language and message (bounded: messages are the operators').
+var renders, _ = lru.New[string, pagekit.File](256) // errs only for a size below 1
+
+// rendered returns the page in lang with the show's page settings.
+func rendered(lang string, p admission.Page) pagekit.File {
+	key := lang + "\x00" + p.Language + "\x00" + p.Message
+	if f, ok := renders.Get(key); ok {
+		return f
+	}
+	dict := texts[lang]
+	if dict == nil {
+		dict = map[string]string{} // English: "{}", not "null", for the script
+	}
+	js, _ := json.Marshal(dict) // a map of strings always marshals
+	v := site.view
+	v.Lang, v.Texts, v.Message, v.MessageLang, v.dict = lang, string(js), p.Message, p.Language, dict
+	var b bytes.Buffer
+	if err := site.tmpl.Execute(&b, v); err != nil {
+		panic(err) // the template and its data are ours: every test would fail first
+	}
+	f := pagekit.NewFile(b.Bytes(), fiber.MIMETextHTMLCharsetUTF8)
+	renders.Add(key, f)
+	return f
+}
