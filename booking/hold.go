@@ -318,7 +318,7 @@ func (s *Holds) hold(ctx context.Context, r HoldRequest, t holdTarget, seats []S
 		}
 		return Booking{}, err
 	}
-	s.seats.noteHeld(b.ShowID, b.SeatIDs)
+	s.seats.noteClaimed(b.ShowID, b.SeatIDs)
 	if b.ExpiresAt.Before(now.Add(ttl)) && s.expireAt != nil {
 		s.expireAt(b.ShowID, b.ExpiresAt) // ends with its admission, before its locks would
 	}
@@ -369,7 +369,7 @@ func (s *Holds) Cancel(ctx context.Context, id, userID string) (Booking, []strin
 		s.log.ErrorContext(ctx, "release locks of cancelled booking", "booking", b.ID, "err", err)
 		freed = nil
 	}
-	s.seats.noteFreed(b.ShowID, freed)
+	s.seats.noteReleased(b.ShowID, freed)
 	s.releaseAdmission(ctx, b)
 	s.catalog.markDirty(b.ShowID)
 	return b, freed, nil

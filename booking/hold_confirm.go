@@ -89,7 +89,7 @@ func (s *Holds) AfterRefund(ctx context.Context, b Booking) {
 	if err := s.locks.Unsell(ctx, b); err != nil {
 		s.log.ErrorContext(ctx, "mark refunded seats unsold", "booking", b.ID, "err", err)
 	}
-	s.seats.noteFreed(b.ShowID, b.SeatIDs)
+	s.seats.noteReleased(b.ShowID, b.SeatIDs)
 	s.catalog.markDirty(b.ShowID)
 }
 

@@ -13,7 +13,7 @@ func (s *Holds) afterExpiry(ctx context.Context, bs []Booking) {
 		if err != nil {
 			s.log.WarnContext(ctx, "release expired locks", "booking", b.ID, "err", err)
 		}
-		s.seats.noteFreed(b.ShowID, freed)
+		s.seats.noteReleased(b.ShowID, freed)
 		s.announceFree(ctx, b)
 		s.releaseAdmission(ctx, b)
 		s.catalog.markDirty(b.ShowID)
@@ -44,7 +44,7 @@ func (s *Holds) announceFree(ctx context.Context, b Booking) {
 	if len(evs) == 0 {
 		return
 	}
-	s.seats.noteFreed(b.ShowID, free)
+	s.seats.noteReleased(b.ShowID, free)
 	if err := s.locks.PublishSeats(ctx, b.ShowID, evs); err != nil {
 		s.log.WarnContext(ctx, "publish expired seats", "booking", b.ID, "err", err)
 	}

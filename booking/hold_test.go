@@ -645,6 +645,29 @@ func TestSeatChangedFreesAtOnce(t *testing.T) {
 	}
 }
 
+// TestOwnSeatEventEchoIsNotTrusted: a hold's own HELD event reaching its process after the process cancelled the
+// hold (Redis Cluster carries events over its bus, late) does not mark the freed seat taken again: the next fan
+// gets it at once instead of a refusal until the next reload.
+func TestOwnSeatEventEchoIsNotTrusted(t *testing.T) {
+	t.Parallel()
+	e := bookingtest.New(t, booking.Config{})
+	ctx := context.Background()
+	b, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u1", ShowID: e.Show.ID, SeatIDs: []string{"F6"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u2", ShowID: e.Show.ID, SeatIDs: []string{"F6"}}); !errors.Is(err, booking.ErrSeatsUnavailable) {
+		t.Fatalf("got %v", err) // and the process now has a snapshot with F6 held
+	}
+	if _, _, err := e.Svc.Cancel(ctx, b.ID, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	e.Svc.SeatChanged(e.Show.ID, booking.SeatEvent{SeatID: "F6", Status: booking.SeatHeld}) // the hold's, late
+	if _, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u2", ShowID: e.Show.ID, SeatIDs: []string{"F6"}}); err != nil {
+		t.Fatalf("hold after the cancel and its hold's late event: %v", err)
+	}
+}
+
 // countingLocks counts the claims that reach the hold script.
 type countingLocks struct {
 	*redis.Locks

@@ -126,14 +126,11 @@ func (s *Reconciler) expireAt(showID string, at time.Time) {
 
 // SeatChanged is told of a seat event published by any replica (booking/redis.WatchSeatEvents), so this
 // process's snapshot of the show follows the others' claims and releases within milliseconds instead of at its
-// next reload. An event that arrives out of order can only make the snapshot wrong until the next reload, which
-// costs a needless trip to the hold script or an early refusal, never a wrong grant.
+// next reload. Events about seats this process changed itself a moment ago are not trusted over what it knows
+// (seatCache.heard). An event that arrives out of order can only make the snapshot wrong until the next reload,
+// which costs a needless trip to the hold script or an early refusal, never a wrong grant.
 func (s *Reconciler) SeatChanged(showID string, ev SeatEvent) {
-	if ev.Status == SeatAvailable {
-		s.seats.noteFreed(showID, []string{ev.SeatID})
-		return
-	}
-	s.seats.noteHeld(showID, []string{ev.SeatID})
+	s.seats.heard(showID, ev.SeatID, ev.Status != SeatAvailable)
 }
 
 // Reconcile expires every lapsed hold, releases the seat locks no live booking holds and republishes every

@@ -109,7 +109,7 @@ func (s *Reconciler) releaseOrphans(ctx context.Context, showID string, locks []
 		}
 	}
 	if len(freed) > 0 {
-		s.seats.noteFreed(showID, freed)
+		s.seats.noteReleased(showID, freed)
 	}
 	return freed, nil
 }

@@ -3,6 +3,7 @@ package booking
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -89,6 +90,10 @@ type showSeats struct {
 	wait    chan struct{} // closed when the load in progress ends
 	// conflicts counts refused holds not yet added to the show's counter in Redis (flushInfo).
 	conflicts atomic.Int64
+	// mine is when this process last changed each seat itself (note), under mu: a seat event heard about such a
+	// seat within echoWindow may be the echo of an earlier change of this process, overtaken by a later one
+	// (heard).
+	mine map[string]time.Time
 }
 
 // seatCache keeps each show's current snapshot for this process (see snapshot), reloading it from Redis through
@@ -114,6 +119,11 @@ const (
 	refreshAfter = 50 * time.Millisecond
 	// staleOK is how old a snapshot may be served to advisory readers while a reload is in flight.
 	staleOK = time.Second
+	// echoWindow is how long after this process changed a seat the seat events heard about it are not trusted
+	// over what the process knows (heard). Seat events reach their subscribers later than the change that
+	// published them, on Redis Cluster through the cluster bus: a hold's own HELD event can arrive after the
+	// same process has already cancelled the hold.
+	echoWindow = time.Second
 )
 
 func (sn *snapshot) age() time.Duration { return time.Since(sn.at) }
@@ -177,15 +187,24 @@ func (sn *snapshot) takenOf(taken, ids []string) []string {
 	return taken
 }
 
-// noteHeld records in the show's snapshot seats this process has just seen taken (its own successful claims, and
-// the seats a refused claim found held), so the next requests for them are refused at once instead of after the
-// next reload. A sold seat stays sold.
-func (s *seatCache) noteHeld(showID string, seatIDs []string) { s.note(showID, seatIDs, true) }
+// noteHeld records in the show's snapshot seats this process has just seen taken (the seats a refused claim found
+// held), so the next requests for them are refused at once instead of after the next reload. A sold seat stays
+// sold.
+func (s *seatCache) noteHeld(showID string, seatIDs []string) { s.note(showID, seatIDs, true, false) }
 
-// noteFreed records seats this process has just released (cancel, expiry), so they are offered again at once.
-func (s *seatCache) noteFreed(showID string, seatIDs []string) { s.note(showID, seatIDs, false) }
+// noteFreed records seats this process has just seen free (a lock that expired in Redis, a claim that gave its
+// reservation back), so they are offered again at once.
+func (s *seatCache) noteFreed(showID string, seatIDs []string) { s.note(showID, seatIDs, false, false) }
 
-func (s *seatCache) note(showID string, seatIDs []string, taken bool) {
+// noteClaimed records seats this process has just claimed itself; their events heard within echoWindow are
+// this claim's or older (heard).
+func (s *seatCache) noteClaimed(showID string, seatIDs []string) { s.note(showID, seatIDs, true, true) }
+
+// noteReleased records seats this process has just released itself (cancel, expiry, refund); their events
+// heard within echoWindow are this release's or older (heard).
+func (s *seatCache) noteReleased(showID string, seatIDs []string) { s.note(showID, seatIDs, false, true) }
+
+func (s *seatCache) note(showID string, seatIDs []string, taken, own bool) {
 	if len(seatIDs) == 0 {
 		return
 	}
@@ -195,11 +214,49 @@ func (s *seatCache) note(showID string, seatIDs []string, taken bool) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if own {
+		now := time.Now()
+		if e.mine == nil || len(e.mine) > 4096 {
+			e.mine = pruneBefore(e.mine, now.Add(-echoWindow))
+		}
+		for _, id := range seatIDs {
+			e.mine[id] = now
+		}
+	}
 	cur := e.cur.Load()
 	if cur == nil {
 		return
 	}
 	e.cur.Store(cur.with(seatIDs, taken))
+}
+
+// heard records a seat event published by any replica, this one included. An event about a seat this process
+// changed within echoWindow is dropped: it may be this process's own, overtaken by a later change (a hold's HELD
+// event arriving after the cancel), and would then mark a free seat taken until the next reload, refusing the
+// fans who ask for it. Dropping one that was really another replica's costs at most one trip to the hold
+// script, whose answer notes the seat (noteHeld); a grant is never decided on the snapshot.
+func (s *seatCache) heard(showID, seatID string, taken bool) {
+	e := s.loaded(showID)
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if at, ok := e.mine[seatID]; ok && time.Since(at) < echoWindow {
+		return
+	}
+	if cur := e.cur.Load(); cur != nil {
+		e.cur.Store(cur.with([]string{seatID}, taken))
+	}
+}
+
+// pruneBefore returns m without the entries older than cutoff, or a new map if m is nil.
+func pruneBefore(m map[string]time.Time, cutoff time.Time) map[string]time.Time {
+	if m == nil {
+		return map[string]time.Time{}
+	}
+	maps.DeleteFunc(m, func(_ string, at time.Time) bool { return at.Before(cutoff) })
+	return m
 }
 
 // with returns a copy of the snapshot with the seats marked taken (held, unless sold) or free. The state is
