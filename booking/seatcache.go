@@ -202,7 +202,9 @@ func (s *seatCache) noteClaimed(showID string, seatIDs []string) { s.note(showID
 
 // noteReleased records seats this process has just released itself (cancel, expiry, refund); their events
 // heard within echoWindow are this release's or older (heard).
-func (s *seatCache) noteReleased(showID string, seatIDs []string) { s.note(showID, seatIDs, false, true) }
+func (s *seatCache) noteReleased(showID string, seatIDs []string) {
+	s.note(showID, seatIDs, false, true)
+}
 
 func (s *seatCache) note(showID string, seatIDs []string, taken, own bool) {
 	if len(seatIDs) == 0 {
