@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	fsclient "github.com/flashseat/flashseat/loadtest/client"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
+	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/infra/storetest"
 )
 
@@ -61,6 +64,38 @@ func TestQueuePageInBrowser(t *testing.T) {
 		note := fan.Text(`sessionStorage.getItem("fs_test_note") || ""`)
 		if !strings.HasPrefix(note, "It's your turn|✔ Your turn!") {
 			t.Errorf("notification and title at admission: %q", note)
+		}
+	})
+
+	// A fan who joined before the draw holds a place receipt that names no ticket (the draw had not given one);
+	// once the draw has, the page renews it, so that their place comes back if the waiting room loses its state.
+	t.Run("before opening, then a wait: the receipt names the drawn ticket", func(t *testing.T) {
+		fan := br.FanFor(t, "early fan who waits", time.Minute)
+		show := newShow(t, c, showSpec{title: "Drawn", saleIn: 6 * time.Second, queue: true, admitRate: 0.001})
+		for range 2 { // fans in the draw besides ours, so that ours most likely waits
+			g, _, err := c.NewGuest(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := c.Join(ctx, g.Token, show, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fan.Go(p.BaseURL + "/queue/" + show)
+		fan.WaitFor("the countdown", `document.getElementById("countdown").textContent.startsWith("Opens in")`)
+		if seq := receiptSeq(t, fan.Cookie(admission.PlaceCookieName(show))); seq != 0 {
+			t.Fatalf("before the draw the receipt names ticket %d", seq)
+		}
+		fan.WaitFor("a position after the draw", `(!document.getElementById("waiting").hidden || !document.getElementById("admitted").hidden)`)
+		if fan.Text(views) != "waiting" {
+			t.Skip("our fan was drawn first and let in: nothing to renew") // the draw is random; rare with three
+		}
+		deadline := time.Now().Add(30 * time.Second) // the page asks within 20 s of the draw (it spreads the crowd)
+		for receiptSeq(t, fan.Cookie(admission.PlaceCookieName(show))) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the receipt still names no ticket %v after the draw; URLs %v", 30*time.Second, fan.URLs())
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
 	})
 
@@ -290,4 +325,26 @@ func seesItsHoldPolled(t *testing.T, fan *platformtest.Fan, show, live string) {
 		t.Fatalf("hold: %s", held)
 	}
 	fan.WaitFor("A1 held", seat("A1")+`.getAttribute("aria-label").endsWith(", held")`)
+}
+
+// receiptSeq is the ticket a place receipt names (0: none, the fan joined before the draw), read from its claims;
+// the signature is the waiting room's business.
+func receiptSeq(t *testing.T, receipt string) int64 {
+	t.Helper()
+	if receipt == "" {
+		t.Fatal("no place receipt cookie")
+	}
+	parts := strings.Split(receipt, ".")
+	if len(parts) != 3 {
+		t.Fatalf("receipt %q is not a JWS", receipt)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	var claims struct{ Seq int64 }
+	if err == nil {
+		err = json.Unmarshal(b, &claims)
+	}
+	if err != nil {
+		t.Fatalf("receipt claims: %v", err)
+	}
+	return claims.Seq
 }

@@ -258,6 +258,22 @@ func (f *Fan) Grant(permission string) {
 	}
 }
 
+// Cookie is the value of the fan's cookie of that name for the page's URL, HttpOnly ones included, as the
+// browser would send it; "" when there is none.
+func (f *Fan) Cookie(name string) string {
+	f.t.Helper()
+	res, err := chromedp.Call(f.Ctx, network.GetCookies, network.GetCookiesParams{})
+	if err != nil {
+		f.t.Fatalf("%s: cookies: %v", f.Name, err)
+	}
+	for _, c := range res.Cookies {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	return ""
+}
+
 // CutStreams closes the event streams the current page has open: its live view goes stale until reloaded.
 func (f *Fan) CutStreams() {
 	f.t.Helper()

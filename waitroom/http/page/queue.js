@@ -15,6 +15,10 @@ const seatsURL = "/shows/" + encodeURIComponent(show);
 let first = 0, es = null, pollTimer = null, errors = 0, done = false, polling = false, info = null;
 let countdown = null, opensAt = 0, lastEvent = 0, stalled = false;
 let entering = false, refusals = 0, skew = 0;
+// drawPending: the fan joined before the sale's opening draw, so their place receipt (an HttpOnly cookie, which
+// brings the same place back if the waiting room loses its state) names no ticket yet; renewReceipt fetches one
+// that does once the draw has given them a position.
+let drawPending = false;
 
 // t is the page's text for the English s, in the language the page was rendered in (pagelang.go): the <html>
 // element carries the texts (null for English), English when one is missing. tf fills "{}" with v.
@@ -330,6 +334,7 @@ function holdNote(secs) {
 function clearCountdown() { if (countdown) { clearInterval(countdown); countdown = null; } }
 function onPosition(p) {
   clearCountdown();
+  if (drawPending) { drawPending = false; renewReceipt(p.etaSeconds); }
   view("waiting");
   if (!first || p.position > first) first = p.position;
   $("position").textContent = p.position.toLocaleString();
@@ -345,6 +350,7 @@ function onPaused(p) {
 }
 function onWaiting(p) {
   view("opens");
+  drawPending = true;
   if (!p.opensAt) { $("countdown").textContent = t("Opening soon"); return; }
   // Count down locally between the server's (infrequent) waiting events, from the server's own ETA.
   opensAt = Date.now() + (p.etaSeconds || 0) * 1000;
@@ -354,6 +360,17 @@ function onWaiting(p) {
   };
   tick();
   if (!countdown) countdown = setInterval(tick, 1000);
+}
+// renewReceipt asks status once, whose answer sets the receipt cookie with the fan's ticket: the stream's events
+// cannot set cookies. Every early fan gets their position in the same instant, so each asks at a random moment
+// within the next 20 s, or half their wait if that is shorter: the crowd's asks spread out, and a fan near the
+// front still has their receipt before their turn.
+function renewReceipt(eta) {
+  const within = Math.min(20, (eta || 0) / 2);
+  setTimeout(() => {
+    if (done) return;
+    get(base + "/status").then((r) => { noteDate(r.headers); onPlace(r.data); }, () => { /* the stream or the next poll says what is wrong */ });
+  }, Math.random() * within * 1000);
 }
 // closed: the queue is off (the seats are open to all), or the organiser closed the sale.
 function closed() {
