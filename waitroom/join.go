@@ -33,7 +33,7 @@ func (s *Service) enter(ctx context.Context, show, user, receipt string, ask Ask
 		if e.Refused != "" {
 			return Place{}, refusal(e.Refused)
 		}
-		if e.Passed && ask.Returning == "" && attempt < 50 {
+		if e.Passed && ask.Returning == "" { // asked once: Returning is set below
 			// The fan's ticket is one the cursor had passed before Redis lost the queue: only the admission
 			// record can tell a fan served then from one skipped while away.
 			served, err := s.queues.Record().Admitted(ctx, show, user)
