@@ -1,13 +1,10 @@
 package e2e
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/flashseat/flashseat/loadtest/platformtest"
 )
@@ -21,18 +18,9 @@ func TestBypassCodeInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
 	}
-	p, c := journeyPlatform(t)
-	ctx := context.Background()
-	show := newShow(t, c, showSpec{title: "Tughlaq " + uuid.NewString()[:6], saleIn: -time.Minute, queue: true,
-		admitRate: 0.01})
-	ahead := guestFan(t, c)
-	if q, res, err := c.Join(ctx, ahead.Token, show, ""); err != nil || q.Status != "waiting" {
-		t.Fatalf("the fan ahead: %+v %d %v", q, res.Status, err)
-	}
+	p, _, show := slowQueue(t, "Tughlaq")
 	br := platformtest.NewBrowser(t)
-	text := func(sel string) string {
-		return `(document.querySelector(` + strconv.Quote(sel) + `)?.textContent ?? "")`
-	}
+	text := textOf
 
 	// The operator: the page's message and language, then one code for one fan.
 	op := br.Fan("operator", 3*time.Minute)

@@ -155,9 +155,7 @@ func botSettings(t *testing.T, p *platformtest.Platform, show string) admission.
 func consoleOperator(t *testing.T, p *platformtest.Platform) (op *platformtest.Fan, set func(sel, v string), text func(sel string) string) {
 	t.Helper()
 	op = platformtest.NewBrowser(t).Fan("operator", 4*time.Minute)
-	text = func(sel string) string {
-		return `(document.querySelector(` + strconv.Quote(sel) + `)?.textContent ?? "")`
-	}
+	text = textOf
 	set = func(sel, v string) {
 		op.JS(`(() => { const e = document.querySelector(` + strconv.Quote(sel) + `); e.value = ` + strconv.Quote(v) +
 			`; e.dispatchEvent(new Event("input")); })()`)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,25 @@ func journeyPlatformOn(t *testing.T, cluster []string) (*platformtest.Platform, 
 		t.Fatal(err)
 	}
 	return p, c
+}
+
+// slowQueue starts the platform with a show on sale whose queue barely moves (a fan a hundred seconds) and one fan
+// already waiting in it, so that the next fan waits behind them. The show's title is title and a random suffix.
+func slowQueue(t *testing.T, title string) (*platformtest.Platform, *fsclient.Client, string) {
+	t.Helper()
+	p, c := journeyPlatform(t)
+	show := newShow(t, c, showSpec{title: title + " " + uuid.NewString()[:6], saleIn: -time.Minute, queue: true,
+		admitRate: 0.01})
+	ahead := guestFan(t, c)
+	if q, res, err := c.Join(context.Background(), ahead.Token, show, ""); err != nil || q.Status != "waiting" {
+		t.Fatalf("the fan ahead: %+v %d %v", q, res.Status, err)
+	}
+	return p, c, show
+}
+
+// textOf is a page expression for the text of the first element matching the CSS selector sel ("" if none).
+func textOf(sel string) string {
+	return `(document.querySelector(` + strconv.Quote(sel) + `)?.textContent ?? "")`
 }
 
 type showSpec struct {
