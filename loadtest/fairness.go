@@ -26,6 +26,9 @@ type Inversion struct {
 	Fan, Ticket                        int64 // the fan passed over
 	IssuedAt                           int64
 	Overtaker, OvertakerTicket, OverAt int64
+	// Rejoined: the fan passed over had to join again because the waiting room had forgotten it (its store lost
+	// the fan's place); it came back with its receipt.
+	Rejoined bool `json:"rejoined,omitempty"`
 }
 
 // checkTickets is the exact queue-order check: in ticket order, admission seconds (iat) never go backwards. Fans
@@ -46,7 +49,8 @@ func checkTickets(fans []*Fan, fr *Fairness) {
 		f := xs[i]
 		if earliest != nil && earliest.IssuedAt < f.IssuedAt {
 			fr.Inversions = append(fr.Inversions, Inversion{Fan: int64(f.ID), Ticket: f.Ticket, IssuedAt: f.IssuedAt,
-				Overtaker: int64(earliest.ID), OvertakerTicket: earliest.Ticket, OverAt: earliest.IssuedAt})
+				Overtaker: int64(earliest.ID), OvertakerTicket: earliest.Ticket, OverAt: earliest.IssuedAt,
+				Rejoined: f.Rejoins > 0})
 		}
 		if earliest == nil || f.IssuedAt <= earliest.IssuedAt {
 			earliest = f

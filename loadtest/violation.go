@@ -33,10 +33,14 @@ func CrowdViolations(s *Summary) []Violation {
 	if s.Fairness.Tickets > 0 {
 		// Tickets and token times are known: the exact check decides, and the timing heuristic only informs.
 		for _, v := range s.Fairness.Inversions {
+			rejoined := ""
+			if v.Rejoined {
+				rejoined = " (it had joined again: the waiting room had forgotten it)"
+			}
 			out = append(out, Violation{InvQueueOrder, fmt.Sprintf(
-				"fan %d (ticket %d) was admitted at %s, after fan %d (ticket %d, behind it) at %s", v.Fan, v.Ticket,
+				"fan %d (ticket %d) was admitted at %s, after fan %d (ticket %d, behind it) at %s%s", v.Fan, v.Ticket,
 				time.Unix(v.IssuedAt, 0).UTC().Format(time.TimeOnly), v.Overtaker, v.OvertakerTicket,
-				time.Unix(v.OverAt, 0).UTC().Format(time.TimeOnly))})
+				time.Unix(v.OverAt, 0).UTC().Format(time.TimeOnly), rejoined)})
 		}
 		return append(out, tokenViolations(s)...)
 	}

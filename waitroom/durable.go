@@ -58,8 +58,15 @@ import (
 //
 // Ordering after a rebuild: a fan back with a receipt whose ticket is ahead of the recorded cursor holds the same
 // ticket as before, so receipt holders keep their order and their positions (ticket - cursor) exactly; a fan who
-// joins without one gets a ticket above the recorded ceiling, behind every ticket ever handed out. No ticket is
-// ever held by two fans, and a receipt proves its own user's place only (its subject is checked).
+// joins without one gets a ticket above the recorded ceiling, behind every ticket ever handed out. After a wipe no
+// ticket is ever held by two fans, and a receipt proves its own user's place only (its subject is checked).
+//
+// A failover is a smaller loss: Redis replicates asynchronously, so a replica promoted when its master dies may
+// lack the master's last few milliseconds of writes. Nothing looks missing (the queue's state is there, only a
+// little old), so nothing is rebuilt: a join made in those milliseconds is forgotten and its ticket may be handed
+// out again. The forgotten fan's stream or poll finds no place and the fan joins again with its receipt, getting
+// its ticket back (shared with the later fan: both are let in together) or, once the cursor has passed it, the
+// head of the line; it is let in at most a tick or two late (loadtest/chaos TestFailoverDuringCrowd).
 
 // seqBlock is how many tickets one reservation covers: one PostgreSQL write per seqBlock joins.
 const seqBlock = 2000

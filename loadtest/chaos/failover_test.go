@@ -23,8 +23,8 @@ import (
 // mid-sale the master serving the show's keys (seat locks, fencing counter, the queue) is killed; its replica takes
 // over. Replication is asynchronous, so the new master may lack the old one's last writes: the fencing epoch and
 // PostgreSQL's constraints must still keep every seat sold once. Afterwards the store checker finds nothing, every
-// fan who paid holds a live ticket per seat, the crowd's own checks (queue order, tokens) pass and the sale sells
-// out. CHAOS=full plays a larger crowd.
+// fan who paid holds a live ticket per seat, the crowd's own checks (queue order, tokens) pass, but for fans whose
+// join the failover lost, and the sale sells out. CHAOS=full plays a larger crowd.
 func TestFailoverDuringCrowd(t *testing.T) {
 	t.Parallel()
 	fans, seats, conns := 120, 60, 8
@@ -64,6 +64,21 @@ func TestFailoverDuringCrowd(t *testing.T) {
 		t.Errorf("the sale sold out %s after opening, before the master was killed: the failover met no sale",
 			sum.SoldOutAfter)
 	}
+	// Replication is asynchronous: a join acknowledged just before the kill may be missing on the new master, and
+	// its ticket handed out again. That fan's stream then finds no place, and it joins again with its receipt;
+	// once the cursor has passed its ticket it is given the head of the line (waitroom/durable.go), so it may be let
+	// in a tick after fans behind it. That is the loss's documented cost, logged; any other inversion fails.
+	kept := sum.Fairness.Inversions[:0]
+	for _, v := range sum.Fairness.Inversions {
+		if v.Rejoined {
+			t.Logf("fan %d (ticket %d), forgotten by the failover, was let in at %s, after fan %d (ticket %d) at %s",
+				v.Fan, v.Ticket, time.Unix(v.IssuedAt, 0).UTC().Format(time.TimeOnly), v.Overtaker,
+				v.OvertakerTicket, time.Unix(v.OverAt, 0).UTC().Format(time.TimeOnly))
+			continue
+		}
+		kept = append(kept, v)
+	}
+	sum.Fairness.Inversions = kept
 	for _, v := range loadtest.CrowdViolations(sum) {
 		t.Errorf("crowd: %s: %s", v.Invariant, v.Detail)
 	}
