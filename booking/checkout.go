@@ -61,6 +61,11 @@ type CheckoutConfig struct {
 	// the worker stops asking and lets the booking's hold run its course; a later success is caught by the
 	// webhook and given back. Default 15m.
 	GiveUpAfter time.Duration
+	// FailingAfter is how long the worker asks again about an attempt that the gateway keeps answering with a
+	// server error (a 5xx it sent, not a timeout or a refused connection) before it ends the attempt as failed:
+	// the gateway is there and fails this payment, so asking for GiveUpAfter would keep the seats in limbo for
+	// nothing. A transient 5xx is over well within it. Default 10s.
+	FailingAfter time.Duration
 	// ReplayWait is how long a replay of a key waits for the first request's outcome before answering "in
 	// progress". Default GatewayTimeout + 2s.
 	ReplayWait time.Duration
@@ -121,6 +126,9 @@ func NewCheckout(svc *Service, store PaymentStore, gw payment.Gateway, signer *t
 	}
 	if cfg.GiveUpAfter <= 0 {
 		cfg.GiveUpAfter = 15 * time.Minute
+	}
+	if cfg.FailingAfter <= 0 {
+		cfg.FailingAfter = 10 * time.Second
 	}
 	if cfg.ReplayWait <= 0 {
 		cfg.ReplayWait = cfg.GatewayTimeout + 2*time.Second

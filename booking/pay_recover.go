@@ -86,6 +86,17 @@ func (p *Checkout) recoverAttempt(ctx context.Context, a Attempt) {
 		// The same idempotency key returns the first authorization's outcome once the gateway has one (and makes
 		// the authorization now if the first call never reached it): never a second one.
 		in, err := p.gw.Authorize(ctx, p.authorizeParams(a))
+		if payment.ServerError(err) && p.cfg.Now().Sub(a.CreatedAt) > p.cfg.FailingAfter {
+			// The live path gives up at the first such answer; the worker, which may be asking after a timeout,
+			// asks again for FailingAfter. Nothing is known to be reserved; if something was, the gateway's
+			// webhook will say so and reclaim gives it back.
+			if p.update(ctx, a, AttemptUpdate{From: []AttemptState{AttemptStarted, AttemptPending}, To: AttemptRejected,
+				Outcome: OutcomeFailed, Detail: "the payment gateway kept failing the request"}) {
+				p.backToHeld(ctx, a)
+			}
+			p.log.WarnContext(ctx, "recover: the gateway kept failing a payment", "attempt", a.ID, "err", err)
+			return
+		}
 		res, err := p.actOnAuthorization(ctx, a, in, err, nil)
 		if err == nil && res.Pending {
 			if p.cfg.Now().Sub(a.CreatedAt) > p.cfg.GiveUpAfter {

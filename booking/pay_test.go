@@ -748,6 +748,58 @@ func TestPayGatewayNeverAnswers(t *testing.T) {
 	e.settle(t, e.pay)
 }
 
+// unheard is a Gateway whose authorizations reach the gateway but whose answers are lost on the way back, as when
+// a call times out after the gateway answered.
+type unheard struct{ payment.Gateway }
+
+func (g unheard) Authorize(ctx context.Context, p payment.AuthorizeParams) (payment.Intent, error) {
+	_, _ = g.Gateway.Authorize(ctx, p)
+	return payment.Intent{}, &payment.Error{Kind: payment.ErrTimeout, Message: "the answer was lost"}
+}
+
+// TestPayWorkerEndsWhatTheGatewayKeepsFailing: a payment whose live call heard nothing is left to the worker, and
+// the gateway answers the worker's every ask with a server error (pm_card_error). The worker asks again for
+// FailingAfter, not GiveUpAfter (15 minutes here): then the attempt ends as failed, the seats are the fan's to pay
+// for again, and no money is held.
+func TestPayWorkerEndsWhatTheGatewayKeepsFailing(t *testing.T) {
+	t.Parallel()
+	const failingAfter = 2 * time.Second
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{FailingAfter: failingAfter})
+	b := e.hold(t, "u1", "C7")
+	began := time.Now()
+	res, err := e.restart(t, unheard{e.gw}).Pay(context.Background(), booking.PayRequest{BookingID: b.ID,
+		UserID: "u1", PaymentMethod: sim.CardError, IdempotencyKey: "k1"})
+	if err != nil || !res.Pending {
+		t.Fatalf("pay with the answer lost: %+v, %v; want pending", res, err)
+	}
+	ctx := context.Background()
+	e.pay.Recover(ctx)
+	if time.Since(began) < failingAfter/2 { // a loaded machine may have taken longer: then this says nothing
+		if s := e.status(t, b.ID); s != booking.StatusPaymentPending {
+			t.Fatalf("status after the first 5xx = %s, want PAYMENT_PENDING: a 5xx may be transient", s)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); e.status(t, b.ID) != booking.StatusHeld; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker still asks after %s", time.Since(began).Round(time.Millisecond))
+		}
+		e.pay.Recover(ctx)
+	}
+	if elapsed := time.Since(began); elapsed < failingAfter {
+		t.Fatalf("the attempt ended %s after the payment, before FailingAfter", elapsed)
+	}
+	if _, err := e.payWith(b, sim.CardError, "k1"); !errors.Is(err, booking.ErrPaymentFailed) {
+		t.Fatalf("replay after the worker ended it: %v, want ErrPaymentFailed", err)
+	}
+	if res, err := e.payWith(b, sim.CardOK, "k2"); err != nil || res.Booking.Status != booking.StatusConfirmed {
+		t.Fatalf("paying again with another card: %+v, %v", res, err)
+	}
+	e.settle(t, e.pay)
+	if st := e.sim.Stats(); st.Authorizations != 1 || st.Captures != 1 {
+		t.Fatalf("gateway stats = %+v, want the second card's one authorization, captured", st)
+	}
+}
+
 // TestPayReleasesAdmission: with the show's waiting room on, pay needs the fan's admission, and a confirmation frees
 // the fan's active slot and revokes the token, so the queue admits the next fan.
 func TestPayReleasesAdmission(t *testing.T) {

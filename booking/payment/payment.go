@@ -213,6 +213,14 @@ func (e *Error) Error() string {
 // Unwrap lets errors.Is match the Kind.
 func (e *Error) Unwrap() error { return e.Kind }
 
+// ServerError reports whether err is the gateway's own answer with a server error (5xx): it was reached and it
+// failed the request, as opposed to a timeout, a refused connection or an open circuit, after which nothing was
+// heard from it.
+func ServerError(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.HTTPStatus >= 500
+}
+
 // Failure reports whether err says the gateway is unhealthy (as opposed to the card or the request being bad),
 // which is what a circuit breaker counts.
 func Failure(err error) bool {
