@@ -58,7 +58,8 @@ import (
 //
 // Ordering after a rebuild: a fan back with a receipt whose ticket is ahead of the recorded cursor holds the same
 // ticket as before, so receipt holders keep their order and their positions (ticket - cursor) exactly; a fan who
-// joins without one gets a ticket above the recorded ceiling, behind every ticket ever handed out. After a wipe no
+// joins without one gets a ticket above the recorded ceiling, behind every ticket ever handed out, and is told
+// its position without the tickets up to that ceiling that nobody in line holds (Gap): the fans ahead of it. After a wipe no
 // ticket is ever held by two fans, and a receipt proves its own user's place only (its subject is checked).
 //
 // A failover is a smaller loss: Redis replicates asynchronously, so a replica promoted when its master dies may

@@ -35,6 +35,7 @@ type hubShow struct {
 type hubView struct {
 	phase          Phase
 	cursor         int64
+	gap            Gap
 	opensAt        time.Time
 	admitPerSecond float64
 	rate           float64 // RateMeter.Rate after this tick: it only changes at a tick
@@ -218,7 +219,7 @@ func (w *Watcher) Current() Update {
 		u.OpensAt = v.opensAt
 		return u
 	}
-	u.Position = Position(u.Seq, v.cursor)
+	u.Position = v.gap.Position(u.Seq, v.cursor)
 	if v.phase == PhasePaused {
 		u.Paused = true
 		return u
@@ -242,15 +243,15 @@ func (h *Hub) Rate(show string) (measured float64, ok bool, configured float64) 
 // update.
 func (h *Hub) ApplyTick(snap TickResult, pulse bool) (needSeq, needGrant []string) {
 	hs := h.show(snap.Show)
-	hs.meter.Observe(snap.At, snap.Cursor)
+	hs.meter.Observe(snap.At, snap.Gap.progress(snap.Cursor))
 	hs.mu.Lock()
 	samePhase := hs.haveSnap && hs.snap.Phase == snap.Phase
-	changed := !samePhase || hs.snap.Cursor != snap.Cursor
+	changed := !samePhase || hs.snap.Cursor != snap.Cursor || hs.snap.Gap != snap.Gap
 	grants := snap.Grants
 	snap.Grants = nil
 	hs.snap, hs.haveSnap = snap, true
 	r, ok := hs.meter.Rate()
-	hs.view.Store(&hubView{phase: snap.Phase, cursor: snap.Cursor, opensAt: snap.OpensAt,
+	hs.view.Store(&hubView{phase: snap.Phase, cursor: snap.Cursor, gap: snap.Gap, opensAt: snap.OpensAt,
 		admitPerSecond: snap.AdmitPerSecond, rate: r, rateOK: ok})
 	// A tick grants a few fans (the admission rate times the tick): finding them among the watchers by comparing
 	// names costs less than hashing every watcher's name at every tick. Many grants at once go through a map.

@@ -232,7 +232,7 @@ func (s *Service) place(ctx context.Context, show string, e Entry) (Place, error
 		}
 		p.Grant = &g
 	case e.Status == Waiting && e.Seq > 0:
-		p.Position = Position(e.Seq, e.Cursor)
+		p.Position = e.Gap.Position(e.Seq, e.Cursor)
 		if e.Paused {
 			break // no ETA while nobody is admitted
 		}

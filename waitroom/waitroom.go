@@ -93,6 +93,8 @@ type Entry struct {
 	// Passed: the fan's receipted ticket is one the cursor had passed before Redis lost the queue; ask again with
 	// Ask.Returning saying whether the admission record holds an admission of the fan.
 	Passed bool
+	// Gap is what a rebuild left empty ahead of the cursor (TickResult.Gap).
+	Gap Gap
 }
 
 // Grant is one admission: the token's id, holder and lifetime. Token is the signed JWT once it has been signed.
@@ -143,6 +145,38 @@ type TickResult struct {
 	// DurableCursor is the cursor, held below the ticket of every grant not yet recorded: the highest cursor that
 	// may be recorded without a lost store taking an admission with it that the record would not bring back.
 	DurableCursor int64
+	// Gap is what a rebuild left ahead of the cursor that nobody holds (Gap.Position).
+	Gap Gap
+}
+
+// Gap is the part of the line a rebuild left empty. A queue rebuilt from its record starts its new tickets above
+// the ceiling reserved before the loss (durable.go), so the tickets between the cursor and that ceiling are
+// fans' who may still come back with their receipts, and tickets never handed out. Until the cursor passes End,
+// Empty is how many of them nobody in line holds now. Zero outside a rebuild.
+type Gap struct {
+	End   int64 // the rebuilt ceiling: the highest ticket handed out before the loss, at most
+	Empty int64 // tickets above the cursor, up to End, held by nobody in line
+}
+
+// Position is a waiting fan's 1-based position given the queue's cursor, not counting the tickets the gap holds
+// empty ahead of it: the fans ahead of a fan behind the gap, not ticket numbers. A fan within it (back with its
+// receipt) is told its ticket's place, as before the loss. Zero when seq is not yet known.
+func (g Gap) Position(seq, cursor int64) int64 {
+	p := Position(seq, cursor)
+	if g.Empty > 0 && seq > g.End && cursor < g.End {
+		p = max(1, p-g.Empty)
+	}
+	return p
+}
+
+// progress is how far the line has moved, for the rate meter: the cursor, plus the empty tickets ahead of it in the
+// gap, so that passing a stretch of tickets nobody holds counts as no fans served. A fan given back its ticket
+// within the gap moves it back by one, which the meter takes as a new start.
+func (g Gap) progress(cursor int64) int64 {
+	if g.Empty > 0 && cursor < g.End {
+		return cursor + g.Empty
+	}
+	return cursor
 }
 
 // Status maps a phase to what a waiting fan is told.

@@ -62,7 +62,7 @@ func (s *Store) Admit(ctx context.Context, show, nonce string, grace time.Durati
 			return waitroom.TickResult{}, waitroom.ErrNoState
 		}
 	}
-	if len(r) < 16 {
+	if len(r) < 18 {
 		return waitroom.TickResult{}, fmt.Errorf("waitroom/redis: admit: short reply %v", r)
 	}
 	rate, _ := strconv.ParseFloat(str(r[9]), 64)
@@ -70,7 +70,7 @@ func (s *Store) Admit(ctx context.Context, show, nonce string, grace time.Durati
 		Show: show, Phase: waitroom.Phase(str(r[0])), Cursor: num(r[1]), LastSeq: num(r[2]), Waiting: num(r[3]),
 		Active: num(r[4]), AdmittedTotal: num(r[5]), SkippedTotal: num(r[6]), At: time.UnixMilli(num(r[7])),
 		AdmitPerSecond: rate, MaxActive: num(r[10]), DurableCursor: num(r[12]), Engaged: num(r[14]) == 1,
-		ArrivalsPerMinute: num(r[15]),
+		ArrivalsPerMinute: num(r[15]), Gap: waitroom.Gap{End: num(r[16]), Empty: num(r[17])},
 	}
 	if o := num(r[8]); o > 0 {
 		snap.OpensAt = time.UnixMilli(o)

@@ -97,7 +97,8 @@ if redis.call('ZCARD', KEYS[11]) > 0 and now - (tonumber(redis.call('HGET', KEYS
 end
 local active = redis.call('ZCARD', KEYS[8])
 
-local st = redis.call('HMGET', KEYS[3], 'lastTick', 'carry', 'cursor', 'lastSeq', 'admittedTotal', 'skippedTotal', 'drawn')
+local st = redis.call('HMGET', KEYS[3], 'lastTick', 'carry', 'cursor', 'lastSeq', 'admittedTotal', 'skippedTotal', 'drawn',
+  'rebuiltCeiling')
 local lastTick = tonumber(st[1] or '')
 local carry = tonumber(st[2] or '') or 0
 local cursor = tonumber(st[3] or '') or 0
@@ -228,5 +229,14 @@ if threshold and phase ~= 'closed' then
 end
 local engagedFlag = 0
 if engaged then engagedFlag = 1 end
+-- After a rebuild, until the cursor passes the rebuilt ceiling: the tickets up to it that nobody in line holds
+-- (handed out before the loss to fans not back, or reserved and never handed out). A fan behind the ceiling is
+-- told a position without them: an honest count of the fans ahead, not of ticket numbers.
+local gapEnd, gap = tonumber(st[8] or '') or 0, 0
+if gapEnd > cursor then
+  gap = gapEnd - cursor - redis.call('ZCOUNT', KEYS[4], '(' .. cursor, gapEnd)
+else
+  gapEnd = 0
+end
 return {phase, cursor, lastSeq, waiting, active + granted, admittedTotal, skippedTotal, now, opens,
-  tostring(rate), maxActive, out, durable, overdue, engagedFlag, arrived}
+  tostring(rate), maxActive, out, durable, overdue, engagedFlag, arrived, gapEnd, gap}

@@ -634,3 +634,60 @@ func TestSkippedBeforeTheLossComesBack(t *testing.T) {
 		t.Fatalf("the skipped fan's receipt a second time: %+v, %v; want a new place at the back", again, err)
 	}
 }
+
+// TestPositionsAfterARebuildCountFans: a queue rebuilt after Redis lost it hands new tickets out above the ceiling
+// reserved before the loss, thousands of ticket numbers behind the fans who come back with their receipts. A fan
+// who joins then is told how many fans are ahead of it, in its join answer, its stream and its status, not how
+// many ticket numbers; the fans back with their receipts keep the positions they had.
+func TestPositionsAfterARebuildCountFans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := client(t)
+	show := newShow(t, rdb)
+	configure(t, rdb, show, 1000, 1, 600)
+	svc := newService(t, rdb, issuer(t), waitroom.Options{})
+	fans := users("f", 5)
+	receipts := map[string]string{}
+	for _, u := range fans {
+		p, err := svc.Join(ctx, show, u)
+		if err != nil || p.Receipt == "" {
+			t.Fatalf("join %s: %+v, %v", u, p, err)
+		}
+		receipts[u] = p.Receipt
+	}
+	if err := rdb.Del(ctx, wrredis.Keys(show)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, u := range []string{fans[1], fans[3]} { // two of the five are back
+		p, err := svc.JoinWithReceipt(ctx, show, u, receipts[u])
+		if want := int64(2 + 2*i); err != nil || p.Position != want {
+			t.Fatalf("%s back with its receipt: %+v, %v; want its position %d as before", u, p, err, want)
+		}
+	}
+	w, p, err := svc.Watch(ctx, show, "late", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Unwatch(w)
+	if p.Seq < 1000 || p.Position != 3 {
+		t.Fatalf("a fan joining after the rebuild: %+v; want a ticket above the reserved ceiling at position 3", p)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		snap, err := svc.Tick(ctx, show, false)
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("no admission: %v", err)
+		}
+		if len(snap.Grants) > 0 {
+			if snap.Grants[0].UserID != fans[1] {
+				t.Fatalf("admitted %+v, want %s first", snap.Grants, fans[1])
+			}
+			break
+		}
+	}
+	if u := w.Current(); u.Position != 2 {
+		t.Fatalf("the late fan's stream says position %d, want 2 (one fan ahead)", u.Position)
+	}
+	if st, err := svc.Status(ctx, show, "late"); err != nil || st.Position != 2 {
+		t.Fatalf("the late fan's status: %+v, %v; want position 2", st, err)
+	}
+}

@@ -142,6 +142,9 @@ func (s *Store) entry(ctx context.Context, op, show, user string, r []any) (wait
 			e.AdmitPerSecond, _ = strconv.ParseFloat(str(r[3]), 64)
 			e.Paused = str(r[4]) == "1"
 		}
+		if len(r) > 6 {
+			e.Gap = waitroom.Gap{End: num(r[5]), Empty: num(r[6])}
+		}
 	case "refused":
 		e.Refused = str(r[1])
 	case "passed":

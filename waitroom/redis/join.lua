@@ -28,7 +28,7 @@
 -- that finds a threshold reached engages the queue (state's "engaged", read by every replica's joins, since they
 -- all run here) and takes a ticket like any other; admit.lua disengages it.
 -- Reply: {kind, ...}: unknown | restore | closed | sold_out | admitted grantValue | pre opensAt paused |
--- pending | waiting seq cursor rate paused | shadow seq cursor rate paused | reserve lastSeq | refused reason | none |
+-- pending | waiting seq cursor rate paused gapEnd gap | shadow (as waiting) | reserve lastSeq | refused reason | none |
 -- passed
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -57,11 +57,24 @@ if g then
   end
 end
 
-local st = redis.call('HMGET', KEYS[3], 'cursor', 'drawn', 'ceiling', 'lastSeq')
+local st = redis.call('HMGET', KEYS[3], 'cursor', 'drawn', 'ceiling', 'lastSeq', 'rebuiltCeiling')
 if not st[3] then
   return {'restore'} -- the queue's own state is not here (new queue, or lost): rebuild it from the record
 end
 local cursor = tonumber(st[1] or '0')
+
+-- The answer for a fan in line (or in a shadow place) at ticket s. Behind what a rebuild left ahead of the cursor,
+-- it carries the tickets up to the rebuilt ceiling that nobody in line holds, so the fan is told how many fans are
+-- ahead, not how many ticket numbers (admit.lua's gap, for the streams).
+local function inLine(kind, s)
+  local gapEnd, gap = tonumber(st[5] or '') or 0, 0
+  if gapEnd > cursor and s > gapEnd then
+    gap = gapEnd - cursor - redis.call('ZCOUNT', KEYS[4], '(' .. cursor, gapEnd)
+  else
+    gapEnd = 0
+  end
+  return {kind, s, cursor, rate, paused, gapEnd, gap}
+end
 
 -- A suspect's shadow place: a ticket number just behind the line's end, moved back there whenever the line comes
 -- near it, so it is never reached and looks like any other.
@@ -72,7 +85,7 @@ if shadow then
     fake = math.max(tonumber(st[4] or '0'), cursor) + 10
     redis.call('HSET', KEYS[12], user, fake)
   end
-  return {'shadow', fake, cursor, rate, paused}
+  return inLine('shadow', fake)
 end
 
 local seq = redis.call('ZSCORE', KEYS[4], user)
@@ -88,7 +101,7 @@ if join then
   redis.call('ZADD', KEYS[6], now, user)
 end
 if seq then
-  return {'waiting', tonumber(seq), cursor, rate, paused}
+  return inLine('waiting', tonumber(seq))
 end
 -- A ticket from before the queue was rebuilt (restore.lua: Redis lost it), within the turn hold of the rebuild.
 -- Above the cursor it was rebuilt with, its fan was still in line, and the cursor may pass it now only because
@@ -110,7 +123,7 @@ end
 if join and receipted > cursor then
   if rebuilt then rebuilt() end -- given back ahead of the cursor: not again behind it
   redis.call('ZADD', KEYS[4], receipted, user)
-  return {'waiting', receipted, cursor, rate, paused}
+  return inLine('waiting', receipted)
 end
 if join and receipted > 0 then
   -- Skipped while away (admit.lua records when): back at the head of the line within the turn hold.
@@ -118,7 +131,7 @@ if join and receipted > 0 then
   if skipped and skipped >= now - tonumber(ARGV[11]) then
     redis.call('ZREM', KEYS[9], user)
     redis.call('ZADD', KEYS[4], receipted, user)
-    return {'waiting', receipted, cursor, rate, paused}
+    return inLine('waiting', receipted)
   end
   -- Passed by the cursor before the fan was back, and not served: to the head of the line, as a fan skipped
   -- while away is, which delays the others by one admission each.
@@ -127,7 +140,7 @@ if join and receipted > 0 then
   end
   if rebuilt and (not passed or ARGV[13] == 'back') and rebuilt() then
     redis.call('ZADD', KEYS[4], receipted, user)
-    return {'waiting', receipted, cursor, rate, paused}
+    return inLine('waiting', receipted)
   end
   if rebuilt and ARGV[13] == 'served' then
     rebuilt() -- asked once: a served fan's later joins are not sent to the record again
@@ -178,7 +191,7 @@ local function guard()
       local fake = math.max(tonumber(st[4] or '0'), cursor) + 10
       redis.call('HSET', KEYS[12], user, fake)
       redis.call('HINCRBY', KEYS[10], 'shadowed', 1)
-      return {'shadow', fake, cursor, rate, paused}
+      return inLine('shadow', fake)
     end
     return {'refused', verdict}
   end
@@ -258,4 +271,4 @@ local refused = guard()
 if refused then return refused end
 local s = redis.call('HINCRBY', KEYS[3], 'lastSeq', 1)
 redis.call('ZADD', KEYS[4], s, user)
-return {'waiting', s, cursor, rate, paused}
+return inLine('waiting', s)
