@@ -133,18 +133,7 @@ func TestRebuildFromReceipts(t *testing.T) {
 	}
 	// The queue goes on from the old cursor: the next admission (the kicked fan's slot) is the first fan who
 	// was waiting.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		snap, err := svc.Tick(ctx, show, false)
-		if err != nil || time.Now().After(deadline) {
-			t.Fatalf("no admission after the rebuild: %v", err)
-		}
-		if len(snap.Grants) > 0 {
-			if len(snap.Grants) != 1 || snap.Grants[0].UserID != waiting[0] {
-				t.Fatalf("admitted after the rebuild: %+v, want only %s", snap.Grants, waiting[0])
-			}
-			break
-		}
-	}
+	admitNext(t, svc, show, waiting[0])
 }
 
 // TestReceiptsAcrossUpgradeAndRotation: Redis forgets a queue while fans hold receipts from before the MAC
@@ -478,20 +467,9 @@ func TestRebuiltTicketComesBackOnce(t *testing.T) {
 	}
 	admitOne := func(want string) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			snap, err := svc.Tick(ctx, show, false)
-			if err != nil || time.Now().After(deadline) {
-				t.Fatalf("no admission (want %s): %v", want, err)
-			}
-			if len(snap.Grants) > 0 {
-				if len(snap.Grants) != 1 || snap.Grants[0].UserID != want {
-					t.Fatalf("admitted %+v, want only %s", snap.Grants, want)
-				}
-				if _, err := svc.KickUser(ctx, show, want); err != nil { // done with their turn: the slot frees
-					t.Fatal(err)
-				}
-				return
-			}
+		admitNext(t, svc, show, want)
+		if _, err := svc.KickUser(ctx, show, want); err != nil { // done with their turn: the slot frees
+			t.Fatal(err)
 		}
 	}
 
@@ -672,18 +650,7 @@ func TestPositionsAfterARebuildCountFans(t *testing.T) {
 	if p.Seq < 1000 || p.Position != 3 {
 		t.Fatalf("a fan joining after the rebuild: %+v; want a ticket above the reserved ceiling at position 3", p)
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		snap, err := svc.Tick(ctx, show, false)
-		if err != nil || time.Now().After(deadline) {
-			t.Fatalf("no admission: %v", err)
-		}
-		if len(snap.Grants) > 0 {
-			if snap.Grants[0].UserID != fans[1] {
-				t.Fatalf("admitted %+v, want %s first", snap.Grants, fans[1])
-			}
-			break
-		}
-	}
+	admitNext(t, svc, show, fans[1])
 	if u := w.Current(); u.Position != 2 {
 		t.Fatalf("the late fan's stream says position %d, want 2 (one fan ahead)", u.Position)
 	}

@@ -96,3 +96,20 @@ func users(prefix string, n int) []string {
 	}
 	return out
 }
+
+// admitNext ticks show until a tick admits someone, and fails unless that is want alone.
+func admitNext(t testing.TB, svc *waitroom.Service, show, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		snap, err := svc.Tick(context.Background(), show, false)
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("no admission (want %s): %v", want, err)
+		}
+		if len(snap.Grants) > 0 {
+			if len(snap.Grants) != 1 || snap.Grants[0].UserID != want {
+				t.Fatalf("admitted %+v, want only %s", snap.Grants, want)
+			}
+			return
+		}
+	}
+}
