@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/shared/showstats"
 )
 
 // The operator console's routes (the edge's /admin page calls them through its session; scripts call them with
@@ -27,49 +28,19 @@ func (s *Server) adminRoutes(admin fiber.Router) {
 	}
 }
 
-// ShowFiguresJSON is one show of GET /admin/v1/stats.
-type ShowFiguresJSON struct {
-	ShowID          string     `json:"showId"`
-	Title           string     `json:"title"`
-	StartsAt        time.Time  `json:"startsAt"`
-	SaleStartsAt    time.Time  `json:"saleStartsAt"`
-	SaleClosedAt    *time.Time `json:"saleClosedAt"`
-	Venue           string     `json:"venue"`
-	City            string     `json:"city"`
-	Hall            string     `json:"hall"`
-	Currency        string     `json:"currency"`
-	TotalSeats      int        `json:"totalSeats"`
-	Available       int        `json:"available"`
-	Held            int        `json:"held"`
-	Booked          int        `json:"booked"`
-	Revenue         int64      `json:"revenue"`
-	HoldsTotal      int64      `json:"holdsTotal"`
-	ConflictsTotal  int64      `json:"conflictsTotal"`
-	Confirmed       int        `json:"confirmed"`
-	PaymentFailures int        `json:"paymentFailures"`
-}
-
-// StatsJSON is GET /admin/v1/stats: every upcoming show and the payment gateway breaker's state on the replica
-// that answered.
-type StatsJSON struct {
-	At      time.Time         `json:"at"`
-	Breaker string            `json:"breaker"`
-	Shows   []ShowFiguresJSON `json:"shows"`
-}
-
 func (s *Server) overview(c *fiber.Ctx) error {
 	shows, err := s.svc.Overview(c.UserContext())
 	if err != nil {
 		return err
 	}
-	out := StatsJSON{At: time.Now().UTC(), Breaker: "closed", Shows: make([]ShowFiguresJSON, len(shows))}
+	out := showstats.Stats{At: time.Now().UTC(), Breaker: "closed", Shows: make([]showstats.Show, len(shows))}
 	if s.cfg.Checkout != nil {
 		if st := s.cfg.Checkout.GatewayState(); st != "" {
 			out.Breaker = st
 		}
 	}
 	for i, o := range shows {
-		out.Shows[i] = ShowFiguresJSON{ShowID: o.Show.ID, Title: o.Show.Title, StartsAt: o.Show.StartsAt,
+		out.Shows[i] = showstats.Show{ShowID: o.Show.ID, Title: o.Show.Title, StartsAt: o.Show.StartsAt,
 			SaleStartsAt: o.Show.SaleStartsAt, SaleClosedAt: closedAt(o.Show), Venue: o.Show.Venue,
 			City: o.Show.City, Hall: o.Show.Hall, Currency: o.Show.Currency, TotalSeats: o.Total,
 			Available: o.Available, Held: o.Held, Booked: o.Booked, Revenue: o.Revenue, HoldsTotal: o.HoldsTotal,

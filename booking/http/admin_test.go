@@ -14,6 +14,7 @@ import (
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/rediskey"
+	"github.com/flashseat/flashseat/shared/showstats"
 )
 
 // TestAdminStats: GET /admin/v1/stats lists every upcoming show with its live counts in one call.
@@ -24,13 +25,13 @@ func TestAdminStats(t *testing.T) {
 	if r := h.do("POST", "/api/v1/bookings/hold", h.user("fan1"), holdBody(show, "A1", "A2")); r.status != 201 {
 		t.Fatalf("hold: %d %s", r.status, r.body)
 	}
-	var got bookinghttp.StatsJSON
+	var got showstats.Stats
 	r := h.do("GET", "/admin/v1/stats", adminToken, "")
 	if r.status != 200 {
 		t.Fatalf("stats: %d %s", r.status, r.body)
 	}
 	r.json(t, &got)
-	var found *bookinghttp.ShowFiguresJSON
+	var found *showstats.Show
 	for i := range got.Shows {
 		if got.Shows[i].ShowID == show {
 			found = &got.Shows[i]

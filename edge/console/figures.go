@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/showstats"
 	"github.com/flashseat/flashseat/waitroom"
 )
 
@@ -50,30 +51,10 @@ type QueueSource func(ctx context.Context, showID string) (QueueFigures, error)
 
 // ShowFigures is one show on the console: booking's figures (seats, sales) with the queue's.
 type ShowFigures struct {
-	ShowID          string       `json:"showId"`
-	Title           string       `json:"title"`
-	StartsAt        time.Time    `json:"startsAt"`
-	SaleStartsAt    time.Time    `json:"saleStartsAt"`
-	SaleClosedAt    *time.Time   `json:"saleClosedAt"`
-	Venue           string       `json:"venue"`
-	City            string       `json:"city"`
-	Hall            string       `json:"hall"`
-	Currency        string       `json:"currency"`
-	TotalSeats      int          `json:"totalSeats"`
-	Available       int          `json:"available"`
-	Held            int          `json:"held"`
-	Booked          int          `json:"booked"`
-	Revenue         int64        `json:"revenue"`
-	Confirmed       int          `json:"confirmed"`
-	PaymentFailures int          `json:"paymentFailures"`
-	Queue           QueueFigures `json:"queue"`
+	showstats.Show
+	Queue QueueFigures `json:"queue"`
 	// Conversion is confirmed bookings per admitted fan (0 before anyone was admitted).
 	Conversion float64 `json:"conversion"`
-}
-
-// OnSale reports whether the show's sale is open at now: opened, not closed, show not started.
-func (f ShowFigures) OnSale(now time.Time) bool {
-	return !now.Before(f.SaleStartsAt) && f.SaleClosedAt == nil && now.Before(f.StartsAt)
 }
 
 // Snapshot is one round of figures: every upcoming show, and the payment breaker as booking reported it.
