@@ -87,6 +87,9 @@ func TestConsoleQueueModeAndAutotuneInBrowser(t *testing.T) {
 	set("#tune-p99", "500")
 	op.JS(`document.querySelector('#tune-form button[type="submit"]').click()`)
 	op.WaitFor("saved with autotune", text("#tune-result")+`.includes("autotune on")`)
+	// The figures first (autotune acted), then the table (its audit entry was read): a failure says which.
+	op.WaitFor("the rate set by autotune, in the figures", fig("rateNow")+`.includes("set by autotune") && `+
+		`!`+fig("reason")+`.startsWith("none")`)
 	op.WaitFor("autotune's change in the table", `[...document.querySelectorAll("#tune-changes tbody tr")].some((r) => `+
 		`r.cells[2]?.textContent === "autotune" && r.cells[3].textContent.length > 10)`)
 	op.WaitFor("and in the chart", `document.querySelectorAll("#tune-chart circle.dot title").length > 0 && `+

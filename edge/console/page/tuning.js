@@ -20,6 +20,11 @@ export function mount({ call, changed }) {
   let seen = ""; // the rate and reason of the last figures: a new pair means a change to read
   let state = ""; // "mode engaged" of the last figures, to announce a change once
   let reading = null;
+  let lastRead = 0; // when the last read of the changes began
+  // expect is a change of the rate the figures showed and the table does not list yet ({rate, since}): its audit
+  // entry is written just after the change, later still on a busy replica, so the changes are read again every
+  // two seconds (for a minute at most) until the table has it.
+  let expect = null;
 
   const num = (id) => Number($(id).value);
 
@@ -51,6 +56,7 @@ export function mount({ call, changed }) {
   function readChanges(id) {
     if (reading) { reading.again = true; return; }
     reading = { again: false };
+    lastRead = Date.now();
     const since = new Date(Date.now() - WINDOW).toISOString();
     call("GET", `/admin/v1/audit?showId=${encodeURIComponent(id)}&action=queue.settings,queue.autotune&limit=1000` +
       `&since=${encodeURIComponent(since)}`).then((r) => {
@@ -64,6 +70,7 @@ export function mount({ call, changed }) {
         changes.push({ at: Date.parse(e.at), rate: after, actor: e.actor,
           reason: e.actor === "autotune" ? e.new.autotuneReason || "" : "set by an operator" });
       }
+      if (expect && changes.length && changes[changes.length - 1].rate === expect.rate) expect = null;
       table();
     }, (e) => {
       $("tune-error").textContent = `Reading the rate's changes did not work: ${e.message}`;
@@ -162,7 +169,7 @@ export function mount({ call, changed }) {
     }
   });
 
-  select.addEventListener("change", () => { state = ""; seen = ""; if (show()) load(show()); });
+  select.addEventListener("change", () => { state = ""; seen = ""; expect = null; if (show()) load(show()); });
 
   function render(snap) {
     const shows = snap.shows || [];
@@ -174,10 +181,12 @@ export function mount({ call, changed }) {
     if (!q) return;
     figures(q);
     const now = `${q.admitPerSecond}|${q.autotuneReason || ""}`;
-    if (seen && now !== seen) { // the rate changed: read its entry, and again shortly, as the entry may be
-      const id = show(); // written just after the change reaches the figures
-      readChanges(id);
-      setTimeout(() => { if (show() === id) readChanges(id); }, 2000);
+    if (seen && now !== seen) { // the rate changed: read its entry
+      expect = { rate: q.admitPerSecond, since: Date.now() };
+      readChanges(show());
+    } else if (expect && !reading && Date.now() - lastRead >= 2000) {
+      if (Date.now() - expect.since > 60000) expect = null;
+      else readChanges(show());
     }
     seen = now;
     chart(Date.parse(snap.at) || Date.now(), q.admitPerSecond);
