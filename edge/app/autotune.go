@@ -46,6 +46,9 @@ func runAutotune(ctx context.Context, e *Edge, svc *waitroom.Service, every time
 }
 
 func autotuneRound(ctx context.Context, e *Edge, svc *waitroom.Service, replica string, every time.Duration) error {
+	// A round that cannot finish (a store that stopped answering) must not hold every later one up.
+	ctx, cancel := context.WithTimeout(ctx, max(10*every, 10*time.Second))
+	defer cancel()
 	shows, err := e.Queues.Record().Shows(ctx)
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,10 +147,19 @@ func Start(t testing.TB, opts Options) *Platform {
 		t.Fatal(err)
 	}
 	p.Issuer = token.NewIssuer(key)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// The services' warnings and errors are kept and shown if the test fails: a failure that only a loaded full run
+	// meets is then explained by what the services said, without -v.
+	said := &warnings{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the platform's warnings and errors:\n%s", said.String())
+		}
+	})
+	var out io.Writer = said
 	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		out = io.MultiWriter(os.Stderr, said)
 	}
+	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// As the services' mains do. go-redis's logger is the process's: every platform of a test binary sets the same.
 	driver.LogRedis(log)
 
@@ -322,4 +332,31 @@ func showsOnRecord(ctx context.Context, dbURL string) []string {
 	}
 	shows, _ := pgx.CollectRows(rows, pgx.RowTo[string])
 	return shows
+}
+
+// warnings keeps what the services log, up to maxWarnings bytes (the first ones: a failure's cause comes before
+// its echoes).
+type warnings struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+const maxWarnings = 256 << 10
+
+func (w *warnings) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.b.Len() < maxWarnings {
+		w.b.Write(p)
+	}
+	return len(p), nil
+}
+
+func (w *warnings) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.b.Len() == 0 {
+		return "(none)"
+	}
+	return w.b.String()
 }
