@@ -530,17 +530,7 @@ func TestSkippedBeforeTheLossComesBack(t *testing.T) {
 		return snap
 	}
 	// "served" is admitted and done; then "asleep" misses its turn while "next" and "last" keep their streams.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if snap := tick(); len(snap.Grants) > 0 {
-			if snap.Grants[0].UserID != "served" {
-				t.Fatalf("admitted %+v, want served", snap.Grants)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("nobody admitted")
-		}
-	}
+	admitNext(t, svc, show, "served")
 	if _, err := svc.KickUser(ctx, show, "served"); err != nil {
 		t.Fatal(err)
 	}
@@ -548,18 +538,7 @@ func TestSkippedBeforeTheLossComesBack(t *testing.T) {
 	if _, err := store.Touch(ctx, show, []string{"next", "last"}); err != nil {
 		t.Fatal(err)
 	}
-	var admitted string
-	for deadline := time.Now().Add(5 * time.Second); admitted == ""; time.Sleep(20 * time.Millisecond) {
-		if snap := tick(); len(snap.Grants) > 0 {
-			admitted = snap.Grants[0].UserID
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("nobody admitted after the skip")
-		}
-	}
-	if admitted != "next" {
-		t.Fatalf("admitted %s, want next (asleep skipped)", admitted)
-	}
+	admitNext(t, svc, show, "next") // asleep skipped
 	// The cursor, past "next" (still admitted, so nobody else is), reaches the record (at most a second behind).
 	rec := wrpostgres.New(database(t))
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
@@ -593,17 +572,7 @@ func TestSkippedBeforeTheLossComesBack(t *testing.T) {
 	if _, err := svc.KickUser(ctx, show, "next"); err != nil { // its slot frees
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if snap := tick(); len(snap.Grants) > 0 {
-			if snap.Grants[0].UserID != "asleep" {
-				t.Fatalf("admitted %+v after the loss, want asleep first", snap.Grants)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("nobody admitted after the loss")
-		}
-	}
+	admitNext(t, svc, show, "asleep") // first after the loss
 	if _, err := svc.KickUser(ctx, show, "asleep"); err != nil {
 		t.Fatal(err)
 	}
