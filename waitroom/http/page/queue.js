@@ -334,7 +334,7 @@ function holdNote(secs) {
 function clearCountdown() { if (countdown) { clearInterval(countdown); countdown = null; } }
 function onPosition(p) {
   clearCountdown();
-  if (drawPending) { drawPending = false; renewReceipt(p.etaSeconds); }
+  if (drawPending) { drawPending = false; if (!polling) renewReceipt(p.etaSeconds); } // a poll's answer renews it itself
   view("waiting");
   if (!first || p.position > first) first = p.position;
   $("position").textContent = p.position.toLocaleString();
