@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/flashseat/flashseat/shared/admission"
 )
 
-// Durability: how a queue survives its store (Redis) losing its data.
+// Durability: how a queue survives its store (Redis) losing its data. This file is the recovery: recover, restore
+// and reserve, and the retry every store step goes through (recovering); the admission tick's pipeline that
+// issues what is recovered here is admit.go's.
 //
 // The operator's settings and the admissions are shared/admission's record; the seed, the draw, the cursor and
 // the ticket ceiling are this package's Record. The store keeps none of them only in memory: the ceiling is
@@ -155,146 +155,43 @@ func (s *Service) reserve(ctx context.Context, show string, lastSeq int64) error
 	return err
 }
 
-// recordTimeout bounds one recording of admissions: a PostgreSQL that hangs holds up a tick (and the shows this
-// replica ticks after it) for at most this long.
-const recordTimeout = 2 * time.Second
-
-// recordPause is how long a replica admits nobody after recording admissions failed (see Tick), so that while
-// PostgreSQL is down fans stay in line instead of being admitted to tokens nobody can hand them.
-const recordPause = 2 * time.Second
-
-// issue makes grants deliverable: recorded in PostgreSQL first, then signed (in place) and their tokens stored
-// beside them in the store, which marks them recorded. It is the only way a token comes into being, so every
-// token a fan ever holds is for an admission on record, and a store rebuilt from the record knows every fan
-// who can show a token. It returns the show's durable cursor with them recorded. A failure wraps
-// ErrUnavailable; the grants stay unrecorded and are retried.
-func (s *Service) issue(ctx context.Context, show string, gs []Grant) (int64, error) {
-	if len(gs) == 0 {
-		return 0, nil
-	}
-	batch := make([]admission.Grant, len(gs))
-	for i, g := range gs {
-		batch[i] = admission.Grant{ShowID: show, JTI: g.JTI, UserID: g.UserID, IssuedAt: g.IssuedAt,
-			ExpiresAt: g.ExpiresAt}
-	}
-	rctx, cancel := context.WithTimeout(ctx, recordTimeout)
-	err := s.queues.AddGrants(rctx, batch)
-	cancel()
-	s.mu.Lock()
-	if err != nil {
-		s.failedAt.Add(show, time.Now())
-	} else {
-		s.failedAt.Remove(show)
-	}
-	s.mu.Unlock()
-	if err != nil {
-		return 0, fmt.Errorf("%w: record admissions: %w", ErrUnavailable, err)
-	}
-	for i := range gs {
-		if err := s.sign(&gs[i], show); err != nil {
-			return 0, err
+// recovering runs a store step, restoring what the store lost (settings, the queue's state) or reserving the
+// tickets it asks for, and trying again, up to five times. A queue the record says is off answers off().
+// Joins, lookups, bypass steps and admission ticks all go through it, so a store that lost a show is put back
+// the same way whichever of them finds it first.
+func recovering[T any](ctx context.Context, s *Service, show string, step func() (T, error), off func() (T, error)) (T, error) {
+	for attempt := 0; ; attempt++ {
+		v, err := step()
+		if err == nil {
+			return v, nil
+		}
+		if attempt >= 5 {
+			var zero T
+			return zero, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		switch rerr := s.recover(ctx, show, err); {
+		case errors.Is(rerr, errQueueOff):
+			return off()
+		case rerr != nil:
+			var zero T
+			return zero, rerr
 		}
 	}
-	return s.store.SaveTokens(ctx, show, gs)
 }
 
-// issueTick issues a tick's grants and the overdue ones it carries, in one batch, and returns them signed for
-// delivery (none on error). snap's Grants and Overdue are signed in place, and its DurableCursor moves past
-// them once they are recorded.
-func (s *Service) issueTick(ctx context.Context, snap *TickResult) ([]Grant, error) {
-	n := len(snap.Grants)
-	if n+len(snap.Overdue) == 0 {
-		return nil, nil
-	}
-	gs := make([]Grant, 0, n+len(snap.Overdue))
-	gs = append(append(gs, snap.Grants...), snap.Overdue...)
-	durable, err := s.issue(ctx, snap.Show, gs)
+// restoring is recovering for a fan's step: a queue found off answers as closed.
+func (s *Service) restoring(ctx context.Context, show string, step func() (Entry, error)) (Entry, error) {
+	return recovering(ctx, s, show, step, func() (Entry, error) { return s.closed(ctx, show) })
+}
+
+// closed answers a join or lookup for a show whose record says the queue is off.
+func (s *Service) closed(ctx context.Context, show string) (Entry, error) {
+	ok, err := s.store.Exists(ctx, show)
 	if err != nil {
-		return nil, err
+		return Entry{}, err
 	}
-	snap.Grants, snap.Overdue = gs[:n:n], gs[n:]
-	snap.DurableCursor = max(snap.DurableCursor, durable)
-	return gs, nil
-}
-
-// recordFailing reports whether recording show's admissions failed here within recordPause.
-func (s *Service) recordFailing(show string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	at, ok := s.failedAt.Get(show)
-	return ok && time.Since(at) < recordPause
-}
-
-// recordCursor records a show's durable cursor (below every unrecorded admission) when it moved, at most every
-// cursorEvery per replica.
-func (s *Service) recordCursor(ctx context.Context, show string, snap TickResult) {
-	cursor := snap.DurableCursor
-	if snap.Phase == PhaseClosed || cursor <= 0 {
-		return
+	if !ok {
+		return Entry{}, ErrUnknownShow
 	}
-	now := time.Now()
-	s.mu.Lock()
-	last, _ := s.cursors.Get(show)
-	due := cursor > last.cursor && now.Sub(last.at) >= cursorEvery
-	if due {
-		s.cursors.Add(show, savedCursor{cursor: cursor, at: now})
-	}
-	s.mu.Unlock()
-	if !due {
-		return
-	}
-	if err := s.record.SaveCursor(ctx, show, cursor); err != nil {
-		s.logFailure("record cursor", show, err)
-		s.mu.Lock()
-		s.cursors.Add(show, last) // try again next tick
-		s.mu.Unlock()
-	}
-}
-
-// presentedReceipt is what a fan's receipt proves: seq, if ok. renew: it was made under a previous key or in the
-// Ed25519 format, and the fan gets a fresh one even for the same place.
-type presentedReceipt struct {
-	seq   int64
-	ok    bool
-	renew bool
-}
-
-// verifyReceipt checks a presented receipt. An invalid, expired or foreign one proves nothing and is ignored:
-// the fan simply joins as anyone would.
-func (s *Service) verifyReceipt(show, user, raw string) presentedReceipt {
-	if raw == "" {
-		return presentedReceipt{}
-	}
-	r, err := s.receipts.Verify(raw, show, user)
-	if err != nil {
-		return presentedReceipt{}
-	}
-	return presentedReceipt{seq: r.Seq, ok: true, renew: r.Renew}
-}
-
-// receipt returns the receipt for a waiting fan's place: the one presented when it proves this very place under
-// the current key (no new receipt on every poll), else a new one. Admitted, closed and sold-out fans get none.
-func (s *Service) receipt(show, user string, p Place, raw string, presented presentedReceipt) string {
-	if p.Status != Waiting {
-		return ""
-	}
-	seq := p.Seq
-	if p.Shadow {
-		seq = 0 // a receipt like any other, that proves no ticket: a shadow place must never become a real one
-	}
-	if presented.ok && presented.seq == seq && !presented.renew {
-		return raw
-	}
-	made, err := s.issuer.IssueReceipt(user, show, seq, time.Now())
-	if err != nil {
-		s.logFailure("make receipt", show, err)
-		return ""
-	}
-	return made
-}
-
-// Receipt returns the place receipt for p, reusing presented (the fan's current one) when it proves the same
-// place: for status answers and streams, which refresh the fan's receipt once the draw gave them a ticket.
-func (s *Service) Receipt(show, user string, p Place, presented string) string {
-	return s.receipt(show, user, p, presented, s.verifyReceipt(show, user, presented))
+	return Entry{Status: Closed, Found: true}, nil
 }

@@ -89,38 +89,6 @@ func (s *Service) joinAsk(ctx context.Context, show, user string, receipted int6
 	return s.restoring(ctx, show, func() (Entry, error) { return s.store.Enter(ctx, show, user, receipted, ask) })
 }
 
-// restoring runs a store step, restoring what the store lost (settings, the queue's state) and trying again, up
-// to five times; a queue found off answers as closed.
-func (s *Service) restoring(ctx context.Context, show string, step func() (Entry, error)) (Entry, error) {
-	for attempt := 0; ; attempt++ {
-		e, err := step()
-		if err == nil {
-			return e, nil
-		}
-		if attempt >= 5 {
-			return Entry{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
-		switch rerr := s.recover(ctx, show, err); {
-		case errors.Is(rerr, errQueueOff):
-			return s.closed(ctx, show)
-		case rerr != nil:
-			return Entry{}, rerr
-		}
-	}
-}
-
-// closed answers a join or lookup for a show whose record says the queue is off.
-func (s *Service) closed(ctx context.Context, show string) (Entry, error) {
-	ok, err := s.store.Exists(ctx, show)
-	if err != nil {
-		return Entry{}, err
-	}
-	if !ok {
-		return Entry{}, ErrUnknownShow
-	}
-	return Entry{Status: Closed, Found: true}, nil
-}
-
 // Status returns user's place without joining; ErrNotInQueue when they have none. The poll counts as a heartbeat.
 func (s *Service) Status(ctx context.Context, show, user string) (Place, error) {
 	p, err := s.Inspect(ctx, show, user)
