@@ -54,6 +54,9 @@ type Watcher struct {
 	// Written with hs.mu held; Current reads them without it.
 	seq   atomic.Int64
 	grant atomic.Pointer[Grant]
+	// beatAt is when (ns after hs.epoch) the fan's heartbeat is next due (heartbeat.go); 0: not scheduled yet.
+	// Read and written with hs.mu held.
+	beatAt int64
 }
 
 // Update is what a stream tells its fan now.
@@ -339,18 +342,6 @@ func (h *Hub) apply(show string, f func(*Watcher) bool) {
 	for _, w := range hit {
 		w.notify()
 	}
-}
-
-// Users lists the fans streaming a show from this replica, for the batched heartbeat.
-func (h *Hub) Users(show string) []string {
-	hs := h.show(show)
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	out := make([]string, 0, len(hs.watchers))
-	for w := range hs.watchers {
-		out = append(out, w.User)
-	}
-	return dedupe(out)
 }
 
 // Places returns the tickets of the show's local streaming fans who are waiting (0: in the pre-opening pool), as

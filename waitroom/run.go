@@ -46,45 +46,6 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 }
 
-func (s *Service) flushHeartbeats(ctx context.Context) {
-	s.mu.Lock()
-	polled := s.polled
-	s.polled = map[string]map[string]struct{}{}
-	s.mu.Unlock()
-	shows := map[string]bool{}
-	for show := range polled {
-		shows[show] = true
-	}
-	for _, show := range s.Hub.Shows() {
-		shows[show] = true
-	}
-	for show := range shows {
-		users := s.Hub.Users(show)
-		for u := range polled[show] {
-			users = append(users, u)
-		}
-		if len(users) == 0 {
-			continue
-		}
-		missing, err := s.store.Touch(ctx, show, dedupe(users))
-		if err != nil {
-			if ctx.Err() == nil {
-				s.logFailure("heartbeat", show, err)
-			}
-			continue
-		}
-		// A fan streaming from here with a ticket and no grant is waiting in line; missing from the queue, the
-		// store lost it (a Redis restarted empty, restored from the record without the fans). The stream stays
-		// open, so the fan will not come back with its receipt: put it back at the ticket it holds, which its
-		// receipt proves and this replica was told by the store.
-		if tickets := s.Hub.waiting(show, missing); len(tickets) > 0 {
-			if err := s.rejoinAt(ctx, show, tickets); err != nil && ctx.Err() == nil {
-				s.logFailure("restore streams", show, err)
-			}
-		}
-	}
-}
-
 // logFailure logs a background failure at most every 10 s per show and kind: with Redis down, every tick of every
 // show fails five times a second, and one line says it.
 func (s *Service) logFailure(kind, show string, err error) {

@@ -120,9 +120,12 @@ type Options struct {
 	Tick           time.Duration // admission tick per show, default 200 ms
 	Grace          time.Duration // heartbeat grace before a fan counts as gone, default 30 s
 	HeartbeatEvery time.Duration // batched heartbeat flush, default 2 s
-	MaxScan        int           // fans popped per tick at most (admitted + skipped), default 5000
-	MaxStreams     int           // streams one fan may hold open per show on one replica, default 8
-	Logger         *slog.Logger
+	// HeartbeatRefresh is how often a streaming fan's heartbeat is rewritten, default a quarter of Grace, never
+	// more often than HeartbeatEvery (heartbeat.go).
+	HeartbeatRefresh time.Duration
+	MaxScan          int // fans popped per tick at most (admitted + skipped), default 5000
+	MaxStreams       int // streams one fan may hold open per show on one replica, default 8
+	Logger           *slog.Logger
 	// Observe, if set, is told of every tick this replica runs (for metrics): its result (Grants are the
 	// fans this replica admitted), how long it took, and its error.
 	Observe func(snap TickResult, took time.Duration, err error)

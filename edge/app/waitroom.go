@@ -26,7 +26,10 @@ type WaitroomConfig struct {
 	Tick           time.Duration // QUEUE_TICK, default 200ms: admission tick per show on each replica
 	Grace          time.Duration // QUEUE_HEARTBEAT_GRACE, default 30s: a fan silent this long is skipped
 	HeartbeatEvery time.Duration // QUEUE_HEARTBEAT_FLUSH, default 2s: batched heartbeat writes
-	SecureCookies  bool          // COOKIE_SECURE=true behind TLS (strconv.ParseBool's words, as booking reads it)
+	// HeartbeatRefresh (QUEUE_HEARTBEAT_REFRESH, default a quarter of the grace) is how often each streaming
+	// fan's heartbeat is rewritten: the per-fan Redis cost of a waiting crowd.
+	HeartbeatRefresh time.Duration
+	SecureCookies    bool // COOKIE_SECURE=true behind TLS (strconv.ParseBool's words, as booking reads it)
 	// Mode (QUEUE_MODE, default off) is the site-wide queue mode of shows whose operator set none: "threshold"
 	// protects every show that turns hot without warning. Edge and booking must be given the same.
 	Mode string
@@ -42,15 +45,16 @@ type WaitroomConfig struct {
 // waitroom reads the waiting room's variables into cfg.Waitroom, reporting problems like every other variable.
 func (l *loader) waitroom(cfg *Config) {
 	wc := WaitroomConfig{
-		AdminToken:     l.String("ADMIN_TOKEN", ""),
-		Tick:           l.Duration("QUEUE_TICK", 200*time.Millisecond),
-		Grace:          l.Duration("QUEUE_HEARTBEAT_GRACE", 30*time.Second),
-		HeartbeatEvery: l.Duration("QUEUE_HEARTBEAT_FLUSH", 2*time.Second),
-		SecureCookies:  l.Bool("COOKIE_SECURE", false),
-		Mode:           l.String("QUEUE_MODE", admission.ModeOff),
-		AutotuneEvery:  l.Duration("AUTOTUNE_EVERY", 3*time.Second),
-		PulseNamespace: l.String("PULSE_NAMESPACE", pulseredis.DefaultNamespace),
-		Guests:         waitroom.DefaultGuestPolicy(),
+		AdminToken:       l.String("ADMIN_TOKEN", ""),
+		Tick:             l.Duration("QUEUE_TICK", 200*time.Millisecond),
+		Grace:            l.Duration("QUEUE_HEARTBEAT_GRACE", 30*time.Second),
+		HeartbeatEvery:   l.Duration("QUEUE_HEARTBEAT_FLUSH", 2*time.Second),
+		HeartbeatRefresh: l.Duration("QUEUE_HEARTBEAT_REFRESH", 0),
+		SecureCookies:    l.Bool("COOKIE_SECURE", false),
+		Mode:             l.String("QUEUE_MODE", admission.ModeOff),
+		AutotuneEvery:    l.Duration("AUTOTUNE_EVERY", 3*time.Second),
+		PulseNamespace:   l.String("PULSE_NAMESPACE", pulseredis.DefaultNamespace),
+		Guests:           waitroom.DefaultGuestPolicy(),
 	}
 	wc.Guests.Free = float64(l.Int("GUEST_FREE", int(wc.Guests.Free)))
 	wc.Guests.Limit = float64(l.Int("GUEST_LIMIT", int(wc.Guests.Limit)))
@@ -66,6 +70,9 @@ func (l *loader) waitroom(cfg *Config) {
 	if wc.Tick < 10*time.Millisecond || wc.Grace < wc.HeartbeatEvery*3 {
 		l.Fail("QUEUE_TICK must be at least 10ms and QUEUE_HEARTBEAT_GRACE at least 3 x QUEUE_HEARTBEAT_FLUSH")
 	}
+	if wc.HeartbeatRefresh < 0 || wc.HeartbeatRefresh > wc.Grace/2 {
+		l.Fail("QUEUE_HEARTBEAT_REFRESH must not be negative nor over half of QUEUE_HEARTBEAT_GRACE")
+	}
 	cfg.Waitroom = wc
 }
 
@@ -77,8 +84,8 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 	if wc.AdminToken == "" {
 		e.Log.Warn("ADMIN_TOKEN not set: the queue's operator routes refuse every request")
 	}
-	opt := waitroom.Options{Tick: wc.Tick, Grace: wc.Grace, HeartbeatEvery: wc.HeartbeatEvery, Logger: e.Log,
-		Settings: e.Gate, Guests: wc.Guests}
+	opt := waitroom.Options{Tick: wc.Tick, Grace: wc.Grace, HeartbeatEvery: wc.HeartbeatEvery,
+		HeartbeatRefresh: wc.HeartbeatRefresh, Logger: e.Log, Settings: e.Gate, Guests: wc.Guests}
 	if secret, err := e.Issuer.Derive(powInfo); err != nil {
 		e.Log.Warn("no admission signing key: the waiting room cannot ask a proof of work", "err", err)
 	} else {

@@ -359,3 +359,36 @@ func BenchmarkDraw(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkHeartbeat measures rewriting streaming fans' heartbeats in a million-fan queue (touch.lua, in the
+// 1,000-fan chunks a flush sends): the Redis CPU per heartbeat, and what a streaming fan costs Redis a minute at
+// the default refresh (a quarter of the 30 s grace) beside a rewrite at every 2 s flush, against
+// redis-benchmark's ZADD.
+func BenchmarkHeartbeat(b *testing.B) {
+	rdb := client(b)
+	show := newShow(b, rdb)
+	configure(b, rdb, show, 100, 1000, 600)
+	fillQueue(b, rdb, show)
+	_, zaddCPU := redisBenchmarkZADD(b, rdb, show, 50)
+	store := wrredis.New(rdb)
+	ctx := context.Background()
+	const chunk = 1000
+	batch := make([]string, chunk)
+	b.ResetTimer()
+	redis0 := redisCPU(b, rdb)
+	for i := range b.N {
+		for j := range batch {
+			batch[j] = "q" + strconv.Itoa((i*chunk+j)%queued)
+		}
+		if _, err := store.Touch(ctx, show, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	perBeat := (redisCPU(b, rdb) - redis0) / time.Duration(b.N*chunk)
+	b.StopTimer()
+	refresh := 30 * time.Second / 4
+	b.ReportMetric(float64(perBeat.Nanoseconds())/1e3, "redis-µs/heartbeat")
+	b.ReportMetric(float64(perBeat.Nanoseconds())/float64(zaddCPU.Nanoseconds()), "heartbeat/zadd")
+	b.ReportMetric(float64(perBeat.Nanoseconds())/1e3*float64(time.Minute/refresh), "redis-µs/fan/min")
+	b.ReportMetric(float64(perBeat.Nanoseconds())/1e3*float64(time.Minute/(2*time.Second)), "redis-µs/fan/min@flush")
+}
