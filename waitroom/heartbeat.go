@@ -53,10 +53,7 @@ func (h *Hub) Due(show string, now time.Time, every time.Duration) []string {
 
 // beatAgain makes the heartbeats of users' local streams due at the next flush: their rewrite failed.
 func (h *Hub) beatAgain(show string, users []string) {
-	want := make(map[string]bool, len(users))
-	for _, u := range users {
-		want[u] = true
-	}
+	want := setOf(users)
 	hs := h.show(show)
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
@@ -111,4 +108,3 @@ func (s *Service) flushHeartbeats(ctx context.Context) {
 		}
 	}
 }
-

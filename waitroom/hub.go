@@ -393,10 +393,7 @@ func (h *Hub) waiting(show string, users []string) map[string]int64 {
 	if len(users) == 0 {
 		return nil
 	}
-	want := make(map[string]bool, len(users))
-	for _, u := range users {
-		want[u] = true
-	}
+	want := setOf(users)
 	hs := h.show(show)
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
@@ -418,4 +415,13 @@ func (h *Hub) reseq(show string, seqs map[string]int64) {
 		}
 		return false
 	})
+}
+
+// setOf is users as a set.
+func setOf(users []string) map[string]bool {
+	set := make(map[string]bool, len(users))
+	for _, u := range users {
+		set[u] = true
+	}
+	return set
 }
