@@ -3,9 +3,10 @@
 // js/ holds the JavaScript modules the booking pages, the operator console and the waiting room all build on:
 // api.js (every call to the platform, the CSRF header, the problem types and refusal reasons the pages branch on,
 // the guest session), pow.js with its Web Worker pow-worker.js (the proof of work a place or a guest session may
-// need), ui.js (money, counts, times, announced errors), stream.js (an event stream that hands over to polling) and
-// dom.js (markup from script without HTML strings). A service serves them beside its own page files from one versioned
-// directory, so a page's `import { api } from "./api.js"` resolves to the toolkit whichever service it came from.
+// need), ui.js (money, counts, times, announced errors), stream.js (an event stream that hands over to polling,
+// its own or the page's) and dom.js (markup from script without HTML strings). A service serves them beside its
+// own page files from one versioned directory, so a page's `import { api } from "./api.js"` resolves to the
+// toolkit whichever service it came from.
 // Nothing is built: what is in the tree is what the browser gets.
 //
 // Assets serves those files (typed, gzipped, revalidated by ETag, immutable under the current version) and Secure

@@ -11,12 +11,13 @@ import (
 )
 
 // The waiting-room page (page/): one HTML document, the same for every fan and every show (its script reads the
-// show from the path), its script module and its stylesheet, served with the browser toolkit's modules
-// (shared/pagekit: api.js, pow.js and its worker, dom.js, ui.js) by the edge itself, so the queue renders while
-// booking is overloaded. Nothing is built: what is in the tree is what the browser gets. Everything personal comes
-// from join, status and the stream, which are no-store.
+// show from the path), its script modules (the entry queue.js, and earn.js, screen.js, lang.js, which it imports)
+// and its stylesheet, served with the browser toolkit's modules (shared/pagekit: api.js, pow.js and its worker,
+// stream.js, dom.js, ui.js) by the edge itself, so the queue renders while booking is overloaded. Nothing is
+// built: what is in the tree is what the browser gets. Everything personal comes from join, status and the
+// stream, which are no-store.
 //
-//go:embed page/queue.html page/queue.js page/queue.css page/texts/*.json
+//go:embed page/queue.html page/*.js page/queue.css page/texts/*.json
 var pageFS embed.FS
 
 // queueSite is the page's template and its assets, under /queue/assets/{version}/{name}.
@@ -30,7 +31,7 @@ type queueSite struct {
 var site = mustSite()
 
 func mustSite() *queueSite {
-	s := &queueSite{assets: pagekit.Must("/queue/assets/", pageFS, "page/queue.js", "page/queue.css")}
+	s := &queueSite{assets: pagekit.Must("/queue/assets/", pageFS, "page/*.js", "page/queue.css")}
 	url := func(name string) string {
 		u, err := s.assets.URL(name)
 		if err != nil {

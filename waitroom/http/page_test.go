@@ -85,21 +85,42 @@ func TestPageServed(t *testing.T) {
 		}
 		return string(plain)
 	}()
+	// The page's own modules, which queue.js imports beside the toolkit's, are served beside it, and read as one
+	// script with it below; stream.js is the toolkit's follow of the stream, which the page's behaviour relies on.
+	toolkit := map[string]bool{"api.js": true, "pow.js": true, "dom.js": true, "ui.js": true, "stream.js": true}
+	var follow string
+	for _, m := range regexp.MustCompile(`from "\./([a-z-]+\.js)"`).FindAllStringSubmatch(script, -1) {
+		res, b := s.do(t, "GET", strings.Replace(urls["queue.js"], "queue.js", m[1], 1), "", "")
+		if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/javascript") {
+			t.Errorf("%s, which queue.js imports: %d %v", m[1], res.StatusCode, res.Header)
+		}
+		switch {
+		case m[1] == "stream.js":
+			follow = string(b)
+		case !toolkit[m[1]]:
+			script += "\n" + string(b)
+		}
+	}
 	for _, want := range []string{"Reconnecting… your place is kept", `from "./api.js"`, `from "./pow.js"`,
-		`base + "/challenge"`, "humanToken", "Refusal.ProofReplayed", "Refusal.PrefixBlocked", "Refusal.AccountRequired",
-		"case Refusal.Browser:", "visibilitychange", `"resume"`, "pageshow", "turnHoldSeconds"} {
+		`from "./stream.js"`, `base + "/challenge"`, "humanToken", "Refusal.ProofReplayed", "Refusal.PrefixBlocked",
+		"Refusal.AccountRequired", "case Refusal.Browser:", "resume: true", "turnHoldSeconds"} {
 		if !strings.Contains(script, want) {
-			t.Errorf("queue.js lacks %q", want)
+			t.Errorf("the page's script lacks %q", want)
+		}
+	}
+	for _, want := range []string{"visibilitychange", `"resume"`, "pageshow"} {
+		if !strings.Contains(follow, want) {
+			t.Errorf("stream.js lacks %q", want)
 		}
 	}
 	// Its calls are the browser toolkit's, which sets the CSRF header in one place and names the refusals.
 	for _, banned := range []string{"localStorage", "?admission=", "access_token", "Authorization", "innerHTML",
 		"X-Requested-With", `"proof_replayed"`, `"browser"`} {
 		if strings.Contains(script, banned) {
-			t.Errorf("queue.js uses %q", banned)
+			t.Errorf("the page's script uses %q", banned)
 		}
 	}
-	for _, module := range []string{"api.js", "pow.js", "dom.js", "ui.js"} {
+	for _, module := range []string{"api.js", "pow.js", "dom.js", "ui.js", "stream.js"} {
 		u := strings.Replace(urls["queue.js"], "queue.js", module, 1)
 		res, b := s.do(t, "GET", u, "", "")
 		if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/javascript") ||

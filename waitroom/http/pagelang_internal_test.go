@@ -1,6 +1,7 @@
 package http
 
 import (
+	"io/fs"
 	"os"
 	"regexp"
 	"testing"
@@ -8,25 +9,31 @@ import (
 	"github.com/flashseat/flashseat/shared/admission"
 )
 
-// TestPageTexts: every text of queue.html and queue.js has its words in each other language of the page, and
-// each language's file holds no text the page no longer has: a text added in English only fails here, not in a
-// fan's browser.
+// TestPageTexts: every text of queue.html and of the page's scripts has its words in each other language of the
+// page, and each language's file holds no text the page no longer has: a text added in English only fails here,
+// not in a fan's browser.
 func TestPageTexts(t *testing.T) {
 	t.Parallel()
 	html, err := os.ReadFile("page/queue.html")
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, err := os.ReadFile("page/queue.js")
-	if err != nil {
-		t.Fatal(err)
+	scripts, err := fs.Glob(pageFS, "page/*.js")
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("the page's scripts: %v %v", scripts, err)
 	}
 	used := map[string]bool{}
 	for _, m := range regexp.MustCompile(`\{\{\.T "((?:[^"\\]|\\.)*)"\}\}`).FindAllSubmatch(html, -1) {
 		used[string(m[1])] = true
 	}
-	for _, m := range regexp.MustCompile(`\btf?\("((?:[^"\\]|\\.)*)"`).FindAllSubmatch(js, -1) {
-		used[string(m[1])] = true
+	for _, name := range scripts {
+		js, err := fs.ReadFile(pageFS, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`\btf?\("((?:[^"\\]|\\.)*)"`).FindAllSubmatch(js, -1) {
+			used[string(m[1])] = true
+		}
 	}
 	if len(used) < 40 {
 		t.Fatalf("found only %d texts: the patterns no longer match the page", len(used))

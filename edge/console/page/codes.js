@@ -1,10 +1,11 @@
-// The Bypass codes panel: for the show selected, the queue page's message and language, and the show's bypass
-// codes: issue a batch (its codes are shown once, here, and never again: only their hashes are kept), list them
-// with their uses, revoke one. Every change is audited (the Changes panel).
+// The Bypass codes panel: for the show selected, the show's bypass codes: issue a batch (its codes are shown once,
+// here, and never again: only their hashes are kept), list them with their uses, revoke one; and, above them, the
+// queue page's form (queuepage.js). Every change is audited (the Changes panel).
 import { $, el } from "./dom.js";
 import { count } from "./ui.js";
 import { utc } from "./format.js";
 import { syncShows } from "./picker.js";
+import { queuePage } from "./queuepage.js";
 
 export function mount({ call, changed }) {
   const select = $("codes-show");
@@ -14,16 +15,15 @@ export function mount({ call, changed }) {
 
   function say(node, text) { node.textContent = text; }
   const fail = (what) => (e) => say($("codes-error"), `${what} did not work: ${e.message}`);
+  const page = queuePage({ call, changed, show, alert: $("codes-error") });
 
   async function load(id) {
     loaded = id;
     say($("codes-error"), "");
     try {
-      const [q, c] = await Promise.all([call("GET", `${path(id)}/queue`), call("GET", `${path(id)}/bypass-codes`)]);
+      const [q, c] = await Promise.all([page.read(id), call("GET", `${path(id)}/bypass-codes`)]);
       if (show() !== id) return;
-      const page = q.page || {};
-      $("page-message").value = page.message || "";
-      $("page-language").value = page.language || "en";
+      page.fill(q);
       list(c.codes || []);
     } catch (e) {
       fail("Reading the show's codes")(e);
@@ -71,19 +71,6 @@ export function mount({ call, changed }) {
       changed();
       await load(id);
     } catch (e) { fail("Issuing codes")(e); }
-  });
-
-  $("page-form").addEventListener("submit", async (ev) => {
-    ev.preventDefault();
-    const id = show();
-    say($("page-result"), "");
-    say($("codes-error"), "");
-    try {
-      await call("PUT", `${path(id)}/queue`, { page: { message: $("page-message").value,
-        language: $("page-language").value } });
-      say($("page-result"), `Saved: the queue page of ${id} shows it within a second.`);
-      changed();
-    } catch (e) { fail("Saving the queue page")(e); }
   });
 
   select.addEventListener("change", () => {

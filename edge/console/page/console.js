@@ -22,7 +22,7 @@ import * as tuning from "./tuning.js";
 
 const PANELS = [shows, tuning, bots, codes, fans, catalog, audit, webhooks];
 
-let live = null; // the EventSource of the live figures, or the poller standing in for it (both close())
+let live = null; // the follow of the live figures (stream.js), streamed or polled
 
 async function call(method, path, body) {
   try {
@@ -79,7 +79,7 @@ $("signout").addEventListener("click", async () => {
 // them every two seconds instead.
 function startLive() {
   if (live) return;
-  const es = follow("/admin/live", {
+  live = follow("/admin/live", {
     events: { figures: (ev) => render(JSON.parse(ev.data)) },
     open: () => { $("status").textContent = "Live: figures update every second."; },
     error: async () => {
@@ -88,27 +88,23 @@ function startLive() {
         if (e.status === 401) signedOut("Your session has ended; sign in again.");
       }
     },
-    fallback: () => { live = null; pollLive(); },
+    poll: figures,
   });
-  if (es) live = es;
 }
 
-function pollLive() {
-  let timer = null;
-  const poller = { close: () => clearTimeout(timer) };
-  live = poller;
-  const tick = async () => {
-    try {
-      const snap = await call("GET", "/admin/figures");
-      render(snap);
-      $("status").textContent = `Figures of ${new Date(snap.at).toLocaleTimeString("en-GB")}, read every two seconds: live updates cannot reach this browser.`;
-    } catch (e) {
-      if (e.status === 401) return; // call() has signed the console out
-      $("status").textContent = `Could not read the figures: ${e.message} Retrying…`;
-    }
-    if (live === poller) timer = setTimeout(tick, 2000);
-  };
-  tick();
+// figures reads the figures once, for a console whose stream cannot get through; nothing after a 401, which
+// has signed the console out.
+async function figures() {
+  try {
+    const snap = await call("GET", "/admin/figures");
+    render(snap);
+    $("status").textContent = `Figures of ${new Date(snap.at).toLocaleTimeString("en-GB")}, read every two seconds: live updates cannot reach this browser.`;
+    return snap;
+  } catch (e) {
+    if (e.status === 401) return null; // call() has signed the console out
+    $("status").textContent = `Could not read the figures: ${e.message} Retrying…`;
+    throw e;
+  }
 }
 
 function render(snap) {
