@@ -369,6 +369,14 @@ func BenchmarkHeartbeat(b *testing.B) {
 	show := newShow(b, rdb)
 	configure(b, rdb, show, 100, 1000, 600)
 	fillQueue(b, rdb, show)
+	var mem int64 // what a waiting fan holds in Redis: its ticket and its heartbeat
+	for _, key := range []string{wrredis.Wait(show), wrredis.Heartbeat(show)} {
+		n, err := rdb.MemoryUsage(context.Background(), key, 0).Result() // SAMPLES 0: every member
+		if err != nil {
+			b.Fatal(err)
+		}
+		mem += n
+	}
 	_, zaddCPU := redisBenchmarkZADD(b, rdb, show, 50)
 	store := wrredis.New(rdb)
 	ctx := context.Background()
@@ -387,6 +395,7 @@ func BenchmarkHeartbeat(b *testing.B) {
 	perBeat := (redisCPU(b, rdb) - redis0) / time.Duration(b.N*chunk)
 	b.StopTimer()
 	refresh := 30 * time.Second / 4
+	b.ReportMetric(float64(mem)/queued, "redis-B/fan")
 	b.ReportMetric(float64(perBeat.Nanoseconds())/1e3, "redis-µs/heartbeat")
 	b.ReportMetric(float64(perBeat.Nanoseconds())/float64(zaddCPU.Nanoseconds()), "heartbeat/zadd")
 	b.ReportMetric(float64(perBeat.Nanoseconds())/1e3*float64(time.Minute/refresh), "redis-µs/fan/min")
