@@ -14,11 +14,11 @@ import (
 	"github.com/flashseat/flashseat/booking/payment/sim"
 	"github.com/flashseat/flashseat/booking/payment/stripe"
 	"github.com/flashseat/flashseat/booking/postgres"
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	bookingredis "github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/booking/ticket"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/token"
 )

@@ -20,8 +20,8 @@ import (
 	"github.com/flashseat/flashseat/booking/app"
 	"github.com/flashseat/flashseat/booking/internal/bookingtest"
 	"github.com/flashseat/flashseat/booking/postgres"
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/booking/redis"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 	"github.com/flashseat/flashseat/shared/infra/redistest"
 	"github.com/flashseat/flashseat/shared/token"
 )

@@ -19,8 +19,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/flashseat/flashseat/booking"
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/booking/rowlock"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/shared/token"
 )

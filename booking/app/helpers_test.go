@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/booking/app"
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 	"github.com/flashseat/flashseat/shared/token"
 )
 

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 	"github.com/flashseat/flashseat/shared/infra/redistest"
 	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/shared/token"

@@ -17,8 +17,8 @@ import (
 	"github.com/flashseat/flashseat/booking/invariant"
 	"github.com/flashseat/flashseat/booking/payment"
 	"github.com/flashseat/flashseat/booking/payment/sim"
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/shared/problem"
 )

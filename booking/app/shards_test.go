@@ -12,7 +12,7 @@ import (
 
 	"github.com/flashseat/flashseat/booking/invariant"
 	"github.com/flashseat/flashseat/booking/payment/sim"
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/shard"

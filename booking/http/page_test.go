@@ -12,7 +12,7 @@ import (
 
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/internal/bookingtest"
-	"github.com/flashseat/flashseat/loadtest/platformtest"
+	"github.com/flashseat/flashseat/loadtest/browsertest"
 )
 
 // TestPagesServe: the home page lists the upcoming shows with links to them and filters them with a GET form,
@@ -133,7 +133,7 @@ func TestSeatMapPageInBrowser(t *testing.T) {
 	}
 	h := newHarness(t, newEnv(t))
 	show := h.env.Show.ID
-	fan := platformtest.NewBrowser(t).Fan("fan", 60*time.Second)
+	fan := browsertest.New(t).Fan("fan", 60*time.Second)
 	seat := func(id string) string { return `document.querySelector('#map button[data-seat="` + id + `"]')` }
 	label := func(id string) string { return fan.Text(seat(id) + `.getAttribute("aria-label")`) }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/flashseat/flashseat/booking"
 	bookinghttp "github.com/flashseat/flashseat/booking/http"
 	"github.com/flashseat/flashseat/booking/redis"
-	"github.com/flashseat/flashseat/loadtest/platformtest"
+	"github.com/flashseat/flashseat/loadtest/browsertest"
 )
 
 // TestWaitlistPanelInBrowser: on a sold-out show the show page offers the waitlist; the fan joins with the form
@@ -58,7 +58,7 @@ func waitlistPanel(t *testing.T, blocked string) {
 		}
 	}
 
-	fan := platformtest.NewBrowser(t).Fan("fan", 60*time.Second)
+	fan := browsertest.New(t).Fan("fan", 60*time.Second)
 	fan.AllowMissing("/checkout/")
 	switch blocked {
 	case "no EventSource":

@@ -11,7 +11,7 @@ import (
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/invariant"
 	"github.com/flashseat/flashseat/booking/postgres"
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 )
 
 // ledger plants bookings in every state straight into a fresh database, so each invariant can be broken on purpose.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/postgres"
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 )
 
 // seedShow creates a venue with one 2x5 hall, an event and a show on sale.

@@ -8,10 +8,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flashseat/flashseat/booking/postgres"
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/shared/admission"
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
 	"github.com/flashseat/flashseat/shared/audit"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 	"github.com/flashseat/flashseat/waitroom"
 	wrpostgres "github.com/flashseat/flashseat/waitroom/postgres"
 )

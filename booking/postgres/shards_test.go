@@ -8,7 +8,7 @@ import (
 
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/postgres"
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 	"github.com/flashseat/flashseat/shared/shard"
 )
 

@@ -13,9 +13,9 @@ import (
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/internal/bookingtest"
 	"github.com/flashseat/flashseat/booking/postgres"
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/shared/eventstream"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 )
 
 // testStream returns a stream key of the test's own, deleted at the end.

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/booking"
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/booking/rowlock"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 )
 
 func TestOneSeatManyFans(t *testing.T) {

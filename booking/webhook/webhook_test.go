@@ -17,8 +17,8 @@ import (
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/payment"
 	"github.com/flashseat/flashseat/booking/postgres"
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/booking/webhook"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 )
 
 // receiver is an operator's endpoint: it checks every delivery's signature with the endpoint's secret and answers

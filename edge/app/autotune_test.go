@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/shared/audit"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 	"github.com/flashseat/flashseat/shared/pulse"
 	pulseredis "github.com/flashseat/flashseat/shared/pulse/redis"
 	"github.com/flashseat/flashseat/shared/rediskey"

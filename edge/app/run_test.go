@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/shared/problem"
 )

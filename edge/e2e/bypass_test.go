@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flashseat/flashseat/loadtest/platformtest"
+	"github.com/flashseat/flashseat/loadtest/browsertest"
 )
 
 // TestBypassCodeInBrowser: an operator, in the console's Bypass codes panel, gives a show's queue page a message
@@ -19,12 +19,12 @@ func TestBypassCodeInBrowser(t *testing.T) {
 		t.Skip("browser")
 	}
 	p, _, show := slowQueue(t, "Tughlaq")
-	br := platformtest.NewBrowser(t)
+	br := browsertest.New(t)
 	text := textOf
 
 	// The operator: the page's message and language, then one code for one fan.
 	op := br.Fan("operator", 3*time.Minute)
-	set := func(f *platformtest.Fan, sel, v string) {
+	set := func(f *browsertest.Fan, sel, v string) {
 		f.JS(`(() => { const e = document.querySelector(` + strconv.Quote(sel) + `); e.value = ` + strconv.Quote(v) +
 			`; e.dispatchEvent(new Event("input")); })()`)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/makiuchi-d/gozxing/qrcode"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/flashseat/flashseat/loadtest/browsertest"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
 	"github.com/flashseat/flashseat/shared/rediskey"
 )
@@ -48,7 +49,7 @@ func TestCheckoutInBrowser(t *testing.T) {
 	show := newShow(t, c, showSpec{title: "Hayavadana " + uuid.NewString()[:6], saleIn: -time.Minute, queue: true, admitRate: 5})
 	// The budget covers six bookings with a slow card and two bank challenges, beside the package's other browser
 	// tests on two cores: 18 s alone, over 3 min in a full `make test` once.
-	fan := platformtest.NewBrowser(t).Fan("fan", 8*time.Minute)
+	fan := browsertest.New(t).Fan("fan", 8*time.Minute)
 	leaks := watchCards(fan, p.BaseURL, cardDecline, cardOK, card3DS, cardSlow)
 
 	// First booking: seats B3 and B4 on the seat map, on to the checkout.
@@ -220,7 +221,7 @@ func TestCheckoutInBrowser(t *testing.T) {
 // holdOnSeatMap selects seats on the show page and holds them, landing on the checkout; it returns the booking.
 // Coming back from the waiting room, the seat map may load twice (a second navigation after the one the test
 // waited for drops the selection), so a selection that leads nowhere within seconds is made again.
-func holdOnSeatMap(t *testing.T, fan *platformtest.Fan, base, show string, seats ...string) string {
+func holdOnSeatMap(t *testing.T, fan *browsertest.Fan, base, show string, seats ...string) string {
 	t.Helper()
 	fan.Go(base + "/shows/" + show)
 	for try := 1; ; try++ {
@@ -244,7 +245,7 @@ func holdOnSeatMap(t *testing.T, fan *platformtest.Fan, base, show string, seats
 }
 
 // typeCard fills the card form as a person would and presses Pay.
-func typeCard(fan *platformtest.Fan, number string) {
+func typeCard(fan *browsertest.Fan, number string) {
 	fan.WaitFor("the pay button", `!document.getElementById("pay").disabled`)
 	for _, f := range []struct{ sel, text string }{{"#cc-name", "Asha Rao"}, {"#cc-number", number},
 		{"#cc-exp", "12/34"}, {"#cc-csc", "123"}} {
@@ -257,7 +258,7 @@ func typeCard(fan *platformtest.Fan, number string) {
 }
 
 // confirmed waits for the booking's page to say Confirmed with n QR images loaded, each named for its ticket.
-func confirmed(t *testing.T, fan *platformtest.Fan, id string, n int) {
+func confirmed(t *testing.T, fan *browsertest.Fan, id string, n int) {
 	t.Helper()
 	fan.WaitFor("Confirmed", `location.pathname === "/bookings/`+id+`" && document.getElementById("title").textContent === "Confirmed"`)
 	fan.WaitFor("the QR codes", `[...document.querySelectorAll("#tickets img")].filter((i) => i.complete && i.naturalWidth > 0).length === `+string(rune('0'+n)))
@@ -273,7 +274,7 @@ func confirmed(t *testing.T, fan *platformtest.Fan, id string, n int) {
 }
 
 // decodeQR fetches a QR image as the page does (the session cookie authorizes it) and decodes it.
-func decodeQR(t *testing.T, fan *platformtest.Fan, src string) string {
+func decodeQR(t *testing.T, fan *browsertest.Fan, src string) string {
 	t.Helper()
 	b64 := fan.Await(`fetch(` + jsString(src) + `).then((r) => r.arrayBuffer()).then((b) => { let s = ""; for (const x of new Uint8Array(b)) s += String.fromCharCode(x); return btoa(s); })`)
 	raw, err := base64.StdEncoding.DecodeString(b64)
@@ -316,7 +317,7 @@ func checkIn(t *testing.T, p *platformtest.Platform, code string) int {
 
 // watchCards records every request the fan's browser sends to the platform whose URL or body holds one of the
 // card numbers; it returns a function reporting them.
-func watchCards(fan *platformtest.Fan, base string, cards ...string) func() []string {
+func watchCards(fan *browsertest.Fan, base string, cards ...string) func() []string {
 	var mu sync.Mutex
 	var leaks []string
 	requests := chromedp.Events(fan.Ctx, network.RequestWillBeSent)

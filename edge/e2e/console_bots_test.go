@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/flashseat/flashseat/loadtest/browsertest"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
 	"github.com/flashseat/flashseat/shared/admission"
 )
@@ -152,9 +153,9 @@ func botSettings(t *testing.T, p *platformtest.Platform, show string) admission.
 
 // consoleOperator opens the console in a browser of its own and signs Meera in with the admin token; set types
 // into a field as a person would, text reads an element's text in the page.
-func consoleOperator(t *testing.T, p *platformtest.Platform) (op *platformtest.Fan, set func(sel, v string), text func(sel string) string) {
+func consoleOperator(t *testing.T, p *platformtest.Platform) (op *browsertest.Fan, set func(sel, v string), text func(sel string) string) {
 	t.Helper()
-	op = platformtest.NewBrowser(t).Fan("operator", 4*time.Minute)
+	op = browsertest.New(t).Fan("operator", 4*time.Minute)
 	text = textOf
 	set = func(sel, v string) {
 		op.JS(`(() => { const e = document.querySelector(` + strconv.Quote(sel) + `); e.value = ` + strconv.Quote(v) +

@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/flashseat/flashseat/loadtest/browsertest"
 	fsclient "github.com/flashseat/flashseat/loadtest/client"
-	"github.com/flashseat/flashseat/loadtest/platformtest"
 )
 
 // TestOperatorConsoleInBrowser: an operator runs a sale from the console in a real browser, through the real edge
@@ -26,7 +26,7 @@ func TestOperatorConsoleInBrowser(t *testing.T) {
 	ctx := context.Background()
 	title := "Hayavadana " + uuid.NewString()[:6]
 	show := newShow(t, c, showSpec{title: title, saleIn: -time.Minute})
-	op := platformtest.NewBrowser(t).Fan("operator", 6*time.Minute)
+	op := browsertest.New(t).Fan("operator", 6*time.Minute)
 	card := `document.querySelector('article[data-show="` + show + `"]')`
 	fig := func(name string) string { return card + `.querySelector('[data-f="` + name + `"]').textContent` }
 	set := func(sel, v string) {
@@ -173,7 +173,7 @@ func TestOperatorConsoleWithoutItsStream(t *testing.T) {
 	}
 	p, c := journeyPlatform(t)
 	show := newShow(t, c, showSpec{title: "Polled " + uuid.NewString()[:6], saleIn: -time.Minute})
-	br := platformtest.NewBrowser(t)
+	br := browsertest.New(t)
 	for i, blocked := range []string{"stream refused", "no EventSource"} {
 		t.Run(blocked, func(t *testing.T) {
 			op := br.FanFor(t, "operator", 2*time.Minute)

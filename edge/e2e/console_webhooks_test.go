@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flashseat/flashseat/loadtest/platformtest"
+	"github.com/flashseat/flashseat/loadtest/browsertest"
 )
 
 // TestConsoleWebhooksInBrowser: an operator signs in to the console, registers a webhook for every show and is
@@ -34,7 +34,7 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	}))
 	defer recv.Close()
 
-	op := platformtest.NewBrowser(t).Fan("operator", 4*time.Minute)
+	op := browsertest.New(t).Fan("operator", 4*time.Minute)
 	op.AllowMissing("/favicon.ico") // the console has no icon of its own (not this test's concern)
 	op.Go(p.edge + "/admin")
 	op.JS(`document.getElementById("token").value = "` + adminToken + `"; document.getElementById("opname").value = "ana";` +

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashseat/flashseat/loadtest/browsertest"
 	fsclient "github.com/flashseat/flashseat/loadtest/client"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
 	"github.com/flashseat/flashseat/shared/infra/redistest"
@@ -28,7 +29,7 @@ func TestGuestSessionWithProofInBrowser(t *testing.T) {
 	rdb := redistest.New(t).Client
 	t.Cleanup(func() { rdb.HDel(context.Background(), "{guest}:pressure", "127.0.0.1") })
 	show := newShow(t, c, showSpec{title: "Busy network", saleIn: -time.Minute})
-	br := platformtest.NewBrowser(t)
+	br := browsertest.New(t)
 	fan := br.FanFor(t, "fan behind a busy network", time.Minute)
 	fan.Go(p.BaseURL + "/shows/" + show)
 	fan.WaitFor("the seat map", seat("A1")+` !== null`)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/flashseat/flashseat/loadtest/browsertest"
 	fsclient "github.com/flashseat/flashseat/loadtest/client"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
 	"github.com/flashseat/flashseat/shared/infra/redistest"
@@ -122,7 +123,7 @@ func TestFanJourneyInBrowser(t *testing.T) {
 	// Admission is paused while the fans arrive, so each is sure to be seen waiting in the queue (an admission
 	// between two looks would skip it) and B to queue behind A; it resumes once both wait.
 	pauseQueue(t, p, show, true)
-	br := platformtest.NewBrowser(t)
+	br := browsertest.New(t)
 	a, b := br.Fan("fan A", 6*time.Minute), br.Fan("fan B", 6*time.Minute)
 
 	// Fan A: home, the show's link, the queue (the edge sends a browser without admission there), the seats.
@@ -155,7 +156,7 @@ func TestFanJourneyInBrowser(t *testing.T) {
 	}
 	b.Go(p.BaseURL + "/shows/" + show)
 	b.WaitFor("the waiting room", `location.pathname === "/queue/`+show+`"`)
-	for _, f := range []*platformtest.Fan{a, b} {
+	for _, f := range []*browsertest.Fan{a, b} {
 		f.WaitFor("the place kept while paused", `!document.getElementById("paused").hidden`)
 	}
 	pauseQueue(t, p, show, false)
@@ -184,7 +185,7 @@ func TestFanJourneyInBrowser(t *testing.T) {
 	if bots.Solved != 2 || len(bots.Refused) != 0 {
 		t.Errorf("bot figures %+v, want each fan's place bought with one proof and nothing refused", bots)
 	}
-	for _, f := range []*platformtest.Fan{a, b} {
+	for _, f := range []*browsertest.Fan{a, b} {
 		f.WaitFor("the seat map", seat("C8")+` !== null && document.getElementById("live").textContent.startsWith("Live")`)
 	}
 	if got := a.Text(seat("B5") + `.getAttribute("aria-label")`); got != "Seat B5, GOLD, 450.00 INR, available" {
@@ -194,7 +195,7 @@ func TestFanJourneyInBrowser(t *testing.T) {
 	// Both pick B5 and B6 at the same moment: B's live view lags (its stream cut), so B sees them free when A
 	// already has them.
 	b.CutStreams()
-	for _, f := range []*platformtest.Fan{a, b} {
+	for _, f := range []*browsertest.Fan{a, b} {
 		f.JS(seat("B5") + `.click(); ` + seat("B6") + `.click()`)
 		f.WaitFor("selected", seat("B6")+`.getAttribute("aria-pressed") === "true"`)
 	}
@@ -220,7 +221,7 @@ func TestFanJourneyInBrowser(t *testing.T) {
 	}
 	// One identity per browser: each booking belongs to the session cookie that queued and held, and to no one
 	// else.
-	booking := func(f *platformtest.Fan, id string) string {
+	booking := func(f *browsertest.Fan, id string) string {
 		return f.Await(`fetch("/api/v1/bookings/` + id + `").then((r) => r.ok ? r.json().then((j) => j.status + " " + j.seatIds.join(",")) : String(r.status))`)
 	}
 	if got := booking(a, aBooking); got != "HELD B5,B6" {
@@ -247,7 +248,7 @@ func TestFanJourneyInBrowser(t *testing.T) {
 	}
 	typeCard(b, cardOK)
 	for _, fb := range []struct {
-		f  *platformtest.Fan
+		f  *browsertest.Fan
 		id string
 	}{{a, aBooking}, {b, bBooking}} {
 		confirmed(t, fb.f, fb.id, 2)

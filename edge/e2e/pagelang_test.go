@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flashseat/flashseat/loadtest/platformtest"
+	"github.com/flashseat/flashseat/loadtest/browsertest"
 )
 
 // TestQueuePageFollowsTheBrowsersLanguage: on a show whose queue page the operator left in English, a fan whose
@@ -18,7 +18,7 @@ func TestQueuePageFollowsTheBrowsersLanguage(t *testing.T) {
 		t.Skip("browser")
 	}
 	p, _, show := slowQueue(t, "Hayavadana")
-	br := platformtest.NewBrowser(t)
+	br := browsertest.New(t)
 	text := textOf
 	for _, tc := range []struct {
 		name          string

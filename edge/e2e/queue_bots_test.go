@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/flashseat/flashseat/loadtest/browsertest"
 	fsclient "github.com/flashseat/flashseat/loadtest/client"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
 	"github.com/flashseat/flashseat/shared/session"
@@ -92,7 +93,7 @@ func TestQueuePageBotProtection(t *testing.T) {
 		t.Skip("browser")
 	}
 	p, c, hc := botPlatform(t)
-	br := platformtest.NewBrowser(t)
+	br := browsertest.New(t)
 	queuePage := func(show string) string { return p.BaseURL + "/queue/" + show }
 
 	t.Run("the human check, then the seats", func(t *testing.T) {
@@ -230,7 +231,7 @@ const notificationBodyRecorder = `(() => {
 })();`
 
 // lifecycle moves the fan's page to a Page Lifecycle state, as a phone's system does to a background tab.
-func lifecycle(t *testing.T, fan *platformtest.Fan, state page.SetWebLifecycleStateState) {
+func lifecycle(t *testing.T, fan *browsertest.Fan, state page.SetWebLifecycleStateState) {
 	t.Helper()
 	if _, err := chromedp.Call(fan.Ctx, page.SetWebLifecycleState, page.SetWebLifecycleStateParams{State: state}); err != nil {
 		t.Fatalf("%s: %s: %v", fan.Name, state, err)
@@ -239,7 +240,7 @@ func lifecycle(t *testing.T, fan *platformtest.Fan, state page.SetWebLifecycleSt
 
 // toldInWords opens the queue page at url and waits for its alert to say want; whatever else the page says, it
 // says in words, not JSON.
-func toldInWords(t *testing.T, fan *platformtest.Fan, url, want string) {
+func toldInWords(t *testing.T, fan *browsertest.Fan, url, want string) {
 	t.Helper()
 	fan.Go(url)
 	fan.WaitFor("the alert", `!document.getElementById("error").hidden && `+
@@ -274,7 +275,7 @@ func BenchmarkPhoneJoin(b *testing.B) {
 	show := newShow(b, c, showSpec{title: "Phones", saleIn: -time.Minute, queue: true, admitRate: 0.001})
 	var q queueFigures
 	admin(b, p, "GET", "/admin/v1/shows/"+show+"/queue", "", &q)
-	br := platformtest.NewBrowser(b)
+	br := browsertest.New(b)
 	url := p.BaseURL + "/queue/" + show
 
 	// The worker's hash rate, in a page of the show, unthrottled and under DevTools' 4x.
@@ -329,7 +330,7 @@ func BenchmarkPhoneJoin(b *testing.B) {
 }
 
 // throttle slows the fan's page x times, as DevTools' CPU throttling does (its thread, not its workers').
-func throttle(b testing.TB, fan *platformtest.Fan, x float64) {
+func throttle(b testing.TB, fan *browsertest.Fan, x float64) {
 	b.Helper()
 	if x == 1 {
 		return
@@ -340,7 +341,7 @@ func throttle(b testing.TB, fan *platformtest.Fan, x float64) {
 }
 
 // hashRate runs the page's worker on a challenge whose number is n, and returns the hashes it tried a second.
-func hashRate(b testing.TB, fan *platformtest.Fan, n int64) float64 {
+func hashRate(b testing.TB, fan *browsertest.Fan, n int64) float64 {
 	b.Helper()
 	// A salt as long as the waiting room's (its terms ride in it), so each try hashes the same tail.
 	salt := strings.Repeat("0123456789abcdef", 6) + "?d=100000&expires=1764158400&iat=1764158100000&scope=show%3Ax&"

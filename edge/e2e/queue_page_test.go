@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/flashseat/flashseat/loadtest/browsertest"
 	fsclient "github.com/flashseat/flashseat/loadtest/client"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
 	"github.com/flashseat/flashseat/shared/admission"
@@ -37,7 +38,7 @@ func TestQueuePageInBrowser(t *testing.T) {
 		t.Skip("browser")
 	}
 	p, c := journeyPlatform(t)
-	br := platformtest.NewBrowser(t)
+	br := browsertest.New(t)
 	ctx := context.Background()
 	views := `["connecting","waiting","paused","opens","admitted","soldout","closed","off"].filter((id) => !document.getElementById(id).hidden).join(",")`
 
@@ -143,7 +144,7 @@ func TestQueuePageInBrowser(t *testing.T) {
 	t.Run("admission expired: back to the queue with a message", func(t *testing.T) {
 		type hesitant struct {
 			show string
-			fan  *platformtest.Fan
+			fan  *browsertest.Fan
 		}
 		var fans []hesitant
 		for _, name := range []string{"slow fan, busy queue", "slow fan, empty queue"} {
@@ -205,8 +206,8 @@ func TestQueuePageInBrowser(t *testing.T) {
 	// buffering proxy): the map polls instead.
 	for _, c2 := range []struct {
 		name  string
-		block func(*platformtest.Fan, string)
-	}{{"refused", (*platformtest.Fan).FailRequests}, {"held back", (*platformtest.Fan).HoldRequests}} {
+		block func(*browsertest.Fan, string)
+	}{{"refused", (*browsertest.Fan).FailRequests}, {"held back", (*browsertest.Fan).HoldRequests}} {
 		t.Run("the seat stream "+c2.name+": polling", func(t *testing.T) {
 			show := newShow(t, c, showSpec{title: "Blocked", saleIn: -time.Minute, queue: true, admitRate: 2})
 			fan := br.FanFor(t, "fan behind a proxy", time.Minute)
@@ -257,7 +258,7 @@ func TestQueuePageKeepsThePlaceWhenRedisIsDown(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fan := platformtest.NewBrowser(t).Fan("fan", 4*time.Minute)
+	fan := browsertest.New(t).Fan("fan", 4*time.Minute)
 	fan.Go(p.BaseURL + "/queue/" + show)
 	fan.WaitFor("waiting", `!document.getElementById("waiting").hidden && document.getElementById("position").textContent !== "…"`)
 	r.Kill()
@@ -313,7 +314,7 @@ func waitGate(t *testing.T, base, show string) {
 
 // seesItsHoldPolled: on a seat map that polls (its live line starts with live), a seat the fan holds through the
 // API, beside the page, shows as held within a few seconds.
-func seesItsHoldPolled(t *testing.T, fan *platformtest.Fan, show, live string) {
+func seesItsHoldPolled(t *testing.T, fan *browsertest.Fan, show, live string) {
 	t.Helper()
 	fan.WaitFor("the seat map, polled", seat("A1")+` !== null && document.getElementById("live").textContent.startsWith("`+live+`")`)
 	if got := fan.Text(seat("A1") + `.getAttribute("aria-label")`); !strings.HasSuffix(got, ", available") {

@@ -9,7 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
-	"github.com/flashseat/flashseat/loadtest/platformtest"
+	"github.com/flashseat/flashseat/loadtest/browsertest"
 )
 
 // TestTransferInBrowser: the transfer, as two people do it, through the real edge and booking with the
@@ -23,7 +23,7 @@ func TestTransferInBrowser(t *testing.T) {
 	}
 	p, c := journeyPlatform(t)
 	show := newShow(t, c, showSpec{title: "Nagamandala " + uuid.NewString()[:6], saleIn: -time.Minute, queue: true, admitRate: 5})
-	br := platformtest.NewBrowser(t)
+	br := browsertest.New(t)
 	a, b := br.Fan("fan A", 5*time.Minute), br.Fan("fan B", 5*time.Minute)
 
 	id := holdOnSeatMap(t, a, p.BaseURL, show, "B3", "B4")

@@ -7,9 +7,9 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/loadtest/baseline"
 	"github.com/flashseat/flashseat/loadtest/client"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 )
 
 func userToken(t *testing.T, sub string) string {

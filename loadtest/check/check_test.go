@@ -14,9 +14,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashseat/flashseat/booking/invariant"
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/loadtest"
 	"github.com/flashseat/flashseat/loadtest/check"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 	"github.com/flashseat/flashseat/shared/infra/redistest"
 	"github.com/flashseat/flashseat/shared/rediskey"
 )

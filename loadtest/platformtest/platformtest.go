@@ -26,9 +26,9 @@ import (
 
 	bookingapp "github.com/flashseat/flashseat/booking/app"
 	"github.com/flashseat/flashseat/booking/payment/sim"
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	edgeapp "github.com/flashseat/flashseat/edge/app"
 	"github.com/flashseat/flashseat/shared/infra/driver"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 	"github.com/flashseat/flashseat/shared/infra/redistest"
 	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/shared/token"

@@ -12,11 +12,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
 	admredis "github.com/flashseat/flashseat/shared/admission/redis"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 	"github.com/flashseat/flashseat/shared/infra/redistest"
 	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/shared/rediskey"

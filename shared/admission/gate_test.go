@@ -13,9 +13,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 	"github.com/flashseat/flashseat/shared/token"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/shared/audit"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 )
 
 func newLog(t *testing.T) *audit.Log {

@@ -12,11 +12,11 @@ import (
 
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/postgres"
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/shared/admission"
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
 	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/infra/pgshard"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 	"github.com/flashseat/flashseat/shared/shard"
 	"github.com/flashseat/flashseat/waitroom"
 	wrpostgres "github.com/flashseat/flashseat/waitroom/postgres"

@@ -14,10 +14,10 @@ import (
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/app"
 	"github.com/flashseat/flashseat/booking/postgres"
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 	"github.com/flashseat/flashseat/shared/infra/redistest"
 	"github.com/flashseat/flashseat/shared/token"
 )

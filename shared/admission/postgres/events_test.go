@@ -11,10 +11,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/shared/admission"
 	admpostgres "github.com/flashseat/flashseat/shared/admission/postgres"
 	"github.com/flashseat/flashseat/shared/eventstream"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 	"github.com/flashseat/flashseat/shared/infra/redistest"
 )
 

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/shared/infra/migrate"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 )
 
 // TestUpConcurrently: replicas of both services start at once; every Up succeeds, each file is applied once.

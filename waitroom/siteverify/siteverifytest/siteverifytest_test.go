@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flashseat/flashseat/loadtest/platformtest"
+	"github.com/flashseat/flashseat/loadtest/browsertest"
 	"github.com/flashseat/flashseat/waitroom/siteverify"
 	"github.com/flashseat/flashseat/waitroom/siteverify/siteverifytest"
 )
@@ -132,7 +132,7 @@ function ready() { got.id = turnstile.render("#later", {sitekey: %q, callback: (
 	if err != nil {
 		t.Fatal(err)
 	}
-	fan := platformtest.NewBrowser(t).Fan("fan", time.Minute)
+	fan := browsertest.New(t).Fan("fan", time.Minute)
 	fan.Go(pages.URL + "/")
 	fan.WaitFor("four widgets", `document.querySelectorAll("form button").length === 4`)
 	if got := fan.Text(`[...document.querySelectorAll("form button")].map((b) => b.type + ":" + b.textContent).join()`); got != strings.TrimSuffix(strings.Repeat("button:I am human,", 4), ",") {

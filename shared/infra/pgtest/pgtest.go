@@ -21,8 +21,8 @@ import (
 // DefaultURL is used when DATABASE_URL is not set; it matches `make services`.
 const DefaultURL = "postgres://postgres@127.0.0.1:5432/flashseat?sslmode=disable"
 
-// New creates a uniquely named database on the server of DATABASE_URL, applies booking's migrations (and any
-// later ones embedded beside them) and returns a pool to it. The pool is closed and the database dropped in
+// New creates a uniquely named database on the server of DATABASE_URL, applies the platform's migrations
+// (shared/infra/migrate: every service's tables) and returns a pool to it. The pool is closed and the database dropped in
 // t.Cleanup.
 func New(t testing.TB) *pgxpool.Pool {
 	t.Helper()

@@ -1,4 +1,4 @@
-package platformtest
+package browsertest
 
 import "testing"
 

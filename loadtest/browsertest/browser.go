@@ -1,4 +1,8 @@
-package platformtest
+// Package browsertest drives Debian's headless Chromium for tests of pages: one browser per test, a tab per fan,
+// and the checks every browser test wants (no console error, no failed load, no token in a URL). It knows nothing
+// of the platform, so any package's tests can drive a page with it; loadtest/platformtest starts the platform
+// such tests point it at.
+package browsertest
 
 import (
 	"context"
@@ -46,8 +50,8 @@ type Browser struct {
 	ctx context.Context
 }
 
-// NewBrowser starts Chromium with the flags this machine needs; it stops when the test ends.
-func NewBrowser(t testing.TB) *Browser {
+// New starts Chromium with the flags this machine needs; it stops when the test ends.
+func New(t testing.TB) *Browser {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(Chromium(t)), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
