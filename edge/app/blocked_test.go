@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/flashseat/flashseat/waitroom"
 )
 
 // TestBlockedPrefixSpellings: a prefix an operator blocks in any spelling of it (an IPv4 /32, an IPv4-mapped
@@ -52,11 +54,14 @@ func TestBlockedPrefixSpellings(t *testing.T) {
 	for i, client := range []string{"203.0.113.7", "203.0.113.8", "2001:db8:7:7::1", "2001:db8:8:8:ab::2",
 		"198.51.100.9"} {
 		res, b := join(client, "fan-"+string(rune('a'+i)))
-		wantProblem(t, res, b, http.StatusForbidden, "prefix-blocked")
+		p := wantProblem(t, res, b, http.StatusForbidden, waitroom.ReasonPrefixBlocked)
+		if p.Extensions["reason"] != waitroom.ReasonPrefixBlocked {
+			t.Errorf("client %s: reason %v, want %s", client, p.Extensions["reason"], waitroom.ReasonPrefixBlocked)
+		}
 	}
 	// A client of no blocked prefix is not refused for its network: asked for a proof of work instead.
 	res, b = join("203.0.113.9", "fan-z")
-	wantProblem(t, res, b, http.StatusForbidden, "proof-required")
+	wantProblem(t, res, b, http.StatusForbidden, waitroom.ReasonProofRequired)
 
 	// Unblocking in another spelling finds the stored one.
 	res, b = do(t, "DELETE", edge+"/admin/v1/shows/"+show+"/blocked-prefixes?prefix="+url.QueryEscape("::ffff:203.0.113.8"), "", admin)

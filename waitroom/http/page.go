@@ -16,7 +16,7 @@ import (
 // booking is overloaded. Nothing is built: what is in the tree is what the browser gets. Everything personal comes
 // from join, status and the stream, which are no-store.
 //
-//go:embed page/queue.html page/queue.js page/queue.css page/texts/*.json
+//go:embed page/queue.html page/queue.js page/queue.css page/texts/*.json page/refusals.json
 var pageFS embed.FS
 
 // queueSite is the page's template and its assets, under /queue/assets/{version}/{name}.

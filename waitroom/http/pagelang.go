@@ -76,6 +76,7 @@ type pageView struct {
 	CSS, Script, Worker string
 	Lang                string
 	Texts               string // the script's texts, JSON
+	Refusals            string // the script's words for each refusal, JSON (refusalwords.go)
 	Message             string
 	MessageLang         string // the language the operator wrote the message in
 	dict                map[string]string
@@ -104,7 +105,8 @@ func rendered(lang string, p admission.Page) pagekit.File {
 	}
 	js, _ := json.Marshal(dict) // a map of strings always marshals
 	v := site.view
-	v.Lang, v.Texts, v.Message, v.MessageLang, v.dict = lang, string(js), p.Message, p.Language, dict
+	v.Lang, v.Texts, v.Refusals, v.Message, v.MessageLang, v.dict = lang, string(js), refusalsJSON[lang], p.Message,
+		p.Language, dict
 	var b bytes.Buffer
 	if err := site.tmpl.Execute(&b, v); err != nil {
 		panic(err) // the template and its data are ours: every test would fail first
