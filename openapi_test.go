@@ -24,6 +24,7 @@ import (
 	"github.com/flashseat/flashseat/edge/console"
 	edgehttp "github.com/flashseat/flashseat/edge/http"
 	"github.com/flashseat/flashseat/shared/audit"
+	"github.com/flashseat/flashseat/waitroom"
 	waitroomhttp "github.com/flashseat/flashseat/waitroom/http"
 )
 
@@ -134,5 +135,46 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	}
 	if len(stale) > 0 {
 		t.Errorf("in openapi.yaml but not served:\n  %s", strings.Join(stale, "\n  "))
+	}
+}
+
+// TestOpenAPIRefusalReasons: JoinRefusal's reason enum is waitroom's table of reasons, no more and no fewer, and
+// Problem's reason enum holds each of them (beside the admission token's reasons).
+func TestOpenAPIRefusalReasons(t *testing.T) {
+	t.Parallel()
+	doc := openAPI(t)
+	var want []string
+	for _, r := range waitroom.Reasons {
+		want = append(want, r.Name)
+	}
+	sort.Strings(want)
+	enum := func(s *openapi3.Schema) []string {
+		var out []string
+		if p := s.Properties["reason"]; p != nil {
+			for _, v := range p.Value.Enum {
+				out = append(out, v.(string))
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	var join []string
+	for _, part := range doc.Components.Schemas["JoinRefusal"].Value.AllOf {
+		if part.Ref == "" { // its own members, not Problem's
+			join = append(join, enum(part.Value)...)
+		}
+	}
+	sort.Strings(join)
+	if strings.Join(join, " ") != strings.Join(want, " ") {
+		t.Errorf("JoinRefusal's reason enum %v, the table's reasons %v", join, want)
+	}
+	problemReasons := map[string]bool{}
+	for _, r := range enum(doc.Components.Schemas["Problem"].Value) {
+		problemReasons[r] = true
+	}
+	for _, r := range want {
+		if !problemReasons[r] {
+			t.Errorf("Problem's reason enum lacks %s", r)
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flashseat/flashseat/shared/infra/ops"
+	"github.com/flashseat/flashseat/waitroom"
 )
 
 // TestAlertRules: deploy/monitoring/alerts.yml is a Prometheus rule file whose every alert has an expression,
@@ -245,5 +246,31 @@ func addLiteral(out map[string]bool, e ast.Expr) {
 		if s, err := strconv.Unquote(lit.Value); err == nil {
 			out[s] = true
 		}
+	}
+}
+
+// TestAlertSuspectReasons: the reasons SuspectedBotsSurging counts are the suspects of waitroom's table of
+// reasons, spelled as the edge labels them.
+func TestAlertSuspectReasons(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("monitoring/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`waitroom_join_refusals_total\{reason=~"([^"]+)"\}`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("alerts.yml counts no refusals by reason")
+	}
+	got := strings.Split(string(m[1]), "|")
+	var want []string
+	for _, r := range waitroom.Reasons {
+		if r.Suspect {
+			want = append(want, r.Name)
+		}
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("SuspectedBotsSurging counts %v, the table's suspects are %v", got, want)
 	}
 }

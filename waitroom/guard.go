@@ -26,21 +26,9 @@ import (
 // refused, or, if the operator chose it, given a shadow place (an infinite queue that never admits it). Either way
 // it never takes a real place. The Lua side of this is join.lua's guard().
 
-// Verdicts on a new place, as the store's join reads them.
-const (
-	VerdictOK              = "ok"
-	VerdictProofRequired   = "proof_required"
-	VerdictProofInvalid    = "proof_invalid" // expired or malformed: an honest client's stale proof
-	VerdictProofForged     = "proof_forged"  // wrong number or signature, another show's or identity's: a suspect
-	VerdictHumanRequired   = "human_required"
-	VerdictHumanFailed     = "human_failed"
-	VerdictAccountRequired = "account_required"
-	VerdictPrefixBlocked   = "prefix_blocked" // a suspect
-	// Found by the store itself.
-	VerdictProofReplayed = "proof_replayed" // a suspect
-	VerdictPrefixLimit   = "prefix_limit"   // a suspect
-	VerdictBrowser       = "browser"        // this browser holds a place under another identity
-)
+// VerdictOK is the guard's verdict on a new place it lets through; any other verdict is a refusal's reason
+// (refusal.go's table).
+const VerdictOK = "ok"
 
 // Errors of a guarded join; each comes wrapped in a *Refusal that carries what the client needs to try again.
 var (
@@ -57,14 +45,7 @@ var (
 	ErrNoProofNeeded    = errors.New("waitroom: this queue asks no proof of work")
 )
 
-var verdictErrs = map[string]error{
-	VerdictProofRequired: ErrProofRequired, VerdictProofInvalid: ErrProofInvalid, VerdictProofForged: ErrProofInvalid,
-	VerdictProofReplayed: ErrProofReplayed, VerdictHumanRequired: ErrHumanRequired, VerdictHumanFailed: ErrHumanFailed,
-	VerdictAccountRequired: ErrAccountRequired, VerdictPrefixBlocked: ErrPrefixBlocked,
-	VerdictPrefixLimit: ErrPrefixLimited, VerdictBrowser: ErrBrowserInQueue,
-}
-
-// Refusal is a join refused a new place. Reason is the verdict; Challenge is a fresh challenge and Human the
+// Refusal is a join refused a new place. Reason is the verdict (a name of the table, refusal.go); Challenge is a fresh challenge and Human the
 // human check's widget when the client can earn the place with them.
 type Refusal struct {
 	Err       error
@@ -292,32 +273,28 @@ func (s *Service) ask(ctx context.Context, st admission.Settings, r JoinRequest)
 	a.PrefixPlaces, a.Shadow = b.PrefixPlaces, b.Suspects == admission.SuspectsShadow
 	switch {
 	case b.AccountsOnly && !r.Client.Account:
-		a.Verdict = VerdictAccountRequired
+		a.Verdict = ReasonAccountRequired
 		return a, nil
 	case b.IsBlocked(r.Client.Prefix):
-		a.Verdict = VerdictPrefixBlocked
+		a.Verdict = ReasonPrefixBlocked
 		return a, nil
 	}
 	if s.opt.PoW != nil {
 		if r.Proof == "" {
-			a.Verdict = VerdictProofRequired
+			a.Verdict = ReasonProofRequired
 			return a, nil
 		}
 		now := time.Now()
 		sol, err := s.opt.PoW.Verify(r.Proof, pow.ShowScope(r.Show), r.User, now)
-		switch {
-		case errors.Is(err, pow.ErrExpired), errors.Is(err, pow.ErrMalformed):
-			a.Verdict = VerdictProofInvalid
-			return a, nil
-		case err != nil:
-			a.Verdict = VerdictProofForged
+		if err != nil {
+			a.Verdict = proofVerdict(err)
 			return a, nil
 		}
 		a.Spend, a.SpendFor, a.SolveTime = sol.ID, sol.ExpiresAt.Sub(now)+time.Second, now.Sub(sol.IssuedAt)
 	}
 	if b.HumanCheck && s.opt.Human != nil {
 		if r.Human == "" {
-			a.Verdict = VerdictHumanRequired
+			a.Verdict = ReasonHumanCheckRequired
 			return a, nil
 		}
 		ok, err := s.opt.Human.Verify(ctx, r.Human, r.Client.RemoteIP)
@@ -325,7 +302,7 @@ func (s *Service) ask(ctx context.Context, st admission.Settings, r JoinRequest)
 		case err != nil:
 			return a, fmt.Errorf("%w: %v", ErrHumanUnavailable, err)
 		case !ok:
-			a.Verdict = VerdictHumanFailed
+			a.Verdict = ReasonHumanCheckFailed
 		}
 	}
 	return a, nil
@@ -366,9 +343,7 @@ func (s *Service) Enter(ctx context.Context, r JoinRequest) (Place, error) {
 // the store, which may be failing over) the join fails as unavailable: a refusal that asks for a proof and
 // carries no challenge would leave the fan nothing to do but give up, where a 503 tells them to retry.
 func (s *Service) equip(ctx context.Context, ref *Refusal, st admission.Settings, r JoinRequest) error {
-	switch ref.Reason {
-	case VerdictProofRequired, VerdictProofInvalid, VerdictHumanRequired, VerdictHumanFailed:
-	default:
+	if row, _ := ReasonOf(ref.Reason); !row.Fresh {
 		return nil
 	}
 	if s.opt.PoW != nil && st.Bot.Enabled {
@@ -384,11 +359,20 @@ func (s *Service) equip(ctx context.Context, ref *Refusal, st admission.Settings
 	return nil
 }
 
-// refusal turns a store's refused entry into the error.
-func refusal(reason string) error {
-	err, ok := verdictErrs[reason]
-	if !ok {
-		err = fmt.Errorf("waitroom: join refused: %s", reason)
+// proofVerdict is the verdict on a proof pow would not verify: an expired or malformed one is an honest client's
+// stale proof; any other (a wrong number or signature, another show's or identity's) is forged.
+func proofVerdict(err error) string {
+	if errors.Is(err, pow.ErrExpired) || errors.Is(err, pow.ErrMalformed) {
+		return ReasonProofInvalid
 	}
-	return &Refusal{Err: err, Reason: reason}
+	return ReasonProofForged
+}
+
+// refusal is the error of a join refused for reason, the store's verdict or the guard's.
+func refusal(reason string) *Refusal {
+	row, ok := ReasonOf(reason)
+	if !ok {
+		return &Refusal{Err: fmt.Errorf("waitroom: join refused: %s", reason), Reason: reason}
+	}
+	return &Refusal{Err: row.Err, Reason: reason}
 }

@@ -2,7 +2,6 @@ package waitroom
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/flashseat/flashseat/shared/admission"
@@ -60,7 +59,7 @@ func (s *Service) MintGuest(ctx context.Context, prefix, proof string) error {
 	}
 	switch {
 	case p > g.Limit:
-		return &Refusal{Err: ErrPrefixLimited, Reason: VerdictPrefixLimit}
+		return refusal(ReasonPrefixLimited)
 	case p <= g.Free && verr != nil:
 		return nil
 	case verr == nil:
@@ -71,21 +70,19 @@ func (s *Service) MintGuest(ctx context.Context, prefix, proof string) error {
 		if ok {
 			return nil
 		}
-		return s.guestRefusal(ErrProofReplayed, VerdictProofReplayed, p)
+		return s.guestRefusal(ReasonProofReplayed, p)
 	case proof == "":
-		return s.guestRefusal(ErrProofRequired, VerdictProofRequired, p)
-	case errors.Is(verr, pow.ErrExpired), errors.Is(verr, pow.ErrMalformed):
-		return s.guestRefusal(ErrProofInvalid, VerdictProofInvalid, p)
+		return s.guestRefusal(ReasonProofRequired, p)
 	default:
-		return s.guestRefusal(ErrProofInvalid, VerdictProofForged, p)
+		return s.guestRefusal(proofVerdict(verr), p)
 	}
 }
 
-func (s *Service) guestRefusal(err error, reason string, pressure float64) error {
+func (s *Service) guestRefusal(reason string, pressure float64) error {
 	g := s.opt.Guests
 	b := admission.BotProtection{BaseDifficulty: g.Base, MaxDifficulty: g.Max, FreeChallenges: g.Free,
 		DoublingChallenges: g.Doubling}
-	ref := &Refusal{Err: err, Reason: reason}
+	ref := refusal(reason)
 	if c, cerr := s.opt.PoW.Issue(pow.Terms{Scope: pow.GuestScope, MaxNumber: Difficulty(b, pressure, 0),
 		TTL: ChallengeTTL}, time.Now()); cerr == nil {
 		ref.Challenge = &c

@@ -8,13 +8,16 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/flashseat/flashseat/waitroom"
 )
 
 // TestPagesNameProblemTypes: the pages (booking's, the console's, the waiting room's) branch on problem types only
 // through the browser toolkit's api.js Problem (shared/pagekit), and each of its entries is the shared/problem
-// constant of the same name, spelled alike: a slug renamed on one side fails here, not in a fan's browser. Its
-// Refusal, the reasons the waiting room gives for refusing a place, is checked alike against waitroom's Verdicts.
+// constant of the same name, spelled alike: a slug renamed on one side fails here, not in a fan's browser. No page
+// names a reason of waitroom's table of refusals: the pages get them, with their words, from the server.
 func TestPagesNameProblemTypes(t *testing.T) {
 	t.Parallel()
 	api, err := os.ReadFile(filepath.Join("..", "..", "shared", "pagekit", "js", "api.js"))
@@ -22,7 +25,6 @@ func TestPagesNameProblemTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameNames(t, api, "Problem", problemConstants(t, filepath.Join("..", "..", "shared", "problem", "problem.go")), "")
-	sameNames(t, api, "Refusal", problemConstants(t, filepath.Join("..", "..", "waitroom", "guard.go")), "Verdict")
 
 	// A page that compares a kind with a string of its own would escape the check above.
 	literal := regexp.MustCompile(`\.kind\s*[!=]==?\s*["'\x60]`)
@@ -44,6 +46,13 @@ func TestPagesNameProblemTypes(t *testing.T) {
 		}
 		if loc := literal.FindIndex(src); loc != nil {
 			t.Errorf("%s compares a problem kind with a literal (%q); use api.js's Problem", path, src[loc[0]:loc[1]])
+		}
+		for _, r := range waitroom.Reasons {
+			for _, q := range []string{`"`, `'`, "`"} {
+				if strings.Contains(string(src), q+r.Name+q) {
+					t.Errorf("%s names the refusal %s; a page reads refusals from what the server sends", path, r.Name)
+				}
+			}
 		}
 	}
 }

@@ -6,20 +6,16 @@ import (
 	"github.com/flashseat/flashseat/waitroom"
 )
 
-// refusalReasons are the values of waitroom_join_refusals_total's reason label: the guard's verdicts, and "other"
-// for any the edge does not know (a newer waiting room's), so the label's values stay this fixed set.
-var refusalReasons = []string{
-	waitroom.VerdictProofRequired, waitroom.VerdictProofInvalid, waitroom.VerdictProofForged,
-	waitroom.VerdictProofReplayed, waitroom.VerdictHumanRequired, waitroom.VerdictHumanFailed,
-	waitroom.VerdictAccountRequired, waitroom.VerdictPrefixBlocked, waitroom.VerdictPrefixLimit,
-	waitroom.VerdictBrowser, "other",
-}
-
-// failedProof are the refusals that count as a failed challenge: a proof that came back and did not hold (as the
-// show's challengesFailed counts them in Redis).
-var failedProof = map[string]bool{
-	waitroom.VerdictProofForged: true, waitroom.VerdictProofInvalid: true, waitroom.VerdictProofReplayed: true,
-}
+// refusalReasons are the values of waitroom_join_refusals_total's reason label: the names of waitroom's table of
+// reasons, and "other" for any the edge does not know (a newer waiting room's), so the label's values stay this
+// fixed set.
+var refusalReasons = func() []string {
+	out := make([]string, 0, len(waitroom.Reasons)+1)
+	for _, r := range waitroom.Reasons {
+		out = append(out, r.Name)
+	}
+	return append(out, "other")
+}()
 
 // guardMetrics counts this replica's share of the guard's work (waitroom.Options.OnGuard). The series carry no
 // show or prefix label: a crowd of scripts must not be able to grow the edge's series. The per-show figures are
@@ -63,7 +59,8 @@ func guardMetrics(reg prometheus.Registerer) func(waitroom.GuardEvent) {
 				reason = "other"
 			}
 			refused.WithLabelValues(reason).Inc()
-			if failedProof[reason] {
+			// A proof that came back and did not hold (as the show's challengesFailed counts them in Redis).
+			if r, _ := waitroom.ReasonOf(reason); r.Failed {
 				failed.Inc()
 			}
 		case "shadowed":

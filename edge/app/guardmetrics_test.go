@@ -11,7 +11,7 @@ import (
 )
 
 // TestGuardMetrics: a show's queue on with its default bot protection, guarded joins through the real edge move
-// the guard's series on the operations port: a join without a proof is refused (proof_required) with a challenge
+// the guard's series on the operations port: a join without a proof is refused (proof-required) with a challenge
 // issued at a difficulty within the histogram's buckets; the solved proof takes a place (solved, a solve time);
 // the same proof brought by another fan is forged (failed), and a garbled one invalid (failed).
 func TestGuardMetrics(t *testing.T) {
@@ -74,10 +74,10 @@ func TestGuardMetrics(t *testing.T) {
 		{"waitroom_challenges_issued_total", 2}, // fan-a's, and the fresh one the garbled proof's refusal carries
 		{"waitroom_challenges_solved_total", 1},
 		{"waitroom_challenges_failed_total", 2},
-		{`waitroom_join_refusals_total{reason="proof_required"}`, 1},
-		{`waitroom_join_refusals_total{reason="proof_forged"}`, 1},
-		{`waitroom_join_refusals_total{reason="proof_invalid"}`, 1},
-		{`waitroom_join_refusals_total{reason="prefix_blocked"}`, 0},
+		{`waitroom_join_refusals_total{reason="proof-required"}`, 1},
+		{`waitroom_join_refusals_total{reason="proof-forged"}`, 1},
+		{`waitroom_join_refusals_total{reason="proof-invalid"}`, 1},
+		{`waitroom_join_refusals_total{reason="prefix-blocked"}`, 0},
 		{"waitroom_shadowed_total", 0},
 		{"waitroom_solve_seconds_count", 1},
 	} {

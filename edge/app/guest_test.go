@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/shared/pow"
-	"github.com/flashseat/flashseat/shared/problem"
+	"github.com/flashseat/flashseat/waitroom"
 )
 
 // TestGuestMintingCostsSomething: from one address, the first guest identities come free; past GUEST_FREE each
@@ -38,7 +38,7 @@ func TestGuestMintingCostsSomething(t *testing.T) {
 		}
 	}
 	resp, b := mint(addr, "")
-	p := wantProblem(t, resp, b, http.StatusForbidden, problem.ProofRequired)
+	p := wantProblem(t, resp, b, http.StatusForbidden, waitroom.ReasonProofRequired)
 	raw, _ := json.Marshal(p.Extensions["challenge"])
 	var ch pow.Challenge
 	if err := json.Unmarshal(raw, &ch); err != nil || ch.Challenge == "" {
@@ -53,9 +53,9 @@ func TestGuestMintingCostsSomething(t *testing.T) {
 		t.Fatalf("identity with a proof: %d %s", resp.StatusCode, b)
 	}
 	resp, b = mint(addr, proof)
-	wantProblem(t, resp, b, http.StatusConflict, problem.ProofReplayed)
+	wantProblem(t, resp, b, http.StatusConflict, waitroom.ReasonProofReplayed)
 	resp, b = mint(addr, "garbage")
-	wantProblem(t, resp, b, http.StatusUnprocessableEntity, problem.ProofInvalid)
+	wantProblem(t, resp, b, http.StatusUnprocessableEntity, waitroom.ReasonProofInvalid)
 	if resp, b := mint(other, ""); resp.StatusCode != 201 {
 		t.Fatalf("another address: %d %s", resp.StatusCode, b)
 	}
@@ -63,7 +63,7 @@ func TestGuestMintingCostsSomething(t *testing.T) {
 		mint(addr, "")
 	}
 	resp, b = mint(addr, "")
-	wantProblem(t, resp, b, http.StatusTooManyRequests, problem.PrefixLimited)
+	wantProblem(t, resp, b, http.StatusTooManyRequests, waitroom.ReasonPrefixLimited)
 	if s := resp.Header.Get("Retry-After"); s == "" {
 		t.Fatal("prefix-limited without Retry-After")
 	}

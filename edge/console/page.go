@@ -3,11 +3,13 @@ package console
 import (
 	"bytes"
 	"embed"
+	"encoding/json"
 	"html/template"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/flashseat/flashseat/shared/pagekit"
+	"github.com/flashseat/flashseat/waitroom"
 )
 
 // The console's page: console.html, its entry module console.js, one module per panel (shows.js, tuning.js,
@@ -25,6 +27,17 @@ var assets = pagekit.Must("/admin/assets/", pageFS, "page/*.js", "page/*.css")
 var pageTmpl = template.Must(template.New("console.html").Funcs(template.FuncMap{"asset": assets.URL}).
 	ParseFS(pageFS, "page/console.html"))
 
+// reasonsJSON is what each of waitroom's refusals says of the clients refused, by reason, in the operator's
+// words (the table's Means), for the Bots panel: the <html> element's data-reasons.
+var reasonsJSON = func() string {
+	m := make(map[string]string, len(waitroom.Reasons))
+	for _, r := range waitroom.Reasons {
+		m[r.Name] = r.Means
+	}
+	b, _ := json.Marshal(m) // a map of strings always marshals
+	return string(b)
+}()
+
 // pagePolicy keeps the console to its own origin: no framing (clickjacking a control), no scripts or connections
 // elsewhere.
 var pagePolicy = pagekit.Policy{}.String()
@@ -33,7 +46,7 @@ var pagePolicy = pagekit.Policy{}.String()
 // (the script asks GET /admin/session which).
 func (con *Console) page(c *fiber.Ctx) error {
 	var b bytes.Buffer
-	if err := pageTmpl.Execute(&b, struct{ Title string }{"flashseat operator console"}); err != nil {
+	if err := pageTmpl.Execute(&b, struct{ Title, Reasons string }{"flashseat operator console", reasonsJSON}); err != nil {
 		return err
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)

@@ -61,7 +61,7 @@ func TestOperatorConsoleBotsInBrowser(t *testing.T) {
 	if got := op.Text(fig("median")); !strings.HasSuffix(got, " ms") && !strings.HasSuffix(got, " s") {
 		t.Errorf("median solve time %q", got)
 	}
-	op.WaitFor("the refusal by reason", text(`#bot-refusals [data-reason="proof_required"]`)+`.startsWith("1 came without a proof of work")`)
+	op.WaitFor("the refusal by reason", text(`#bot-refusals [data-reason="proof-required"]`)+`.startsWith("1 came without a proof of work")`)
 	op.WaitFor("the fan's prefix with its place",
 		`[...document.querySelectorAll("#bot-prefixes tbody tr")].some((r) => r.cells[1]?.textContent === "1")`)
 

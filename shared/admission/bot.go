@@ -3,6 +3,8 @@ package admission
 import (
 	"errors"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -85,33 +87,48 @@ func (b BotProtection) Validate() error {
 	case b.Suspects != SuspectsRefuse && b.Suspects != SuspectsShadow:
 		return errors.New(`botProtection.suspects must be "refuse" or "shadow"`)
 	}
-	for _, p := range b.Blocked() {
+	for _, p := range strings.Split(b.BlockedPrefixes, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
 		if _, err := ParsePrefix(p); err != nil {
-			return err
+			return errors.New("botProtection.blockedPrefixes: " + err.Error())
 		}
 	}
 	return nil
 }
 
-// Blocked lists the blocked prefixes.
+// Blocked lists the blocked prefixes in Prefix's form, each once, whatever spelling they were written in
+// ("203.0.113.7/32" and "::ffff:203.0.113.7" are "203.0.113.7"): so a block written any valid way blocks, and
+// an unblock finds it. An entry that is no prefix (Validate refuses it) is listed as written.
 func (b BotProtection) Blocked() []string {
 	var out []string
+	seen := map[string]bool{}
 	for _, p := range strings.Split(b.BlockedPrefixes, ",") {
-		if p = strings.TrimSpace(p); p != "" {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if c, err := ParsePrefix(p); err == nil {
+			p = c
+		}
+		if !seen[p] {
+			seen[p] = true
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
+// Canonical returns b with its blocked prefixes in Prefix's form (Blocked): how they are stored, whoever
+// writes them.
+func (b BotProtection) Canonical() BotProtection {
+	b.BlockedPrefixes = strings.Join(b.Blocked(), ",")
+	return b
+}
+
 // IsBlocked reports whether prefix (as Prefix writes it) is blocked.
 func (b BotProtection) IsBlocked(prefix string) bool {
-	for _, p := range b.Blocked() {
-		if p == prefix {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(b.Blocked(), prefix)
 }
 
 // Prefix is the address prefix a client is counted under: an IPv4 address whole, an IPv6 address's /64 (one
@@ -128,15 +145,24 @@ func Prefix(a netip.Addr) string {
 	return p.String()
 }
 
-// ParsePrefix reads a prefix as an operator writes it (an address, or an IPv6 /64) into Prefix's form.
+// ParsePrefix reads a prefix as an operator writes it into Prefix's form, the one a client's address is counted
+// and compared under: an IPv4 address or its /32 is the address; an IPv4-mapped IPv6 address (or its /128) is the
+// IPv4 address; an IPv6 address, or any IPv6 prefix of /64 or longer, is its /64. Anything else (a shorter
+// prefix, which no client's prefix could equal, or no address at all) is refused.
 func ParsePrefix(s string) (string, error) {
 	s = strings.TrimSpace(s)
-	if a, err := netip.ParseAddr(s); err == nil {
+	if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
 		return Prefix(a), nil
 	}
 	p, err := netip.ParsePrefix(s)
-	if err != nil || (p.Addr().Is4() && p.Bits() != 32) || (p.Addr().Is6() && p.Bits() != 64) {
-		return "", errors.New("a prefix is an IPv4 address or an IPv6 /64: " + s)
+	bits := p.Bits()
+	if err == nil && p.Addr().Is4In6() {
+		bits -= 96
 	}
-	return Prefix(p.Addr()), nil
+	switch a := p.Addr().Unmap(); {
+	case err != nil:
+	case a.Is4() && bits == 32, a.Is6() && bits >= 64:
+		return Prefix(a), nil
+	}
+	return "", errors.New("a prefix is an IPv4 address (or its /32) or an IPv6 address or /64: " + strconv.Quote(s))
 }

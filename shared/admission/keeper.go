@@ -271,6 +271,8 @@ func (k *Keeper) Update(ctx context.Context, show string, fn func(Settings) (Set
 		if err != nil {
 			return next, err
 		}
+		// Every writer's blocked prefixes are stored in the one form the guard compares (Canonical).
+		next.Bot = next.Bot.Canonical()
 		return settle(cur, next)
 	})
 	if err != nil {

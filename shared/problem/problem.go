@@ -53,16 +53,8 @@ const (
 	SeatNotPaid          = "seat-not-paid"
 	TicketTransferred    = "ticket-transferred"
 	TransferClosed       = "transfer-closed"
-	// The waiting room's guard (bot protection) refusing a new place.
-	ProofRequired      = "proof-required"
-	ProofInvalid       = "proof-invalid"
-	ProofReplayed      = "proof-replayed"
-	HumanCheckRequired = "human-check-required"
-	HumanCheckFailed   = "human-check-failed"
-	AccountRequired    = "account-required"
-	PrefixLimited      = "prefix-limited"
-	PrefixBlocked      = "prefix-blocked"
-	BrowserInQueue     = "browser-in-queue"
+	// The waiting room's guard refusing a new place has a type per reason, named in waitroom's table of reasons
+	// (waitroom/refusal.go).
 	// A bypass code presented at join that admits nobody (the fan may still join the line).
 	BypassCodeInvalid = "bypass-code-invalid"
 	BypassCodeExpired = "bypass-code-expired"

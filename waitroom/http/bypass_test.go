@@ -133,7 +133,7 @@ func TestBypassCodes(t *testing.T) {
 		t.Fatalf("a used-up code took the proof's place: %d %s", status, b)
 	}
 	status, b = g.enter(t, show, "late", "198.51.100.8", "") // without the code, the proof is asked as of anyone
-	wantRefusal(t, status, b, 403, problem.ProofRequired, waitroom.VerdictProofRequired)
+	wantRefusal(t, status, b, 403, waitroom.ReasonProofRequired, waitroom.ReasonProofRequired)
 	if status, b := g.enter(t, show, "late", "198.51.100.8", proofBody(solve(t, g.challenge(t, show, "late", "198.51.100.8")))); status != 200 || !strings.Contains(string(b), `"waiting"`) {
 		t.Fatalf("refused a code, the fan joins the line: %d %s", status, b)
 	}

@@ -27,7 +27,7 @@ var (
 // codes maps the waiting room's errors to status and problem type; first match wins. The edge process renders
 // them, and everything this table does not name (the CSRF rule, user tokens, fiber's own errors, the unexpected),
 // through its one error handler with its one fallback: the waiting room runs only inside the edge.
-var codes = problem.Table{
+var codes = append(problem.Table{
 	problem.Map(errUnauthenticated, http.StatusUnauthorized, problem.Unauthorized, "A valid user token is required."),
 	problem.Map(errAdminMissing, http.StatusUnauthorized, problem.Unauthorized, "An admin token is required."),
 	problem.Map(errAdminWrong, http.StatusForbidden, problem.Forbidden, "This token may not change queues."),
@@ -40,20 +40,22 @@ var codes = problem.Table{
 	problem.Map(store.ErrUnavailable, http.StatusServiceUnavailable, problem.StoreUnavailable, "The waiting room is briefly unavailable; your place is kept. Retry in a second."),
 	problem.Map(waitroom.ErrDrawPending, http.StatusServiceUnavailable, problem.ServiceUnavailable, "The queue is opening; retry in a second."),
 	problem.Map(waitroom.ErrTooManyStreams, http.StatusTooManyRequests, problem.RateLimited, "Too many open streams for this queue; close some tabs."),
-	problem.Map(waitroom.ErrProofRequired, http.StatusForbidden, problem.ProofRequired, "Solve the challenge in this answer and join again with its solution as \"proof\"."),
-	problem.Map(waitroom.ErrProofInvalid, http.StatusUnprocessableEntity, problem.ProofInvalid, "The proof of work is not valid (expired, malformed, or not this challenge's); solve the fresh challenge in this answer."),
-	problem.Map(waitroom.ErrProofReplayed, http.StatusConflict, problem.ProofReplayed, "This proof of work was already used; each challenge buys one place."),
-	problem.Map(waitroom.ErrHumanRequired, http.StatusForbidden, problem.HumanCheckRequired, "Complete the human check and join again with its token as \"humanToken\"."),
-	problem.Map(waitroom.ErrHumanFailed, http.StatusForbidden, problem.HumanCheckFailed, "The human check did not pass; try it again."),
-	problem.Map(waitroom.ErrAccountRequired, http.StatusForbidden, problem.AccountRequired, "This sale is for signed-in accounts only: sign in and join again."),
-	problem.Map(waitroom.ErrPrefixLimited, http.StatusTooManyRequests, problem.PrefixLimited, "Too many places have been taken from your network for this show."),
-	problem.Map(waitroom.ErrPrefixBlocked, http.StatusForbidden, problem.PrefixBlocked, "Your network may not join this queue."),
 	problem.Map(waitroom.ErrBypassUnknown, http.StatusUnprocessableEntity, problem.BypassCodeInvalid, "This bypass code is not valid for this show; check it, or join the line."),
 	problem.Map(waitroom.ErrBypassExpired, http.StatusUnprocessableEntity, problem.BypassCodeExpired, "This bypass code has expired; you may join the line."),
 	problem.Map(waitroom.ErrBypassUsedUp, http.StatusConflict, problem.BypassCodeUsedUp, "This bypass code has been used as many times as it allows; you may join the line."),
 	problem.Map(waitroom.ErrBypassRevoked, http.StatusConflict, problem.BypassCodeRevoked, "This bypass code was withdrawn; you may join the line."),
 	problem.Map(waitroom.ErrBypassNotNow, http.StatusConflict, problem.BypassNotNow, "The queue is not admitting anyone right now (before the sale opens, or paused); your code is kept: use it again then."),
-	problem.Map(waitroom.ErrBrowserInQueue, http.StatusConflict, problem.BrowserInQueue, "This browser already holds a place in this queue under another identity."),
+}, refusalRows()...)
+
+// refusalRows are the rows of the guard's refusals, one per error of waitroom's table of reasons.
+func refusalRows() problem.Table {
+	var out problem.Table
+	for _, r := range waitroom.Reasons {
+		if _, dup := out.Match(r.Err); !dup {
+			out = append(out, problem.Map(r.Err, r.Status, r.Problem, r.Detail))
+		}
+	}
+	return out
 }
 
 // wrap turns a handler's error that codes names into the problem the edge's error handler sends as is; any other
@@ -79,15 +81,20 @@ func (h *Handler) wrap(fn fiber.Handler) fiber.Handler {
 					"requestId", string(c.Response().Header.Peek("X-Request-Id")))
 			}
 			p := code.Problem(err)
+			var ref *waitroom.Refusal
+			refused := errors.As(err, &ref)
+			var row waitroom.Reason // a refusal's row: its Retry-After
+			if refused {
+				row, _ = waitroom.ReasonOf(ref.Reason)
+			}
 			switch {
-			case code.Err == waitroom.ErrPrefixLimited:
-				p.WithRetryAfter(60) // the prefix's count decays over minutes: sooner is no use
+			case row.RetryAfter > 0:
+				p.WithRetryAfter(row.RetryAfter)
 			case code.Status == http.StatusServiceUnavailable || code.Status == http.StatusTooManyRequests:
 				// On the problem, not the response: the edge's error handler starts its answer afresh.
 				p.WithRetryAfter(1)
 			}
-			var ref *waitroom.Refusal
-			if errors.As(err, &ref) {
+			if refused {
 				p.With("reason", ref.Reason)
 				if ref.Challenge != nil {
 					p.With("challenge", ref.Challenge)

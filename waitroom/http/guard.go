@@ -204,7 +204,7 @@ func (h *Handler) changeBlock(c *fiber.Ctx, block bool) error {
 	}
 	prefix, err := admission.ParsePrefix(raw)
 	if err != nil {
-		return fmt.Errorf("%w: %v", errValidation, err)
+		return fmt.Errorf("%w: prefix: %v", errValidation, err)
 	}
 	old, now, err := h.svc.UpdateSettings(c.UserContext(), show, func(st admission.Settings) (admission.Settings, error) {
 		list := st.Bot.Blocked()

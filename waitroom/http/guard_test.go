@@ -212,7 +212,7 @@ func TestGuardRefusals(t *testing.T) {
 
 	// No proof: 403 with a challenge to solve.
 	st, b := g.enter(t, show, "u-none", addr, "")
-	r := wantRefusal(t, st, b, 403, problem.ProofRequired, waitroom.VerdictProofRequired)
+	r := wantRefusal(t, st, b, 403, waitroom.ReasonProofRequired, waitroom.ReasonProofRequired)
 	if r.Challenge == nil || r.Challenge.MaxNumber < 1 {
 		t.Fatalf("no challenge in %s", b)
 	}
@@ -226,14 +226,14 @@ func TestGuardRefusals(t *testing.T) {
 	n, _ := pow.Solve(c, 2, nil)
 	forged := pow.Encode(c, n+1, 0)
 	st, b = g.enter(t, show, "u-forge", addr, proofBody(forged))
-	wantRefusal(t, st, b, 422, problem.ProofInvalid, waitroom.VerdictProofForged)
+	wantRefusal(t, st, b, 422, waitroom.ReasonProofInvalid, waitroom.ReasonProofForged)
 	// Someone else's proof.
 	st, b = g.enter(t, show, "u-thief", addr, proofBody(good))
-	wantRefusal(t, st, b, 422, problem.ProofInvalid, waitroom.VerdictProofForged)
+	wantRefusal(t, st, b, 422, waitroom.ReasonProofInvalid, waitroom.ReasonProofForged)
 	// Another show's proof.
 	oc := g.challenge(t, other, "u-other", addr)
 	st, b = g.enter(t, show, "u-other", addr, proofBody(solve(t, oc)))
-	wantRefusal(t, st, b, 422, problem.ProofInvalid, waitroom.VerdictProofForged)
+	wantRefusal(t, st, b, 422, waitroom.ReasonProofInvalid, waitroom.ReasonProofForged)
 	// Expired: a challenge issued long ago under the same key.
 	old, err := g.pow.Issue(pow.Terms{Scope: pow.ShowScope(show), Identity: "u-late", MaxNumber: 10, TTL: time.Minute},
 		time.Now().Add(-time.Hour))
@@ -241,7 +241,7 @@ func TestGuardRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, b = g.enter(t, show, "u-late", addr, proofBody(solve(t, old)))
-	if r := wantRefusal(t, st, b, 422, problem.ProofInvalid, waitroom.VerdictProofInvalid); r.Challenge == nil {
+	if r := wantRefusal(t, st, b, 422, waitroom.ReasonProofInvalid, waitroom.ReasonProofInvalid); r.Challenge == nil {
 		t.Fatalf("expired proof: no fresh challenge in %s", b)
 	}
 	if w := g.waiting(t, show); w != 0 {
@@ -259,14 +259,14 @@ func TestGuardRefusals(t *testing.T) {
 	g.do(t, "POST", "/admin/v1/shows/"+show+"/fans/u-forge/revoke", "Bearer "+adminToken, "")
 	g.rdb.ZRem(context.Background(), wrredis.Wait(show), "u-forge")
 	st, b = g.enter(t, show, "u-forge", addr, proofBody(good))
-	wantRefusal(t, st, b, 409, problem.ProofReplayed, waitroom.VerdictProofReplayed)
+	wantRefusal(t, st, b, 409, waitroom.ReasonProofReplayed, waitroom.ReasonProofReplayed)
 
 	// The prefix's second place, then its limit.
 	if st, b := g.enter(t, show, "u-two", addr, proofBody(solve(t, g.challenge(t, show, "u-two", addr)))); st != 200 {
 		t.Fatalf("second place: %d %s", st, b)
 	}
 	st, b = g.enter(t, show, "u-three", addr, proofBody(solve(t, g.challenge(t, show, "u-three", addr))))
-	wantRefusal(t, st, b, 429, problem.PrefixLimited, waitroom.VerdictPrefixLimit)
+	wantRefusal(t, st, b, 429, waitroom.ReasonPrefixLimited, waitroom.ReasonPrefixLimited)
 
 	// A browser session holds one place, whatever identity it shows.
 	const lan = "203.0.113.20"
@@ -276,7 +276,7 @@ func TestGuardRefusals(t *testing.T) {
 	}
 	twoProof := proofBody(solve(t, g.challenge(t, show, "b-two", lan)))
 	st, b = g.enter(t, show, "b-two", lan, twoProof, "Cookie", cookie)
-	wantRefusal(t, st, b, 409, problem.BrowserInQueue, waitroom.VerdictBrowser)
+	wantRefusal(t, st, b, 409, waitroom.ReasonBrowserInQueue, waitroom.ReasonBrowserInQueue)
 	// The refusal did not spend the proof: from a browser of its own, the same identity joins with it.
 	if st, b := g.enter(t, show, "b-two", lan, twoProof, "Cookie", wrhttp.BrowserCookie+"="+strings.Repeat("cd", 16)); st != 200 {
 		t.Fatalf("second identity from its own browser: %d %s", st, b)
@@ -290,7 +290,7 @@ func TestGuardRefusals(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond) // settings are read through a second-long cache at most
 	const v6 = "2001:db8:1:2:aaaa::9"
 	st, b = g.enter(t, show, "u-v6", v6, proofBody(solve(t, g.challenge(t, show, "u-v6", v6))))
-	wantRefusal(t, st, b, 403, problem.PrefixBlocked, waitroom.VerdictPrefixBlocked)
+	wantRefusal(t, st, b, 403, waitroom.ReasonPrefixBlocked, waitroom.ReasonPrefixBlocked)
 
 	if w := g.waiting(t, show); w != 3 {
 		t.Fatalf("waiting: got %d, want the 3 places earned and kept", w)
@@ -299,8 +299,8 @@ func TestGuardRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Solved != 4 || f.Failed < 4 || f.Refused[waitroom.VerdictProofRequired] != 1 ||
-		f.Refused[waitroom.VerdictPrefixLimit] != 1 || len(f.TopPrefixes) == 0 || f.TopPrefixes[0].Places != 2 {
+	if f.Solved != 4 || f.Failed < 4 || f.Refused[waitroom.ReasonProofRequired] != 1 ||
+		f.Refused[waitroom.ReasonPrefixLimited] != 1 || len(f.TopPrefixes) == 0 || f.TopPrefixes[0].Places != 2 {
 		t.Fatalf("figures: %+v", f)
 	}
 	res, fb := g.do(t, "GET", "/admin/v1/shows/"+show+"/bots", "Bearer "+adminToken, "")
@@ -362,11 +362,11 @@ func TestGuardHumanAndAccounts(t *testing.T) {
 	}
 	proof := solve(t, g.challenge(t, show, "h1", addr))
 	st, b := g.enter(t, show, "h1", addr, proofBody(proof))
-	if r := wantRefusal(t, st, b, 403, problem.HumanCheckRequired, waitroom.VerdictHumanRequired); len(r.Human) == 0 {
+	if r := wantRefusal(t, st, b, 403, waitroom.ReasonHumanCheckRequired, waitroom.ReasonHumanCheckRequired); len(r.Human) == 0 {
 		t.Fatalf("no widget in %s", b)
 	}
 	st, b = g.enter(t, show, "h1", addr, `{"proof":"`+proof+`","humanToken":"not-a-token"}`)
-	wantRefusal(t, st, b, 403, problem.HumanCheckFailed, waitroom.VerdictHumanFailed)
+	wantRefusal(t, st, b, 403, waitroom.ReasonHumanCheckFailed, waitroom.ReasonHumanCheckFailed)
 	if st, b := g.enter(t, show, "h1", addr, `{"proof":"`+proof+`","humanToken":"`+g.human.Token()+`"}`); st != 200 {
 		t.Fatalf("human check passed: %d %s", st, b)
 	}
@@ -376,7 +376,7 @@ func TestGuardHumanAndAccounts(t *testing.T) {
 
 	accounts := g.guardedShow(t, 0.001, `{"accountsOnly":true}`)
 	st, b = g.enter(t, accounts, "guest", addr, proofBody(solve(t, g.challenge(t, accounts, "guest", addr))))
-	wantRefusal(t, st, b, 403, problem.AccountRequired, waitroom.VerdictAccountRequired)
+	wantRefusal(t, st, b, 403, waitroom.ReasonAccountRequired, waitroom.ReasonAccountRequired)
 	// A signed-in account of the identity provider joins, one place for the account.
 	acct := "Bearer " + g.account(t, "acct-1")
 	res, b = g.do(t, "GET", "/queue/"+accounts+"/challenge", acct, "", clientHeader, addr)

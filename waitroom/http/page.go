@@ -17,7 +17,7 @@ import (
 // built: what is in the tree is what the browser gets. Everything personal comes from join, status and the
 // stream, which are no-store.
 //
-//go:embed page/queue.html page/*.js page/queue.css page/texts/*.json
+//go:embed page/queue.html page/*.js page/queue.css page/texts/*.json page/refusals.json
 var pageFS embed.FS
 
 // queueSite is the page's template and its assets, under /queue/assets/{version}/{name}.

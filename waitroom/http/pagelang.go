@@ -58,6 +58,7 @@ type pageView struct {
 	CSS, Script, Worker string
 	Lang                string
 	Texts               string // the script's texts, JSON
+	Refusals            string // the script's words for each refusal, JSON (refusalwords.go)
 	Message             string
 	MessageLang         string // the language the operator wrote the message in
 	dict                map[string]string
@@ -101,7 +102,8 @@ func render(k pageKey) pagekit.File {
 	}
 	js, _ := json.Marshal(dict) // a map of strings always marshals
 	v := site.view
-	v.Lang, v.Texts, v.Message, v.MessageLang, v.dict = k.lang, string(js), k.page.Message, k.page.Language, dict
+	v.Lang, v.Texts, v.Refusals, v.Message, v.MessageLang, v.dict = k.lang, string(js), refusalsJSON[k.lang],
+		k.page.Message, k.page.Language, dict
 	var b bytes.Buffer
 	if err := site.tmpl.Execute(&b, v); err != nil {
 		panic(err) // the template and its data are ours: every test would fail first

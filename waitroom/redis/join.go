@@ -44,6 +44,16 @@ const spentKey = 13
 // own is the Ask of the waiting room's own joins and of lookups, as join.lua's arguments after the receipt.
 var own = []any{waitroom.VerdictOK, "", math.MaxInt32, "0", "0", "", "-1", "0"}
 
+// storeReasons are the reasons join.lua refuses a place for itself (waitroom.StoreReasons), its last arguments:
+// the script names no reason of its own.
+var storeReasons = func() []any {
+	out := make([]any, len(waitroom.StoreReasons))
+	for i, r := range waitroom.StoreReasons {
+		out[i] = r
+	}
+	return out
+}()
+
 // Join implements waitroom.Store.
 func (s *Store) Join(ctx context.Context, show, user string, receipted int64) (waitroom.Entry, error) {
 	return s.join(ctx, show, user, true, receipted, nil)
@@ -68,7 +78,7 @@ func (s *Store) join(ctx context.Context, show, user string, join bool, receipte
 		return waitroom.Entry{}, storeErr("join", err)
 	}
 	keys := s.joinKeys(show)
-	args := make([]any, 0, 13)
+	args := make([]any, 0, 14+len(storeReasons))
 	args = append(args, user, flag, receipted)
 	if a == nil {
 		args = append(args, own...)
@@ -92,11 +102,12 @@ func (s *Store) join(ctx context.Context, show, user string, join bool, receipte
 	}
 	// The jti prefix of an admission at once (threshold mode); unused otherwise. Then what the record says of
 	// a fan whose ticket a rebuilt queue's cursor had passed.
-	returning := ""
+	returning, flags := "", ""
 	if a != nil {
-		returning = a.Returning
+		returning, flags = a.Returning, waitroom.Flags(a.Verdict)
 	}
-	args = append(args, rand.Text()[:16], returning)
+	args = append(args, rand.Text()[:16], returning, flags)
+	args = append(args, storeReasons...)
 	r, err := joinScript.Run(ctx, s.joins, keys, args...).Slice()
 	if err != nil {
 		return waitroom.Entry{}, storeErr("join", err)

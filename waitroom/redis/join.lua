@@ -9,7 +9,9 @@
 --       7 "1": suspects get the infinite queue, 8 ms the spent challenge must be remembered (0: no challenge),
 --       9 browser session id ("" none), 10 solve ms (-1 none), 11 turn hold ms, 12 nonce (an admission's jti),
 --       13 what the admission record says of a fan whose ticket the cursor had passed before a rebuild ("" not
---       asked: reply "passed"; "back": never admitted; "served")
+--       asked: reply "passed"; "back": never admitted; "served"), 14 the verdict's flags from Go's table of
+--       reasons ("s" a suspect, "f" a failed proof), 15-17 the reasons this script finds itself
+--       (waitroom.StoreReasons): a prefix over its places, a browser holding another's place, a spent proof
 -- Invariants kept: a fan holds at most one live grant or one ticket, never both (a fan with a live grant is
 -- answered "admitted" and gets no ticket); a new ticket (seq) is handed out once, in increasing order, never
 -- above the ceiling reserved in the record (so a queue rebuilt from the record, whose lastSeq starts at that
@@ -151,10 +153,10 @@ end
 -- counted), else the reply. Refusals and the figures are counted in KEYS[10].
 local function guard()
   local verdict = ARGV[4]
-  local suspect = verdict == 'proof_forged' or verdict == 'prefix_blocked'
+  local suspect, failed = string.find(ARGV[14], 's', 1, true) ~= nil, string.find(ARGV[14], 'f', 1, true) ~= nil
   if verdict ~= 'ok' and not suspect then
     redis.call('HINCRBY', KEYS[10], 'refused:' .. verdict, 1)
-    if verdict == 'proof_invalid' then redis.call('HINCRBY', KEYS[10], 'failed', 1) end
+    if failed then redis.call('HINCRBY', KEYS[10], 'failed', 1) end
     return {'refused', verdict}
   end
   local prefix = ARGV[5]
@@ -166,22 +168,22 @@ local function guard()
     if counted then redis.call('ZINCRBY', KEYS[11], -1, prefix) end
   end
   if counted and tonumber(redis.call('ZINCRBY', KEYS[11], 1, prefix)) > tonumber(ARGV[6]) then
-    verdict, suspect = 'prefix_limit', true
+    verdict, suspect = ARGV[15], true
   end
   if not suspect and browser ~= '' then
     -- Checked before the proof is spent: an honest fan refused here keeps their proof for another try.
     local other = redis.call('HGET', KEYS[13], browser)
     if other and other ~= user and (redis.call('ZSCORE', KEYS[4], other) or redis.call('HEXISTS', KEYS[7], other) == 1
         or redis.call('SISMEMBER', KEYS[5], other) == 1) then
-      redis.call('HINCRBY', KEYS[10], 'refused:browser', 1)
+      redis.call('HINCRBY', KEYS[10], 'refused:' .. ARGV[16], 1)
       uncount()
-      return {'refused', 'browser'}
+      return {'refused', ARGV[16]}
     end
   end
   if not suspect and ARGV[8] ~= '0' and not redis.call('SET', KEYS[14], user, 'NX', 'PX', ARGV[8]) then
-    verdict, suspect = 'proof_replayed', true
+    verdict, suspect, failed = ARGV[17], true, true
   end
-  if verdict == 'proof_forged' or verdict == 'proof_replayed' then
+  if suspect and failed then
     redis.call('HINCRBY', KEYS[10], 'failed', 1)
   end
   if suspect then

@@ -2,26 +2,16 @@
 // issued, solved and failed, the median solve time, refusals by reason, places per prefix), read from each round
 // of live figures, and the prefixes the operator blocks for it. settingsFields are the bot settings the Shows
 // panel's queue form carries.
-import { Refusal } from "./api.js";
 import { $, el } from "./dom.js";
 import { count as num } from "./ui.js";
 import { syncShows } from './picker.js';
 
 const solveTime = (ms) => (ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
 
-// What each refusal means, in the operator's words (the guard's verdicts: waitroom/guard.go).
-const REASONS = {
-  [Refusal.ProofRequired]: 'came without a proof of work',
-  [Refusal.ProofInvalid]: 'brought an expired or malformed proof',
-  [Refusal.ProofForged]: 'brought a forged proof (suspects)',
-  [Refusal.ProofReplayed]: 'brought a proof already spent (suspects)',
-  [Refusal.HumanRequired]: 'came without the human check',
-  [Refusal.HumanFailed]: 'failed the human check',
-  [Refusal.AccountRequired]: 'were guests at an accounts-only sale',
-  [Refusal.PrefixBlocked]: 'came from a blocked prefix (suspects)',
-  [Refusal.PrefixLimit]: 'came from a prefix over its places (suspects)',
-  [Refusal.Browser]: 'came from a browser already holding a place',
-};
+// What each refusal means, in the operator's words, by reason: the waiting room's table of reasons
+// (waitroom/refusal.go), which the console's page carries.
+let REASONS = {};
+try { REASONS = JSON.parse(document.documentElement.dataset.reasons || "{}") || {}; } catch { REASONS = {}; }
 
 // A prefix an operator can block: an address, or an IPv6 /64 (not the per-identity count of an exempt address).
 const blockable = (p) => !p.startsWith('exempt:') && p !== 'unknown';

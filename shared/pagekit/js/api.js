@@ -15,22 +15,6 @@ export const Problem = Object.freeze({
   NotSoldOut: "not-sold-out",
 });
 
-// Refusal names the waiting room's reasons for refusing a new place or a guest session (a problem's reason
-// member), as waitroom's guard names them in Go (its Verdict constants); booking/http's TestPagesNameProblemTypes
-// keeps the two alike.
-export const Refusal = Object.freeze({
-  ProofRequired: "proof_required",
-  ProofInvalid: "proof_invalid",
-  ProofForged: "proof_forged",
-  ProofReplayed: "proof_replayed",
-  HumanRequired: "human_required",
-  HumanFailed: "human_failed",
-  AccountRequired: "account_required",
-  PrefixBlocked: "prefix_blocked",
-  PrefixLimit: "prefix_limit",
-  Browser: "browser",
-});
-
 // ApiError is a refused or failed call: status (0 when the network failed), the RFC 9457 problem (type, title,
 // detail and extension members such as unavailable, alternatives, queueUrl), and Retry-After in seconds.
 export class ApiError extends Error {
@@ -100,7 +84,7 @@ export function session() {
 
 // guest starts a guest session. A network that has started many lately (an office, a carrier's NAT, or a script)
 // is asked for a proof of work first: the refusal carries a challenge, solved in the worker (pow.js), and the
-// solution goes in X-Proof; a proof refused as spent already (sent twice) earns a fresh challenge.
+// solution goes in X-Proof; a refused proof (spent already, sent twice; expired) comes back with a fresh challenge.
 async function guest() {
   let proof = "";
   for (let tries = 0; ; tries++) {
@@ -108,7 +92,6 @@ async function guest() {
       return await post("/api/v1/auth/guest", undefined, proof ? { headers: { "X-Proof": proof } } : {});
     } catch (e) {
       if (!(e instanceof ApiError) || tries >= 3) throw e;
-      if (e.problem.reason === Refusal.ProofReplayed) { proof = ""; continue; }
       if (!e.problem.challenge) throw e;
       try {
         proof = await solve(e.problem.challenge);

@@ -3,9 +3,9 @@
 // follows the place on the position stream (polling status where EventSource is missing or the stream keeps
 // failing or stalls: the toolkit's stream.js) until the fan's turn, and takes them to the seats. Everything
 // personal travels in HttpOnly cookies (fs_session, fs_place_{show}, fs_adm_{show}); this script never sees a
-// token. Calls, the guest session and the refusals' names are the browser toolkit's (api.js); what the fan sees
-// is screen.js's, in the page's language (lang.js).
-import { api, get, post, ApiError, Refusal, session, resetSession } from "./api.js";
+// token. Calls and the guest session are the browser toolkit's (api.js); what the fan sees is screen.js's, in the
+// page's language (lang.js); a refusal's words come with the page (data-refusals), keyed by its reason.
+import { api, get, post, ApiError, session, resetSession } from "./api.js";
 import { warm } from "./pow.js";
 import { follow } from "./stream.js";
 import { $ } from "./dom.js";
@@ -23,6 +23,10 @@ let feed = null, done = false, info = null, entering = false, refusals = 0, skew
 // brings the same place back if the waiting room loses its state) names no ticket yet; the first position after
 // the draw asks status for one that does.
 let drawPending = false;
+// words are each refusal's, by reason, in the page's language, with what the server's table says the page must
+// know of it (fresh: a fresh challenge helps; humanKept: a human-check token sent with it is still good).
+let words = {};
+try { words = JSON.parse(document.documentElement.getAttribute("data-refusals") || "{}") || {}; } catch { words = {}; }
 
 // wait is how long to wait before trying again: the answer's Retry-After (seconds), else def, in milliseconds.
 function wait(retryAfter, def) { return (retryAfter > 0 ? retryAfter : def) * 1000; }
@@ -149,8 +153,9 @@ function refused(e, body, guest) {
   const reason = p.reason || "";
   let again = p.challenge || p.humanCheck ? { challenge: p.challenge, humanCheck: p.humanCheck } : null;
   if (guest) again = null; // a guest session's challenge buys a session, not a place
-  // A human-check token is verified once, whatever the answer, unless the proof was refused before it was looked at.
-  if (body && body.humanToken && reason !== Refusal.ProofRequired && reason !== Refusal.ProofInvalid) humanSpent();
+  const w = words[reason];
+  // A human-check token is verified once, whatever the answer, unless the join was refused before it was looked at.
+  if (body && body.humanToken && !(w && w.humanKept)) humanSpent();
   if (reason) joined(false);
   refusals++;
   if (refusals > 5) { // something keeps refusing what this page brings: slow down rather than spin
@@ -159,39 +164,16 @@ function refused(e, body, guest) {
     setTimeout(() => enter(again || undefined), 5000);
     return;
   }
-  switch (reason) {
-  case Refusal.ProofRequired:
-  case Refusal.ProofInvalid: // expired or malformed: solve the fresh one
-    say("");
+  if (w && (again || w.fresh)) { // earned again at once: with what the answer carries, else a fresh challenge
+    say(w.say || "");
     return enter(again || undefined);
-  case Refusal.ProofReplayed: // spent already (a join sent twice): a fresh challenge
-    say("");
-    return enter();
-  case Refusal.HumanRequired:
-    say("");
-    return enter(again || undefined);
-  case Refusal.HumanFailed:
-    say(t("The human check did not pass. Please try it again."));
-    return enter(again || undefined);
-  case Refusal.AccountRequired:
+  }
+  if (w) { // said in words; one that says when to try again (429, Retry-After) is tried again then
     view("connecting");
-    progress(t("This sale is for signed-in fans"), t("Only fans signed in to a flashseat account can join this queue."));
-    return say(t("This sale is for fans with a flashseat account. Sign in to your account, then open this page again."));
-  case Refusal.PrefixLimit:
-    view("connecting");
-    progress(t("Waiting to try again…"), t("We will try again on our own; keep this page open."));
-    say(guest ? t("Too many people have started sessions from your network (your Wi-Fi's or mobile carrier's address) in the last few minutes. We will try again in a minute.") :
-      t("Too many places in this queue have already been taken from your network (your Wi-Fi's or mobile carrier's address). We will try again in a minute."));
-    setTimeout(() => enter(), wait(e.retryAfter, 60));
+    progress(w.title, w.hint);
+    say(guest && w.guest ? w.guest : w.say);
+    if (e.status === 429) setTimeout(() => enter(), wait(e.retryAfter, 60));
     return;
-  case Refusal.PrefixBlocked:
-    view("connecting");
-    progress(t("We could not give you a place"), t("The organiser has blocked the network you are on from this queue."));
-    return say(t("Your network may not join this queue. If you think this is a mistake, try another connection (mobile data rather than Wi-Fi, say) or contact the organiser."));
-  case Refusal.Browser:
-    view("connecting");
-    progress(t("This browser already has a place"), t("Another sign-in in this browser holds this browser's place in line."));
-    return say(t("This browser already has a place in this queue under another sign-in. Go back to the tab or account that joined, or use another browser."));
   }
   if (again) return enter(again);
   if (e.status === 404) {
