@@ -73,7 +73,7 @@ func BotSpent(show, challenge string) string {
 func Keys(show string) []string {
 	return []string{Wait(show), Pre(show), Heartbeat(show), State(show), Grants(show), GrantExp(show), JTI(show),
 		Unrecorded(show), Seed(show), DrawLock(show), Skipped(show), Returned(show), BotStats(show), BotSolves(show),
-		BotPlaces(show), BotShadow(show), BotBrowsers(show), BotPressure(show), rediskey.QueueConfig(show),
+		BotPlaces(show), BotShadow(show), BotBrowsers(show), BotPressure(show), Mark(show), rediskey.QueueConfig(show),
 		rediskey.QueueActive(show), rediskey.QueueRevoked(show), rediskey.ShowInfo(show)}
 }
 
@@ -90,6 +90,8 @@ type Store struct {
 	// keys holds each recent show's join.lua keys: built on every join and status poll they were 9 allocations,
 	// and go-redis only reads them. Bounded, so ids of shows that do not exist cannot grow it.
 	keys *lru.Cache[string, []string]
+	// replicas, when set (WaitReplicas), answers joins only once their writes are on the replicas.
+	replicas *replicas
 }
 
 // maxKeyedShows bounds Store.keys: shows on sale at once, with room to spare.
