@@ -42,6 +42,31 @@ import (
 // A master whose only replica was promoted in a failover has none: places then wait (503) until a replica is
 // back, the price of never telling a fan a place that a second failover could lose.
 
+// settle waits until every write the master of key has made so far is on the replicas: a mark, then WAIT, on
+// one connection. The opening draw uses it (draw.go): before it reads the pre-opening pool, so that the pool it
+// orders is the one a promoted replica holds (the pool is final once the sale has opened, and the order is a
+// function of seed and pool, so a draw a failover lost is drawn again the same), and after its last write, so
+// that the draw is recorded as done only once the replicas hold it.
+func (r *replicas) settle(ctx context.Context, show string) error {
+	node, err := r.node(ctx, Mark(show))
+	if err != nil {
+		return err
+	}
+	var wait *goredis.Cmd
+	if _, err := node.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		p.Set(ctx, Mark(show), "1", markTTL)
+		wait = p.Do(ctx, "wait", r.n, r.timeout.Milliseconds())
+		return nil
+	}); err != nil {
+		return err
+	}
+	if acked, _ := wait.Int64(); acked < int64(r.n) {
+		return fmt.Errorf("%w: %d of %d replicas acknowledged the draw within %s", waitroom.ErrUnavailable, acked,
+			r.n, r.timeout)
+	}
+	return nil
+}
+
 // maxBatch bounds the joins of one pipeline: a few milliseconds of scripts, well inside the client's read
 // timeout, which covers the whole pipeline and the WAIT at its end.
 const maxBatch = 512

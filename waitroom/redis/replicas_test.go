@@ -13,6 +13,7 @@ import (
 
 	"github.com/flashseat/flashseat/shared/infra/redistest"
 	"github.com/flashseat/flashseat/shared/infra/storetest"
+	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/waitroom"
 	wrredis "github.com/flashseat/flashseat/waitroom/redis"
 )
@@ -184,4 +185,45 @@ func waitCalls(t testing.TB, rdb goredis.UniversalClient) int {
 		t.Fatal(err)
 	}
 	return total
+}
+
+// TestDrawWaitsForItsReplica: with WaitReplicas on, the opening draw reads the pool and is done only with the
+// replica holding what it read and wrote: with the replica gone it fails (ErrUnavailable, tried again by the
+// next join or tick), and once the replica is back it completes, the replica holding every drawn ticket.
+func TestDrawWaitsForItsReplica(t *testing.T) {
+	if redistest.Pass() == redistest.Cluster {
+		t.Skip("a private master and replica: the same on either pass")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	rdb, pair := replicated(t)
+	replica := goredis.NewClient(&goredis.Options{Addr: pair.Replica.Addr})
+	defer replica.Close()
+	show := newShow(t, rdb)
+	configure(t, rdb, show, 10, 100, 600)
+	svc := newServiceOn(t, waitingStore(t, rdb, time.Second), rdb, issuer(t), waitroom.Options{})
+	opens := time.Now().Add(time.Second)
+	showInfo(t, rdb, show, map[string]any{rediskey.InfoSaleStartsAt: ms(opens)})
+	for _, u := range users("p", 5) {
+		if p, err := svc.Join(ctx, show, u); err != nil || p.Seq != 0 {
+			t.Fatalf("pre-opening join %s: %+v, %v", u, p, err)
+		}
+	}
+	time.Sleep(time.Until(opens) + 50*time.Millisecond)
+
+	pair.Replica.Kill()
+	if err := svc.Draw(ctx, show); !errors.Is(err, waitroom.ErrUnavailable) {
+		t.Fatalf("a draw with no replica answered %v, want ErrUnavailable", err)
+	}
+	pair.Replica.Start()
+	pair.WaitSynced(t, 10*time.Second)
+	if err := svc.Draw(ctx, show); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := replica.ZCard(ctx, wrredis.Wait(show)).Result(); err != nil || n != 5 {
+		t.Fatalf("the replica holds %d drawn tickets (%v) when the draw is done, want 5", n, err)
+	}
+	if d, err := replica.HGet(ctx, wrredis.State(show), "drawn").Result(); err != nil || d != "1" {
+		t.Fatalf("the replica's draw mark is %q (%v) when the draw is done, want 1", d, err)
+	}
 }
