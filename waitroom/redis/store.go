@@ -18,6 +18,7 @@
 //	T:wr:unrec   sorted set  jti -> ticket: grants not yet recorded in PostgreSQL, hence without a token
 //	T:wr:seed    string      the shuffle seed (hex); its SHA-256 is the published commitment
 //	T:wr:drawlock string     the draw lock
+//	T:wr:mark    string      written before each WAIT (replicas.go), so that WAIT covers what the scripts read
 //	T:bot:stats  hash        the guard's figures (issued solved failed shadowed refused:*, arr arrAt: new places
 //	                         as a decaying count) and the arrivals over the last minute: 60 one-second buckets
 //	                         a:0..a:59, their total a:total and the second last counted a:last (arrivals.lua)
