@@ -39,6 +39,10 @@ import (
 // placed it, and answers the same ticket once a replica has it. A lookup (Store.Lookup) writes nothing and goes
 // the ordinary way: it can show a place only a refused join wrote, but that fan was answered 503 and is retrying.
 //
+// Other writes are not waited for. A rebuild (restore.lua) a failover lost leaves the state missing again, and it
+// is rebuilt from the same records; and since WAIT counts the master's replication stream up to the mark, every
+// acknowledged join confirms the rebuild, the draw and whatever else came before it.
+//
 // A master whose only replica was promoted in a failover has none: places then wait (503) until a replica is
 // back, the price of never telling a fan a place that a second failover could lose.
 
