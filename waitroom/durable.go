@@ -64,10 +64,22 @@ import (
 //
 // A failover is a smaller loss: Redis replicates asynchronously, so a replica promoted when its master dies may
 // lack the master's last few milliseconds of writes. Nothing looks missing (the queue's state is there, only a
-// little old), so nothing is rebuilt: a join made in those milliseconds is forgotten and its ticket may be handed
-// out again. The forgotten fan's stream or poll finds no place and the fan joins again with its receipt, getting
-// its ticket back (shared with the later fan: both are let in together) or, once the cursor has passed it, the
-// head of the line; it is let in at most a tick or two late (loadtest/chaos TestFailoverDuringCrowd).
+// little old), so nothing is rebuilt. What it costs depends on the edge's QUEUE_JOIN_REPLICAS:
+//   - Off (the default): a join made in those milliseconds is forgotten and its ticket may be handed out again.
+//     The forgotten fan's stream or poll finds no place and the fan joins again with its receipt, getting its
+//     ticket back (shared with the later fan: both are let in together) or, once the cursor has passed it, the
+//     head of the line; it is let in at most a tick or two late, after fans behind it.
+//   - On (set to the replicas each master has: 1 in a six-node cluster): the store tells a fan a place only once
+//     Redis's WAIT confirmed the replicas hold it, and the opening draw waits the same way (redis/replicas.go).
+//     The promoted replica, the only one there was, holds every place a fan was told, so no ticket goes to two
+//     fans and admission order survives the failover exactly (loadtest/chaos TestFailoverDuringCrowd fails on
+//     any inversion). The price: each join shares a WAIT with the joins sent beside it (BENCHMARKS.md); a join
+//     the replicas do not confirm within QUEUE_JOIN_REPLICA_TIMEOUT answers 503 and its retry finds the same
+//     place; and a master whose replica was promoted has none, so until a replica is back every join that
+//     would tell a place answers 503 (fans in line still poll and stream, and admitted fans are let in: a
+//     lookup writes nothing, and an admission is durable by its record). With more replicas than
+//     QUEUE_JOIN_REPLICAS the cluster may promote one that did not confirm, and the option only narrows the
+//     loss. Writes that tell no fan a place (heartbeats, counters, admissions) are not waited for.
 
 // seqBlock is how many tickets one reservation covers: one PostgreSQL write per seqBlock joins.
 const seqBlock = 2000

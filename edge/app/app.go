@@ -152,7 +152,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	go func() { defer workers.Done(); queues.Run(work, 2*time.Second, time.Minute) }()
 
 	// The waiting room mounts its routes here, behind the middleware and before the catch-all proxy.
-	mountWaitroom(ctx, e)
+	if err := mountWaitroom(ctx, e); err != nil {
+		stopWork()
+		workers.Wait()
+		return fmt.Errorf("edge: %w", err)
+	}
 
 	srv.Forward()
 

@@ -31,6 +31,10 @@ func TestLoadConfigDefaults(t *testing.T) {
 	if cfg.Waitroom.Tick != 200*time.Millisecond || cfg.Waitroom.AdminToken != "" {
 		t.Fatalf("waiting room defaults: %+v", cfg.Waitroom)
 	}
+	if cfg.Waitroom.JoinReplicas != 0 || cfg.Waitroom.JoinReplicaTimeout != 200*time.Millisecond {
+		t.Fatalf("joins wait for %d replicas for %v by default, want none (200ms when set)",
+			cfg.Waitroom.JoinReplicas, cfg.Waitroom.JoinReplicaTimeout)
+	}
 	if !cfg.AdmissionKeyGenerated || !cfg.AuthSecretGenerated || len(cfg.AuthSecret) < token.MinSecretLen {
 		t.Fatal("development keys not generated")
 	}
@@ -104,28 +108,33 @@ func TestLoadConfigPreviousSigningKeys(t *testing.T) {
 func TestLoadConfigErrors(t *testing.T) {
 	t.Parallel()
 	tests := map[string]map[string]string{
-		"bad seed":             {"ADMISSION_SIGNING_KEY": "c2hvcnQ"},
-		"bad previous":         {"ADMISSION_PREVIOUS_KEYS": "k1"},
-		"bad previous key":     {"ADMISSION_PREVIOUS_KEYS": "k1:AAAA"},
-		"bad previous signing": {"ADMISSION_PREVIOUS_SIGNING_KEYS": "AAAA"},
-		"bad previous seed":    {"ADMISSION_PREVIOUS_SIGNING_KEYS": "k0:AAAA"},
-		"short secret":         {"AUTH_SECRET": "short"},
-		"bad booking url":      {"BOOKING_URL": "ftp://x"},
-		"bad duration":         {"UPSTREAM_TIMEOUT": "soon"},
-		"bad cidr":             {"TRUSTED_PROXIES": "10.0.0.0/33"},
-		"bad rate":             {"RATE_PER_USER": "-1"},
-		"timeouts inverted":    {"UPSTREAM_TIMEOUT": "1s", "UPSTREAM_HEADER_TIMEOUT": "2s"},
-		"bad exempt":           {"RATE_EXEMPT": "x"},
-		"non-integer bursts":   {"RATE_PER_IP_BURST": "1.5"},
-		"queue tick too short": {"QUEUE_TICK": "1ms"},
-		"grace under flushes":  {"QUEUE_HEARTBEAT_GRACE": "1s", "QUEUE_HEARTBEAT_FLUSH": "2s"},
-		"bad queue tick":       {"QUEUE_TICK": "soon"},
-		"bad cluster address":  {"REDIS_CLUSTER_ADDRS": "10.0.0.1:7000,nohostport"},
-		"zero redis pool":      {"REDIS_POOL_SIZE": "0"},
-		"negative redis pool":  {"REDIS_POOL_SIZE": "-8"},
-		"non-integer pool":     {"REDIS_POOL_SIZE": "lots"},
-		"no header timeout":    {"CLIENT_HEADER_TIMEOUT": "0s"},
-		"no read timeout":      {"CLIENT_READ_TIMEOUT": "0s"},
+		"bad seed":              {"ADMISSION_SIGNING_KEY": "c2hvcnQ"},
+		"bad previous":          {"ADMISSION_PREVIOUS_KEYS": "k1"},
+		"bad previous key":      {"ADMISSION_PREVIOUS_KEYS": "k1:AAAA"},
+		"bad previous signing":  {"ADMISSION_PREVIOUS_SIGNING_KEYS": "AAAA"},
+		"bad previous seed":     {"ADMISSION_PREVIOUS_SIGNING_KEYS": "k0:AAAA"},
+		"short secret":          {"AUTH_SECRET": "short"},
+		"bad booking url":       {"BOOKING_URL": "ftp://x"},
+		"bad duration":          {"UPSTREAM_TIMEOUT": "soon"},
+		"bad cidr":              {"TRUSTED_PROXIES": "10.0.0.0/33"},
+		"bad rate":              {"RATE_PER_USER": "-1"},
+		"timeouts inverted":     {"UPSTREAM_TIMEOUT": "1s", "UPSTREAM_HEADER_TIMEOUT": "2s"},
+		"bad exempt":            {"RATE_EXEMPT": "x"},
+		"non-integer bursts":    {"RATE_PER_IP_BURST": "1.5"},
+		"queue tick too short":  {"QUEUE_TICK": "1ms"},
+		"grace under flushes":   {"QUEUE_HEARTBEAT_GRACE": "1s", "QUEUE_HEARTBEAT_FLUSH": "2s"},
+		"bad queue tick":        {"QUEUE_TICK": "soon"},
+		"bad cluster address":   {"REDIS_CLUSTER_ADDRS": "10.0.0.1:7000,nohostport"},
+		"zero redis pool":       {"REDIS_POOL_SIZE": "0"},
+		"negative redis pool":   {"REDIS_POOL_SIZE": "-8"},
+		"non-integer pool":      {"REDIS_POOL_SIZE": "lots"},
+		"no header timeout":     {"CLIENT_HEADER_TIMEOUT": "0s"},
+		"no read timeout":       {"CLIENT_READ_TIMEOUT": "0s"},
+		"negative replicas":     {"QUEUE_JOIN_REPLICAS": "-1"},
+		"replicas not a count":  {"QUEUE_JOIN_REPLICAS": "one"},
+		"no replica timeout":    {"QUEUE_JOIN_REPLICAS": "1", "QUEUE_JOIN_REPLICA_TIMEOUT": "0s"},
+		"sub-ms replica wait":   {"QUEUE_JOIN_REPLICAS": "1", "QUEUE_JOIN_REPLICA_TIMEOUT": "500us"},
+		"replica wait too long": {"QUEUE_JOIN_REPLICAS": "1", "QUEUE_JOIN_REPLICA_TIMEOUT": "5s"},
 	}
 	for name, env := range tests {
 		t.Run(name, func(t *testing.T) {

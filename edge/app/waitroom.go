@@ -40,21 +40,37 @@ type WaitroomConfig struct {
 	// Guests limits minting guest identities per address prefix: GUEST_FREE (default 10) mint with no proof,
 	// past GUEST_LIMIT (default 300) the prefix is refused; both are counts decaying with a 10-minute half-life.
 	Guests waitroom.GuestPolicy
+	// JoinReplicas (QUEUE_JOIN_REPLICAS, default 0: off) is how many replicas must hold a join's write before the
+	// fan is told its place, confirmed by Redis's WAIT within JoinReplicaTimeout (QUEUE_JOIN_REPLICA_TIMEOUT,
+	// default 200ms; a join not confirmed in time answers 503, and the fan's retry finds the same place): so a
+	// master's failover never forgets a place a fan was told (waitroom/redis/replicas.go). Set it to the replicas
+	// each master has (1 in the six-node cluster): WAIT for fewer lets Redis Cluster promote one that lacks it.
+	JoinReplicas       int
+	JoinReplicaTimeout time.Duration
 }
+
+// maxJoinReplicaTimeout keeps the WAIT at the end of a batch of joins inside the Redis client's 3 s read timeout,
+// which covers the whole pipeline.
+const maxJoinReplicaTimeout = 2 * time.Second
 
 // waitroom reads the waiting room's variables into cfg.Waitroom, reporting problems like every other variable.
 func (l *loader) waitroom(cfg *Config) {
 	wc := WaitroomConfig{
-		AdminToken:       l.String("ADMIN_TOKEN", ""),
-		Tick:             l.Duration("QUEUE_TICK", 200*time.Millisecond),
-		Grace:            l.Duration("QUEUE_HEARTBEAT_GRACE", 30*time.Second),
-		HeartbeatEvery:   l.Duration("QUEUE_HEARTBEAT_FLUSH", 2*time.Second),
-		HeartbeatRefresh: l.Duration("QUEUE_HEARTBEAT_REFRESH", 0),
-		SecureCookies:    l.Bool("COOKIE_SECURE", false),
-		Mode:             l.String("QUEUE_MODE", admission.ModeOff),
-		AutotuneEvery:    l.Duration("AUTOTUNE_EVERY", 3*time.Second),
-		PulseNamespace:   l.String("PULSE_NAMESPACE", pulseredis.DefaultNamespace),
-		Guests:           waitroom.DefaultGuestPolicy(),
+		AdminToken:         l.String("ADMIN_TOKEN", ""),
+		Tick:               l.Duration("QUEUE_TICK", 200*time.Millisecond),
+		Grace:              l.Duration("QUEUE_HEARTBEAT_GRACE", 30*time.Second),
+		HeartbeatEvery:     l.Duration("QUEUE_HEARTBEAT_FLUSH", 2*time.Second),
+		HeartbeatRefresh:   l.Duration("QUEUE_HEARTBEAT_REFRESH", 0),
+		SecureCookies:      l.Bool("COOKIE_SECURE", false),
+		Mode:               l.String("QUEUE_MODE", admission.ModeOff),
+		AutotuneEvery:      l.Duration("AUTOTUNE_EVERY", 3*time.Second),
+		PulseNamespace:     l.String("PULSE_NAMESPACE", pulseredis.DefaultNamespace),
+		Guests:             waitroom.DefaultGuestPolicy(),
+		JoinReplicas:       l.IntIn("QUEUE_JOIN_REPLICAS", 0, 0, 16),
+		JoinReplicaTimeout: l.PositiveDuration("QUEUE_JOIN_REPLICA_TIMEOUT", 200*time.Millisecond),
+	}
+	if wc.JoinReplicaTimeout < time.Millisecond || wc.JoinReplicaTimeout > maxJoinReplicaTimeout {
+		l.Fail("QUEUE_JOIN_REPLICA_TIMEOUT must be between 1ms and %s", maxJoinReplicaTimeout)
 	}
 	wc.Guests.Free = float64(l.Int("GUEST_FREE", int(wc.Guests.Free)))
 	wc.Guests.Limit = float64(l.Int("GUEST_LIMIT", int(wc.Guests.Limit)))
@@ -79,7 +95,7 @@ func (l *loader) waitroom(cfg *Config) {
 // mountWaitroom mounts the waiting room's routes on the edge and starts its admission loop. Streams are ended
 // as soon as shutdown begins (ctx), so the drain is not held up by fans' open streams (their EventSource
 // reconnects to another replica and keeps its place); the admission loop runs until e.Work ends, after the drain.
-func mountWaitroom(ctx context.Context, e *Edge) {
+func mountWaitroom(ctx context.Context, e *Edge) error {
 	wc := e.Config.Waitroom
 	if wc.AdminToken == "" {
 		e.Log.Warn("ADMIN_TOKEN not set: the queue's operator routes refuse every request")
@@ -104,7 +120,11 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 	}
 	relay := queueRelay(e)
 	opt.Observe = observeBoth(metrics, phaseTicks(admission.NewPhaseWatch(admpostgres.NewSharded(e.DBs), relay.Nudge, e.Log)))
-	svc := waitroom.New(wrredis.New(e.Redis), wrpostgres.NewSharded(e.DBs), e.Queues, e.Issuer, opt)
+	store := wrredis.New(e.Redis)
+	if err := store.WaitReplicas(wc.JoinReplicas, wc.JoinReplicaTimeout); err != nil {
+		return err // the timeout is checked at start-up, and the edge's client is one the store can route
+	}
+	svc := waitroom.New(store, wrpostgres.NewSharded(e.DBs), e.Queues, e.Issuer, opt)
 	// The console's session middleware goes ahead of the operator routes below.
 	mountConsole(ctx, e, svc)
 	h := wrhttp.New(wrhttp.Config{Service: svc, Users: e.Users, Issuer: e.Issuer, AdminToken: wc.AdminToken,
@@ -128,6 +148,7 @@ func mountWaitroom(ctx context.Context, e *Edge) {
 		}
 		h.Close()
 	}()
+	return nil
 }
 
 // powInfo separates the proof-of-work MAC key from the admission key's other uses (token.Issuer.Derive).

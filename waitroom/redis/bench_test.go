@@ -17,6 +17,7 @@ import (
 
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
+	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/shared/pow"
 	"github.com/flashseat/flashseat/waitroom"
 	wrredis "github.com/flashseat/flashseat/waitroom/redis"
@@ -400,4 +401,71 @@ func BenchmarkHeartbeat(b *testing.B) {
 	b.ReportMetric(float64(perBeat.Nanoseconds())/float64(zaddCPU.Nanoseconds()), "heartbeat/zadd")
 	b.ReportMetric(float64(perBeat.Nanoseconds())/1e3*float64(time.Minute/refresh), "redis-µs/fan/min")
 	b.ReportMetric(float64(perBeat.Nanoseconds())/1e3*float64(time.Minute/(2*time.Second)), "redis-µs/fan/min@flush")
+}
+
+// BenchmarkJoinReplicated measures what waiting for a replica costs a join (QUEUE_JOIN_REPLICAS=1): on a private
+// master with one replica (storetest.StartPair) holding a million fans, 50 concurrent joiners join through a store
+// that waits (WaitReplicas(1, 200ms): batches of join scripts, a mark and one WAIT per pipeline) and through one
+// that does not (the autopipeliner), in alternating rounds of the same run so that the machine's drifting load
+// falls on both. It reports both rates, their ratio (x-nowait), the WAITs sent per join, and Redis's CPU per join
+// each way (the master's: the replica's stream costs it the same either way).
+func BenchmarkJoinReplicated(b *testing.B) {
+	pair := storetest.StartPair(b)
+	rdb := goredis.NewClient(&goredis.Options{Addr: pair.Master.Addr, PoolSize: 64})
+	b.Cleanup(func() { _ = rdb.Close() })
+	show := newShow(b, rdb)
+	configure(b, rdb, show, 100, 1000, 600)
+	fillQueue(b, rdb, show)
+	pair.WaitSynced(b, time.Minute)
+	is := issuer(b)
+	plain := newService(b, rdb, is, waitroom.Options{})
+	waiting := newServiceOn(b, waitingStore(b, rdb, 200*time.Millisecond), rdb, is, waitroom.Options{})
+	ctx := context.Background()
+
+	var fan atomic.Int64
+	// round joins n new fans through svc from 50 joiners and returns how long it took and Redis's CPU for it.
+	round := func(svc *waitroom.Service, n int64) (time.Duration, time.Duration) {
+		var done atomic.Int64
+		var g errgroup.Group
+		cpu0, start := redisCPU(b, rdb), time.Now()
+		for range 50 {
+			g.Go(func() error {
+				for done.Add(1) <= n {
+					if _, err := svc.Join(ctx, show, "r"+strconv.FormatInt(fan.Add(1), 10)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start), redisCPU(b, rdb) - cpu0
+	}
+	round(plain, 200) // warm: connections dialled, the script cached
+	round(waiting, 200)
+
+	const rounds = 4
+	per := max(int64(b.N)/(2*rounds), 1)
+	var took, cpu [2]time.Duration
+	waits0 := waitCalls(b, rdb)
+	b.ResetTimer()
+	for range rounds {
+		for i, svc := range []*waitroom.Service{plain, waiting} {
+			d, c := round(svc, per)
+			took[i] += d
+			cpu[i] += c
+		}
+	}
+	b.StopTimer()
+	n := float64(per * rounds)
+	waits := waitCalls(b, rdb) - waits0
+	nowait, wait := n/took[0].Seconds(), n/took[1].Seconds()
+	b.ReportMetric(wait, "joins/s")
+	b.ReportMetric(nowait, "nowait-joins/s")
+	b.ReportMetric(wait/nowait, "x-nowait")
+	b.ReportMetric(float64(waits)/n, "waits/join")
+	b.ReportMetric(float64(cpu[1].Nanoseconds())/n/1000, "redis-µs/join")
+	b.ReportMetric(float64(cpu[0].Nanoseconds())/n/1000, "nowait-redis-µs/join")
 }

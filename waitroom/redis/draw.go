@@ -53,6 +53,11 @@ func (s *Store) DrawUnlock(ctx context.Context, show string) error {
 
 // PreJoiners implements waitroom.Store, scanning so a million members do not make one huge reply.
 func (s *Store) PreJoiners(ctx context.Context, show string) ([]string, error) {
+	if s.replicas != nil {
+		if err := s.replicas.settle(ctx, show); err != nil { // the pool a promoted replica would draw (replicas.go)
+			return nil, storeErr("pre-joiners", err)
+		}
+	}
 	var out []string
 	it := s.rdb.SScan(ctx, Pre(show), 0, "", 10000).Iterator()
 	for it.Next(ctx) {
@@ -97,6 +102,11 @@ func (s *Store) Place(ctx context.Context, show string, ordered []string, digest
 	}
 	if err := placeScript.Run(ctx, s.rdb, keys, "finish", len(ordered), digest).Err(); err != nil {
 		return storeErr("place", err)
+	}
+	if s.replicas != nil {
+		if err := s.replicas.settle(ctx, show); err != nil { // done once the replicas hold it (replicas.go)
+			return storeErr("place", err)
+		}
 	}
 	return nil
 }

@@ -108,7 +108,13 @@ func (s *Store) join(ctx context.Context, show, user string, join bool, receipte
 	}
 	args = append(args, rand.Text()[:16], returning, flags)
 	args = append(args, storeReasons...)
-	r, err := joinScript.Run(ctx, s.joins, keys, args...).Slice()
+	var r []any
+	var err error
+	if join && s.replicas != nil {
+		r, err = s.replicas.join(ctx, show, keys, args) // answered once its write is on the replicas (replicas.go)
+	} else {
+		r, err = joinScript.Run(ctx, s.joins, keys, args...).Slice()
+	}
 	if err != nil {
 		return waitroom.Entry{}, storeErr("join", err)
 	}

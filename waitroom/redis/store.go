@@ -18,6 +18,7 @@
 //	T:wr:unrec   sorted set  jti -> ticket: grants not yet recorded in PostgreSQL, hence without a token
 //	T:wr:seed    string      the shuffle seed (hex); its SHA-256 is the published commitment
 //	T:wr:drawlock string     the draw lock
+//	T:wr:mark    string      written before each WAIT (replicas.go), so that WAIT covers what the scripts read
 //	T:bot:stats  hash        the guard's figures (issued solved failed shadowed refused:*, arr arrAt: new places
 //	                         as a decaying count) and the arrivals over the last minute: 60 one-second buckets
 //	                         a:0..a:59, their total a:total and the second last counted a:last (arrivals.lua)
@@ -73,7 +74,7 @@ func BotSpent(show, challenge string) string {
 func Keys(show string) []string {
 	return []string{Wait(show), Pre(show), Heartbeat(show), State(show), Grants(show), GrantExp(show), JTI(show),
 		Unrecorded(show), Seed(show), DrawLock(show), Skipped(show), Returned(show), BotStats(show), BotSolves(show),
-		BotPlaces(show), BotShadow(show), BotBrowsers(show), BotPressure(show), rediskey.QueueConfig(show),
+		BotPlaces(show), BotShadow(show), BotBrowsers(show), BotPressure(show), Mark(show), rediskey.QueueConfig(show),
 		rediskey.QueueActive(show), rediskey.QueueRevoked(show), rediskey.ShowInfo(show)}
 }
 
@@ -90,6 +91,8 @@ type Store struct {
 	// keys holds each recent show's join.lua keys: built on every join and status poll they were 9 allocations,
 	// and go-redis only reads them. Bounded, so ids of shows that do not exist cannot grow it.
 	keys *lru.Cache[string, []string]
+	// replicas, when set (WaitReplicas), answers joins only once their writes are on the replicas.
+	replicas *replicas
 }
 
 // maxKeyedShows bounds Store.keys: shows on sale at once, with room to spare.
