@@ -35,6 +35,10 @@ func ValidEmail(s string) bool {
 	return at > 0 && strings.Contains(s[at+1:], ".") && !strings.HasSuffix(s, ".")
 }
 
+// Languages are the languages booking writes to fans in (booking/notify's templates), English first: the one a
+// fan's browser prefers is kept with their hold, waitlist entry and contact; any other language gets English.
+var Languages = []string{"en", "hi"}
+
 // ValidLanguage accepts a primary language tag: 2 to 8 lower-case letters ("en", "hi").
 func ValidLanguage(s string) bool {
 	if len(s) < 2 || len(s) > 8 {

@@ -5,12 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/shared/acceptlang"
 )
 
 func (s *Server) waitlistRoutes(v1 fiber.Router) {
@@ -68,20 +68,14 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(waitlistJSON(e))
 }
 
-// pageLanguage is the first language of the request's Accept-Language (its primary tag, lower case), or "".
+// languages picks among the languages booking writes to fans in.
+var languages = acceptlang.New(booking.Languages...)
+
+// pageLanguage is the one of booking.Languages that the request's Accept-Language prefers, or "" (API clients,
+// every request of the load tests, a browser in none of them: their messages are in English).
 func pageLanguage(c *fiber.Ctx) string {
-	al := header(c, headerAcceptLanguage)
-	if al == "" {
-		return "" // API clients, and every request of the load tests
-	}
-	first, _, _ := strings.Cut(al, ",")
-	first, _, _ = strings.Cut(first, ";")
-	tag, _, _ := strings.Cut(strings.TrimSpace(first), "-")
-	tag = strings.ToLower(tag)
-	if len(tag) < 2 || len(tag) > 8 || strings.Trim(tag, "abcdefghijklmnopqrstuvwxyz") != "" {
-		return ""
-	}
-	return strings.Clone(tag) // ToLower returns a lower-case tag as it was: in fiber's buffer
+	lang, _ := languages.Pick(header(c, headerAcceptLanguage)) // one of ours, not a string in fiber's buffer
+	return lang
 }
 
 // getWaitlist answers the caller's entry; 404 when they have none.

@@ -77,9 +77,6 @@ type Shows interface {
 //go:embed templates/*.tmpl
 var templateFiles embed.FS
 
-// Languages are the languages messages are written in; any other falls back to English.
-var Languages = []string{"en", "hi"}
-
 // Fans notifies fans of their bookings' events.
 type Fans struct {
 	store     Store
@@ -100,7 +97,7 @@ func New(store Store, shows Shows, log *slog.Logger, notifiers ...Notifier) (*Fa
 	f := &Fans{store: store, shows: shows, notifiers: notifiers, log: log,
 		text: map[string]*texttemplate.Template{}, html: map[string]*htmltemplate.Template{}}
 	funcs := map[string]any{"join": strings.Join}
-	for _, lang := range Languages {
+	for _, lang := range booking.Languages { // a template of each; any other language falls back to English
 		t, err := texttemplate.New(lang).Funcs(funcs).ParseFS(templateFiles, "templates/"+lang+".txt.tmpl")
 		if err != nil {
 			return nil, fmt.Errorf("notify: templates %s: %w", lang, err)

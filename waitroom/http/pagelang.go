@@ -3,13 +3,11 @@ package http
 import (
 	"bytes"
 	"encoding/json"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/gofiber/fiber/v2"
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/flashseat/flashseat/shared/acceptlang"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/pagekit"
 )
@@ -40,30 +38,14 @@ func mustTexts() map[string]map[string]string {
 	return out
 }
 
-// pageLanguage picks the page's language: the first of the browser's (Accept-Language, by preference) that the
-// page is written in, else the show's.
+// pageLanguages picks among the languages the page is written in.
+var pageLanguages = acceptlang.New(admission.PageLanguages...)
+
+// pageLanguage picks the page's language: the one of the browser's (Accept-Language, by preference) that the page
+// is written in, else the show's.
 func pageLanguage(accept, show string) string {
-	type choice struct {
-		lang string
-		q    float64
-	}
-	var cs []choice
-	for _, part := range strings.Split(accept, ",") {
-		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		q := 1.0
-		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
-			if f, err := strconv.ParseFloat(v, 64); err == nil {
-				q = f
-			}
-		}
-		primary, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(tag)), "-")
-		if q > 0 && admission.PageLanguage(primary) {
-			cs = append(cs, choice{primary, q})
-		}
-	}
-	sort.SliceStable(cs, func(i, j int) bool { return cs[i].q > cs[j].q })
-	if len(cs) > 0 {
-		return cs[0].lang
+	if lang, ok := pageLanguages.Pick(accept); ok {
+		return lang
 	}
 	if admission.PageLanguage(show) {
 		return show

@@ -58,6 +58,8 @@ func TestPageLanguage(t *testing.T) {
 		{"none supported: the show's", "fr-FR,fr;q=0.9,de;q=0.5", "hi", "hi"},
 		{"refused with q=0", "hi;q=0, fr", "en", "en"},
 		{"malformed", ";;;,,q=x", "hi", "hi"},
+		{"a British browser on a Hindi show", "en-GB", "hi", "en"},
+		{"any language: the show's", "*", "hi", "hi"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
