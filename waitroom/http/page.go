@@ -70,8 +70,8 @@ func (h *Handler) page(c *fiber.Ctx) error {
 	// message shows soon), and serves its last copy for a day when the origin fails, so a crowd arriving while the
 	// platform restarts still gets the waiting room.
 	c.Vary(fiber.HeaderAcceptLanguage)
-	return pagekit.Send(c, rendered(pageLanguage(c.Get(fiber.HeaderAcceptLanguage), page.Language), page),
-		"public, max-age=5, stale-if-error=86400")
+	k := pageKey{lang: pageLanguage(c.Get(fiber.HeaderAcceptLanguage), page.Language), page: page}
+	return pagekit.Send(c, rendered(k), "public, max-age=5, stale-if-error=86400")
 }
 
 // asset serves /queue/assets/{version}/{name}: the page's script and stylesheet, the toolkit's modules and the

@@ -17,7 +17,7 @@ import (
 // queue.js to its own (the approach of booking's notifications: a file per language, English when a text is
 // missing). The page is rendered in the browser's language when Accept-Language names one of them, else in the
 // show's page language; its script gets the same texts in the <html> element's data-texts. Rendered pages are
-// kept per language and message, so a crowd costs one render per show's message, not one per fan.
+// kept per language and page settings (pageKey), so a crowd costs one render per show's message, not one per fan.
 
 // texts are each language's texts, keyed by the English; English has none.
 var texts = mustTexts()
@@ -71,27 +71,40 @@ func (v pageView) T(s string) string {
 	return s
 }
 
-// renders keeps rendered pages by language and message (bounded: messages are the operators').
-var renders, _ = lru.New[string, pagekit.File](256) // errs only for a size below 1
+// pageKey is everything a rendering of the page depends on beyond the embedded files, and so the key it is kept
+// under: the language it is written in and the show's page settings, whole. A field added to admission.Page is
+// part of the key without anyone having to remember it (one that cannot be compared does not compile here), and
+// two different settings can never share a key, as they could when the key was a string joined from fields.
+type pageKey struct {
+	lang string
+	page admission.Page
+}
 
-// rendered returns the page in lang with the show's page settings.
-func rendered(lang string, p admission.Page) pagekit.File {
-	key := lang + "\x00" + p.Language + "\x00" + p.Message
-	if f, ok := renders.Get(key); ok {
+// renders keeps rendered pages by key (bounded: messages are the operators').
+var renders, _ = lru.New[pageKey, pagekit.File](256) // errs only for a size below 1
+
+// rendered returns the page k describes, rendered once and kept.
+func rendered(k pageKey) pagekit.File {
+	if f, ok := renders.Get(k); ok {
 		return f
 	}
-	dict := texts[lang]
+	f := render(k)
+	renders.Add(k, f)
+	return f
+}
+
+// render renders the page from k alone.
+func render(k pageKey) pagekit.File {
+	dict := texts[k.lang]
 	if dict == nil {
 		dict = map[string]string{} // English: "{}", not "null", for the script
 	}
 	js, _ := json.Marshal(dict) // a map of strings always marshals
 	v := site.view
-	v.Lang, v.Texts, v.Message, v.MessageLang, v.dict = lang, string(js), p.Message, p.Language, dict
+	v.Lang, v.Texts, v.Message, v.MessageLang, v.dict = k.lang, string(js), k.page.Message, k.page.Language, dict
 	var b bytes.Buffer
 	if err := site.tmpl.Execute(&b, v); err != nil {
 		panic(err) // the template and its data are ours: every test would fail first
 	}
-	f := pagekit.NewFile(b.Bytes(), fiber.MIMETextHTMLCharsetUTF8)
-	renders.Add(key, f)
-	return f
+	return pagekit.NewFile(b.Bytes(), fiber.MIMETextHTMLCharsetUTF8)
 }
