@@ -19,18 +19,24 @@ import (
 // booking.ErrInvalid, described without echoing the input.
 func decode(c *fiber.Ctx, v any) error {
 	body := c.Body()
+	// Unmarshal (not a Decoder) also refuses data after the value, and costs less per request.
+	return invalidBody(body, json.Unmarshal(body, v))
+}
+
+// invalidBody is encoding/json's err reading body as booking.ErrInvalid, described without echoing the input;
+// nil stays nil.
+func invalidBody(body []byte, err error) error {
+	if err == nil {
+		return nil
+	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return booking.Invalid("the request needs a JSON body")
 	}
-	// Unmarshal (not a Decoder) also refuses data after the value, and costs less per request.
-	if err := json.Unmarshal(body, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return booking.Invalid("field %q has the wrong type (want %s)", te.Field, te.Type)
-		}
-		return booking.Invalid("the body is not one valid JSON value")
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return booking.Invalid("field %q has the wrong type (want %s)", te.Field, te.Type)
 	}
-	return nil
+	return booking.Invalid("the body is not one valid JSON value")
 }
 
 // pathID reads an id path parameter, copied out of fiber's buffer. Anything that cannot be one of our ids is

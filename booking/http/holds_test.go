@@ -126,7 +126,7 @@ func TestHoldHeadersAnyCase(t *testing.T) {
 		return response{status: resp.StatusCode, header: resp.Header, body: b}
 	}
 	first := send("fan", holdBody(show, "F3", "F4"), map[string]string{"x-request-id": "req-lower-1",
-		"idempotency-key": "lower-k", "accept-language": "DE-de,en;q=0.5"})
+		"idempotency-key": "lower-k", "accept-language": "HI-in,en;q=0.5"})
 	if first.status != 201 || first.header.Get("X-Request-Id") != "req-lower-1" {
 		t.Fatalf("hold: %d %v %s", first.status, first.header, first.body)
 	}
@@ -136,8 +136,8 @@ func TestHoldHeadersAnyCase(t *testing.T) {
 	if again.status != 201 || string(again.body) != string(first.body) {
 		t.Fatalf("replay: %d %s, want %s", again.status, again.body, first.body)
 	}
-	if lang, err := h.env.Store.BookingLanguage(context.Background(), held.BookingID); err != nil || lang != "de" {
-		t.Fatalf("booking %s: language %q, %v; want de", held.BookingID, lang, err)
+	if lang, err := h.env.Store.BookingLanguage(context.Background(), held.BookingID); err != nil || lang != "hi" {
+		t.Fatalf("booking %s: language %q, %v; want hi", held.BookingID, lang, err)
 	}
 	refused := send("rival", holdBody(show, "F4", "F5"), map[string]string{"x-request-id": "req-lower-2"})
 	p := problemOf(t, refused)

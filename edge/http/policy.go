@@ -2,7 +2,6 @@ package http
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -207,14 +206,10 @@ func (s *Server) verifyUnboundToken(raw, user string) error {
 }
 
 // showInBody reads a hold's "showId" without consuming the body, which is forwarded as it came, as booking reads
-// it: the plain shape by shared/holdbody, anything else by encoding/json. A body that is not JSON is booking's to
-// refuse.
+// it: by holdbody.Decode. A body it refuses is booking's to refuse.
 func showInBody(body []byte) string {
-	if b, ok := holdbody.Parse(body); ok {
-		return b.ShowID
-	}
-	var b holdbody.Request
-	if json.Unmarshal(body, &b) != nil {
+	b, err := holdbody.Decode(body)
+	if err != nil {
 		return ""
 	}
 	return b.ShowID

@@ -238,9 +238,16 @@ func (f *Fan) OnNewDocument(script string) {
 }
 
 // Languages sets the languages the fan's browser prefers, most preferred first ("hi-IN", "hi"), as a phone set to
-// them would: its Accept-Language header and navigator.language(s) say them from the next page on.
+// them would: its Accept-Language header and navigator.language(s) say them from the next page on. They are bare
+// tags: Chromium adds the q-values itself, after any a tag carries ("hi;q=0.9" goes out as "hi;q=0.9;q=0.9", a
+// header no browser sends).
 func (f *Fan) Languages(langs ...string) {
 	f.t.Helper()
+	for _, l := range langs {
+		if strings.ContainsAny(l, ";,") {
+			f.t.Fatalf("%s: languages: %q: give bare tags, most preferred first; Chromium adds the q-values", f.Name, l)
+		}
+	}
 	v, err := chromedp.CallBrowser(f.Ctx, browser.GetVersion, cdp.Empty{})
 	if err == nil {
 		_, err = chromedp.Call(f.Ctx, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{
