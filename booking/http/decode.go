@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/strictjson"
 
 	"github.com/flashseat/flashseat/booking"
 )
@@ -18,19 +19,40 @@ import (
 // decode reads the request body as one JSON value into v. Malformed JSON, wrong types and trailing data are
 // booking.ErrInvalid, described without echoing the input.
 func decode(c *fiber.Ctx, v any) error {
+	// Unmarshal (not a Decoder) also refuses data after the value, and costs less per request.
+	return decodeWith(c, v, json.Unmarshal)
+}
+
+// decodeStrict is decode for the operators' writes: a member v has no field for (a misspelt setting, which
+// would otherwise change nothing and answer 200) is booking.ErrValidation naming its path, and nothing of the
+// request is applied.
+func decodeStrict(c *fiber.Ctx, v any) error {
+	return decodeWith(c, v, strictjson.Unmarshal)
+}
+
+func decodeWith(c *fiber.Ctx, v any, unmarshal func([]byte, any) error) error {
 	body := c.Body()
 	if len(bytes.TrimSpace(body)) == 0 {
 		return booking.Invalid("the request needs a JSON body")
 	}
-	// Unmarshal (not a Decoder) also refuses data after the value, and costs less per request.
-	if err := json.Unmarshal(body, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return booking.Invalid("field %q has the wrong type (want %s)", te.Field, te.Type)
-		}
-		return booking.Invalid("the body is not one valid JSON value")
+	return bodyError(unmarshal(body, v))
+}
+
+// bodyError describes a body's decoding error for the client: unknown fields by their paths, a wrong type by
+// its field, anything else as malformed.
+func bodyError(err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	var ue *strictjson.UnknownFieldError
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%w: %w", booking.ErrValidation, ue)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return booking.Invalid("field %q has the wrong type (want %s)", te.Field, te.Type)
+	}
+	return booking.Invalid("the body is not one valid JSON value")
 }
 
 // pathID reads an id path parameter, copied out of fiber's buffer. Anything that cannot be one of our ids is
