@@ -26,6 +26,7 @@ var (
 	ErrForbidden        = errors.New("forbidden")                 // valid credentials, not allowed
 	ErrQueueRequired    = errors.New("admission required")        // the show's queue is on and no valid admission
 	ErrStale            = errors.New("fencing token superseded")  // a newer hold has claimed one of the seats
+	ErrTooManyStreams   = errors.New("too many open streams")     // an identity's or prefix's seat streams at their cap
 )
 
 // Errors of payments, refunds and check-in.

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/flashseat/flashseat/shared/streamcap"
 )
 
 // Hub is one replica's in-memory fan-out: the fans streaming positions from this process, grouped by show. Each
@@ -27,7 +29,7 @@ type hubShow struct {
 	haveSnap bool
 	meter    *RateMeter
 	watchers map[*Watcher]struct{}
-	perUser  map[string]int // streams per fan, to bound what one fan's tabs (or a script) can hold open
+	perUser  streamcap.Caps // streams per fan, to bound what one fan's tabs (or a script) can hold open
 	lastSeen time.Time
 }
 
@@ -79,7 +81,7 @@ func (h *Hub) show(id string) *hubShow {
 	defer h.mu.Unlock()
 	hs, ok := h.shows[id]
 	if !ok {
-		hs = &hubShow{epoch: time.Now(), meter: NewRateMeter(30 * time.Second), watchers: map[*Watcher]struct{}{}, perUser: map[string]int{}}
+		hs = &hubShow{epoch: time.Now(), meter: NewRateMeter(30 * time.Second), watchers: map[*Watcher]struct{}{}}
 		h.shows[id] = hs
 	}
 	return hs
@@ -127,13 +129,12 @@ func (h *Hub) Add(show, user string, p Place, max int) (*Watcher, error) {
 	w := &Watcher{Show: show, User: user, hs: hs}
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	if max > 0 && hs.perUser[user] >= max {
+	if !hs.perUser.Take([]string{user}, []int{max}) {
 		return nil, ErrTooManyStreams
 	}
 	w.seq.Store(p.Seq)
 	w.grant.Store(p.Grant)
 	hs.watchers[w] = struct{}{}
-	hs.perUser[user]++
 	hs.lastSeen = time.Now()
 	return w, nil
 }
@@ -146,9 +147,7 @@ func (h *Hub) Remove(w *Watcher) {
 		return
 	}
 	delete(w.hs.watchers, w)
-	if w.hs.perUser[w.User]--; w.hs.perUser[w.User] <= 0 {
-		delete(w.hs.perUser, w.User)
-	}
+	w.hs.perUser.Give(w.User)
 	w.hs.lastSeen = time.Now()
 }
 

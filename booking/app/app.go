@@ -178,6 +178,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		Logger:        log,
 		Metrics:       metrics,
 		BodyLimit:     cfg.BodyLimit,
+		SeatStreams:   bookinghttp.StreamCaps{PerPrefix: cfg.SeatStreamsPerPrefix},
 		Ready:         checks,
 		Pulse:         window,
 	})

@@ -59,6 +59,9 @@ type Config struct {
 	RefundWindow      time.Duration // REFUND_WINDOW, default 48h (used by payments)
 	ShutdownTimeout   time.Duration // SHUTDOWN_TIMEOUT, default 10s
 	BodyLimit         int           // BODY_LIMIT bytes, default 64 KiB
+	// SeatStreamsPerPrefix (SEAT_STREAMS_PER_PREFIX, default 64) bounds the seat-map streams one address prefix
+	// holds open on a replica; raise it for a crowd behind one carrier NAT. Each fan's own bound is 8.
+	SeatStreamsPerPrefix int
 
 	AdminToken          string // ADMIN_TOKEN; random (and unusable) when unset
 	AdminTokenGenerated bool
@@ -96,28 +99,29 @@ const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/flashseat?sslmode
 func LoadConfig(getenv func(string) string) (Config, error) {
 	r := env.New(getenv)
 	cfg := Config{
-		Addr:               r.String("BOOKING_ADDR", ":8081"),
-		OpsAddr:            r.String("OPS_ADDR", ""),
-		DatabaseURL:        r.String("DATABASE_URL", DefaultDatabaseURL),
-		DatabasePooler:     r.String("DATABASE_POOLER", ""),
-		DatabaseReadURL:    r.String("DATABASE_READ_URL", ""),
-		DatabaseReadMaxLag: r.PositiveDuration("DATABASE_READ_MAX_LAG", postgres.DefaultMaxLag),
-		RedisURL:           r.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
-		HoldTTL:            r.PositiveDuration("HOLD_TTL", 10*time.Minute),
-		QueueMode:          r.String("QUEUE_MODE", admission.ModeOff),
-		PulseNamespace:     r.String("PULSE_NAMESPACE", pulseredis.DefaultNamespace),
-		MaxSeats:           r.IntIn("MAX_SEATS_PER_BOOKING", 10, 1, 100),
-		ReconcileInterval:  r.PositiveDuration("RECONCILE_INTERVAL", 30*time.Second),
-		RefundWindow:       r.PositiveDuration("REFUND_WINDOW", 48*time.Hour),
-		ShutdownTimeout:    r.PositiveDuration("SHUTDOWN_TIMEOUT", 10*time.Second),
-		BodyLimit:          r.IntIn("BODY_LIMIT", 64<<10, 1<<10, 16<<20),
-		AdminToken:         r.String("ADMIN_TOKEN", ""),
-		StaffToken:         r.String("STAFF_TOKEN", ""),
-		AuthGuest:          r.Bool("AUTH_GUEST", true),
-		CookieSecure:       r.Bool("COOKIE_SECURE", false),
-		AdmissionJWKSURL:   r.String("ADMISSION_JWKS_URL", "http://127.0.0.1:8080/.well-known/jwks.json"),
-		TokenLeeway:        r.PositiveDuration("TOKEN_LEEWAY", 5*time.Second),
-		SeedDemo:           r.Bool("SEED_DEMO", false),
+		Addr:                 r.String("BOOKING_ADDR", ":8081"),
+		OpsAddr:              r.String("OPS_ADDR", ""),
+		DatabaseURL:          r.String("DATABASE_URL", DefaultDatabaseURL),
+		DatabasePooler:       r.String("DATABASE_POOLER", ""),
+		DatabaseReadURL:      r.String("DATABASE_READ_URL", ""),
+		DatabaseReadMaxLag:   r.PositiveDuration("DATABASE_READ_MAX_LAG", postgres.DefaultMaxLag),
+		RedisURL:             r.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		HoldTTL:              r.PositiveDuration("HOLD_TTL", 10*time.Minute),
+		QueueMode:            r.String("QUEUE_MODE", admission.ModeOff),
+		PulseNamespace:       r.String("PULSE_NAMESPACE", pulseredis.DefaultNamespace),
+		MaxSeats:             r.IntIn("MAX_SEATS_PER_BOOKING", 10, 1, 100),
+		ReconcileInterval:    r.PositiveDuration("RECONCILE_INTERVAL", 30*time.Second),
+		RefundWindow:         r.PositiveDuration("REFUND_WINDOW", 48*time.Hour),
+		ShutdownTimeout:      r.PositiveDuration("SHUTDOWN_TIMEOUT", 10*time.Second),
+		BodyLimit:            r.IntIn("BODY_LIMIT", 64<<10, 1<<10, 16<<20),
+		SeatStreamsPerPrefix: r.IntIn("SEAT_STREAMS_PER_PREFIX", 64, 8, 1000000),
+		AdminToken:           r.String("ADMIN_TOKEN", ""),
+		StaffToken:           r.String("STAFF_TOKEN", ""),
+		AuthGuest:            r.Bool("AUTH_GUEST", true),
+		CookieSecure:         r.Bool("COOKIE_SECURE", false),
+		AdmissionJWKSURL:     r.String("ADMISSION_JWKS_URL", "http://127.0.0.1:8080/.well-known/jwks.json"),
+		TokenLeeway:          r.PositiveDuration("TOKEN_LEEWAY", 5*time.Second),
+		SeedDemo:             r.Bool("SEED_DEMO", false),
 	}
 	cfg.RedisClusterAddrs = r.List("REDIS_CLUSTER_ADDRS")
 	if shards, err := shard.Parse(r.String("DATABASE_SHARDS", "")); err != nil {

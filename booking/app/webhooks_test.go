@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -135,23 +136,35 @@ func TestWebhooksOverHTTP(t *testing.T) {
 	}
 }
 
-// TestWebhookPrivateURLRefused: by default (WEBHOOK_ALLOW_PRIVATE unset) an endpoint on a loopback, private or
-// link-local address is refused with a 422 problem, and a non-http(s) URL too.
+// TestWebhookPrivateURLRefused: by default (WEBHOOK_ALLOW_PRIVATE unset) an endpoint on a loopback, private,
+// link-local or unspecified address, however the address is spelt (inet_aton's decimal, octal, hex and short
+// forms, IPv4 inside IPv6), is refused when saved with a 422 problem naming the url, and a non-http(s) URL too.
 func TestWebhookPrivateURLRefused(t *testing.T) {
 	t.Parallel()
 	c := client{t: t, base: startBooking(t, map[string]string{"WEBHOOK_ALLOW_PRIVATE": "false"}, nil)}
 	for _, url := range []string{"http://127.0.0.1:9/h", "http://localhost/h", "http://169.254.169.254/latest",
-		"http://10.0.0.7/h", "http://[::1]/h", "file:///etc/passwd"} {
+		"http://10.0.0.7/h", "http://[::1]/h", "file:///etc/passwd",
+		"http://2130706433/", "http://127.1/", "http://0x7f000001/", "http://0177.0.0.1/", "http://0x7f.0.0.1/",
+		"http://0x7F.1/", "http://127.0.1/", "http://017700000001/", "http://[::ffff:127.0.0.1]/", "http://[::ffff:7f00:1]/",
+		"http://[::127.0.0.1]/", "http://[64:ff9b::a9fe:a9fe]/", "http://0/", "http://0.0.0.0/", "http://[::]/",
+		"http://10.1/", "http://167772161/", "http://192.168.1.1./", "http://0xc0.0xa8.1.1/", "http://3232235777/",
+		"http://169.254.169.254.", "http://2852039166/", "http://[fe80::1%25eth0]/", "http://[fc00::1]/",
+		"http://[fd12:3456::1]/", "http://[fec0::1]/", "http://172.16.0.1/", "http://100.64.0.1/",
+		"http://1.2.3.4.5/", "http://08.1/", "http://0x1g/"} {
 		var p struct {
 			Status int
-			Type   string
+			Detail string
 		}
-		if st := c.call("POST", "/admin/v1/webhooks", testAdmin, map[string]any{"url": url}, &p); st != 422 || p.Status != 422 {
-			t.Errorf("register %s: %d (problem %+v), want 422", url, st, p)
+		if st := c.call("POST", "/admin/v1/webhooks", testAdmin, map[string]any{"url": url}, &p); st != 422 || p.Status != 422 ||
+			!strings.Contains(p.Detail, "url") {
+			t.Errorf("register %s: %d (problem %+v), want 422 naming the url", url, st, p)
 		}
 	}
-	var ep struct{ ID string }
-	if st := c.call("POST", "/admin/v1/webhooks", testAdmin, map[string]any{"url": "https://hooks.example.com/h"}, &ep); st != 201 {
-		t.Fatalf("a public URL: %d, want 201", st)
+	for _, url := range []string{"https://hooks.example.com/h", "http://134744072/", "http://8.8.8.8/h",
+		"https://0x.example/h", "https://1.2.3.example/h", "http://[2001:4860:4860::8888]/h"} {
+		var ep struct{ ID string }
+		if st := c.call("POST", "/admin/v1/webhooks", testAdmin, map[string]any{"url": url}, &ep); st != 201 {
+			t.Errorf("a public URL %s: %d, want 201", url, st)
+		}
 	}
 }

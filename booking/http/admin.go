@@ -80,7 +80,7 @@ func (s *Server) patchShow(c *fiber.Ctx) error {
 		return err
 	}
 	var req patchShowRequest
-	if err := decode(c, &req); err != nil {
+	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
 	if req.SaleStartsAt == nil {

@@ -148,7 +148,7 @@ type venueRequest struct {
 
 func (s *Server) createVenue(c *fiber.Ctx) error {
 	var req venueRequest
-	if err := decode(c, &req); err != nil {
+	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
 	v := booking.Venue{Name: req.Name, City: req.City}
@@ -185,7 +185,7 @@ type eventRequest struct {
 
 func (s *Server) createEvent(c *fiber.Ctx) error {
 	var req eventRequest
-	if err := decode(c, &req); err != nil {
+	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
 	e, err := s.svc.CreateEvent(c.UserContext(), booking.Event{Title: req.Title, Kind: req.Kind, Genre: req.Genre,
@@ -207,7 +207,7 @@ type showRequest struct {
 
 func (s *Server) createShow(c *fiber.Ctx) error {
 	var req showRequest
-	if err := decode(c, &req); err != nil {
+	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
 	sh := booking.Show{EventID: req.EventID, HallID: req.HallID, Currency: req.Currency, Prices: req.Prices}

@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/strictjson"
 
 	"github.com/flashseat/flashseat/booking"
 )
@@ -18,19 +19,34 @@ import (
 // decode reads the request body as one JSON value into v. Malformed JSON, wrong types and trailing data are
 // booking.ErrInvalid, described without echoing the input.
 func decode(c *fiber.Ctx, v any) error {
-	body := c.Body()
 	// Unmarshal (not a Decoder) also refuses data after the value, and costs less per request.
-	return invalidBody(body, json.Unmarshal(body, v))
+	return decodeWith(c, v, json.Unmarshal)
 }
 
-// invalidBody is encoding/json's err reading body as booking.ErrInvalid, described without echoing the input;
-// nil stays nil.
+// decodeStrict is decode for the operators' writes: a member v has no field for (a misspelt setting, which
+// would otherwise change nothing and answer 200) is booking.ErrValidation naming its path, and nothing of the
+// request is applied.
+func decodeStrict(c *fiber.Ctx, v any) error {
+	return decodeWith(c, v, strictjson.Unmarshal)
+}
+
+func decodeWith(c *fiber.Ctx, v any, unmarshal func([]byte, any) error) error {
+	body := c.Body()
+	return invalidBody(body, unmarshal(body, v))
+}
+
+// invalidBody describes err, reading body, for the client: unknown fields by their paths, a wrong type by its
+// field, anything else as malformed, without echoing the input; nil stays nil.
 func invalidBody(body []byte, err error) error {
 	if err == nil {
 		return nil
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return booking.Invalid("the request needs a JSON body")
+	}
+	var ue *strictjson.UnknownFieldError
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%w: %w", booking.ErrValidation, ue)
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {

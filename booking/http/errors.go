@@ -19,6 +19,10 @@ import (
 // takes seconds, and clients back off further on their own.
 const storeRetryAfter = 1
 
+// streamRetryAfter is the Retry-After, in seconds, of a stream refused at its cap: a closed tab frees its stream
+// at once, and EventSource retries on its own.
+const streamRetryAfter = 5
+
 // Errors of the HTTP layer itself, not of the domain: they go through the table like any other, so that no
 // handler picks a status.
 var (
@@ -63,6 +67,7 @@ var codes = problem.Table{
 	problem.Map(booking.ErrForbidden, fiber.StatusForbidden, problem.Forbidden, ""),
 	problem.Map(session.ErrCSRF, fiber.StatusForbidden, problem.CSRF, ""),
 	problem.Map(booking.ErrNotSoldOut, fiber.StatusConflict, problem.NotSoldOut, ""),
+	problem.Map(booking.ErrTooManyStreams, fiber.StatusTooManyRequests, problem.RateLimited, ""),
 
 	// Payments, refunds, tickets and check-in.
 	problem.Map(booking.ErrPaymentDeclined, fiber.StatusPaymentRequired, problem.PaymentDeclined, ""),
@@ -112,6 +117,9 @@ func (s *Server) toProblem(c *fiber.Ctx, err error) *problem.Problem {
 			return problem.StoreDown("a store is briefly unreachable; retry shortly", storeRetryAfter)
 		}
 		p := problem.New(m.Status, m.Slug, err.Error())
+		if m.Slug == problem.RateLimited {
+			p.WithRetryAfter(streamRetryAfter)
+		}
 		var ce *booking.ConflictError
 		if errors.As(err, &ce) {
 			p.Detail = "some of the seats are held or sold"

@@ -113,6 +113,7 @@ var domainCodes = []struct {
 	{"ErrTransferred", booking.ErrTransferred, 409, "ticket-transferred"},
 	{"ErrTransferClosed", booking.ErrTransferClosed, 409, "transfer-closed"},
 	{"ErrNotSoldOut", booking.ErrNotSoldOut, 409, "not-sold-out"},
+	{"ErrTooManyStreams", booking.ErrTooManyStreams, 429, problem.RateLimited},
 }
 
 // TestCodesCoverDomain: every exported Err variable of the booking package is in TestCodes, so a new kind of

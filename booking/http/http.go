@@ -27,6 +27,7 @@ import (
 	"github.com/flashseat/flashseat/shared/infra/listener"
 	"github.com/flashseat/flashseat/shared/pulse"
 	"github.com/flashseat/flashseat/shared/store"
+	"github.com/flashseat/flashseat/shared/streamcap"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -64,6 +65,8 @@ type Config struct {
 	BodyLimit    int                   // default 64 KiB
 	InFlight     int                   // hot requests (hold, seat map) run at once; default 32 per CPU
 	Heartbeat    time.Duration         // seat stream comments, default 15s
+	// SeatStreams bounds the seat-map streams this process holds open (stream.go).
+	SeatStreams StreamCaps
 	// Pulse records every answer (and each hold's latency) for the report the edge's autotune reads; nil: none.
 	Pulse *pulse.Window
 }
@@ -80,6 +83,7 @@ type Server struct {
 	metrics *Metrics
 	done    chan struct{}
 	closing atomic.Bool
+	streams streamcap.Caps   // open seat-map streams per identity and per address prefix
 	lnMu    sync.Mutex       // orders Listen's registering ln against Shutdown's closing
 	ln      net.Listener     // what Listen serves; nil before
 	users   *token.UserCache // verified user tokens; nil when Users is
@@ -98,6 +102,7 @@ func New(cfg Config) *Server {
 	if cfg.GuestTTL <= 0 {
 		cfg.GuestTTL = 24 * time.Hour
 	}
+	cfg.SeatStreams = cfg.SeatStreams.withDefaults()
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = 15 * time.Second
 	}

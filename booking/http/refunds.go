@@ -3,12 +3,15 @@ package http
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/shared/strictjson"
 )
 
 // Refunds of some or all seats of a booking, the quote a fan reads before confirming one, and the operator's
@@ -22,14 +25,14 @@ type refundRequest struct {
 }
 
 // refundTarget reads a refund's booking and its optional body: none (or an empty one) refunds every seat still
-// paid.
+// paid. The body is read strictly, the fan's as the operator's: a misspelt "seatIds" must not refund them all.
 func refundTarget(c *fiber.Ctx) (string, []string, error) {
 	id, err := pathID(c, "bookingId", "booking")
 	if err != nil || len(bytes.TrimSpace(c.Body())) == 0 {
 		return id, nil, err
 	}
 	var req refundRequest
-	if err := decode(c, &req); err != nil {
+	if err := decodeStrict(c, &req); err != nil {
 		return "", nil, err
 	}
 	if req.SeatIDs != nil && len(req.SeatIDs) == 0 {
@@ -211,8 +214,8 @@ func transferPolicy(raw json.RawMessage, tp *booking.TransferPolicy) error {
 		Enabled     *bool           `json:"enabled"`
 		CutoffHours json.RawMessage `json:"cutoffHours"`
 	}
-	if err := json.Unmarshal(raw, &req); err != nil || string(raw) == "null" {
-		return booking.Invalid(shape)
+	if err := strictjson.UnmarshalAt("transferPolicy", raw, &req); err != nil || string(raw) == "null" {
+		return memberError(err, shape)
 	}
 	if req.Enabled != nil {
 		tp.Enabled = *req.Enabled
@@ -231,6 +234,15 @@ func transferPolicy(raw json.RawMessage, tp *booking.TransferPolicy) error {
 	return nil
 }
 
+// memberError is a PUT member's decoding error: its unknown fields by their paths, anything else its shape.
+func memberError(err error, shape string) error {
+	var ue *strictjson.UnknownFieldError
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%w: %w", booking.ErrValidation, ue)
+	}
+	return booking.Invalid("%s", shape)
+}
+
 type refundPolicyRequest struct {
 	Tiers    []tierJSON `json:"tiers"`
 	FeeMinor int64      `json:"feeMinor"`
@@ -242,7 +254,7 @@ func (s *Server) putShowPolicy(c *fiber.Ctx) error {
 		return err
 	}
 	var req putShowRequest
-	if err := decode(c, &req); err != nil {
+	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
 	ctx := c.UserContext()
@@ -263,8 +275,8 @@ func (s *Server) putShowPolicy(c *fiber.Ctx) error {
 		tp.Refund = nil
 	default:
 		var rr refundPolicyRequest
-		if err := json.Unmarshal(req.RefundPolicy, &rr); err != nil {
-			return booking.Invalid("refundPolicy must be {\"tiers\":[{\"untilHoursBefore\",\"percent\"}],\"feeMinor\"}")
+		if err := strictjson.UnmarshalAt("refundPolicy", req.RefundPolicy, &rr); err != nil {
+			return memberError(err, "refundPolicy must be {\"tiers\":[{\"untilHoursBefore\",\"percent\"}],\"feeMinor\"}")
 		}
 		rp := booking.RefundPolicy{FeeMinor: rr.FeeMinor, Tiers: []booking.RefundTier{}}
 		for _, t := range rr.Tiers {

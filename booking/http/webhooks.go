@@ -65,7 +65,7 @@ func (s *Server) createWebhook(c *fiber.Ctx) error {
 		ShowID string   `json:"showId"`
 		Events []string `json:"events"`
 	}
-	if err := decode(c, &req); err != nil {
+	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
 	if req.URL == "" {
@@ -93,7 +93,7 @@ func (s *Server) rollWebhookSecret(c *fiber.Ctx) error {
 		GraceSeconds *int64 `json:"graceSeconds"`
 	}{}
 	if len(c.Body()) > 0 {
-		if err := decode(c, &req); err != nil {
+		if err := decodeStrict(c, &req); err != nil {
 			return err
 		}
 	}

@@ -7,7 +7,7 @@ package console
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -22,6 +22,7 @@ import (
 	"github.com/flashseat/flashseat/edge/ratelimit"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/session"
+	"github.com/flashseat/flashseat/shared/strictjson"
 )
 
 // Cookie carries the console session. Its path is /admin: no other route of the platform ever sees it.
@@ -153,7 +154,11 @@ func (con *Console) signIn(c *fiber.Ctx) error {
 		return &edge.RateLimitError{RetryAfter: wait}
 	}
 	var req signInRequest
-	if err := json.Unmarshal(c.Body(), &req); err != nil {
+	err := strictjson.Unmarshal(c.Body(), &req)
+	if ue := (*strictjson.UnknownFieldError)(nil); errors.As(err, &ue) {
+		return problem.New(http.StatusUnprocessableEntity, problem.Validation, ue.Error())
+	}
+	if err != nil {
 		return problem.New(http.StatusBadRequest, problem.BadRequest, "The body must be JSON: {\"token\",\"operator\"}.")
 	}
 	op, ok := operatorName(req.Operator)

@@ -142,6 +142,7 @@ func TestConsoleSignInBadInput(t *testing.T) {
 		{"bad name", `{"token":"` + adminToken + `","operator":"<script>"}`, 422},
 		{"long name", `{"token":"` + adminToken + `","operator":"` + strings.Repeat("a", 41) + `"}`, 422},
 		{"empty token", `{"token":""}`, 401},
+		{"misspelt member", `{"token":"` + adminToken + `","operater":"Asha"}`, 422},
 	} {
 		if s, h, b := o.do("POST", "/admin/session", tc.body, csrf); s != tc.want || !strings.HasPrefix(h.Get("Content-Type"), "application/problem+json") {
 			t.Fatalf("%s: %d %s %s", tc.name, s, h.Get("Content-Type"), b)

@@ -25,6 +25,8 @@ import (
 // platform is booking and the edge in front of it.
 type platform struct {
 	edge, booking string
+	// edgeDirect is the edge itself, not through the contract check: for what a proxy in between would hide.
+	edgeDirect string
 	// edgeOps and bookingOps are the services' operations addresses (OPS_ADDR): /metrics, pprof, probes.
 	edgeOps, bookingOps string
 	show                string
@@ -67,7 +69,7 @@ func startOn(tb testing.TB, r *redistest.Redis, edgeEnv map[string]string) *plat
 		tb.Fatal("no demo show")
 	}
 	show := events.Events[0].Shows[0].ShowID
-	return &platform{edge: pt.BaseURL, booking: pt.BookingURL, edgeOps: pt.EdgeOpsURL, bookingOps: pt.BookingOpsURL,
+	return &platform{edge: pt.BaseURL, edgeDirect: pt.EdgeURLs[0], booking: pt.BookingURL, edgeOps: pt.EdgeOpsURL, bookingOps: pt.BookingOpsURL,
 		show: show, issuer: pt.Issuer, rdb: r.Client}
 }
 

@@ -54,6 +54,9 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		// gets the status's own words and the log keeps the detail.
 		s.log.Debug("request refused by the server", "err", err, "requestId", RequestID(c))
 		p.Detail = http.StatusText(p.Status)
+		if p.Status == http.StatusRequestHeaderFieldsTooLarge || p.Status == http.StatusRequestEntityTooLarge {
+			lingerAfter(c) // the client may still be sending what the server stopped reading
+		}
 		if p.Status >= 500 && p.Status != http.StatusServiceUnavailable {
 			s.log.Error("fiber error", "err", err, "requestId", RequestID(c))
 		}

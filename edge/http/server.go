@@ -135,7 +135,7 @@ func New(cfg Config) *Server {
 // itself would answer them in plain text.
 func (s *Server) Serve(ln net.Listener) error {
 	s.App.Server().Handler = knownMethods(s.App.Handler())
-	return s.App.Listener(ln)
+	return s.App.Listener(lingerListener{ln})
 }
 
 // Forward sends every request no earlier route answered to the upstream, unchanged.

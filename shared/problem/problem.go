@@ -33,6 +33,7 @@ const (
 	Gone               = "gone"
 	PaymentDeclined    = "payment-declined"
 	PayloadTooLarge    = "payload-too-large"
+	HeadersTooLarge    = "headers-too-large"
 	UnsupportedMedia   = "unsupported-media-type"
 	MethodNotAllowed   = "method-not-allowed"
 	RateLimited        = "rate-limited"
@@ -196,6 +197,8 @@ func FromFiber(err error) (*Problem, bool) {
 		slug = MethodNotAllowed
 	case fiber.StatusRequestEntityTooLarge:
 		slug = PayloadTooLarge
+	case fiber.StatusRequestHeaderFieldsTooLarge:
+		slug = HeadersTooLarge
 	case fiber.StatusUnsupportedMediaType:
 		slug = UnsupportedMedia
 	case fiber.StatusUnauthorized:

@@ -48,6 +48,7 @@ func TestFromFiber(t *testing.T) {
 		{fiber.ErrNotFound, 404, NotFound, true},
 		{fiber.ErrMethodNotAllowed, 405, MethodNotAllowed, true},
 		{fiber.ErrRequestEntityTooLarge, 413, PayloadTooLarge, true},
+		{fiber.ErrRequestHeaderFieldsTooLarge, 431, HeadersTooLarge, true},
 		{fiber.ErrBadRequest, 400, BadRequest, true},
 		{fiber.ErrInternalServerError, 500, Internal, true},
 		{errors.New("plain"), 0, "", false},

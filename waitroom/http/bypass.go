@@ -1,7 +1,6 @@
 package http
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -39,8 +38,9 @@ func (h *Handler) issueCodes(c *fiber.Ctx) error {
 		return err
 	}
 	in := issueJSON{Count: 1, Uses: 1}
-	if err := json.Unmarshal(c.Body(), &in); err != nil {
-		return fmt.Errorf("%w: the body must be a JSON object such as {\"count\":10,\"uses\":1,\"expiresAt\":\"2026-12-31T23:59:00Z\"}", errBadJSON)
+	if err := operatorJSON("", c.Body(), &in, errBadJSON,
+		`the body must be a JSON object such as {"count":10,"uses":1,"expiresAt":"2026-12-31T23:59:00Z"}`); err != nil {
+		return err
 	}
 	if in.ExpiresAt.IsZero() {
 		return fmt.Errorf("%w: expiresAt is required (an RFC 3339 time)", errValidation)

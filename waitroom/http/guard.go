@@ -195,8 +195,8 @@ func (h *Handler) changeBlock(c *fiber.Ctx, block bool) error {
 	var raw string
 	if block {
 		var in blockJSON
-		if err := json.Unmarshal(c.Body(), &in); err != nil {
-			return fmt.Errorf("%w: the body must be {\"prefix\": \"203.0.113.7\"}", errBadJSON)
+		if err := operatorJSON("", c.Body(), &in, errBadJSON, `the body must be {"prefix": "203.0.113.7"}`); err != nil {
+			return err
 		}
 		raw = in.Prefix
 	} else {

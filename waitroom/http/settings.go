@@ -3,12 +3,14 @@ package http
 import (
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/session"
+	"github.com/flashseat/flashseat/shared/strictjson"
 	"github.com/flashseat/flashseat/waitroom"
 )
 
@@ -21,6 +23,21 @@ func (h *Handler) admin(c *fiber.Ctx) error {
 	}
 	if h.cfg.AdminToken == "" || subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.AdminToken)) != 1 {
 		return errAdminWrong
+	}
+	return nil
+}
+
+// operatorJSON reads an operator's body, or its member at path, into v (shared/strictjson): a member v has no
+// field for is errValidation naming its path (a misspelt setting must not answer 200 and change nothing);
+// anything else malformed is kind, described by shape.
+func operatorJSON(path string, b []byte, v any, kind error, shape string) error {
+	err := strictjson.UnmarshalAt(path, b, v)
+	var ue *strictjson.UnknownFieldError
+	switch {
+	case errors.As(err, &ue):
+		return fmt.Errorf("%w: %w", errValidation, ue)
+	case err != nil:
+		return fmt.Errorf("%w: %s", kind, shape)
 	}
 	return nil
 }
@@ -91,8 +108,9 @@ func (in settingsJSON) applyTuning(st admission.Settings) (admission.Settings, e
 	}
 	if len(in.Autotune) > 0 && string(in.Autotune) != "null" {
 		was := st.Autotune
-		if err := json.Unmarshal(in.Autotune, &st.Autotune); err != nil {
-			return st, fmt.Errorf("%w: autotune must be an object of autotune settings: %v", errValidation, err)
+		if err := operatorJSON("autotune", in.Autotune, &st.Autotune, errValidation,
+			"autotune must be an object of autotune settings"); err != nil {
+			return st, err
 		}
 		if was.Enabled && !st.Autotune.Enabled {
 			st.AutotuneReason = "" // switched off: the rate it set stays, now the operator's
@@ -110,8 +128,8 @@ func (h *Handler) putSettings(c *fiber.Ctx) error {
 		return err
 	}
 	var in settingsJSON
-	if err := json.Unmarshal(c.Body(), &in); err != nil {
-		return fmt.Errorf("%w: the body must be a JSON object of queue settings", errBadJSON)
+	if err := operatorJSON("", c.Body(), &in, errBadJSON, "the body must be a JSON object of queue settings"); err != nil {
+		return err
 	}
 	old, now, err := h.svc.UpdateSettings(c.UserContext(), show, func(st admission.Settings) (admission.Settings, error) {
 		st, err := in.applyMode(st)
@@ -137,13 +155,15 @@ func (h *Handler) putSettings(c *fiber.Ctx) error {
 			st.TurnHoldSeconds = *in.TurnHoldSeconds
 		}
 		if len(in.BotProtection) > 0 && string(in.BotProtection) != "null" {
-			if err := json.Unmarshal(in.BotProtection, &st.Bot); err != nil {
-				return st, fmt.Errorf("%w: botProtection must be an object of bot settings: %v", errValidation, err)
+			if err := operatorJSON("botProtection", in.BotProtection, &st.Bot, errValidation,
+				"botProtection must be an object of bot settings"); err != nil {
+				return st, err
 			}
 		}
 		if len(in.Page) > 0 && string(in.Page) != "null" {
-			if err := json.Unmarshal(in.Page, &st.Page); err != nil {
-				return st, fmt.Errorf("%w: page must be an object such as {\"message\":\"...\",\"language\":\"hi\"}", errValidation)
+			if err := operatorJSON("page", in.Page, &st.Page, errValidation,
+				`page must be an object such as {"message":"...","language":"hi"}`); err != nil {
+				return st, err
 			}
 		}
 		if err := st.Validate(); err != nil {
