@@ -45,6 +45,8 @@ type settingsJSON struct {
 	CooldownSeconds            *int    `json:"cooldownSeconds"`
 	// Autotune's members are each optional, as botProtection's.
 	Autotune json.RawMessage `json:"autotune"`
+	// WhenStoreDown's members (policy, admitPerSecond) likewise.
+	WhenStoreDown json.RawMessage `json:"whenStoreDown"`
 }
 
 // settingsOut is GET's answer: the settings, the queue's figures, and the rate in force under the name autotune's
@@ -100,6 +102,11 @@ func (in settingsJSON) applyTuning(st admission.Settings) (admission.Settings, e
 	}
 	if in.AdmitPerSecond != nil {
 		st.AutotuneReason = "" // the operator set the rate (autotune, if on, moves it again from there)
+	}
+	if len(in.WhenStoreDown) > 0 && string(in.WhenStoreDown) != "null" {
+		if err := json.Unmarshal(in.WhenStoreDown, &st.WhenStoreDown); err != nil {
+			return st, fmt.Errorf("%w: whenStoreDown must be an object such as {\"policy\":\"trickle\",\"admitPerSecond\":2}", errValidation)
+		}
 	}
 	return st, nil
 }
