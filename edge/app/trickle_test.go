@@ -9,7 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/shared/admission"
+	"github.com/flashseat/flashseat/shared/audit"
 	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/token"
@@ -26,7 +28,9 @@ func TestStoreDownTrickle(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: rds.Addr})
 	t.Cleanup(func() { rdb.Close() })
 	const adminToken = "adm_edge_trickle_0123456789"
-	edge := startEdge(t, map[string]string{"REDIS_URL": rds.URL, "ADMIN_TOKEN": adminToken, "QUEUE_TICK": "50ms"})
+	pool, dbURL := pgtest.NewWithURL(t)
+	edge := startEdge(t, map[string]string{"REDIS_URL": rds.URL, "ADMIN_TOKEN": adminToken, "QUEUE_TICK": "50ms",
+		"DATABASE_URL": dbURL})
 	admin := map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/json"}
 	const rate = 4.0
 	trickle, closed := newShow(t, rdb), newShow(t, rdb)
@@ -148,6 +152,22 @@ func TestStoreDownTrickle(t *testing.T) {
 	}
 	if refused < 10*len(admitted) || closedAnswers == 0 {
 		t.Errorf("%d refused beside %d admitted, %d closed answers: the crowd was not asking", refused, len(admitted), closedAnswers)
+	}
+
+	// An operator's change with Redis down is recorded (503: the cache could not be told) and audited.
+	if res, b := do(t, "PUT", edge+"/admin/v1/shows/"+closed+"/queue", `{"whenStoreDown":{"admitPerSecond":2}}`,
+		admin); res.StatusCode != 503 {
+		t.Fatalf("a change with Redis down: %d %s, want 503", res.StatusCode, b)
+	}
+	entries, err := audit.New(pool).List(t.Context(), audit.Filter{ShowID: closed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old, now admission.Settings
+	if len(entries) == 0 || json.Unmarshal(entries[0].Old, &old) != nil || json.Unmarshal(entries[0].New, &now) != nil ||
+		old.WhenStoreDown.AdmitPerSecond != rate || now.WhenStoreDown.AdmitPerSecond != 2 {
+		t.Errorf("the change made with Redis down is not the newest of %d audit entries: its rate %v -> %v",
+			len(entries), old.WhenStoreDown.AdmitPerSecond, now.WhenStoreDown.AdmitPerSecond)
 	}
 
 	// Redis is back, empty: the keeper restores the show from the record, the trickle's admissions with it.

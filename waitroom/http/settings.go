@@ -3,6 +3,7 @@ package http
 import (
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/gofiber/fiber/v2"
@@ -158,6 +159,11 @@ func (h *Handler) putSettings(c *fiber.Ctx) error {
 		}
 		return st, nil
 	})
+	if errors.Is(err, admission.ErrUnavailable) && old != now {
+		// Recorded, but the cache could not be told (Redis down): the change is in force for whatever reads the
+		// record (the store-down policy does), so it is audited now; the operator's retry changes nothing more.
+		h.audit(c, "queue.settings", show, old, now)
+	}
 	if err != nil {
 		return err
 	}
