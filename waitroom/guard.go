@@ -314,9 +314,12 @@ func (s *Service) Enter(ctx context.Context, r JoinRequest) (Place, error) {
 	if err := check(r.Show, r.User); err != nil {
 		return Place{}, err
 	}
+	if s.trickle.knownDown(r.Show) {
+		return s.whenStoreDown(ctx, r, errKnownDown)
+	}
 	st, err := s.settings(ctx, r.Show)
 	if err != nil {
-		return Place{}, err
+		return s.whenStoreDown(ctx, r, err)
 	}
 	a, err := s.ask(ctx, st, r)
 	if err != nil {
@@ -328,8 +331,10 @@ func (s *Service) Enter(ctx context.Context, r JoinRequest) (Place, error) {
 	case errors.As(err, &ref):
 		s.observe(GuardEvent{Show: r.Show, Kind: "refused", Reason: ref.Reason})
 		if eerr := s.equip(ctx, ref, st, r); eerr != nil {
-			return Place{}, eerr
+			return s.whenStoreDown(ctx, r, eerr)
 		}
+	case err != nil:
+		return s.whenStoreDown(ctx, r, err)
 	case err == nil && p.Shadow:
 		s.observe(GuardEvent{Show: r.Show, Kind: "shadowed"})
 	case err == nil && a.Spend != "":

@@ -147,12 +147,18 @@ func (s *Service) StatusWithReceipt(ctx context.Context, show, user, receipt str
 // StatusEnter is a fan's status poll presenting the place receipt in r: as StatusWithReceipt, and when the
 // receipt's place cannot be given back, a new place is taken only through the guard (guarded true).
 func (s *Service) StatusEnter(ctx context.Context, r JoinRequest, guarded bool) (Place, error) {
+	if guarded && s.trickle.knownDown(r.Show) {
+		return s.whenStoreDown(ctx, r, errKnownDown)
+	}
 	p, err := s.Status(ctx, r.Show, r.User)
-	if errors.Is(err, ErrNotInQueue) && s.verifyReceipt(r.Show, r.User, r.Receipt).ok {
+	switch {
+	case errors.Is(err, ErrNotInQueue) && s.verifyReceipt(r.Show, r.User, r.Receipt).ok:
 		if guarded {
 			return s.Enter(ctx, r)
 		}
 		return s.JoinWithReceipt(ctx, r.Show, r.User, r.Receipt)
+	case err != nil && guarded:
+		return s.whenStoreDown(ctx, r, err) // a poll is a fan asking to be let in, as a join is
 	}
 	return p, err
 }

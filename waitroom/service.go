@@ -156,6 +156,7 @@ type Service struct {
 	guard    GuardStore
 	guests   GuestStore         // nil: the store keeps no guest counts, and minting is not limited
 	flights  singleflight.Group // restores and reservations, one at a time per show on this replica
+	trickle  trickles           // the store-down trickle's buckets and memory (trickle.go)
 
 	mu     sync.Mutex
 	polled map[string]map[string]struct{} // show -> users who polled since the last heartbeat flush

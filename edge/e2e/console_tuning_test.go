@@ -42,7 +42,8 @@ func TestConsoleQueueModeAndAutotuneInBrowser(t *testing.T) {
 	op.WaitFor("the panel, queue off", `!document.getElementById("tune-panel").hidden && `+
 		text("#tune-state")+`.startsWith("Mode off") && document.getElementById("tune-active").value !== ""`)
 	for _, id := range []string{"tune-mode-off", "tune-mode-always", "tune-mode-threshold", "tune-active", "tune-arrivals",
-		"tune-cooldown", "tune-auto", "tune-min", "tune-max", "tune-p99"} {
+		"tune-cooldown", "tune-auto", "tune-min", "tune-max", "tune-p99", "tune-down-closed", "tune-down-trickle",
+		"tune-down-rate"} {
 		if got := op.Text(`document.getElementById("` + id + `").labels[0]?.textContent ?? ""`); got == "" {
 			t.Errorf("#%s has no label", id)
 		}
@@ -104,4 +105,20 @@ func TestConsoleQueueModeAndAutotuneInBrowser(t *testing.T) {
 		t.Errorf("autotune set %v/s, outside [1, 3]", q.AdmitPerSecond)
 	}
 	t.Logf("autotune: %v/s, %q", q.AdmitPerSecond, reason)
+
+	// What the queue does while its store is down: closed by default, then a trickle of 3 fans a second per replica.
+	if op.Text(`String(document.getElementById("tune-down-closed").checked)`) != "true" {
+		t.Error("the store-down policy is not shown as closed")
+	}
+	op.JS(`document.getElementById("tune-down-trickle").click()`)
+	set("#tune-down-rate", "3")
+	op.JS(`document.querySelector('#tune-form button[type="submit"]').click()`)
+	op.WaitFor("saved with the trickle", text("#tune-result")+`.includes("trickle while its store is down")`)
+	got, err := c.Queue(ctx, show)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := got.WhenStoreDown; d == nil || d.Policy != "trickle" || d.AdmitPerSecond != 3 {
+		t.Errorf("whenStoreDown after the form: %+v", got.WhenStoreDown)
+	}
 }

@@ -75,6 +75,9 @@ type QueueSettings struct {
 	// AutotuneReason why autotune set the rate in force (empty: an operator set it).
 	Autotune       *admission.Autotune `json:"autotune,omitempty"`
 	AutotuneReason string              `json:"autotuneReason,omitempty"`
+	// WhenStoreDown, when set, is sent with the settings: what the queue does while its Redis is down (closed,
+	// or a trickle per edge replica). GET and PUT answer it.
+	WhenStoreDown *admission.StoreDown `json:"whenStoreDown,omitempty"`
 	// Mode is "off", "always" or "threshold"; empty leaves it to Enabled (always or off). In mode "threshold" PUT
 	// sends the three limits too, the arrivals' and the cooldown's zeros included (0 arrivals: never engage on
 	// arrivals).
@@ -209,6 +212,9 @@ func (c *Client) PutQueue(ctx context.Context, showID string, q QueueSettings) (
 	}
 	if q.Autotune != nil {
 		body["autotune"] = q.Autotune
+	}
+	if q.WhenStoreDown != nil {
+		body["whenStoreDown"] = q.WhenStoreDown
 	}
 	res, err := c.do(ctx, call{method: http.MethodPut, path: "/admin/v1/shows/" + url.PathEscape(showID) + "/queue",
 		bearer: c.adminToken, body: body, out: &out})

@@ -512,17 +512,19 @@ func TestModes(t *testing.T) {
 	if _, _, err := k.Update(ctx, show, func(s admission.Settings) (admission.Settings, error) {
 		s.Mode, s.ActiveUsersThreshold, s.NewUsersPerMinuteThreshold, s.CooldownSeconds = admission.ModeThreshold, 50, 300, 7
 		s.Autotune = admission.Autotune{Enabled: true, MinAdmitPerSecond: 2, MaxAdmitPerSecond: 40, TargetHoldP99Ms: 250}
+		s.WhenStoreDown = admission.StoreDown{Policy: admission.StoreDownTrickle, AdmitPerSecond: 5}
 		return s, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	// Redis loses the show's settings: the record brings mode and limits back.
+	// Redis loses the show's settings: the record brings mode, limits and the store-down policy back.
 	if err := rdb.Del(ctx, rediskey.QueueConfig(show)).Err(); err != nil {
 		t.Fatal(err)
 	}
 	s, err := k.Settings(ctx, show)
 	want := admission.Tuning{ActiveUsersThreshold: 50, NewUsersPerMinuteThreshold: 300, CooldownSeconds: 7,
-		Autotune: admission.Autotune{Enabled: true, MinAdmitPerSecond: 2, MaxAdmitPerSecond: 40, TargetHoldP99Ms: 250}}
+		Autotune:      admission.Autotune{Enabled: true, MinAdmitPerSecond: 2, MaxAdmitPerSecond: 40, TargetHoldP99Ms: 250},
+		WhenStoreDown: admission.StoreDown{Policy: admission.StoreDownTrickle, AdmitPerSecond: 5}}
 	if err != nil || s.Mode != admission.ModeThreshold || !s.Enabled || s.Tuning != want {
 		t.Fatalf("after the cache's loss: got mode %q %+v, %v; want threshold %+v", s.Mode, s.Tuning, err, want)
 	}

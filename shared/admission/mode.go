@@ -79,12 +79,15 @@ type Tuning struct {
 	Autotune        Autotune `json:"autotune"`
 	// AutotuneReason says why autotune set the rate in force (empty: an operator set it).
 	AutotuneReason string `json:"autotuneReason"`
+	// WhenStoreDown is what the queue does while its store cannot be reached (storedown.go). Here, in the
+	// tuning's JSON, so both stores carry it and rows written before it read as closed.
+	WhenStoreDown StoreDown `json:"whenStoreDown"`
 }
 
 // DefaultTuning applies to a show whose operator has set none.
 func DefaultTuning() Tuning {
 	return Tuning{ActiveUsersThreshold: 200, NewUsersPerMinuteThreshold: 1000, CooldownSeconds: 60,
-		Autotune: DefaultAutotune()}
+		Autotune: DefaultAutotune(), WhenStoreDown: DefaultStoreDown()}
 }
 
 // Validate rejects limits no queue can run with.
@@ -96,6 +99,9 @@ func (t Tuning) Validate() error {
 		return errors.New("newUsersPerMinuteThreshold must be in [0, 100000000]")
 	case t.CooldownSeconds < 0 || t.CooldownSeconds > 86400:
 		return errors.New("cooldownSeconds must be in [0, 86400]")
+	}
+	if err := t.WhenStoreDown.Validate(); err != nil {
+		return err
 	}
 	return t.Autotune.Validate()
 }

@@ -62,6 +62,8 @@ type settingsJSON struct {
 	CooldownSeconds            *int    `json:"cooldownSeconds"`
 	// Autotune's members are each optional, as botProtection's.
 	Autotune json.RawMessage `json:"autotune"`
+	// WhenStoreDown's members (policy, admitPerSecond) likewise.
+	WhenStoreDown json.RawMessage `json:"whenStoreDown"`
 }
 
 // settingsOut is GET's answer: the settings, the queue's figures, and the rate in force under the name autotune's
@@ -119,6 +121,11 @@ func (in settingsJSON) applyTuning(st admission.Settings) (admission.Settings, e
 	if in.AdmitPerSecond != nil {
 		st.AutotuneReason = "" // the operator set the rate (autotune, if on, moves it again from there)
 	}
+	if len(in.WhenStoreDown) > 0 && string(in.WhenStoreDown) != "null" {
+		if err := json.Unmarshal(in.WhenStoreDown, &st.WhenStoreDown); err != nil {
+			return st, fmt.Errorf("%w: whenStoreDown must be an object such as {\"policy\":\"trickle\",\"admitPerSecond\":2}", errValidation)
+		}
+	}
 	return st, nil
 }
 
@@ -171,6 +178,11 @@ func (h *Handler) putSettings(c *fiber.Ctx) error {
 		}
 		return st, nil
 	})
+	if errors.Is(err, admission.ErrUnavailable) && old != now {
+		// Recorded, but the cache could not be told (Redis down): the change is in force for whatever reads the
+		// record (the store-down policy does), so it is audited now; the operator's retry changes nothing more.
+		h.audit(c, "queue.settings", show, old, now)
+	}
 	if err != nil {
 		return err
 	}

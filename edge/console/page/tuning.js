@@ -1,5 +1,6 @@
 // The Queue mode and autotune panel: for the show selected, its mode and whether the queue is engaged now, the
-// live figures against their thresholds, the form that sets the mode, thresholds, cooldown and autotune, and the
+// live figures against their thresholds, the form that sets the mode, thresholds, cooldown, autotune and what the
+// queue does while its store is down (closed, or a trickle per replica), and the
 // admission rate over the last ten minutes: a chart, and the same changes as a table (who made each, and
 // autotune's reason), read from the audit log (queue.settings and queue.autotune entries).
 import { $, el } from "./dom.js";
@@ -38,6 +39,9 @@ export function mount({ call, changed }) {
     $("tune-min").value = a.minAdmitPerSecond;
     $("tune-max").value = a.maxAdmitPerSecond;
     $("tune-p99").value = a.targetHoldP99Ms;
+    const d = q.whenStoreDown || {};
+    for (const r of document.querySelectorAll('#tune-form input[name="storeDownPolicy"]')) r.checked = r.value === d.policy;
+    $("tune-down-rate").value = d.admitPerSecond;
   }
 
   async function load(id) {
@@ -155,13 +159,16 @@ export function mount({ call, changed }) {
     $("tune-result").textContent = "";
     $("tune-error").textContent = "";
     const mode = document.querySelector('#tune-form input[name="mode"]:checked')?.value;
+    const policy = document.querySelector('#tune-form input[name="storeDownPolicy"]:checked')?.value;
     try {
       await call("PUT", path(id), { ...(mode ? { mode } : {}), activeUsersThreshold: num("tune-active"),
         newUsersPerMinuteThreshold: num("tune-arrivals"), cooldownSeconds: num("tune-cooldown"),
         autotune: { enabled: $("tune-auto").checked, minAdmitPerSecond: num("tune-min"),
-          maxAdmitPerSecond: num("tune-max"), targetHoldP99Ms: num("tune-p99") } });
+          maxAdmitPerSecond: num("tune-max"), targetHoldP99Ms: num("tune-p99") },
+        whenStoreDown: { ...(policy ? { policy } : {}), admitPerSecond: num("tune-down-rate") } });
       $("tune-result").textContent = `Saved: ${id} runs in ${mode || "its"} mode, autotune ` +
-        `${$("tune-auto").checked ? "on" : "off"}; every replica applies it within a second.`;
+        `${$("tune-auto").checked ? "on" : "off"}, ${policy || "as before"} while its store is down; ` +
+        "every replica applies it within a second.";
       changed();
       readChanges(id);
     } catch (e) {
