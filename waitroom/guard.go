@@ -259,6 +259,18 @@ func (s *Service) settings(ctx context.Context, show string) (admission.Settings
 	return s.queues.Settings(ctx, show)
 }
 
+// who judges a client by who it is, before any proof: an account the show asks for, a prefix it blocked. The
+// store-down trickle (trickle.go), which can check nothing else, refuses by it too.
+func who(b admission.BotProtection, c Client) string {
+	switch {
+	case b.AccountsOnly && !c.Account:
+		return ReasonAccountRequired
+	case b.IsBlocked(c.Prefix):
+		return ReasonPrefixBlocked
+	}
+	return VerdictOK
+}
+
 // ask judges a join's bid for a new place under st.
 func (s *Service) ask(ctx context.Context, st admission.Settings, r JoinRequest) (Ask, error) {
 	a := Ask{Verdict: VerdictOK, Prefix: r.Client.Prefix, PrefixPlaces: math.MaxInt32, Browser: r.Client.Browser,
@@ -271,12 +283,7 @@ func (s *Service) ask(ctx context.Context, st admission.Settings, r JoinRequest)
 		return a, nil
 	}
 	a.PrefixPlaces, a.Shadow = b.PrefixPlaces, b.Suspects == admission.SuspectsShadow
-	switch {
-	case b.AccountsOnly && !r.Client.Account:
-		a.Verdict = ReasonAccountRequired
-		return a, nil
-	case b.IsBlocked(r.Client.Prefix):
-		a.Verdict = ReasonPrefixBlocked
+	if a.Verdict = who(b, r.Client); a.Verdict != VerdictOK {
 		return a, nil
 	}
 	if s.opt.PoW != nil {

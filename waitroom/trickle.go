@@ -111,11 +111,8 @@ func (s *Service) whenStoreDown(ctx context.Context, r JoinRequest, cause error)
 		return Place{}, errStoreDownClosed
 	}
 	if b := st.Bot; b.Enabled {
-		switch {
-		case b.AccountsOnly && !r.Client.Account:
-			return Place{}, refusal(VerdictAccountRequired)
-		case b.IsBlocked(r.Client.Prefix):
-			return Place{}, refusal(VerdictPrefixBlocked)
+		if v := who(b, r.Client); v != VerdictOK {
+			return Place{}, refusal(v)
 		}
 	}
 	now := time.Now()

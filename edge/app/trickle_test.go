@@ -9,9 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/flashseat/flashseat/booking/postgres/pgtest"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/audit"
+	"github.com/flashseat/flashseat/shared/infra/pgtest"
 	"github.com/flashseat/flashseat/shared/infra/storetest"
 	"github.com/flashseat/flashseat/shared/problem"
 	"github.com/flashseat/flashseat/shared/token"
