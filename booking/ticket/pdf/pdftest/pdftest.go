@@ -24,7 +24,11 @@ var (
 	xrefEntry = regexp.MustCompile(`(?m)^(\d{10}) (\d{5}) n\s*$`)
 	pageObj   = regexp.MustCompile(`/Type /Page\b[^s]`)
 	stream    = regexp.MustCompile(`(?s)<<([^>]*(?:>[^>][^>]*)*)>>\s*stream\r?\n(.*?)\r?\nendstream`)
-	showText  = regexp.MustCompile(`\(((?:\\.|[^\\)])*)\)\s*Tj`)
+	// length is a stream dictionary's /Length: a stream is exactly that many bytes. Without it, the end is found
+	// by the endstream keyword, and a deflated stream whose last byte is a CR (one in 256: its checksum's) loses
+	// that byte to the optional CR before the keyword.
+	length   = regexp.MustCompile(`/Length (\d+)\b`)
+	showText = regexp.MustCompile(`\(((?:\\.|[^\\)])*)\)\s*Tj`)
 )
 
 // Read checks that data is a well-formed PDF and returns its pages and text; it fails t otherwise.
@@ -53,9 +57,14 @@ func Read(t testing.TB, data []byte) Doc {
 	}
 	var d Doc
 	d.Pages = len(pageObj.FindAll(data, -1))
-	for _, s := range stream.FindAllSubmatch(data, -1) {
-		body := s[2]
-		if strings.Contains(string(s[1]), "/FlateDecode") {
+	for _, at := range stream.FindAllSubmatchIndex(data, -1) {
+		dict, body := data[at[2]:at[3]], data[at[4]:at[5]]
+		if l := length.FindSubmatch(dict); l != nil {
+			if n, _ := strconv.Atoi(string(l[1])); at[4]+n <= len(data) {
+				body = data[at[4] : at[4]+n]
+			}
+		}
+		if bytes.Contains(dict, []byte("/FlateDecode")) {
 			r, err := zlib.NewReader(bytes.NewReader(body))
 			if err != nil {
 				continue // an image stream of another filter chain
