@@ -288,13 +288,13 @@ func (s *Service) ask(ctx context.Context, st admission.Settings, r JoinRequest)
 	}
 	if s.opt.PoW != nil {
 		if r.Proof == "" {
-			a.Verdict = ReasonProofRequired
+			a.Verdict = proofVerdict("", nil)
 			return a, nil
 		}
 		now := time.Now()
 		sol, err := s.opt.PoW.Verify(r.Proof, pow.ShowScope(r.Show), r.User, now)
 		if err != nil {
-			a.Verdict = proofVerdict(err)
+			a.Verdict = proofVerdict(r.Proof, err)
 			return a, nil
 		}
 		a.Spend, a.SpendFor, a.SolveTime = sol.ID, sol.ExpiresAt.Sub(now)+time.Second, now.Sub(sol.IssuedAt)
@@ -371,10 +371,14 @@ func (s *Service) equip(ctx context.Context, ref *Refusal, st admission.Settings
 	return nil
 }
 
-// proofVerdict is the verdict on a proof pow would not verify: an expired or malformed one is an honest client's
-// stale proof; any other (a wrong number or signature, another show's or identity's) is forged.
-func proofVerdict(err error) string {
-	if errors.Is(err, pow.ErrExpired) || errors.Is(err, pow.ErrMalformed) {
+// proofVerdict is the verdict on a proof pow would not verify (the joins' and the guest sessions'): none at all is
+// required; an expired or malformed one is an honest client's stale proof; any other (a wrong number or
+// signature, another show's or identity's) is forged.
+func proofVerdict(proof string, err error) string {
+	switch {
+	case proof == "":
+		return ReasonProofRequired
+	case errors.Is(err, pow.ErrExpired) || errors.Is(err, pow.ErrMalformed):
 		return ReasonProofInvalid
 	}
 	return ReasonProofForged

@@ -71,10 +71,8 @@ func (s *Service) MintGuest(ctx context.Context, prefix, proof string) error {
 			return nil
 		}
 		return s.guestRefusal(ReasonProofReplayed, p)
-	case proof == "":
-		return s.guestRefusal(ReasonProofRequired, p)
 	default:
-		return s.guestRefusal(proofVerdict(verr), p)
+		return s.guestRefusal(proofVerdict(proof, verr), p)
 	}
 }
 
