@@ -6,6 +6,7 @@
 package strictjson
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"reflect"
@@ -33,9 +34,13 @@ func Unmarshal(b []byte, v any) error { return UnmarshalAt("", b, v) }
 // UnmarshalAt is Unmarshal for the member at path of a larger body (one kept as json.RawMessage to be applied
 // onto values in force), whose unknown members it names under path.
 func UnmarshalAt(path string, b []byte, v any) error {
+	// The tree keeps numbers as written (UseNumber): only its members' names matter here, and a number no Go
+	// type can hold (1e999) is for json.Unmarshal below to refuse as the member's own error.
 	var tree any
-	if err := json.Unmarshal(b, &tree); err != nil {
-		return err
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&tree); err != nil {
+		return json.Unmarshal(b, v)
 	}
 	var unknown []string
 	walk(path, tree, reflect.TypeOf(v), &unknown)

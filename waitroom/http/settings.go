@@ -122,8 +122,9 @@ func (in settingsJSON) applyTuning(st admission.Settings) (admission.Settings, e
 		st.AutotuneReason = "" // the operator set the rate (autotune, if on, moves it again from there)
 	}
 	if len(in.WhenStoreDown) > 0 && string(in.WhenStoreDown) != "null" {
-		if err := json.Unmarshal(in.WhenStoreDown, &st.WhenStoreDown); err != nil {
-			return st, fmt.Errorf("%w: whenStoreDown must be an object such as {\"policy\":\"trickle\",\"admitPerSecond\":2}", errValidation)
+		if err := operatorJSON("whenStoreDown", in.WhenStoreDown, &st.WhenStoreDown, errValidation,
+			`whenStoreDown must be an object such as {"policy":"trickle","admitPerSecond":2}`); err != nil {
+			return st, err
 		}
 	}
 	return st, nil

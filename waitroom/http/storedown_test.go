@@ -63,6 +63,7 @@ func TestStoreDownSettings(t *testing.T) {
 		{"rate out of float range", `{"whenStoreDown":{"admitPerSecond":1e999}}`, "whenStoreDown"},
 		{"policy of another type", `{"whenStoreDown":{"policy":1}}`, "whenStoreDown"},
 		{"not an object", `{"whenStoreDown":"trickle"}`, "whenStoreDown"},
+		{"a misspelt member", `{"whenStoreDown":{"polcy":"trickle"}}`, "whenStoreDown.polcy"},
 	} {
 		st, b := put(c.body)
 		var p problem.Problem
