@@ -57,8 +57,11 @@ func TestTrickleWhileRedisDown(t *testing.T) {
 	tokens := map[int]string{} // fan -> the trickle's admission token
 	statuses := map[int]int{}
 	// The trickle opens once the edge has found the show's store down (a probe, which a dead Redis takes a couple
-	// of seconds to fail), then admits about rate a second.
-	for time.Since(down) < 8*time.Second && len(tokens) < len(fans) {
+	// of seconds to fail, longer on a loaded machine, where each join waits out the dead store until then), then
+	// admits about rate a second: it is judged over the 4 s after its first admission.
+	var opened time.Time
+	for time.Since(down) < 30*time.Second && len(tokens) < len(fans) &&
+		(opened.IsZero() || time.Since(opened) < 4*time.Second) {
 		for i, g := range fans {
 			if tokens[i] != "" {
 				continue
@@ -68,14 +71,17 @@ func TestTrickleWhileRedisDown(t *testing.T) {
 			switch {
 			case err == nil && res.Status == 200 && q.Status == "admitted" && q.AdmissionToken != "":
 				tokens[i] = q.AdmissionToken
+				if opened.IsZero() {
+					opened = time.Now()
+				}
 			case res.Status >= 500 && res.Status != 503:
 				t.Errorf("a join with Redis down: %s", client.Outcome(res, err))
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Logf("the trickle admitted %d fans in the %s Redis was down; the joins' answers: %v", len(tokens),
-		time.Since(down).Round(time.Millisecond), statuses)
+	t.Logf("the trickle admitted %d fans in the %s Redis was down, the first %s after it died; the joins' answers: %v",
+		len(tokens), time.Since(down).Round(time.Millisecond), opened.Sub(down).Round(time.Millisecond), statuses)
 	if len(tokens) < 2*rate {
 		t.Fatalf("the trickle admitted %d fans with Redis down for %s at %v a second", len(tokens), time.Since(down), rate)
 	}
