@@ -100,6 +100,13 @@ func (p *fan) await(ctx context.Context, q client.QueueState) string {
 			if p.probe {
 				p.runProbe(ctx)
 			}
+		case "waiting":
+			// Before the opening draw: nobody is admitted yet, so a probe now is one the gate must refuse. A crowd
+			// that joined before the opening probes here; probing only on positions left it to chance (the
+			// first tick after the draw may admit a whole small crowd at once, and no fan ever sees a position).
+			if p.probe {
+				p.runProbe(ctx)
+			}
 		case "admitted":
 			if ev.AdmissionToken == "" {
 				return true
