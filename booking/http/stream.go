@@ -68,12 +68,14 @@ func (sc StreamCaps) withDefaults() StreamCaps {
 	return sc
 }
 
-// streamKeys are the identity and the address prefix a seat stream is counted under. The address is the last
-// X-Forwarded-For entry, the one the edge (booking's only public client) appends for its peer; without one, the
-// connection's own.
+// streamKeys are the identity and the address prefix a seat stream is counted under. The address is the one the
+// edge (booking's only public client) decided for the client (admission.ClientHeader: behind a CDN, not the
+// CDN's); else the last X-Forwarded-For entry, the one a proxy appends for its peer; else the connection's own.
 func (s *Server) streamKeys(c *fiber.Ctx) []string {
 	addr, _ := netip.AddrFromSlice(c.Context().RemoteIP())
-	if xff := c.Get(fiber.HeaderXForwardedFor); xff != "" {
+	if a, err := netip.ParseAddr(c.Get(admission.ClientHeader)); err == nil {
+		addr = a
+	} else if xff := c.Get(fiber.HeaderXForwardedFor); xff != "" {
 		last := xff[strings.LastIndexByte(xff, ',')+1:]
 		if a, err := netip.ParseAddr(strings.TrimSpace(last)); err == nil {
 			addr = a

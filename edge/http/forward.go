@@ -10,6 +10,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/flashseat/flashseat/edge"
+	"github.com/flashseat/flashseat/shared/admission"
 )
 
 // What crosses the proxy, whichever transport carries the request (fastproxy.go's HostClient or proxy.go's
@@ -100,6 +101,10 @@ func (p *Proxy) prepare(c *fiber.Ctx, undo *outgoingUndo) error {
 	fr.Header.SetBytesV("X-Forwarded-Proto", proto)
 	fr.Header.SetBytesV("X-Forwarded-Host", host)
 	fr.Header.Set(HeaderRequestID, st.id)
+	if st.client.IsValid() {
+		var addr [48]byte
+		fr.Header.SetBytesV(admission.ClientHeader, st.client.AppendTo(addr[:0]))
+	}
 	return nil
 }
 
@@ -192,7 +197,7 @@ func appendPeer(b []byte, c *fiber.Ctx, peer netip.Addr) []byte {
 // itself, those the request carries (Host, Content-Length), and Expect, which fasthttp has already acted on.
 // One list, so each header is looked up once.
 var outgoingDropped = append(edge.HopByHopNames(), "Host", "Content-Length", "Expect", HeaderRequestID,
-	"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host")
+	"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", admission.ClientHeader)
 
 // incomingDropped are the upstream's headers left out of the answer: hop-by-hop ones, those fasthttp writes itself
 // (Content-Length, Date, Server), and the request id, which is already set.

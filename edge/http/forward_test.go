@@ -122,16 +122,20 @@ func TestForwardHeaders(t *testing.T) {
 			"X-Request-Id": responseID},
 	}, {
 		name:  "an untrusted peer's forwarding headers are replaced",
-		lines: []string{"X-Forwarded-For: 6.6.6.6", "X-Forwarded-Proto: https", "X-Forwarded-Host: evil.example"},
+		lines: []string{"X-Forwarded-For: 6.6.6.6", "X-Forwarded-Proto: https", "X-Forwarded-Host: evil.example",
+			"Flashseat-Client-Addr: 6.6.6.6"},
 		want: map[string]string{"X-Forwarded-For": "127.0.0.1", "X-Forwarded-Proto": "http",
-			"X-Forwarded-Host": "edge.example"},
+			"X-Forwarded-Host": "edge.example", "Flashseat-Client-Addr": "127.0.0.1"},
 	}, {
 		name:    "a trusted proxy's forwarding headers are kept and extended",
 		trusted: "127.0.0.1/32",
 		lines: []string{"X-Forwarded-For: 198.51.100.7", "X-Forwarded-For: 203.0.113.9", "X-Forwarded-Proto: https",
 			"X-Forwarded-Host: tickets.example"},
 		want: map[string]string{"X-Forwarded-For": "198.51.100.7, 203.0.113.9, 127.0.0.1",
-			"X-Forwarded-Proto": "https", "X-Forwarded-Host": "tickets.example"},
+			"X-Forwarded-Proto": "https", "X-Forwarded-Host": "tickets.example",
+			// The client as the edge decided it (behind a CDN: the address its trusted proxy names), for booking's
+			// counts by address.
+			"Flashseat-Client-Addr": "203.0.113.9"},
 	}, {
 		name:    "a trusted proxy that sets none",
 		trusted: "127.0.0.1/32",

@@ -131,6 +131,11 @@ func (b BotProtection) IsBlocked(prefix string) bool {
 	return slices.Contains(b.Blocked(), prefix)
 }
 
+// ClientHeader is the request header in which the edge tells booking the client's address as the edge decided
+// it (behind a CDN, the address its trusted proxies name, not the CDN's own), so that both count a client under
+// the same prefix. The edge drops any copy a client sends.
+const ClientHeader = "Flashseat-Client-Addr"
+
 // Prefix is the address prefix a client is counted under: an IPv4 address whole, an IPv6 address's /64 (one
 // subscriber's usual allocation, so a host cannot step through its own /64 to escape its count).
 func Prefix(a netip.Addr) string {
