@@ -121,7 +121,7 @@ func TestForwardHeaders(t *testing.T) {
 			"X-Custom": "kept", "Authorization": "Bearer t", "Idempotency-Key": "k1", "Host": upHost,
 			"X-Request-Id": responseID},
 	}, {
-		name:  "an untrusted peer's forwarding headers are replaced",
+		name: "an untrusted peer's forwarding headers are replaced",
 		lines: []string{"X-Forwarded-For: 6.6.6.6", "X-Forwarded-Proto: https", "X-Forwarded-Host: evil.example",
 			"Flashseat-Client-Addr: 6.6.6.6"},
 		want: map[string]string{"X-Forwarded-For": "127.0.0.1", "X-Forwarded-Proto": "http",
