@@ -144,27 +144,40 @@ func (s *Service) recordFailing(show string) bool {
 }
 
 // recordCursor is the cursor stage: it records a show's durable cursor (below every unrecorded admission) when
-// it moved, at most every cursorEvery per replica.
+// it moved, at most every cursorEvery per replica; a partitioned queue's, each line's.
 func (s *Service) recordCursor(ctx context.Context, show string, snap TickResult) {
-	cursor := snap.DurableCursor
-	if snap.Phase == PhaseClosed || cursor <= 0 {
+	if snap.Phase == PhaseClosed {
+		return
+	}
+	if snap.Lines == nil {
+		s.recordLineCursor(ctx, show, snap.DurableCursor)
+		return
+	}
+	for _, l := range snap.Lines {
+		s.recordLineCursor(ctx, l.ID, l.Durable)
+	}
+}
+
+// recordLineCursor records one line's durable cursor (a single queue's is its show's) when due.
+func (s *Service) recordLineCursor(ctx context.Context, line string, cursor int64) {
+	if cursor <= 0 {
 		return
 	}
 	now := time.Now()
 	s.mu.Lock()
-	last, _ := s.cursors.Get(show)
+	last, _ := s.cursors.Get(line)
 	due := cursor > last.cursor && now.Sub(last.at) >= cursorEvery
 	if due {
-		s.cursors.Add(show, savedCursor{cursor: cursor, at: now})
+		s.cursors.Add(line, savedCursor{cursor: cursor, at: now})
 	}
 	s.mu.Unlock()
 	if !due {
 		return
 	}
-	if err := s.record.SaveCursor(ctx, show, cursor); err != nil {
-		s.logFailure("record cursor", show, err)
+	if err := s.record.SaveCursor(ctx, line, cursor); err != nil {
+		s.logFailure("record cursor", line, err)
 		s.mu.Lock()
-		s.cursors.Add(show, last) // try again next tick
+		s.cursors.Add(line, last) // try again next tick
 		s.mu.Unlock()
 	}
 }

@@ -221,8 +221,13 @@ func (s *Service) Bypass(ctx context.Context, r JoinRequest, code string) (p Pla
 	if err != nil {
 		return Place{}, nil, err
 	}
+	// A partitioned queue's admission names its line in its jti, for whoever releases it.
+	prefix, err := s.store.JTIPrefix(ctx, r.Show, r.User)
+	if err != nil {
+		return Place{}, nil, err
+	}
 	iat := time.Now().Truncate(time.Second) // a token's iat is whole seconds
-	g := admission.Grant{ShowID: r.Show, JTI: "bp." + nonce(), UserID: r.User, IssuedAt: iat,
+	g := admission.Grant{ShowID: r.Show, JTI: prefix + "bp." + nonce(), UserID: r.User, IssuedAt: iat,
 		ExpiresAt: iat.Add(time.Duration(st.TokenTTLSeconds) * time.Second)}
 	use, err := s.record.RedeemBypass(ctx, r.Show, BypassHash(r.Show, norm), g)
 	switch {

@@ -54,13 +54,20 @@ func (s *Service) Draw(ctx context.Context, show string) (err error) {
 	if err != nil {
 		return err
 	}
-	// The draw hands out len(ordered) tickets at once: reserve them in the record first.
-	c, err := s.record.Reserve(ctx, show, 0, int64(len(ordered)))
+	// The draw hands out len(ordered) tickets at once: reserve them in the record first, on each line of a
+	// partitioned queue its own.
+	lines, err := s.store.Lines(ctx, show, ordered)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	if err := s.store.SetCeiling(ctx, show, c); err != nil {
 		return err
+	}
+	for line, fans := range lines {
+		c, err := s.record.Reserve(ctx, line, 0, int64(len(fans)))
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		if err := s.store.SetCeiling(ctx, line, c); err != nil {
+			return lineErr(line, show, err)
+		}
 	}
 	digest := ParticipantsDigest(ordered)
 	if err := s.store.Place(ctx, show, ordered, digest); err != nil {

@@ -94,6 +94,11 @@ var errQueueOff = errors.New("waitroom: queue off on record")
 // record cannot be read, so callers answer 503 and the fan retries, keeping the place.
 func (s *Service) recover(ctx context.Context, show string, err error) error {
 	var seqs *SeqsError
+	line := show
+	var le *LineError
+	if errors.As(err, &le) {
+		line = le.Line
+	}
 	switch {
 	case errors.Is(err, ErrNoSettings):
 		st, err := s.queues.Settings(ctx, show) // restores the shared state when the record has the show
@@ -105,20 +110,29 @@ func (s *Service) recover(ctx context.Context, show string, err error) error {
 		}
 		return nil
 	case errors.Is(err, ErrNoState):
-		return s.restore(ctx, show)
+		return s.restore(ctx, show, line)
 	case errors.As(err, &seqs):
-		return s.reserve(ctx, show, seqs.LastSeq)
+		return s.reserve(ctx, show, line, seqs.LastSeq)
 	}
 	return err
 }
 
 // restore rebuilds a show's queue state in the store from the records (once at a time per show here; the store's
-// script makes concurrent restores on several replicas harmless).
-func (s *Service) restore(ctx context.Context, show string) error {
-	_, err, _ := s.flights.Do("restore "+show, func() (any, error) {
+// script makes concurrent restores on several replicas harmless): the state of line, which is the show itself
+// unless the queue is partitioned. A line has its own cursor and ceiling on record; the seed and the draw are
+// the show's.
+func (s *Service) restore(ctx context.Context, show, line string) error {
+	_, err, _ := s.flights.Do("restore "+line, func() (any, error) {
 		d, err := s.record.Queue(ctx, show)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		if line != show {
+			l, err := s.record.Queue(ctx, line)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+			}
+			d.Cursor, d.Ceiling = l.Cursor, l.Ceiling
 		}
 		live, _, err := s.queues.Record().Grants(ctx, show, time.Now())
 		if err != nil {
@@ -127,7 +141,7 @@ func (s *Service) restore(ctx context.Context, show string) error {
 		for _, g := range live {
 			d.Grants = append(d.Grants, Grant{UserID: g.UserID, JTI: g.JTI, IssuedAt: g.IssuedAt, ExpiresAt: g.ExpiresAt})
 		}
-		if err := s.store.Restore(ctx, show, d); err != nil {
+		if err := s.store.Restore(ctx, line, d); err != nil { // keeps the line's own grants
 			return nil, err
 		}
 		// Fans streaming from this replica hold their tickets in its memory, which is as good a proof as a
@@ -144,23 +158,23 @@ func (s *Service) restore(ctx context.Context, show string) error {
 		if d.Ceiling == 0 { // a queue's first use, not a recovery
 			level = slog.LevelDebug
 		}
-		s.log.Log(ctx, level, "waitroom: queue state restored from the record", "show", show, "cursor", d.Cursor,
+		s.log.Log(ctx, level, "waitroom: queue state restored from the record", "show", line, "cursor", d.Cursor,
 			"ceiling", d.Ceiling, "admitted", len(d.Grants))
 		return nil, nil
 	})
 	return err
 }
 
-// reserve raises a show's ticket ceiling above lastSeq, in the record first.
-func (s *Service) reserve(ctx context.Context, show string, lastSeq int64) error {
-	_, err, _ := s.flights.Do("reserve "+show, func() (any, error) {
-		c, err := s.record.Reserve(ctx, show, lastSeq+seqBlock, 0)
+// reserve raises a line's ticket ceiling (a single queue's: its show's) above lastSeq, in the record first.
+func (s *Service) reserve(ctx context.Context, show, line string, lastSeq int64) error {
+	_, err, _ := s.flights.Do("reserve "+line, func() (any, error) {
+		c, err := s.record.Reserve(ctx, line, lastSeq+seqBlock, 0)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
-		err = s.store.SetCeiling(ctx, show, c)
+		err = s.store.SetCeiling(ctx, line, c)
 		if errors.Is(err, ErrNoState) {
-			err = s.restore(ctx, show)
+			err = s.restore(ctx, show, line)
 		}
 		return nil, err
 	})

@@ -37,7 +37,7 @@ func (h *Hub) Due(show string, now time.Time, every time.Duration) []string {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	at := int64(now.Sub(hs.epoch))
-	rebuilding := hs.haveSnap && hs.snap.Gap.End > 0
+	rebuilding := hs.haveSnap && hs.snap.Rebuilding()
 	out := make([]string, 0, len(hs.watchers)/4+1)
 	for w := range hs.watchers {
 		switch {

@@ -38,6 +38,7 @@ type hubView struct {
 	phase          Phase
 	cursor         int64
 	gap            Gap
+	lines          Lines
 	opensAt        time.Time
 	admitPerSecond float64
 	rate           float64 // RateMeter.Rate after this tick: it only changes at a tick
@@ -221,7 +222,7 @@ func (w *Watcher) Current() Update {
 		u.OpensAt = v.opensAt
 		return u
 	}
-	u.Position = v.gap.Position(u.Seq, v.cursor)
+	u.Position = TickResult{Cursor: v.cursor, Gap: v.gap, Lines: v.lines}.Position(u.Seq)
 	if v.phase == PhasePaused {
 		u.Paused = true
 		return u
@@ -248,12 +249,13 @@ func (h *Hub) ApplyTick(snap TickResult, pulse bool) (needSeq, needGrant []strin
 	hs.meter.Observe(snap.At, snap.Gap.progress(snap.Cursor))
 	hs.mu.Lock()
 	samePhase := hs.haveSnap && hs.snap.Phase == snap.Phase
-	changed := !samePhase || hs.snap.Cursor != snap.Cursor || hs.snap.Gap != snap.Gap
+	changed := !samePhase || hs.snap.Cursor != snap.Cursor || hs.snap.Gap != snap.Gap ||
+		hs.snap.LastSeq != snap.LastSeq && snap.Lines != nil // other lines' arrivals move a fan's position
 	grants := snap.Grants
 	snap.Grants = nil
 	hs.snap, hs.haveSnap = snap, true
 	r, ok := hs.meter.Rate()
-	hs.view.Store(&hubView{phase: snap.Phase, cursor: snap.Cursor, gap: snap.Gap, opensAt: snap.OpensAt,
+	hs.view.Store(&hubView{phase: snap.Phase, cursor: snap.Cursor, gap: snap.Gap, lines: snap.Lines, opensAt: snap.OpensAt,
 		admitPerSecond: snap.AdmitPerSecond, rate: r, rateOK: ok})
 	// A tick grants a few fans (the admission rate times the tick): finding them among the watchers by comparing
 	// names costs less than hashing every watcher's name at every tick. Many grants at once go through a map.
@@ -291,7 +293,7 @@ func (h *Hub) ApplyTick(snap TickResult, pulse bool) (needSeq, needGrant []strin
 		case grant != nil:
 		case seq == 0 && (snap.Phase == PhaseOpen || snap.Phase == PhasePaused):
 			needSeq = append(needSeq, w.User)
-		case seq > 0 && seq <= snap.Cursor:
+		case seq > 0 && snap.Passed(seq):
 			needGrant = append(needGrant, w.User)
 		}
 		moved := samePhase && grant == nil && seq > 0

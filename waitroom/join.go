@@ -206,7 +206,7 @@ func (s *Service) place(ctx context.Context, show string, e Entry) (Place, error
 		}
 		p.Grant = &g
 	case e.Status == Waiting && e.Seq > 0:
-		p.Position = e.Gap.Position(e.Seq, e.Cursor)
+		p.Position = TickResult{Cursor: e.Cursor, Gap: e.Gap, Lines: e.Lines}.Position(e.Seq)
 		if e.Paused {
 			break // no ETA while nobody is admitted
 		}

@@ -33,6 +33,12 @@ type Store interface {
 	// recorded, signed grant) it admits user with it at once, out of the line, among the show's active
 	// admissions; a fan already holding a live grant keeps it, and the answer carries theirs.
 	Bypass(ctx context.Context, show, user string, g *Grant) (Entry, error)
+	// Lines groups users by the line of show's queue each is in (lines.go), in their order: one group, the
+	// show's, for a single queue.
+	Lines(ctx context.Context, show string, users []string) (map[string][]string, error)
+	// JTIPrefix is what the token id of user's admission to show starts with: the line of a partitioned queue
+	// (lines.go) that holds the admission, so that its release finds it.
+	JTIPrefix(ctx context.Context, show, user string) (string, error)
 	// Admit runs one admission tick: pops up to min(rate x elapsed, maxActive - active) fans with a live
 	// heartbeat (none when maxScan is 0), skipping the others, and records a grant for each, atomically. nonce
 	// makes jtis unique. The grants are unrecorded until their tokens are stored; the result carries the ones
@@ -113,6 +119,9 @@ type Counts struct {
 	ActiveUsers int64 `json:"activeUsers"`
 	// ArrivalsPerMinute is the show's arrivals (new places, admissions at once) over the last minute.
 	ArrivalsPerMinute int64 `json:"arrivalsPerMinute"`
+	// PartitionSizes is the fans waiting in each partition of the queue (lines.go), the show's own first: one
+	// figure, Waiting, for a single queue.
+	PartitionSizes []int64 `json:"partitionSizes"`
 }
 
 // Options tune a Service; zero values take the defaults.

@@ -54,6 +54,16 @@ func (e *SeqsError) Error() string {
 	return fmt.Sprintf("waitroom: tickets exhausted at %d", e.LastSeq)
 }
 
+// LineError is a store's request to restore or reserve (ErrNoState, *SeqsError) for one line of a partitioned
+// queue (lines.go): the line's state is restored, or its tickets reserved, apart from the others'.
+type LineError struct {
+	Line string
+	Err  error
+}
+
+func (e *LineError) Error() string { return e.Err.Error() + " (line " + e.Line + ")" }
+func (e *LineError) Unwrap() error { return e.Err }
+
 // Place is a fan's standing, as join and status return it.
 type Place struct {
 	Status Status
@@ -95,6 +105,9 @@ type Entry struct {
 	Passed bool
 	// Gap is what a rebuild left empty ahead of the cursor (TickResult.Gap).
 	Gap Gap
+	// Lines, for a partitioned queue, is its lines as this replica last saw them, the fan's own as the store
+	// just read it: Seq's position follows from them.
+	Lines Lines
 }
 
 // Grant is one admission: the token's id, holder and lifetime. Token is the signed JWT once it has been signed.
@@ -147,6 +160,35 @@ type TickResult struct {
 	DurableCursor int64
 	// Gap is what a rebuild left ahead of the cursor that nobody holds (Gap.Position).
 	Gap Gap
+	// Lines is a partitioned queue's every line (lines.go); nil for a single queue. Cursor, LastSeq, Waiting
+	// and the totals are then the lines' sums, and positions follow from Lines.
+	Lines Lines
+}
+
+// Position is the position of a fan holding ticket at this tick.
+func (r TickResult) Position(ticket int64) int64 {
+	if r.Lines != nil {
+		return r.Lines.Position(ticket)
+	}
+	return r.Gap.Position(ticket, r.Cursor)
+}
+
+// Rebuilding reports whether a rebuild's gap is still ahead of the cursor, in any line.
+func (r TickResult) Rebuilding() bool {
+	for _, l := range r.Lines {
+		if l.Gap.End > 0 {
+			return true
+		}
+	}
+	return r.Gap.End > 0
+}
+
+// Passed reports whether the queue has taken ticket off its line (admitted or skipped).
+func (r TickResult) Passed(ticket int64) bool {
+	if r.Lines != nil {
+		return r.Lines.Passed(ticket)
+	}
+	return ticket > 0 && ticket <= r.Cursor
 }
 
 // Gap is the part of the line a rebuild left empty. A queue rebuilt from its record starts its new tickets above

@@ -87,6 +87,10 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("mode must be %q, %q or %q", ModeOff, ModeAlways, ModeThreshold)
 	case s.Mode != "" && (s.Mode != ModeOff) != s.Enabled:
 		return fmt.Errorf("enabled: %t contradicts mode %q", s.Enabled, s.Mode)
+	case s.Partitions > 1 && s.Mode == ModeThreshold:
+		// Threshold mode admits at once while the line is empty and engages on the show's totals, which one
+		// partition's join cannot read: a partitioned queue is always on.
+		return fmt.Errorf("partitions: %d needs mode %q, not %q", s.Partitions, ModeAlways, ModeThreshold)
 	}
 	if err := s.Tuning.Validate(); err != nil {
 		return err

@@ -3,6 +3,8 @@ package admission
 import (
 	"errors"
 	"fmt"
+
+	"github.com/flashseat/flashseat/shared/rediskey"
 )
 
 // A show's queue mode: when its fans wait in line.
@@ -82,6 +84,11 @@ type Tuning struct {
 	// WhenStoreDown is what the queue does while its store cannot be reached (storedown.go). Here, in the
 	// tuning's JSON, so both stores carry it and rows written before it read as closed.
 	WhenStoreDown StoreDown `json:"whenStoreDown"`
+	// Partitions is how many partitions the show's queue is split over, each on a hash slot of its own, so one
+	// show's queue is served by several Redis masters (rediskey.Line); 0 and 1 are one queue, as always. It
+	// may change only while nobody waits (the waiting room refuses it otherwise): a fan's partition follows
+	// from the count. Here, in the tuning's JSON, so both stores carry it without a column of its own.
+	Partitions int `json:"partitions"`
 }
 
 // DefaultTuning applies to a show whose operator has set none.
@@ -99,12 +106,17 @@ func (t Tuning) Validate() error {
 		return errors.New("newUsersPerMinuteThreshold must be in [0, 100000000]")
 	case t.CooldownSeconds < 0 || t.CooldownSeconds > 86400:
 		return errors.New("cooldownSeconds must be in [0, 86400]")
+	case t.Partitions < 0 || t.Partitions > rediskey.MaxPartitions:
+		return fmt.Errorf("partitions must be in [1, %d]", rediskey.MaxPartitions)
 	}
 	if err := t.WhenStoreDown.Validate(); err != nil {
 		return err
 	}
 	return t.Autotune.Validate()
 }
+
+// Lines is how many partitions the queue has: at least one.
+func (t Tuning) Lines() int { return max(t.Partitions, 1) }
 
 // settle makes next's Mode and Enabled agree after a change from cur: a caller that changed only Enabled (a
 // script of before modes, a test) switched between "always" and "off"; one that set Mode set Enabled with it.

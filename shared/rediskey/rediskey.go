@@ -68,6 +68,8 @@ const (
 	QueueActiveThreshold  = "activeThreshold"  // integer: live admissions that engage the queue
 	QueueArrivalThreshold = "arrivalThreshold" // integer: arrivals a minute that engage it (0: never)
 	QueueCooldown         = "cooldown"         // integer seconds the figures stay under before it disengages
+	// QueuePartitions is how many partitions (lines) the show's queue is split over (partition.go); absent: 1.
+	QueuePartitions = "partitions"
 )
 
 // QueueSynced is the mark that every show on record (PostgreSQL) was put in the cache since Redis last lost its

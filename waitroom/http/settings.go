@@ -64,6 +64,8 @@ type settingsJSON struct {
 	Autotune json.RawMessage `json:"autotune"`
 	// WhenStoreDown's members (policy, admitPerSecond) likewise.
 	WhenStoreDown json.RawMessage `json:"whenStoreDown"`
+	// Partitions splits the queue over that many Redis hash slots (1-64): only while nobody waits.
+	Partitions *int `json:"partitions"`
 }
 
 // settingsOut is GET's answer: the settings, the queue's figures, and the rate in force under the name autotune's
@@ -72,6 +74,14 @@ type settingsOut struct {
 	admission.Settings
 	waitroom.Counts
 	AdmitPerSecondNow float64 `json:"admitPerSecondNow"`
+	// Partitions is the settings' count, 1 when never set (the embedded field's 0).
+	Partitions int `json:"partitions"`
+}
+
+// settingsView is PUT's answer: the settings with their partition count as GET answers it.
+type settingsView struct {
+	admission.Settings
+	Partitions int `json:"partitions"`
 }
 
 // applyMode sets st's mode from the body: mode wins, enabled alone picks "always" or "off", and an enabled that
@@ -139,6 +149,12 @@ func (h *Handler) putSettings(c *fiber.Ctx) error {
 	if err := operatorJSON("", c.Body(), &in, errBadJSON, "the body must be a JSON object of queue settings"); err != nil {
 		return err
 	}
+	var counts waitroom.Counts
+	if in.Partitions != nil {
+		if _, counts, err = h.svc.Settings(c.UserContext(), show); err != nil {
+			return err
+		}
+	}
 	old, now, err := h.svc.UpdateSettings(c.UserContext(), show, func(st admission.Settings) (admission.Settings, error) {
 		st, err := in.applyMode(st)
 		if err != nil {
@@ -174,6 +190,19 @@ func (h *Handler) putSettings(c *fiber.Ctx) error {
 				return st, err
 			}
 		}
+		if in.Partitions != nil {
+			if *in.Partitions < 1 {
+				return st, fmt.Errorf("%w: partitions must be in [1, 64]", errValidation)
+			}
+			if *in.Partitions != st.Lines() && (counts.Waiting > 0 || counts.Active > 0) {
+				// A fan's partition follows from the count: changed under a live line, fans would be looked
+				// for where they are not, and the lines' admissions would drop out of the active cap.
+				return st, fmt.Errorf("%w: partitions cannot change from %d while %d fans wait and %d hold "+
+					"admissions: set it before the sale, or once the queue is empty", errValidation, st.Lines(),
+					counts.Waiting, counts.Active)
+			}
+			st.Partitions = *in.Partitions
+		}
 		if err := st.Validate(); err != nil {
 			return st, fmt.Errorf("%w: %v", errValidation, err)
 		}
@@ -191,7 +220,7 @@ func (h *Handler) putSettings(c *fiber.Ctx) error {
 		h.audit(c, "queue.settings", show, old, now)
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(now)
+	return c.JSON(settingsView{Settings: now, Partitions: now.Lines()})
 }
 
 func (h *Handler) getSettings(c *fiber.Ctx) error {
@@ -204,5 +233,6 @@ func (h *Handler) getSettings(c *fiber.Ctx) error {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(settingsOut{Settings: st, Counts: counts, AdmitPerSecondNow: st.AdmitPerSecond})
+	return c.JSON(settingsOut{Settings: st, Counts: counts, AdmitPerSecondNow: st.AdmitPerSecond,
+		Partitions: st.Lines()})
 }

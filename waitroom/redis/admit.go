@@ -47,23 +47,57 @@ const overdueAfter = 2 * time.Second
 
 // Admit implements waitroom.Store.
 func (s *Store) Admit(ctx context.Context, show, nonce string, grace time.Duration, maxScan int) (waitroom.TickResult, error) {
-	keys := []string{rediskey.QueueConfig(show), rediskey.ShowInfo(show), State(show), Wait(show), Pre(show),
-		Heartbeat(show), Grants(show), rediskey.QueueActive(show), GrantExp(show), JTI(show), Unrecorded(show),
-		Skipped(show), BotStats(show)}
-	r, err := admitScript.Run(ctx, s.rdb, keys, nonce, grace.Milliseconds(), maxScan, overdueAfter.Milliseconds()).Slice()
+	k, err := s.parts(ctx, show)
 	if err != nil {
-		return waitroom.TickResult{}, storeErr("admit", err)
+		return waitroom.TickResult{}, err
 	}
+	if k > 1 {
+		return s.admitLines(ctx, show, k, nonce, grace, maxScan)
+	}
+	snap, _, err := s.admitLine(ctx, show, lineStep{nonce: nonce, grace: grace, maxScan: maxScan, forced: -1})
+	return snap, err
+}
+
+// lineStep is one run of admit.lua on a line: a single queue's whole tick, or a partitioned queue's step on one
+// of its lines (lines.go).
+type lineStep struct {
+	nonce   string
+	grace   time.Duration
+	maxScan int
+	forced  int   // the fans to admit (-1: the script's own budget)
+	heads   int   // the next tickets to answer
+	marksOf int64 // answer the marks above this ticket (-1: none)
+}
+
+// lineReply is what a step answers beside its tick: the line's next tickets, its new marks and the fans skipped.
+type lineReply struct {
+	heads   []int64
+	marks   []waitroom.Mark
+	skipped int
+}
+
+// admitLine runs admit.lua on line (a show, or one line of it).
+func (s *Store) admitLine(ctx context.Context, line string, st lineStep) (waitroom.TickResult, lineReply, error) {
+	keys := []string{rediskey.QueueConfig(line), rediskey.ShowInfo(line), State(line), Wait(line), Pre(line),
+		Heartbeat(line), Grants(line), rediskey.QueueActive(line), GrantExp(line), JTI(line), Unrecorded(line),
+		Skipped(line), BotStats(line), Marks(line)}
+	var lr lineReply
+	r, err := admitScript.Run(ctx, s.rdb, keys, st.nonce, st.grace.Milliseconds(), st.maxScan,
+		overdueAfter.Milliseconds(), st.forced, st.heads, st.marksOf).Slice()
+	if err != nil {
+		return waitroom.TickResult{}, lr, storeErr("admit", err)
+	}
+	show := line
 	if len(r) == 1 {
 		switch str(r[0]) {
 		case "unknown":
-			return waitroom.TickResult{}, waitroom.ErrNoSettings
+			return waitroom.TickResult{}, lr, waitroom.ErrNoSettings
 		case "restore":
-			return waitroom.TickResult{}, waitroom.ErrNoState
+			return waitroom.TickResult{}, lr, lineErr(line, waitroom.ErrNoState)
 		}
 	}
-	if len(r) < 18 {
-		return waitroom.TickResult{}, fmt.Errorf("waitroom/redis: admit: short reply %v", r)
+	if len(r) < 21 {
+		return waitroom.TickResult{}, lr, fmt.Errorf("waitroom/redis: admit: short reply %v", r)
 	}
 	rate, _ := strconv.ParseFloat(str(r[9]), 64)
 	snap := waitroom.TickResult{
@@ -88,23 +122,60 @@ func (s *Store) Admit(ctx context.Context, show, nonce string, grace time.Durati
 		snap.Overdue = append(snap.Overdue, waitroom.Grant{UserID: str(overdue[i]), JTI: str(overdue[i+1]),
 			ExpiresAt: time.UnixMilli(num(overdue[i+2])), IssuedAt: time.UnixMilli(num(overdue[i+3]))})
 	}
-	return snap, nil
+	heads, _ := r[18].([]any)
+	for i := 1; i < len(heads); i += 2 {
+		lr.heads = append(lr.heads, num(heads[i]))
+	}
+	marks, _ := r[19].([]any)
+	for i := 0; i+1 < len(marks); i += 2 {
+		lr.marks = append(lr.marks, waitroom.Mark{At: num(marks[i]), Seq: num(marks[i+1])})
+	}
+	lr.skipped = int(num(r[20]))
+	return snap, lr, nil
 }
 
-// SaveTokens implements waitroom.Store (tokens.lua).
+// SaveTokens implements waitroom.Store (tokens.lua), on each grant's line. A partitioned queue's durable
+// cursors are its lines' (the next tick reads them): it answers 0.
 func (s *Store) SaveTokens(ctx context.Context, show string, grants []waitroom.Grant) (int64, error) {
-	args := make([]any, 0, 3*len(grants))
+	byLine := map[string][]any{}
 	for _, g := range grants {
-		args = append(args, g.UserID, g.JTI, g.Token)
+		line := rediskey.LineOfJTI(show, g.JTI)
+		byLine[line] = append(byLine[line], g.UserID, g.JTI, g.Token)
 	}
-	if len(args) == 0 {
-		return 0, nil
-	}
-	durable, err := tokensScript.Run(ctx, s.rdb, []string{Grants(show), Unrecorded(show), State(show)}, args...).Int64()
-	if err != nil {
-		return 0, storeErr("save tokens", err)
+	var durable int64
+	for line, args := range byLine {
+		d, err := tokensScript.Run(ctx, s.rdb, []string{Grants(line), Unrecorded(line), State(line)}, args...).Int64()
+		if err != nil {
+			return 0, storeErr("save tokens", err)
+		}
+		if line == show && len(byLine) == 1 {
+			durable = d
+		}
 	}
 	return durable, nil
+}
+
+// byLine groups users by their line of show: one group, the show's, for a single queue.
+func (s *Store) byLine(ctx context.Context, show string, users []string) (int, map[string][]string, error) {
+	k, err := s.parts(ctx, show)
+	if err != nil {
+		return 0, nil, err
+	}
+	if k <= 1 {
+		return k, map[string][]string{show: users}, nil
+	}
+	out := map[string][]string{}
+	for _, u := range users {
+		line, _ := s.lineOf(show, u, k)
+		out[line] = append(out[line], u)
+	}
+	return k, out, nil
+}
+
+// Lines implements waitroom.Store.
+func (s *Store) Lines(ctx context.Context, show string, users []string) (map[string][]string, error) {
+	_, groups, err := s.byLine(ctx, show, users)
+	return groups, err
 }
 
 // Grants implements waitroom.Store: live grants only.
@@ -113,38 +184,50 @@ func (s *Store) Grants(ctx context.Context, show string, users []string) (map[st
 	if len(users) == 0 {
 		return out, nil
 	}
-	vals, err := s.rdb.HMGet(ctx, Grants(show), users...).Result()
+	_, groups, err := s.byLine(ctx, show, users)
 	if err != nil {
-		return nil, storeErr("grants", err)
+		return nil, err
 	}
 	now := time.Now()
-	for i, v := range vals {
-		sv, ok := v.(string)
-		if !ok {
-			continue
+	for line, us := range groups {
+		vals, err := s.rdb.HMGet(ctx, Grants(line), us...).Result()
+		if err != nil {
+			return nil, storeErr("grants", err)
 		}
-		g, err := parseGrant(users[i], sv)
-		if err != nil || !g.ExpiresAt.After(now) {
-			continue
+		for i, v := range vals {
+			sv, ok := v.(string)
+			if !ok {
+				continue
+			}
+			g, err := parseGrant(us[i], sv)
+			if err != nil || !g.ExpiresAt.After(now) {
+				continue
+			}
+			out[us[i]] = g
 		}
-		out[users[i]] = g
 	}
 	return out, nil
 }
 
-// Seqs implements waitroom.Store.
+// Seqs implements waitroom.Store: a partitioned queue's tickets name their line (waitroom.Ticket).
 func (s *Store) Seqs(ctx context.Context, show string, users []string) (map[string]int64, error) {
 	out := map[string]int64{}
 	if len(users) == 0 {
 		return out, nil
 	}
-	vals, err := s.rdb.ZMScore(ctx, Wait(show), users...).Result()
+	k, groups, err := s.byLine(ctx, show, users)
 	if err != nil {
-		return nil, storeErr("seqs", err)
+		return nil, err
 	}
-	for i, v := range vals {
-		if v > 0 {
-			out[users[i]] = int64(v)
+	for line, us := range groups {
+		vals, err := s.rdb.ZMScore(ctx, Wait(line), us...).Result()
+		if err != nil {
+			return nil, storeErr("seqs", err)
+		}
+		for i, v := range vals {
+			if v > 0 {
+				out[us[i]] = waitroom.Ticket(k, rediskey.PartitionOf(us[i], k), int64(v))
+			}
 		}
 	}
 	return out, nil

@@ -1,8 +1,13 @@
 -- One admission tick for one show (pop-and-issue), run by any replica at any time.
 -- KEYS: 1 config, 2 info, 3 state, 4 wait, 5 pre, 6 hb, 7 grants, 8 active (rediskey.QueueActive), 9 gexp,
---       10 jti->user, 11 unrecorded (jti -> ticket), 12 skipped (user -> when), 13 bot stats (holding the arrivals' ring: arrivals.lua)
+--       10 jti->user, 11 unrecorded (jti -> ticket), 12 skipped (user -> when), 13 bot stats (holding the arrivals' ring: arrivals.lua),
+--       14 arrival marks (join.lua)
 -- ARGV: 1 nonce (unique per call, but a call the client retries runs again with it), 2 grace ms, 3 max fans popped per call (0: admit nobody this tick),
---       4 ms after which unrecorded grants are handed out again for recording
+--       4 ms after which unrecorded grants are handed out again for recording,
+--       5 the fans to admit, decided by the caller (-1: this script decides from the rate and the active slots;
+--       a partitioned queue's tick decides for all its lines, waitroom/redis/lines.go, and this line's rate
+--       budget is not touched), 6 how many of the line's next tickets to answer after admitting,
+--       7 answer the marks above this ticket (-1: none)
 -- Invariants kept, atomically:
 --  * the rate is not multiplied by the number of replicas: credit accrues from the last tick's timestamp stored
 --    here (Redis TIME), whoever ran it, so two replicas ticking share one budget; unused credit is not banked
@@ -37,6 +42,7 @@ local nonce = ARGV[1]
 local grace = tonumber(ARGV[2])
 local maxScan = tonumber(ARGV[3])
 local retry = tonumber(ARGV[4])
+local forced = tonumber(ARGV[5] or '-1') or -1
 
 local cfg = redis.call('HMGET', KEYS[1], 'enabled', 'admitPerSecond', 'maxActive', 'tokenTtlSeconds', 'paused',
   'mode', 'activeThreshold', 'arrivalThreshold', 'cooldown')
@@ -136,6 +142,7 @@ if phase == 'open' then
   if lastTick then elapsed = math.min(math.max(now - lastTick, 0), 1000) end
   local credit = carry + rate * elapsed / 1000
   local want = math.floor(credit)
+  if forced >= 0 then want = forced end
   local n = math.min(want, maxActive - active)
   local scanned = 0
   local iat = now - now % 1000
@@ -195,10 +202,15 @@ else
 end
 admittedTotal = admittedTotal + granted
 skippedTotal = skippedTotal + skipped
-if phase ~= 'closed' then -- a switched-off (or never configured) queue leaves no state behind
+if phase ~= 'closed' and forced < 0 then -- a switched-off (or never configured) queue leaves no state behind
   redis.call('HSET', KEYS[3], 'lastTick', now, 'carry', tostring(carry), 'cursor', cursor,
     'admittedTotal', admittedTotal, 'skippedTotal', skippedTotal)
+elseif phase ~= 'closed' then
+  redis.call('HSET', KEYS[3], 'cursor', cursor, 'admittedTotal', admittedTotal, 'skippedTotal', skippedTotal)
 end
+-- Marks behind the cursor order nobody now: all but the floor mark of the next ticket go.
+local floor = redis.call('ZREVRANGEBYSCORE', KEYS[14], cursor + 1, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
+if #floor == 2 then redis.call('ZREMRANGEBYSCORE', KEYS[14], '-inf', '(' .. floor[2]) end
 
 local waiting = redis.call('ZCARD', KEYS[4])
 if not drawn then waiting = waiting + redis.call('SCARD', KEYS[5]) end
@@ -238,5 +250,12 @@ if gapEnd > cursor then
 else
   gapEnd = 0
 end
+local heads, marks = {}, {}
+if tonumber(ARGV[6] or '0') > 0 then
+  heads = redis.call('ZRANGE', KEYS[4], 0, tonumber(ARGV[6]) - 1, 'WITHSCORES')
+end
+if tonumber(ARGV[7] or '-1') >= 0 then
+  marks = redis.call('ZRANGEBYSCORE', KEYS[14], '(' .. ARGV[7], '+inf', 'WITHSCORES')
+end
 return {phase, cursor, lastSeq, waiting, active + granted, admittedTotal, skippedTotal, now, opens,
-  tostring(rate), maxActive, out, durable, overdue, engagedFlag, arrived, gapEnd, gap}
+  tostring(rate), maxActive, out, durable, overdue, engagedFlag, arrived, gapEnd, gap, heads, marks, skipped}

@@ -18,6 +18,12 @@ var (
 
 // Bypass implements waitroom.Store (bypass.lua).
 func (s *Store) Bypass(ctx context.Context, show, user string, g *waitroom.Grant) (waitroom.Entry, error) {
+	k, err := s.parts(ctx, show)
+	if err != nil {
+		return waitroom.Entry{}, err
+	}
+	home := show
+	show, p := s.lineOf(show, user, k) // a partitioned queue's fan is admitted on their line
 	keys := []string{rediskey.QueueConfig(show), rediskey.ShowInfo(show), State(show), Wait(show), Pre(show),
 		Heartbeat(show), Grants(show), rediskey.QueueActive(show), GrantExp(show), JTI(show)}
 	args := []any{user, "look", "", 0, 0, ""}
@@ -25,8 +31,17 @@ func (s *Store) Bypass(ctx context.Context, show, user string, g *waitroom.Grant
 		args = []any{user, "admit", g.JTI, g.ExpiresAt.UnixMilli(), g.IssuedAt.UnixMilli(), g.Token}
 	}
 	r, err := bypassScript.Run(ctx, s.rdb, keys, args...).Slice()
+	if err == nil && k > 1 && len(r) > 0 && str(r[0]) == "unknown" {
+		if err = s.syncLine(ctx, home, show); err == nil {
+			r, err = bypassScript.Run(ctx, s.rdb, keys, args...).Slice()
+		}
+	}
 	if err != nil {
 		return waitroom.Entry{}, storeErr("bypass", err)
 	}
-	return s.entry(ctx, "bypass", show, user, r)
+	e, err := s.entry(ctx, "bypass", show, user, r)
+	if err != nil || k <= 1 {
+		return e, lineErr(show, err)
+	}
+	return s.inLines(ctx, home, k, p, e)
 }

@@ -51,20 +51,27 @@ func (s *Store) DrawUnlock(ctx context.Context, show string) error {
 	return nil
 }
 
-// PreJoiners implements waitroom.Store, scanning so a million members do not make one huge reply.
+// PreJoiners implements waitroom.Store, scanning so a million members do not make one huge reply: every line's
+// pool, for a partitioned queue's one draw.
 func (s *Store) PreJoiners(ctx context.Context, show string) ([]string, error) {
-	if s.replicas != nil {
-		if err := s.replicas.settle(ctx, show); err != nil { // the pool a promoted replica would draw (replicas.go)
-			return nil, storeErr("pre-joiners", err)
-		}
+	k, err := s.parts(ctx, show)
+	if err != nil {
+		return nil, err
 	}
 	var out []string
-	it := s.rdb.SScan(ctx, Pre(show), 0, "", 10000).Iterator()
-	for it.Next(ctx) {
-		out = append(out, it.Val())
-	}
-	if err := it.Err(); err != nil {
-		return nil, storeErr("pre-joiners", err)
+	for _, line := range rediskey.Lines(show, k) {
+		if s.replicas != nil {
+			if err := s.replicas.settle(ctx, line); err != nil { // the pool a promoted replica would draw (replicas.go)
+				return nil, storeErr("pre-joiners", err)
+			}
+		}
+		it := s.rdb.SScan(ctx, Pre(line), 0, "", 10000).Iterator()
+		for it.Next(ctx) {
+			out = append(out, it.Val())
+		}
+		if err := it.Err(); err != nil {
+			return nil, storeErr("pre-joiners", err)
+		}
 	}
 	return out, nil
 }
@@ -73,10 +80,56 @@ func (s *Store) PreJoiners(ctx context.Context, show string) ([]string, error) {
 // values) and for a short script, large enough that a million tickets take few round trips.
 const placeChunk = 3000
 
-// Place implements waitroom.Store: chunks of placeChunk tickets, sent ten scripts per round trip (each script is
-// atomic and checks the drawn mark itself), then the finishing mark.
+// Place implements waitroom.Store. A partitioned queue's draw is one order over all lines: each line gets its
+// fans in that order, and marks (waitroom.DrawGroup) that keep the order across lines (placeLine).
 func (s *Store) Place(ctx context.Context, show string, ordered []string, digest string) error {
-	keys := []string{State(show), Wait(show), Pre(show)}
+	k, err := s.parts(ctx, show)
+	if err != nil {
+		return err
+	}
+	if k <= 1 {
+		return s.placeLine(ctx, show, ordered, nil, len(ordered), digest)
+	}
+	fans := map[int][]string{}
+	groups := map[int][]int64{}
+	for i, u := range ordered {
+		p := rediskey.PartitionOf(u, k)
+		fans[p] = append(fans[p], u)
+		groups[p] = append(groups[p], int64(i/waitroom.DrawGroup)+1)
+	}
+	for p := k - 1; p >= 0; p-- { // the show's own line last: its finish says the whole draw is written
+		if err := s.placeLine(ctx, rediskey.Line(show, p, k), fans[p], groups[p], len(ordered), digest); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// placeLine writes one line's drawn fans as its next tickets, in chunks of placeChunk tickets sent ten scripts
+// per round trip (each script is atomic and checks the drawn mark itself), then the finishing mark with the
+// whole draw's count. groups, for a partitioned queue, is each fan's group in the show's draw: a mark is written
+// at the line's first ticket of each group, before the finish.
+func (s *Store) placeLine(ctx context.Context, line string, ordered []string, groups []int64, count int, digest string) error {
+	keys := []string{State(line), Wait(line), Pre(line)}
+	if len(groups) > 0 {
+		last, err := s.rdb.HGet(ctx, State(line), "lastSeq").Int64()
+		if err != nil && !errors.Is(err, goredis.Nil) {
+			return storeErr("place", err)
+		}
+		var marks []goredis.Z
+		for i, g := range groups {
+			if i == 0 || g != groups[i-1] {
+				marks = append(marks, goredis.Z{Score: float64(last + int64(i) + 1), Member: g})
+			}
+		}
+		for len(marks) > 0 {
+			n := min(len(marks), placeChunk)
+			if err := s.rdb.ZAdd(ctx, Marks(line), marks[:n]...).Err(); err != nil {
+				return storeErr("place", err)
+			}
+			marks = marks[n:]
+		}
+	}
 	for i := 0; i < len(ordered); {
 		p := s.rdb.Pipeline()
 		var cmds []*goredis.Cmd
@@ -100,11 +153,11 @@ func (s *Store) Place(ctx context.Context, show string, ordered []string, digest
 			}
 		}
 	}
-	if err := placeScript.Run(ctx, s.rdb, keys, "finish", len(ordered), digest).Err(); err != nil {
+	if err := placeScript.Run(ctx, s.rdb, keys, "finish", len(ordered), digest, count).Err(); err != nil {
 		return storeErr("place", err)
 	}
 	if s.replicas != nil {
-		if err := s.replicas.settle(ctx, show); err != nil { // done once the replicas hold it (replicas.go)
+		if err := s.replicas.settle(ctx, line); err != nil { // done once the replicas hold it (replicas.go)
 			return storeErr("place", err)
 		}
 	}

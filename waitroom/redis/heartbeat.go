@@ -15,6 +15,23 @@ var (
 
 // Touch implements waitroom.Store, in chunks so no single script runs long.
 func (s *Store) Touch(ctx context.Context, show string, users []string) ([]string, error) {
+	_, groups, err := s.byLine(ctx, show, users)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for line, us := range groups {
+		m, err := s.touch(ctx, line, us)
+		missing = append(missing, m...)
+		if err != nil {
+			return missing, err
+		}
+	}
+	return missing, nil
+}
+
+// touch refreshes heartbeats on one line.
+func (s *Store) touch(ctx context.Context, show string, users []string) ([]string, error) {
 	var missing []string
 	for len(users) > 0 {
 		n := min(len(users), 1000)

@@ -33,7 +33,7 @@ func (s *Store) joinKeys(show string) []string {
 	k := []string{rediskey.QueueConfig(show), rediskey.ShowInfo(show), State(show), Wait(show), Pre(show),
 		Heartbeat(show), Grants(show), rediskey.QueueActive(show), Skipped(show), BotStats(show), BotPlaces(show),
 		BotShadow(show), BotBrowsers(show), BotSpent(show, "-"), GrantExp(show), JTI(show), Unrecorded(show),
-		BotSolves(show), Returned(show)}
+		BotSolves(show), Returned(show), Marks(show)}
 	s.keys.Add(show, k)
 	return k
 }
@@ -77,6 +77,17 @@ func (s *Store) join(ctx context.Context, show, user string, join bool, receipte
 	if err := ctx.Err(); err != nil {
 		return waitroom.Entry{}, storeErr("join", err)
 	}
+	k, err := s.parts(ctx, show)
+	if err != nil {
+		return waitroom.Entry{}, err
+	}
+	// A partitioned queue's fan joins their own line, with the line's own ticket (waitroom.Ticket).
+	show, p := s.lineOf(show, user, k)
+	if rp, rs := waitroom.SplitTicket(k, receipted); rp == p {
+		receipted = rs
+	} else {
+		receipted = 0 // a receipt of another line (the count changed since): no place to give back there
+	}
 	keys := s.joinKeys(show)
 	args := make([]any, 0, 14+len(storeReasons))
 	args = append(args, user, flag, receipted)
@@ -108,17 +119,28 @@ func (s *Store) join(ctx context.Context, show, user string, join bool, receipte
 	}
 	args = append(args, rand.Text()[:16], returning, flags)
 	args = append(args, storeReasons...)
-	var r []any
-	var err error
-	if join && s.replicas != nil {
-		r, err = s.replicas.join(ctx, show, keys, args) // answered once its write is on the replicas (replicas.go)
-	} else {
-		r, err = joinScript.Run(ctx, s.joins, keys, args...).Slice()
+	args = append(args, waitroom.MarkEvery)
+	run := func() ([]any, error) {
+		if join && s.replicas != nil {
+			return s.replicas.join(ctx, show, keys, args) // answered once its write is on the replicas (replicas.go)
+		}
+		return joinScript.Run(ctx, s.joins, keys, args...).Slice()
+	}
+	r, err := run()
+	if err == nil && k > 1 && len(r) > 0 && str(r[0]) == "unknown" {
+		// A line without its copy of the show's settings: copied now (a tick copies them too), asked again.
+		if err = s.syncLine(ctx, rediskey.ShowOf(show), show); err == nil {
+			r, err = run()
+		}
 	}
 	if err != nil {
 		return waitroom.Entry{}, storeErr("join", err)
 	}
-	return s.entry(ctx, "join", show, user, r)
+	e, err := s.entry(ctx, "join", show, user, r)
+	if err != nil || k <= 1 {
+		return e, lineErr(show, err)
+	}
+	return s.inLines(ctx, rediskey.ShowOf(show), k, p, e)
 }
 
 // entry reads the reply of join.lua or bypass.lua (op) for user: the kinds both scripts answer with, read once.
@@ -133,7 +155,7 @@ func (s *Store) entry(ctx context.Context, op, show, user string, r []any) (wait
 	case "reserve":
 		return e, &waitroom.SeqsError{LastSeq: num(r[1])}
 	case "closed":
-		ok, err := s.Exists(ctx, show)
+		ok, err := s.Exists(ctx, rediskey.ShowOf(show))
 		if err != nil {
 			return e, err
 		}

@@ -2,7 +2,8 @@
 -- KEYS: 1 config, 2 info, 3 state, 4 wait, 5 pre, 6 hb, 7 grants, 8 active (rediskey.QueueActive), 9 skipped,
 --       10 bot stats, 11 places per prefix, 12 shadow, 13 browsers, 14 spent challenge (or an unused key),
 --       15 gexp, 16 jti->user, 17 unrecorded (as admit.lua's), 18 solve times, 19 the fans given back a ticket
---       from before the last rebuild; the bot stats (10) hold the arrivals' ring (arrivals.lua)
+--       from before the last rebuild, 20 the arrival marks (waitroom/lines.go: seq -> Redis ms); the bot stats
+--       (10) hold the arrivals' ring (arrivals.lua)
 -- ARGV: 1 userId, 2 join flag, 3 receipted seq (0: none): a ticket the fan's verified place receipt proves,
 --       4 the guard's verdict on a new place ("ok", a refusal, or a suspect's reason), 5 the client's prefix
 --       ("": a join the waiting room makes itself, for a fan already live), 6 places a prefix may take,
@@ -11,7 +12,8 @@
 --       13 what the admission record says of a fan whose ticket the cursor had passed before a rebuild ("" not
 --       asked: reply "passed"; "back": never admitted; "served"), 14 the verdict's flags from Go's table of
 --       reasons ("s" a suspect, "f" a failed proof), 15-17 the reasons this script finds itself
---       (waitroom.StoreReasons): a prefix over its places, a browser holding another's place, a spent proof
+--       (waitroom.StoreReasons): a prefix over its places, a browser holding another's place, a spent proof,
+--       18 ms between arrival marks (waitroom.MarkEvery)
 -- Invariants kept: a fan holds at most one live grant or one ticket, never both (a fan with a live grant is
 -- answered "admitted" and gets no ticket); a new ticket (seq) is handed out once, in increasing order, never
 -- above the ceiling reserved in the record (so a queue rebuilt from the record, whose lastSeq starts at that
@@ -59,7 +61,7 @@ if g then
   end
 end
 
-local st = redis.call('HMGET', KEYS[3], 'cursor', 'drawn', 'ceiling', 'lastSeq', 'rebuiltCeiling')
+local st = redis.call('HMGET', KEYS[3], 'cursor', 'drawn', 'ceiling', 'lastSeq', 'rebuiltCeiling', 'markAt')
 if not st[3] then
   return {'restore'} -- the queue's own state is not here (new queue, or lost): rebuild it from the record
 end
@@ -273,4 +275,9 @@ local refused = guard()
 if refused then return refused end
 local s = redis.call('HINCRBY', KEYS[3], 'lastSeq', 1)
 redis.call('ZADD', KEYS[4], s, user)
+-- An arrival mark when the last is MarkEvery old: what a partitioned queue orders its lines' tickets by.
+if now - (tonumber(st[6] or '') or 0) >= tonumber(ARGV[18]) then
+  redis.call('ZADD', KEYS[20], s, now)
+  redis.call('HSET', KEYS[3], 'markAt', now)
+end
 return inLine('waiting', s)

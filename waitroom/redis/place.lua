@@ -1,6 +1,7 @@
 -- Writes one chunk of the pre-opening draw, or finishes it.
 -- KEYS: 1 state, 2 wait, 3 pre
--- ARGV: 1 "chunk" first-index user... | "finish" count digest
+-- ARGV: 1 "chunk" first-index user... | "finish" count digest drawCount (the whole draw's, when a partitioned
+--       queue's line holds only its share of it; absent: count)
 -- Invariants kept: once the draw is marked done, admissions pop from the queue, so no chunk may be written after
 -- that (a late duplicate drawer would put popped fans back); both steps check the flag in the same script.
 -- Tickets follow any handed out before (lastSeq, normally 0; joins wait while the draw is pending, so it does
@@ -24,7 +25,7 @@ if ARGV[1] == 'chunk' then
 end
 local n = tonumber(ARGV[2])
 local last = tonumber(redis.call('HGET', KEYS[1], 'lastSeq') or '0') + n
-redis.call('HSET', KEYS[1], 'drawn', '1', 'lastSeq', last, 'drawCount', n, 'drawDigest', ARGV[3])
+redis.call('HSET', KEYS[1], 'drawn', '1', 'lastSeq', last, 'drawCount', ARGV[4] or n, 'drawDigest', ARGV[3])
 -- The pool is kept a week for audits (it can hold a million ids), then it goes.
 redis.call('PEXPIRE', KEYS[3], 7 * 24 * 3600 * 1000)
 return 1

@@ -55,6 +55,12 @@ func Seed(show string) string       { return rediskey.Tag(show) + ":wr:seed" }
 func DrawLock(show string) string   { return rediskey.Tag(show) + ":wr:drawlock" }
 func Skipped(show string) string    { return rediskey.Tag(show) + ":wr:skipped" }
 
+// Marks holds a line's arrival marks (waitroom/lines.go): member the mark's time, score its ticket.
+func Marks(show string) string { return rediskey.Tag(show) + ":wr:marks" }
+
+// TickLock is held by the replica running a partitioned queue's tick (lines.go), so that one budget is spent once.
+func TickLock(show string) string { return rediskey.Tag(show) + ":wr:ticklock" }
+
 // Returned names the fans given back a ticket from before the queue's last rebuild (join.lua), so that each gets
 // it back once.
 func Returned(show string) string { return rediskey.Tag(show) + ":wr:returned" }
@@ -74,7 +80,8 @@ func BotSpent(show, challenge string) string {
 func Keys(show string) []string {
 	return []string{Wait(show), Pre(show), Heartbeat(show), State(show), Grants(show), GrantExp(show), JTI(show),
 		Unrecorded(show), Seed(show), DrawLock(show), Skipped(show), Returned(show), BotStats(show), BotSolves(show),
-		BotPlaces(show), BotShadow(show), BotBrowsers(show), BotPressure(show), Mark(show), rediskey.QueueConfig(show),
+		BotPlaces(show), BotShadow(show), BotBrowsers(show), BotPressure(show), Mark(show), Marks(show), TickLock(show),
+		rediskey.QueueConfig(show),
 		rediskey.QueueActive(show), rediskey.QueueRevoked(show), rediskey.ShowInfo(show)}
 }
 
@@ -93,6 +100,8 @@ type Store struct {
 	keys *lru.Cache[string, []string]
 	// replicas, when set (WaitReplicas), answers joins only once their writes are on the replicas.
 	replicas *replicas
+	// lines is what this replica knows of partitioned shows (lines.go).
+	lines lines
 }
 
 // maxKeyedShows bounds Store.keys: shows on sale at once, with room to spare.
@@ -101,7 +110,8 @@ const maxKeyedShows = 4096
 // New returns a store on rdb.
 func New(rdb goredis.UniversalClient) *Store {
 	keys, _ := lru.New[string, []string](maxKeyedShows) // errs only for a size below 1
-	s := &Store{rdb: rdb, joins: rdb, keys: keys}
+	s := &Store{rdb: rdb, joins: rdb, keys: keys,
+		lines: lines{parts: map[string]partsEntry{}, views: map[string]*lineView{}}}
 	if ap, err := rdb.AutoPipeline(); err == nil { // cached by the client and closed with it
 		s.joins = ap
 	}
@@ -133,8 +143,33 @@ func num(v any) int64 {
 	return 0
 }
 
-// Counts implements waitroom.Store.
+// Counts implements waitroom.Store: a partitioned queue's, summed over its lines.
 func (s *Store) Counts(ctx context.Context, show string) (waitroom.Counts, error) {
+	k, err := s.parts(ctx, show)
+	if err != nil {
+		return waitroom.Counts{}, err
+	}
+	var c waitroom.Counts
+	for _, line := range rediskey.Lines(show, k) {
+		lc, err := s.lineCounts(ctx, line)
+		if err != nil {
+			return c, err
+		}
+		if line == show {
+			c.Engaged = lc.Engaged
+		}
+		c.Waiting += lc.Waiting
+		c.Active += lc.Active
+		c.AdmittedTotal += lc.AdmittedTotal
+		c.SkippedTotal += lc.SkippedTotal
+		c.ArrivalsPerMinute += lc.ArrivalsPerMinute
+		c.PartitionSizes = append(c.PartitionSizes, lc.Waiting)
+	}
+	return c, nil
+}
+
+// lineCounts reads one line's counters (a single queue's are its show's).
+func (s *Store) lineCounts(ctx context.Context, show string) (waitroom.Counts, error) {
 	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	p := s.rdb.Pipeline()
 	wait := p.ZCard(ctx, Wait(show))

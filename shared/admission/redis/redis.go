@@ -45,7 +45,7 @@ var _ admission.Cache = (*Cache)(nil)
 var configFields = []string{rediskey.QueueEnabled, rediskey.QueueAdmitPerSecond, rediskey.QueueMaxActive,
 	rediskey.QueueTokenTTLSeconds, rediskey.QueuePaused, rediskey.QueueTurnHold, rediskey.QueueBot, rediskey.QueuePage,
 	rediskey.QueueMode, rediskey.QueueTuning, rediskey.QueueActiveThreshold, rediskey.QueueArrivalThreshold,
-	rediskey.QueueCooldown}
+	rediskey.QueueCooldown, rediskey.QueuePartitions}
 
 // Lookup implements admission.Cache: one HMGET.
 func (c *Cache) Lookup(ctx context.Context, show string) (admission.Settings, admission.Presence, error) {
@@ -134,7 +134,7 @@ func settingsValues(s admission.Settings) []any {
 	tuning, _ := json.Marshal(s.Tuning) // likewise
 	return []any{flag(s.Enabled), strconv.FormatFloat(s.AdmitPerSecond, 'f', -1, 64), s.MaxActive,
 		s.TokenTTLSeconds, flag(s.Paused), s.TurnHoldSeconds, string(bot), string(page), s.QueueMode(), string(tuning),
-		s.ActiveUsersThreshold, s.NewUsersPerMinuteThreshold, s.CooldownSeconds}
+		s.ActiveUsersThreshold, s.NewUsersPerMinuteThreshold, s.CooldownSeconds, s.Lines()}
 }
 
 // settingsArgs are put.lua's and fill.lua's first arguments: the version, the number of field-value arguments,
@@ -189,8 +189,16 @@ func (c *Cache) Revoked(ctx context.Context, show string, jtis []string) (revoke
 // ShowInfo says exists (fill.lua), so requests for made-up show ids leave no keys behind.
 func (c *Cache) Fill(ctx context.Context, show string, s admission.Settings, version int64, live, revoked []admission.Grant) error {
 	args := settingsArgs(s, version)
-	args = append(args, len(live))
-	for _, gs := range [][]admission.Grant{live, revoked} {
+	// A partitioned queue's lines hold their own admissions among their active ones (waitroom/redis restores
+	// them with the line): the show's active set holds only its own.
+	own := make([]admission.Grant, 0, len(live))
+	for _, g := range live {
+		if rediskey.LineOfJTI(show, g.JTI) == show {
+			own = append(own, g)
+		}
+	}
+	args = append(args, len(own))
+	for _, gs := range [][]admission.Grant{own, revoked} {
 		for _, g := range gs {
 			args = append(args, g.ExpiresAt.UnixMilli(), g.JTI)
 		}
@@ -233,10 +241,18 @@ func (c *Cache) SetSettings(ctx context.Context, show string, s admission.Settin
 	return c.announce(ctx, show)
 }
 
-// Release implements admission.Cache. Both keys share the show's hash tag, so one MULTI suffices on a cluster.
+// Release implements admission.Cache. Both keys share the show's hash tag, so one MULTI suffices on a cluster;
+// an admission of a partitioned queue's line (rediskey.ActiveFor) is on another slot, and goes first: a slot
+// freed before the revocation is written only lets the next fan in a moment early.
 func (c *Cache) Release(ctx context.Context, g admission.Grant) error {
 	if g.JTI == "" {
 		return nil
+	}
+	active := rediskey.ActiveFor(g.ShowID, g.JTI)
+	if active != rediskey.QueueActive(g.ShowID) {
+		if err := c.rdb.ZRem(ctx, active, g.JTI).Err(); err != nil {
+			return fmt.Errorf("admission/redis: release %s: %w", g.JTI, err)
+		}
 	}
 	_, err := c.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		p.ZRem(ctx, rediskey.QueueActive(g.ShowID), g.JTI)
