@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	_ "embed"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -70,6 +71,18 @@ func (s *Store) Lookup(ctx context.Context, show, user string) (waitroom.Entry, 
 }
 
 func (s *Store) join(ctx context.Context, show, user string, join bool, receipted int64, a *waitroom.Ask) (waitroom.Entry, error) {
+	e, err := s.joinOnce(ctx, show, user, join, receipted, a)
+	if errors.Is(err, errMoved) { // the partition count changed since this replica read it: once more, routed anew
+		s.forgetParts(show)
+		e, err = s.joinOnce(ctx, show, user, join, receipted, a)
+	}
+	return e, err
+}
+
+// errMoved: join.lua found another partition count in the settings than the fan was routed by.
+var errMoved = errors.New("waitroom/redis: the partition count changed")
+
+func (s *Store) joinOnce(ctx context.Context, show, user string, join bool, receipted int64, a *waitroom.Ask) (waitroom.Entry, error) {
 	var flag any = "0" // constants in an interface: no allocation per call
 	if join {
 		flag = "1"
@@ -119,7 +132,7 @@ func (s *Store) join(ctx context.Context, show, user string, join bool, receipte
 	}
 	args = append(args, rand.Text()[:16], returning, flags)
 	args = append(args, storeReasons...)
-	args = append(args, waitroom.MarkEvery)
+	args = append(args, waitroom.MarkEvery, k)
 	run := func() ([]any, error) {
 		if join && s.replicas != nil {
 			return s.replicas.join(ctx, show, keys, args) // answered once its write is on the replicas (replicas.go)
@@ -150,6 +163,8 @@ func (s *Store) entry(ctx context.Context, op, show, user string, r []any) (wait
 	switch kind {
 	case "unknown":
 		return e, waitroom.ErrNoSettings
+	case "moved":
+		return e, errMoved
 	case "restore":
 		return e, waitroom.ErrNoState
 	case "reserve":

@@ -13,7 +13,8 @@
 --       asked: reply "passed"; "back": never admitted; "served"), 14 the verdict's flags from Go's table of
 --       reasons ("s" a suspect, "f" a failed proof), 15-17 the reasons this script finds itself
 --       (waitroom.StoreReasons): a prefix over its places, a browser holding another's place, a spent proof,
---       18 ms between arrival marks (waitroom.MarkEvery)
+--       18 ms between arrival marks (waitroom.MarkEvery), 19 the partition count the caller routed the fan by
+--       (a different count in the settings answers "moved": the caller's memory of it is stale)
 -- Invariants kept: a fan holds at most one live grant or one ticket, never both (a fan with a live grant is
 -- answered "admitted" and gets no ticket); a new ticket (seq) is handed out once, in increasing order, never
 -- above the ceiling reserved in the record (so a queue rebuilt from the record, whose lastSeq starts at that
@@ -31,7 +32,7 @@
 -- as admit.lua would admit them: so live admissions never pass the threshold through this path. The first join
 -- that finds a threshold reached engages the queue (state's "engaged", read by every replica's joins, since they
 -- all run here) and takes a ticket like any other; admit.lua disengages it.
--- Reply: {kind, ...}: unknown | restore | closed | sold_out | admitted grantValue | pre opensAt paused |
+-- Reply: {kind, ...}: unknown | moved | restore | closed | sold_out | admitted grantValue | pre opensAt paused |
 -- pending | waiting seq cursor rate paused gapEnd gap | shadow (as waiting) | reserve lastSeq | refused reason | none |
 -- passed
 local t = redis.call('TIME')
@@ -41,9 +42,12 @@ local join = ARGV[2] == '1'
 local receipted = tonumber(ARGV[3]) or 0
 
 local cfg = redis.call('HMGET', KEYS[1], 'enabled', 'admitPerSecond', 'paused', 'mode', 'activeThreshold',
-  'arrivalThreshold', 'tokenTtlSeconds')
+  'arrivalThreshold', 'tokenTtlSeconds', 'partitions')
 if not cfg[1] then
   return {'unknown'} -- no settings cached: never read as "closed" before the record has been asked
+end
+if (tonumber(cfg[8] or '') or 1) ~= tonumber(ARGV[19]) then
+  return {'moved'}
 end
 -- One read of the show's info serves the closed check and everything below.
 local info = redis.call('HMGET', KEYS[2], 'closed', 'available', 'held', 'saleStartsAt')

@@ -89,6 +89,13 @@ func (s *Store) parts(ctx context.Context, show string) (int, error) {
 	return k, nil
 }
 
+// forgetParts drops this replica's memory of show's partition count.
+func (s *Store) forgetParts(show string) {
+	s.lines.mu.Lock()
+	delete(s.lines.parts, show)
+	s.lines.mu.Unlock()
+}
+
 // lineOf is user's line of show among k, and its index.
 func (s *Store) lineOf(show, user string, k int) (string, int) {
 	p := rediskey.PartitionOf(user, k)
