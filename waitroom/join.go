@@ -206,7 +206,10 @@ func (s *Service) place(ctx context.Context, show string, e Entry) (Place, error
 		}
 		p.Grant = &g
 	case e.Status == Waiting && e.Seq > 0:
-		p.Position = TickResult{Cursor: e.Cursor, Gap: e.Gap, Lines: e.Lines}.Position(e.Seq)
+		p.Position = TickResult{Cursor: e.Cursor, Gap: e.Gap}.Position(e.Seq)
+		if e.Lines != nil {
+			p.Position = e.Lines.PositionAt(e.Seq, e.At)
+		}
 		if e.Paused {
 			break // no ETA while nobody is admitted
 		}

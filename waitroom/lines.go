@@ -91,7 +91,10 @@ func (l Lines) before(q int, t int64, p int) int64 {
 }
 
 // Position is the position of ticket (Ticket's number) across the lines: 1-based, 0 when unknown.
-func (l Lines) Position(ticket int64) int64 {
+func (l Lines) Position(ticket int64) int64 { return l.PositionAt(ticket, 0) }
+
+// PositionAt is Position for a ticket whose floor mark's time is known to be mark (0: read it from the lines).
+func (l Lines) PositionAt(ticket, mark int64) int64 {
 	p, s := SplitTicket(len(l), ticket)
 	if p >= len(l) || s <= 0 {
 		return 0
@@ -100,7 +103,10 @@ func (l Lines) Position(ticket int64) int64 {
 	if s <= l[p].Cursor {
 		return pos
 	}
-	t := at(l[p].Marks, s)
+	t := mark
+	if t == 0 {
+		t = at(l[p].Marks, s)
+	}
 	for q := range l {
 		if q != p {
 			pos += max(0, l.before(q, t, p)-l[q].Cursor)
@@ -115,14 +121,19 @@ func (l Lines) Passed(ticket int64) bool {
 	return p < len(l) && s > 0 && s <= l[p].Cursor
 }
 
-// Order is the merge: given each line's next tickets (ascending), how many of the first n in the show's order
-// come from each line. Tickets at or below their line's cursor (fans put back at the head) come first.
-func (l Lines) Order(heads [][]int64, n int) []int {
+// Order is the merge: given each line's next tickets (ascending; more exist beyond those of a line marked in
+// more), how many of the first n in the show's order come from each line. Tickets at or below their line's cursor
+// (fans put back at the head) come first. It stops where a line with more tickets than it was given runs out:
+// its next one might come first.
+func (l Lines) Order(heads [][]int64, more []bool, n int) []int {
 	take := make([]int, len(l))
 	for ; n > 0; n-- {
 		best, bestAt := -1, int64(0)
 		for q := range l {
 			if take[q] >= len(heads[q]) {
+				if more[q] {
+					return take
+				}
 				continue
 			}
 			s := heads[q][take[q]]

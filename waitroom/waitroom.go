@@ -106,8 +106,10 @@ type Entry struct {
 	// Gap is what a rebuild left empty ahead of the cursor (TickResult.Gap).
 	Gap Gap
 	// Lines, for a partitioned queue, is its lines as this replica last saw them, the fan's own as the store
-	// just read it: Seq's position follows from them.
+	// just read it: Seq's position follows from them, and from At, the ticket's floor mark (lines.go), which the
+	// replica's view may not hold yet.
 	Lines Lines
+	At    int64
 }
 
 // Grant is one admission: the token's id, holder and lifetime. Token is the signed JWT once it has been signed.

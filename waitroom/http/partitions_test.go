@@ -45,7 +45,7 @@ func TestPartitionsSetting(t *testing.T) {
 	refused(`{"partitions":0}`, "zero")
 	refused(`{"partitions":65}`, "over 64")
 	refused(`{"partitions":3,"mode":"threshold"}`, "with threshold mode")
-	if res, b := s.do(t, "PUT", queue, admin, `{"partitions":3}`); res.StatusCode != 200 || !strings.Contains(string(b), `"partitions":3`) {
+	if res, b := s.do(t, "PUT", queue, admin, `{"partitions":3,"paused":true}`); res.StatusCode != 200 || !strings.Contains(string(b), `"partitions":3`) {
 		t.Fatalf("PUT partitions 3 before the sale: %d %s", res.StatusCode, b)
 	}
 	for _, u := range []string{"ana", "bo", "cy", "di", "ed", "flo"} {

@@ -4,12 +4,14 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/waitroom"
 )
 
@@ -66,8 +68,33 @@ func (s *Store) pressure(ctx context.Context, keys []string, prefix string, half
 const topPrefixes = 10
 
 // BotFigures implements waitroom.GuardStore: the stats hash, the recent solve times and the top prefixes, in one
-// round trip (the keys share the show's hash tag).
+// round trip per line (a line's keys share its hash tag), summed over a partitioned queue's lines.
 func (s *Store) BotFigures(ctx context.Context, show string) (waitroom.BotFigures, error) {
+	k, err := s.parts(ctx, show)
+	if err != nil {
+		return waitroom.BotFigures{}, err
+	}
+	f := waitroom.BotFigures{Refused: map[string]int64{}, TopPrefixes: []waitroom.PrefixPlaces{}}
+	places := map[string]int64{}
+	for _, line := range rediskey.Lines(show, k) {
+		if err := s.lineBotFigures(ctx, line, &f, places); err != nil {
+			return f, err
+		}
+	}
+	for m, n := range places {
+		f.TopPrefixes = append(f.TopPrefixes, waitroom.PrefixPlaces{Prefix: m, Places: n})
+	}
+	sort.Slice(f.TopPrefixes, func(i, j int) bool {
+		a, b := f.TopPrefixes[i], f.TopPrefixes[j]
+		return a.Places > b.Places || a.Places == b.Places && a.Prefix > b.Prefix
+	})
+	f.TopPrefixes = f.TopPrefixes[:min(len(f.TopPrefixes), topPrefixes)]
+	f.Solves = f.Solves[:min(len(f.Solves), 1000)]
+	return f, nil
+}
+
+// lineBotFigures adds one line's figures to f, and its top prefixes' places to places.
+func (s *Store) lineBotFigures(ctx context.Context, show string, f *waitroom.BotFigures, places map[string]int64) error {
 	var stats *goredis.MapStringStringCmd
 	var solves *goredis.StringSliceCmd
 	var top *goredis.ZSliceCmd
@@ -78,22 +105,21 @@ func (s *Store) BotFigures(ctx context.Context, show string) (waitroom.BotFigure
 		return nil
 	})
 	if err != nil {
-		return waitroom.BotFigures{}, storeErr("bot figures", err)
+		return storeErr("bot figures", err)
 	}
-	f := waitroom.BotFigures{Refused: map[string]int64{}, TopPrefixes: []waitroom.PrefixPlaces{}}
 	for k, v := range stats.Val() {
 		n, _ := strconv.ParseInt(v, 10, 64)
 		switch {
 		case k == "issued":
-			f.Issued = n
+			f.Issued += n
 		case k == "solved":
-			f.Solved = n
+			f.Solved += n
 		case k == "failed":
-			f.Failed = n
+			f.Failed += n
 		case k == "shadowed":
-			f.Shadowed = n
+			f.Shadowed += n
 		case strings.HasPrefix(k, "refused:"):
-			f.Refused[strings.TrimPrefix(k, "refused:")] = n
+			f.Refused[strings.TrimPrefix(k, "refused:")] += n
 		}
 	}
 	for _, v := range solves.Val() {
@@ -103,7 +129,7 @@ func (s *Store) BotFigures(ctx context.Context, show string) (waitroom.BotFigure
 	}
 	for _, z := range top.Val() {
 		m, _ := z.Member.(string)
-		f.TopPrefixes = append(f.TopPrefixes, waitroom.PrefixPlaces{Prefix: m, Places: int64(z.Score)})
+		places[m] += int64(z.Score)
 	}
-	return f, nil
+	return nil
 }

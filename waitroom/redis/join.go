@@ -199,6 +199,9 @@ func (s *Store) entry(ctx context.Context, op, show, user string, r []any) (wait
 		if len(r) > 6 {
 			e.Gap = waitroom.Gap{End: num(r[5]), Empty: num(r[6])}
 		}
+		if len(r) > 7 {
+			e.At = num(r[7])
+		}
 	case "refused":
 		e.Refused = str(r[1])
 	case "passed":

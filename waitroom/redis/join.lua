@@ -33,7 +33,7 @@
 -- that finds a threshold reached engages the queue (state's "engaged", read by every replica's joins, since they
 -- all run here) and takes a ticket like any other; admit.lua disengages it.
 -- Reply: {kind, ...}: unknown | moved | restore | closed | sold_out | admitted grantValue | pre opensAt paused |
--- pending | waiting seq cursor rate paused gapEnd gap | shadow (as waiting) | reserve lastSeq | refused reason | none |
+-- pending | waiting seq cursor rate paused gapEnd gap [floor mark's time, partitioned] | shadow (as waiting) | reserve lastSeq | refused reason | none |
 -- passed
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -81,7 +81,12 @@ local function inLine(kind, s)
   else
     gapEnd = 0
   end
-  return {kind, s, cursor, rate, paused, gapEnd, gap}
+  if tonumber(ARGV[19]) <= 1 then
+    return {kind, s, cursor, rate, paused, gapEnd, gap}
+  end
+  -- A partitioned queue's fan: the ticket's floor mark too, which orders it among the other lines' fans.
+  local fm = redis.call('ZREVRANGEBYSCORE', KEYS[20], s, '-inf', 'LIMIT', 0, 1)
+  return {kind, s, cursor, rate, paused, gapEnd, gap, fm[1] or '0'}
 end
 
 -- A suspect's shadow place: a ticket number just behind the line's end, moved back there whenever the line comes

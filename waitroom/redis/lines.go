@@ -56,11 +56,13 @@ type lines struct {
 
 // lineView is a show's lines as this replica last stepped them, and the settings last copied to them.
 type lineView struct {
-	mu     sync.Mutex
-	k      int
-	lines  waitroom.Lines
-	copied string // the show's settings and info as last copied to the lines
-	at     time.Time
+	mu         sync.Mutex
+	k          int
+	lines      waitroom.Lines
+	copied     string // the show's settings and info as last copied to the lines
+	copiedAt   time.Time
+	at         time.Time // when the lines were last read
+	refreshing bool
 }
 
 // maxLineShows bounds the memory of lines: shows on sale at once, with room to spare.
@@ -194,7 +196,7 @@ func (s *Store) syncLines(ctx context.Context, show string, v *lineView) error {
 	}
 	sig := fmt.Sprint(cfg, info)
 	v.mu.Lock()
-	due := sig != v.copied || time.Since(v.at) >= time.Second
+	due := sig != v.copied || time.Since(v.copiedAt) >= time.Second
 	v.mu.Unlock()
 	if !due {
 		return nil
@@ -203,7 +205,7 @@ func (s *Store) syncLines(ctx context.Context, show string, v *lineView) error {
 		return err
 	}
 	v.mu.Lock()
-	v.copied, v.at = sig, time.Now()
+	v.copied, v.copiedAt = sig, time.Now()
 	v.mu.Unlock()
 	return nil
 }
@@ -215,13 +217,8 @@ func (s *Store) inLines(ctx context.Context, show string, k, p int, e waitroom.E
 		return e, nil
 	}
 	v := s.view(show, k)
-	v.mu.Lock()
-	fresh := !v.at.IsZero()
-	v.mu.Unlock()
-	if !fresh { // nothing stepped here yet: read every line once
-		if _, err := s.stepLines(ctx, show, v, lineStep{forced: 0, maxScan: 0, nonce: "-"}); err != nil {
-			return e, err
-		}
+	if err := s.refreshView(ctx, show, v); err != nil {
+		return e, err
 	}
 	v.mu.Lock()
 	ls := append(waitroom.Lines(nil), v.lines...)
@@ -230,6 +227,86 @@ func (s *Store) inLines(ctx context.Context, show string, k, p int, e waitroom.E
 	ls[p].LastSeq = max(ls[p].LastSeq, e.Seq)
 	e.Seq, e.Lines = waitroom.Ticket(k, p, e.Seq), ls
 	return e, nil
+}
+
+// viewFresh is how old a view may be when a join answers from it: other lines' fans who joined since are not
+// counted ahead (they came within the order's bound of this fan, and a stream's next tick counts them).
+const viewFresh = 50 * time.Millisecond
+
+// refreshView reads every line's cursor, last ticket and new marks into the view when it is older than
+// viewFresh (a replica that streams the show steps its lines at every tick, which keeps it fresh): one pipeline,
+// a read on each line. One refresh at a time per view; a join that finds one under way uses the view as it is.
+func (s *Store) refreshView(ctx context.Context, show string, v *lineView) error {
+	v.mu.Lock()
+	if time.Since(v.at) < viewFresh || v.refreshing {
+		v.mu.Unlock()
+		return nil
+	}
+	v.refreshing = true
+	from := make([]int64, v.k)
+	for p, l := range v.lines {
+		if n := len(l.Marks); n > 0 {
+			from[p] = l.Marks[n-1].Seq
+		}
+	}
+	v.mu.Unlock()
+	defer func() {
+		v.mu.Lock()
+		v.refreshing = false
+		v.mu.Unlock()
+	}()
+	states := make([]*goredis.SliceCmd, v.k)
+	marks := make([]*goredis.ZSliceCmd, v.k)
+	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for q := range states {
+			line := rediskey.Line(show, q, v.k)
+			states[q] = p.HMGet(ctx, State(line), "cursor", "lastSeq")
+			marks[q] = p.ZRangeByScoreWithScores(ctx, Marks(line), &goredis.ZRangeBy{
+				Min: "(" + strconv.FormatInt(from[q], 10), Max: "+inf"})
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return storeErr("lines", err)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	next := append(waitroom.Lines(nil), v.lines...)
+	for q := range next {
+		vals := states[q].Val()
+		if len(vals) == 2 {
+			next[q].Cursor = max(next[q].Cursor, num(vals[0]))
+			next[q].LastSeq = max(next[q].LastSeq, num(vals[1]))
+		}
+		next[q].Marks = withMarks(next[q].Marks, zmarks(marks[q].Val()), next[q].Cursor)
+	}
+	v.lines, v.at = next, time.Now()
+	return nil
+}
+
+// zmarks reads marks from their sorted set's members (time) and scores (ticket).
+func zmarks(zs []goredis.Z) []waitroom.Mark {
+	out := make([]waitroom.Mark, 0, len(zs))
+	for _, z := range zs {
+		m, _ := z.Member.(string)
+		out = append(out, waitroom.Mark{Seq: int64(z.Score), At: num(m)})
+	}
+	return out
+}
+
+// withMarks is marks with the newer ones added and those behind the cursor dropped, but the floor mark of the
+// next ticket. It shares marks' array, which only ever grows at its end: older views keep reading their part.
+func withMarks(marks, newer []waitroom.Mark, cursor int64) []waitroom.Mark {
+	for _, m := range newer {
+		if len(marks) == 0 || m.Seq > marks[len(marks)-1].Seq {
+			marks = append(marks, m)
+		}
+	}
+	i := 0
+	for i+1 < len(marks) && marks[i+1].Seq <= cursor+1 {
+		i++
+	}
+	return marks[i:len(marks):len(marks)]
 }
 
 // stepped is one line's step.
@@ -279,19 +356,8 @@ func (s *Store) stepLines(ctx context.Context, show string, v *lineView, st line
 	next := make(waitroom.Lines, v.k)
 	for p, o := range out {
 		l := v.lines[p]
-		marks := l.Marks
-		for _, m := range o.r.marks {
-			if len(marks) == 0 || m.Seq > marks[len(marks)-1].Seq {
-				marks = append(marks, m)
-			}
-		}
-		// The marks behind the cursor order nobody: all but the floor mark of the next ticket go.
-		i := 0
-		for i+1 < len(marks) && marks[i+1].Seq <= o.snap.Cursor+1 {
-			i++
-		}
 		next[p] = waitroom.Line{ID: l.ID, Cursor: o.snap.Cursor, LastSeq: o.snap.LastSeq, Gap: o.snap.Gap,
-			Marks: marks[i:len(marks):len(marks)], Durable: o.snap.DurableCursor, Waiting: o.snap.Waiting}
+			Marks: withMarks(l.Marks, o.r.marks, o.snap.Cursor), Durable: o.snap.DurableCursor, Waiting: o.snap.Waiting}
 	}
 	v.lines, v.at = next, time.Now()
 	return out, nil
@@ -300,8 +366,9 @@ func (s *Store) stepLines(ctx context.Context, show string, v *lineView, st line
 // tickLockTTL bounds how long a dead replica's tick lock keeps the others from admitting.
 const tickLockTTL = time.Second
 
-// maxMergeRounds bounds the rounds of a partitioned tick: a round admits fewer than its budget only when some
-// line skipped fans gone absent, whose slots the next round gives to the show's next fans.
+// maxMergeRounds bounds the rounds of a partitioned tick: a round admits fewer than its budget when some line
+// skipped fans gone absent, or when the merge reached the end of the tickets a line answered (maxScan); the next
+// round gives what is left to the show's next fans.
 const maxMergeRounds = 3
 
 // admitLines is a partitioned queue's admission tick.
@@ -347,21 +414,21 @@ func (s *Store) admitLines(ctx context.Context, show string, k int, nonce string
 			v.mu.Lock()
 			order := append(waitroom.Lines(nil), v.lines...)
 			v.mu.Unlock()
-			hs := make([][]int64, k)
+			hs, more := make([][]int64, k), make([]bool, k)
 			for p, o := range out {
-				hs[p] = o.r.heads
+				hs[p], more[p] = o.r.heads, len(o.r.heads) >= heads
 			}
-			take := order.Order(hs, n)
+			take := order.Order(hs, more, n)
 			if out, err = s.stepLines(ctx, show, v, step, take...); err != nil {
 				return waitroom.TickResult{}, err
 			}
 			all = append(all, out...)
-			skipped := 0
+			moved := 0
 			for _, o := range out {
 				n -= len(o.snap.Grants)
-				skipped += o.r.skipped
+				moved += len(o.snap.Grants) + o.r.skipped
 			}
-			if skipped == 0 {
+			if moved == 0 {
 				break
 			}
 		}

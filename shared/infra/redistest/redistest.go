@@ -197,7 +197,12 @@ func DeleteMatching(ctx context.Context, rdb goredis.UniversalClient, pattern st
 
 // DeleteShow deletes every key of a show (all carry its hash tag) on any target.
 func DeleteShow(ctx context.Context, rdb goredis.UniversalClient, show string) error {
-	return DeleteMatching(ctx, rdb, Glob(rediskey.Tag(show))+"*")
+	if err := DeleteMatching(ctx, rdb, Glob(rediskey.Tag(show))+"*"); err != nil {
+		return err
+	}
+	// A partitioned queue's other lines (rediskey.Line).
+	line := strings.TrimSuffix(rediskey.Tag(show), "}") + rediskey.LineSep
+	return DeleteMatching(ctx, rdb, Glob(line)+"*")
 }
 
 // Glob escapes s for a SCAN MATCH pattern.
