@@ -185,11 +185,23 @@ func (s *Service) reserve(ctx context.Context, show, line string, lastSeq int64)
 // tickets it asks for, and trying again, up to five times. A queue the record says is off answers off().
 // Joins, lookups, bypass steps and admission ticks all go through it, so a store that lost a show is put back
 // the same way whichever of them finds it first.
+//
+// A partitioned queue's tick steps every line and names one line per request (LineError): a new show, or a
+// Redis that lost them, has all K lines (up to 64) to restore, so a line's first request is not counted
+// against the five, which bound the retries of one and the same request.
 func recovering[T any](ctx context.Context, s *Service, show string, step func() (T, error), off func() (T, error)) (T, error) {
+	var asked map[string]bool // the lines whose first request has been answered
 	for attempt := 0; ; attempt++ {
 		v, err := step()
 		if err == nil {
 			return v, nil
+		}
+		if le := (*LineError)(nil); errors.As(err, &le) && !asked[le.Line] && len(asked) < ticketLines {
+			if asked == nil {
+				asked = map[string]bool{}
+			}
+			asked[le.Line] = true
+			attempt--
 		}
 		if attempt >= 5 {
 			var zero T

@@ -75,16 +75,25 @@ var rpsRe = regexp.MustCompile(`([0-9.]+) requests per second`)
 // redisCPU is the CPU the Redis server has used, user and system, from INFO's cpu section.
 func redisCPU(b *testing.B, rdb goredis.UniversalClient) time.Duration {
 	b.Helper()
-	info, err := rdb.Info(context.Background(), "cpu").Result()
+	d, err := usedCPU(context.Background(), rdb)
 	if err != nil {
 		b.Fatal(err)
+	}
+	return d
+}
+
+// usedCPU is redisCPU for a caller that cannot stop the benchmark (a goroutine of ForEachMaster).
+func usedCPU(ctx context.Context, rdb goredis.UniversalClient) (time.Duration, error) {
+	info, err := rdb.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, err
 	}
 	var total float64
 	for _, m := range cpuRe.FindAllStringSubmatch(info, -1) {
 		v, _ := strconv.ParseFloat(m[1], 64)
 		total += v
 	}
-	return time.Duration(total * float64(time.Second))
+	return time.Duration(total * float64(time.Second)), nil
 }
 
 var cpuRe = regexp.MustCompile(`(?m)^used_cpu_(?:sys|user):([0-9.]+)`)

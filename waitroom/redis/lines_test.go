@@ -278,3 +278,23 @@ func TestLinesPositionsAreHonest(t *testing.T) {
 		t.Errorf("%d of %d positions off by more than max(3, 1%%): %v", len(bad), len(told), bad[:min(len(bad), 10)])
 	}
 }
+
+// A new show's first tick restores every line, however many: each line asks for its state once, and the tick's
+// retries (five) bound repeats of one request, not the lines.
+func TestLinesFirstTickRestoresEveryLine(t *testing.T) {
+	rdb := client(t)
+	show := newShow(t, rdb)
+	svc := newService(t, rdb, issuer(t), waitroom.Options{})
+	configureLines(t, rdb, show, 12, 100, 1000)
+	openSale(t, rdb, show)
+	snap, err := svc.Tick(context.Background(), show, false)
+	if err != nil {
+		t.Fatalf("the first tick of 12 lines: %v", err)
+	}
+	if len(snap.Lines) != 12 || snap.Phase != waitroom.PhaseOpen {
+		t.Fatalf("tick: %d lines, phase %s; want 12, open", len(snap.Lines), snap.Phase)
+	}
+	if _, err := svc.Join(context.Background(), show, "f1"); err != nil {
+		t.Fatal(err)
+	}
+}

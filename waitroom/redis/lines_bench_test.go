@@ -1,0 +1,186 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/flashseat/flashseat/shared/infra/redistest"
+	"github.com/flashseat/flashseat/waitroom"
+)
+
+// ceilingPartitions are the partition counts BenchmarkJoinCeilingPartitions compares, the single queue first.
+var ceilingPartitions = []int{1, 3, 12}
+
+const (
+	ceilingJoiners = 64    // concurrent joiners, as a flash crowd arrives
+	ceilingRounds  = 5     // rounds per partition count, alternated
+	ceilingPer     = 12000 // joins per round
+)
+
+// BenchmarkJoinCeilingPartitions measures what splitting one show's queue over partitions buys its joins on a
+// three-master Redis Cluster (the package's, started from the machine's redis-server whatever the pass): for each
+// of 1, 3 and 12 partitions, a show of its own (open, admitting nobody) takes fresh fans through
+// waitroom.Service.Join from 64 joiners, in rounds that alternate the counts so that the machine's drifting load
+// falls on each. Each master's own CPU (INFO cpu) is read before and after every round, so the figures do not
+// depend on how fast this shared machine lets the joiners run: for each count, the busiest master's share of the
+// masters' CPU spent on the joins, its CPU per join, and the show's Redis-bound join ceiling (one over that CPU)
+// as a ratio to the single queue's in the same run. Beside them, the commands a join runs (INFO commandstats:
+// join.lua and the calls inside it) and the joins a request read carries on the busiest master (INFO stats'
+// total_reads_processed): the autopipeliner sends each master the joins queued for it, so spread over three a
+// batch holds a third as many, and each join bears more of a read's and a write's cost. Run with -benchtime 1x;
+// it takes a minute or two.
+func BenchmarkJoinCeilingPartitions(b *testing.B) {
+	r := redistest.On(b, redistest.Cluster)
+	cc, ok := r.Client.(*goredis.ClusterClient)
+	if !ok {
+		b.Fatalf("the cluster target gave a %T", r.Client)
+	}
+	ctx := context.Background()
+	svc := newService(b, cc, issuer(b), waitroom.Options{})
+	shows := make([]string, len(ceilingPartitions))
+	var fan atomic.Int64
+	// round joins n new fans into show from the joiners, and returns what each master spent on it and how long
+	// it took.
+	round := func(show string, n int64) (map[string]masterUse, time.Duration) {
+		var done atomic.Int64
+		var g errgroup.Group
+		use0, start := masterUses(b, cc), time.Now()
+		for range ceilingJoiners {
+			g.Go(func() error {
+				for done.Add(1) <= n {
+					u := "c" + strconv.FormatInt(fan.Add(1), 36)
+					if _, err := svc.Join(ctx, show, u); err != nil {
+						return fmt.Errorf("join %s to %s: %w", u, show, err)
+					}
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		took, use := time.Since(start), masterUses(b, cc)
+		for addr, u := range use0 {
+			use[addr] = use[addr].minus(u)
+		}
+		return use, took
+	}
+	for i, k := range ceilingPartitions {
+		// Under the test's prefix: its cleanup deletes the keys of every line on every master.
+		shows[i] = r.ID("ceiling" + strconv.Itoa(k))
+		configureLines(b, cc, shows[i], k, 100, 1000)
+		openSale(b, cc, shows[i])
+		if _, err := svc.Tick(ctx, shows[i], false); err != nil { // every line restored and given its settings
+			b.Fatal(err)
+		}
+		round(shows[i], 500) // warm: connections to every master dialled, join.lua loaded on each
+	}
+
+	use := make([]map[string]masterUse, len(ceilingPartitions))
+	took := make([]time.Duration, len(ceilingPartitions))
+	for i := range use {
+		use[i] = map[string]masterUse{}
+	}
+	b.ResetTimer()
+	for rd := range ceilingRounds * b.N {
+		for j := range ceilingPartitions {
+			i := (j + rd) % len(ceilingPartitions) // each count goes first, middle and last in turn
+			u, d := round(shows[i], ceilingPer)
+			for addr, v := range u {
+				use[i][addr] = use[i][addr].plus(v)
+			}
+			took[i] += d
+		}
+	}
+	b.StopTimer()
+	n := float64(ceilingPer * ceilingRounds * b.N)
+	var base float64 // the single queue's busiest master's CPU per join, µs
+	for i, k := range ceilingPartitions {
+		var total, busiest masterUse
+		for _, v := range use[i] {
+			total = total.plus(v)
+			if v.cpu > busiest.cpu {
+				busiest = v
+			}
+		}
+		per := float64(busiest.cpu.Nanoseconds()) / n / 1e3
+		if i == 0 {
+			base = per
+		}
+		joins := n * float64(busiest.cpu) / float64(total.cpu) // the busiest master's share of the joins, near enough
+		name := "k" + strconv.Itoa(k)
+		b.ReportMetric(float64(busiest.cpu)/float64(total.cpu), name+"-busiest-share")
+		b.ReportMetric(per, name+"-busiest-µs/join")
+		b.ReportMetric(base/per, name+"-ceiling-x-k1")
+		b.ReportMetric(float64(total.cpu.Nanoseconds())/n/1e3, name+"-redis-µs/join")
+		b.ReportMetric(float64(total.calls)/n, name+"-cmds/join")
+		b.ReportMetric(joins/float64(max(busiest.reads, 1)), name+"-busiest-joins/read")
+		b.ReportMetric(n/took[i].Seconds(), name+"-joins/s")
+		b.Logf("%d partitions, %.0f joins: each master's %v", k, n, use[i])
+	}
+}
+
+// masterUse is what a master spent: CPU (user and system), commands run, and requests read (each read may carry
+// a batch of them).
+type masterUse struct {
+	cpu          time.Duration
+	calls, reads int64
+}
+
+func (u masterUse) plus(v masterUse) masterUse {
+	return masterUse{u.cpu + v.cpu, u.calls + v.calls, u.reads + v.reads}
+}
+
+func (u masterUse) minus(v masterUse) masterUse {
+	return masterUse{u.cpu - v.cpu, u.calls - v.calls, u.reads - v.reads}
+}
+
+func (u masterUse) String() string {
+	return fmt.Sprintf("{cpu %v, %d commands, %d reads}", u.cpu, u.calls, u.reads)
+}
+
+var (
+	cmdstatRe = regexp.MustCompile(`(?m)^cmdstat_[^:]+:calls=(\d+),`)
+	readsRe   = regexp.MustCompile(`(?m)^total_reads_processed:(\d+)`)
+)
+
+// masterUses is what each master has spent so far, by address.
+func masterUses(b *testing.B, cc *goredis.ClusterClient) map[string]masterUse {
+	b.Helper()
+	var mu sync.Mutex
+	out := map[string]masterUse{}
+	if err := cc.ForEachMaster(context.Background(), func(ctx context.Context, c *goredis.Client) error {
+		var u masterUse
+		var err error
+		if u.cpu, err = usedCPU(ctx, c); err != nil {
+			return err
+		}
+		info, err := c.Info(ctx, "commandstats", "stats").Result()
+		if err != nil {
+			return err
+		}
+		for _, m := range cmdstatRe.FindAllStringSubmatch(info, -1) {
+			n, _ := strconv.ParseInt(m[1], 10, 64)
+			u.calls += n
+		}
+		if m := readsRe.FindStringSubmatch(info); m != nil {
+			u.reads, _ = strconv.ParseInt(m[1], 10, 64)
+		}
+		mu.Lock()
+		out[c.Options().Addr] = u
+		mu.Unlock()
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
