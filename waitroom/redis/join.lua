@@ -73,8 +73,9 @@ local cursor = tonumber(st[1] or '0')
 
 -- The answer for a fan in line (or in a shadow place) at ticket s. Behind what a rebuild left ahead of the cursor,
 -- it carries the tickets up to the rebuilt ceiling that nobody in line holds, so the fan is told how many fans are
--- ahead, not how many ticket numbers (admit.lua's gap, for the streams).
-local function inLine(kind, s)
+-- ahead, not how many ticket numbers (admit.lua's gap, for the streams). A partitioned queue's answer carries the
+-- ticket's floor mark's time too (floor when the caller knows it: a new ticket's).
+local function inLine(kind, s, floor)
   local gapEnd, gap = tonumber(st[5] or '') or 0, 0
   if gapEnd > cursor and s > gapEnd then
     gap = gapEnd - cursor - redis.call('ZCOUNT', KEYS[4], '(' .. cursor, gapEnd)
@@ -85,8 +86,10 @@ local function inLine(kind, s)
     return {kind, s, cursor, rate, paused, gapEnd, gap}
   end
   -- A partitioned queue's fan: the ticket's floor mark too, which orders it among the other lines' fans.
-  local fm = redis.call('ZREVRANGEBYSCORE', KEYS[20], s, '-inf', 'LIMIT', 0, 1)
-  return {kind, s, cursor, rate, paused, gapEnd, gap, fm[1] or '0'}
+  if not floor then
+    floor = redis.call('ZREVRANGEBYSCORE', KEYS[20], s, '-inf', 'LIMIT', 0, 1)[1] or '0'
+  end
+  return {kind, s, cursor, rate, paused, gapEnd, gap, floor}
 end
 
 -- A suspect's shadow place: a ticket number just behind the line's end, moved back there whenever the line comes
@@ -285,8 +288,10 @@ if refused then return refused end
 local s = redis.call('HINCRBY', KEYS[3], 'lastSeq', 1)
 redis.call('ZADD', KEYS[4], s, user)
 -- An arrival mark when the last is MarkEvery old: what a partitioned queue orders its lines' tickets by.
+local floor = st[6] or '0'
 if now - (tonumber(st[6] or '') or 0) >= tonumber(ARGV[18]) then
   redis.call('ZADD', KEYS[20], s, now)
   redis.call('HSET', KEYS[3], 'markAt', now)
+  floor = now
 end
-return inLine('waiting', s)
+return inLine('waiting', s, floor)
