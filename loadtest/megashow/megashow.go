@@ -63,7 +63,7 @@ type Config struct {
 	EdgeRSS     func() (int64, error) // the edges' resident memory in bytes, summed
 	Parts       int                   // parts the streaming fans are played in
 	Sources     int                   // loopback source addresses per part
-	JoinWorkers int                   // joins in flight per part, and Go-API joins in flight
+	JoinWorkers int                   // joins in flight per part; the Go-API joins run four times as many
 	Timeout     time.Duration         // per join request
 	// Start starts a part (Children: a child process); nil plays the parts in this process.
 	Start func(ctx context.Context, spec PartSpec) (*Part, error)
@@ -318,7 +318,8 @@ func bulkJoin(ctx context.Context, cfg Config, show, runID string) (time.Duratio
 	var once sync.Once
 	var wg sync.WaitGroup
 	start := time.Now()
-	for range max(1, cfg.JoinWorkers) {
+	// A Go-API join is one script's round trip, no proof and no HTTP: more of them in flight keep Redis busy.
+	for range max(1, 4*cfg.JoinWorkers) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
