@@ -95,7 +95,8 @@ func inProcess(ctx context.Context, spec PartSpec) (*Part, error) {
 	return p, nil
 }
 
-// Run plays the scenario and returns its report (Check says whether it held).
+// Run plays the scenario and returns its report, whose Violations say what did not hold; nil with the error when
+// the run could not be played to its end (its progress is in the log).
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Streams > cfg.Fans || cfg.Streams < 1 || cfg.Fans > loadtest.MaxFans || cfg.Parts < 1 || len(cfg.Bases) == 0 {
 		return nil, fmt.Errorf("megashow: want 1 <= streams <= fans <= %d, parts >= 1 and an edge", loadtest.MaxFans)
@@ -145,7 +146,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer stopAll(parts)
 	streamsAt, err := await(ctx, parts, cfg.Streams, log)
 	if err != nil {
-		return r, err
+		return nil, err
 	}
 	r.StreamsReadyAfter = streamsAt.Sub(began).Seconds()
 	rss1, err := cfg.EdgeRSS()
@@ -158,7 +159,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// 3. The rest, through the Go API, behind them.
 	took, failed, err := bulkJoin(ctx, cfg, show, runID)
 	if err != nil {
-		return r, err
+		return nil, err
 	}
 	r.APIJoinFailures = failed
 	if r.APIJoins > 0 {
@@ -166,12 +167,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	q, err := cfg.Admin.Queue(ctx, show)
 	if err != nil {
-		return r, err
+		return nil, err
 	}
 	r.WaitingAfterJoins = q.Waiting
 	mid, err := redisInfo(ctx, cfg.Redis)
 	if err != nil {
-		return r, err
+		return nil, err
 	}
 	r.RedisUsedDeltaMB = float64(mid.used-before.used) / (1 << 20)
 	r.RedisBytesPerFan = float64(mid.used-before.used) / float64(cfg.Fans)
@@ -179,34 +180,49 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// 4. Quiet: every stream open, nobody joining, nobody admitted.
 	log.Info("megashow: quiet window", "seconds", cfg.Quiet.Seconds())
 	if err := sleep(ctx, cfg.Quiet); err != nil {
-		return r, err
+		return nil, err
 	}
 	after, err := redisInfo(ctx, cfg.Redis)
 	if err != nil {
-		return r, err
+		return nil, err
 	}
 	r.RedisCPUQuiet = after.cpu - mid.cpu
 	r.HeartbeatCPUMicrosPerFanMinute = r.RedisCPUQuiet * 1e6 / float64(cfg.Streams) / (cfg.Quiet.Minutes())
 
 	// 5. Admission for AdmitFor, then paused again; the streams get a moment to deliver.
 	if err := cfg.Admin.Pause(ctx, show, false); err != nil {
-		return r, err
+		return nil, err
 	}
 	r.resumedMs = time.Now().UnixMilli()
 	log.Info("megashow: admitting", "rate", cfg.AdmitPerSecond, "for", cfg.AdmitFor)
 	if err := sleep(ctx, cfg.AdmitFor); err != nil {
-		return r, err
+		return nil, err
 	}
 	if err := cfg.Admin.Pause(ctx, show, true); err != nil {
-		return r, err
+		return nil, err
 	}
-	if err := sleep(ctx, 3*time.Second); err != nil {
-		return r, err
+	// An edge reads the pause within a second (its settings cache); events lag the ticks on a busy machine by
+	// seconds: wait until the streams have heard of every admission the waiting room counts (at most 30 s; one
+	// still missing then is a violation).
+	if err := sleep(ctx, 1500*time.Millisecond); err != nil {
+		return nil, err
 	}
-	if q, err = cfg.Admin.Queue(ctx, show); err != nil {
-		return r, err
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if q, err = cfg.Admin.Queue(ctx, show); err != nil {
+			return nil, err
+		}
+		r.AdmittedTotal, r.SkippedTotal = q.AdmittedTotal, q.SkippedTotal
+		told := 0
+		for _, p := range parts {
+			told += p.progress().Admitted
+		}
+		if told >= min(r.AdmittedTotal, cfg.Streams) || time.Now().After(deadline) {
+			break
+		}
+		if err := sleep(ctx, 600*time.Millisecond); err != nil {
+			return nil, err
+		}
 	}
-	r.AdmittedTotal, r.SkippedTotal = q.AdmittedTotal, q.SkippedTotal
 
 	// 6. Stop and gather.
 	stopAll(parts)
@@ -215,7 +231,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, p := range parts {
 		res, err := p.Wait()
 		if err != nil {
-			return r, err
+			return nil, err
 		}
 		fans = append(fans, res.Fans...)
 		r.SolveHashes += res.Hashes

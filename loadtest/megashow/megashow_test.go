@@ -30,7 +30,7 @@ func TestMegashowScaled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a busy machine takes longer, not a wrong answer
 	defer cancel()
 	level := slog.LevelWarn
 	if testing.Verbose() {

@@ -40,6 +40,7 @@ type Progress struct {
 	Joined    int `json:"joined"`
 	Streaming int `json:"streaming"` // streams that have told their fan a position
 	Failed    int `json:"failed"`    // joins that ended without a place
+	Admitted  int `json:"admitted"`  // admitted events received
 }
 
 // FanRecord is one streaming fan's observations, times in Unix milliseconds of this machine's clock.
@@ -138,7 +139,8 @@ func Play(ctx context.Context, spec PartSpec, report func(Progress)) (PartResult
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	progress := func() {
-		report(Progress{Joined: int(joined.Load()), Streaming: int(streaming.Load()), Failed: int(failed.Load())})
+		report(Progress{Joined: int(joined.Load()), Streaming: int(streaming.Load()), Failed: int(failed.Load()),
+			Admitted: int(st.admitted.Load())})
 	}
 	go func() {
 		defer close(next)
@@ -170,10 +172,11 @@ loop:
 // of buffers a stream, where net/http's transport spends two goroutines and 8 KB on each, so that a generator
 // process holds its share of a hundred thousand streams in little memory. Nothing is rendered.
 type streamer struct {
-	host    string
-	show    string
-	sources []net.IP
-	n       atomic.Uint64
+	admitted atomic.Int64 // admitted events received
+	host     string
+	show     string
+	sources  []net.IP
+	n        atomic.Uint64
 }
 
 // follow holds f's stream until ctx ends or the fan is admitted (the server then ends it), reconnecting with
@@ -294,6 +297,7 @@ func (s *streamer) event(kind string, data []byte, id string, f *FanRecord, posi
 			return true
 		}
 		f.AdmittedMs = time.Now().UnixMilli()
+		s.admitted.Add(1)
 		var a struct {
 			Token string `json:"admissionToken"`
 		}
