@@ -5,7 +5,7 @@ GOBIN   := $(shell $(GO) env GOPATH)/bin
 export PATH := $(GOBIN):$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help run test bench lint fmt build loadtest services tools audit chaos stadium pgha pgha-stop
+.PHONY: help run test bench lint fmt build loadtest services tools audit chaos stadium megashow pgha pgha-stop
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -36,6 +36,9 @@ bench: services build ## run the benchmarks and refresh BENCHMARKS.md
 
 stadium: services build ## the stadium preset alone at full size (100,000 fans over 10 edges and 10 generator processes; report in .run/stadium)
 	@bash deploy/dev/stadium.sh
+
+megashow: services build ## a million fans in one show's partitioned queue, 100,000 of them streaming (8 edges, a private 3-master Redis Cluster; report in .run/megashow)
+	@bash deploy/dev/megashow.sh
 
 audit: services build ## Lighthouse (mobile) on the home page, seat map and waiting room; scores into BENCHMARKS.md
 	@bash deploy/dev/audit.sh

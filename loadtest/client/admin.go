@@ -85,6 +85,9 @@ type QueueSettings struct {
 	ActiveUsersThreshold       int    `json:"activeUsersThreshold,omitempty"`
 	NewUsersPerMinuteThreshold int    `json:"newUsersPerMinuteThreshold,omitempty"`
 	CooldownSeconds            int    `json:"cooldownSeconds,omitempty"`
+	// Partitions, when above 0, is sent with the settings: the queue split over that many lines (1-64, only
+	// while nobody waits). GET and PUT answer the count in force.
+	Partitions int `json:"partitions,omitempty"`
 
 	Waiting       int `json:"waiting,omitempty"`
 	Active        int `json:"active,omitempty"`
@@ -216,9 +219,22 @@ func (c *Client) PutQueue(ctx context.Context, showID string, q QueueSettings) (
 	if q.WhenStoreDown != nil {
 		body["whenStoreDown"] = q.WhenStoreDown
 	}
+	if q.Partitions > 0 {
+		body["partitions"] = q.Partitions
+	}
+	if q.Paused {
+		body["paused"] = true // a PUT that leaves paused out keeps the pause as it is; Pause lifts it
+	}
 	res, err := c.do(ctx, call{method: http.MethodPut, path: "/admin/v1/shows/" + url.PathEscape(showID) + "/queue",
 		bearer: c.adminToken, body: body, out: &out})
 	return out, expect("put queue", res, err, http.StatusOK)
+}
+
+// Pause pauses or resumes a show's admission (PUT with "paused" alone): the other settings keep their value.
+func (c *Client) Pause(ctx context.Context, showID string, paused bool) error {
+	res, err := c.do(ctx, call{method: http.MethodPut, path: "/admin/v1/shows/" + url.PathEscape(showID) + "/queue",
+		bearer: c.adminToken, body: map[string]any{"paused": paused}})
+	return expect("pause queue", res, err, http.StatusOK)
 }
 
 // Bots reads what a show's bot protection did.

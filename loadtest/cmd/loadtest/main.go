@@ -4,6 +4,7 @@
 //
 //	loadtest -scenario smoke                     # 1,000 fans, 200 seats, under a minute
 //	loadtest -scenario hold-storm -baseline      # holds per second vs the row-lock design
+//	loadtest -scenario megashow                  # a million fans in one partitioned queue (loadtest/megashow)
 package main
 
 import (
@@ -73,10 +74,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 2 && args[0] == childFlag {
 		return runChild(ctx, args[1], stdout, stderr)
 	}
+	if len(args) == 2 && args[0] == megashowPartFlag {
+		return runMegashowPart(ctx, args[1], os.Stdin, stdout)
+	}
+	if isMegashow(args) {
+		return runMegashow(ctx, args, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		scenario    = fs.String("scenario", "smoke", "preset: "+strings.Join(loadtest.PresetNames(), ", "))
+		scenario    = fs.String("scenario", "smoke", "preset: "+strings.Join(loadtest.PresetNames(), ", ")+"; or megashow (its own flags: -scenario megashow -h)")
 		base        = fs.String("base", env("BASE", "http://localhost:8080"), "the platform's public base URL, the edge (env BASE); with -procs, a comma-separated list of edge replicas the processes take in turn")
 		procs       = fs.Int("procs", 1, "play the crowd in this many processes (this binary again), each under its own open-file limit, on its own source addresses; this one sets up, samples and reports")
 		adminToken  = fs.String("admin-token", os.Getenv("ADMIN_TOKEN"), "operator token (env ADMIN_TOKEN; else read from .run/secrets.env)")
