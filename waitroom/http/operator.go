@@ -16,8 +16,8 @@ import (
 
 // Operator routes beyond the queue settings: a fan's standing, kicks, and the audit of every change.
 
-// fanJSON is a fan's standing as an operator sees it: the place and, when admitted, the admission's id and
-// expiry (never the token itself).
+// fanJSON is a fan's standing as an operator sees it: the place and, when admitted, the admission's id, when
+// it was issued and when it expires (never the token itself).
 type fanJSON struct {
 	ShowID     string     `json:"showId"`
 	UserID     string     `json:"userId"`
@@ -27,6 +27,7 @@ type fanJSON struct {
 	OpensAt    *time.Time `json:"opensAt,omitempty"`
 	Paused     bool       `json:"paused"`
 	JTI        string     `json:"jti,omitempty"`
+	IssuedAt   *time.Time `json:"issuedAt,omitempty"`
 	ExpiresAt  *time.Time `json:"expiresAt,omitempty"`
 }
 
@@ -45,7 +46,7 @@ func (h *Handler) fan(c *fiber.Ctx) error {
 	out := fanJSON{ShowID: show, UserID: user, Status: string(p.Status), Position: p.Position,
 		EtaSeconds: seconds(p.ETA), OpensAt: optTime(p.OpensAt), Paused: p.Paused}
 	if p.Grant != nil {
-		out.JTI, out.ExpiresAt = p.Grant.JTI, optTime(p.Grant.ExpiresAt)
+		out.JTI, out.IssuedAt, out.ExpiresAt = p.Grant.JTI, optTime(p.Grant.IssuedAt), optTime(p.Grant.ExpiresAt)
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.JSON(out)

@@ -36,10 +36,11 @@ func TestFanLookup(t *testing.T) {
 		Status   string
 		Position int64
 		JTI      string
+		IssuedAt time.Time
 	}
 	res, b := s.do(t, "GET", "/admin/v1/shows/"+show+"/fans/first", "Bearer "+adminToken, "")
 	if res.StatusCode != 200 || json.Unmarshal(b, &fan) != nil || fan.Status != "admitted" || fan.JTI == "" ||
-		strings.Contains(string(b), "eyJ") {
+		time.Since(fan.IssuedAt) > time.Minute || strings.Contains(string(b), "eyJ") {
 		t.Fatalf("admitted fan: %d %s", res.StatusCode, b)
 	}
 	res, b = s.do(t, "GET", "/admin/v1/shows/"+show+"/fans/second", "Bearer "+adminToken, "")
