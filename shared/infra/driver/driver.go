@@ -123,6 +123,14 @@ func redisReplyUnavailable(err goredis.Error) bool {
 		goredis.IsClusterDownError(err) || goredis.IsReadOnlyError(err) {
 		return true
 	}
+	// The cluster client follows MOVED and ASK itself, up to its redirect limit: one that reaches us means the
+	// slot was still moving after those (a failover or a resharding under way), which a retry soon gets past.
+	if _, moved := goredis.IsMovedError(err); moved {
+		return true
+	}
+	if _, ask := goredis.IsAskError(err); ask {
+		return true
+	}
 	msg := err.Error()
 	return strings.HasPrefix(msg, "BUSY ") || strings.HasPrefix(msg, "MISCONF ")
 }

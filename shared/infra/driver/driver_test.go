@@ -105,6 +105,14 @@ func TestUnavailableFromRealStores(t *testing.T) {
 		{"redis address speaking HTTP", func() error { return httpRedis.HGet(ctx, key, "f").Err() }, true},
 		{"redis wrong type", func() error { return liveRedis.LPush(ctx, key, "x").Err() }, false},
 		{"redis nil", func() error { return liveRedis.Get(ctx, key+":missing").Err() }, false},
+		// A cluster client follows MOVED and ASK itself; one that reaches the caller means the slot kept moving
+		// (a failover under way). A real server's reply, as a script can send it.
+		{"redis slot still moving", func() error {
+			return liveRedis.Eval(ctx, "return redis.error_reply('MOVED 14114 127.0.0.1:1')", nil).Err()
+		}, true},
+		{"redis slot being migrated", func() error {
+			return liveRedis.Eval(ctx, "return redis.error_reply('ASK 14114 127.0.0.1:1')", nil).Err()
+		}, true},
 		{"request cancelled", func() error {
 			c, cancel := context.WithCancel(ctx)
 			cancel()
