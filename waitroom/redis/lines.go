@@ -48,7 +48,7 @@ type partsEntry struct {
 
 // lines is the replica's memory of partitioned shows: their counts, and each show's view of its lines.
 type lines struct {
-	mu    sync.Mutex
+	mu    sync.RWMutex // every join reads parts; a write is once a second per show
 	parts map[string]partsEntry
 	views map[string]*lineView
 }
@@ -64,14 +64,26 @@ type lineView struct {
 	refreshing bool
 }
 
+// lastMarks is the ticket of each line's last mark in the view, where a read of the lines' new marks starts.
+// The caller holds v.mu.
+func (v *lineView) lastMarks() []int64 {
+	from := make([]int64, v.k)
+	for p, l := range v.lines {
+		if n := len(l.Marks); n > 0 {
+			from[p] = l.Marks[n-1].Seq
+		}
+	}
+	return from
+}
+
 // maxLineShows bounds the memory of lines: shows on sale at once, with room to spare.
 const maxLineShows = 4096
 
 // parts is show's partition count (1: a single queue).
 func (s *Store) parts(ctx context.Context, show string) (int, error) {
-	s.lines.mu.Lock()
+	s.lines.mu.RLock()
 	e, ok := s.lines.parts[show]
-	s.lines.mu.Unlock()
+	s.lines.mu.RUnlock()
 	if ok && time.Since(e.at) < partsFresh {
 		return e.k, nil
 	}
@@ -170,13 +182,7 @@ type stepped struct {
 // from where the view has them) and folds the answers into the view.
 func (s *Store) stepLines(ctx context.Context, show string, v *lineView, st lineStep, forced ...int) ([]stepped, error) {
 	v.mu.Lock()
-	from := make([]int64, v.k)
-	for p, l := range v.lines {
-		from[p] = 0
-		if n := len(l.Marks); n > 0 {
-			from[p] = l.Marks[n-1].Seq
-		}
-	}
+	from := v.lastMarks()
 	v.mu.Unlock()
 	out := make([]stepped, v.k)
 	g, gctx := errgroup.WithContext(ctx)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,20 +18,27 @@ import (
 	"github.com/flashseat/flashseat/waitroom"
 )
 
-// ceilingPartitions are the partition counts BenchmarkJoinCeilingPartitions compares, the single queue first.
-var ceilingPartitions = []int{1, 3, 12}
+// ceilingRun is one of the shows BenchmarkJoinCeilingPartitions compares: its partition count and how many
+// joiners join it at once.
+type ceilingRun struct {
+	k, joiners int
+}
+
+// ceilingRuns are the single queue first (its baseline), then 3 and 12 partitions from as many joiners in all,
+// then from as many joiners a master (three masters): a ceiling is where every master is saturated, and a
+// saturated master reads as full batches of joins as the single queue's did at its own.
+var ceilingRuns = []ceilingRun{{1, 64}, {3, 64}, {12, 64}, {3, 192}, {12, 192}}
 
 const (
-	ceilingJoiners = 64    // concurrent joiners, as a flash crowd arrives
-	ceilingRounds  = 5     // rounds per partition count, alternated
-	ceilingPer     = 12000 // joins per round
+	ceilingRounds = 5     // rounds per show, alternated
+	ceilingPer    = 12000 // joins per round
 )
 
 // BenchmarkJoinCeilingPartitions measures what splitting one show's queue over partitions buys its joins on a
 // three-master Redis Cluster (the package's, started from the machine's redis-server whatever the pass): for each
 // of 1, 3 and 12 partitions, a show of its own (open, admitting nobody) takes fresh fans through
-// waitroom.Service.Join from 64 joiners, in rounds that alternate the counts so that the machine's drifting load
-// falls on each. Each master's own CPU (INFO cpu) is read before and after every round, so the figures do not
+// waitroom.Service.Join from 64 joiners (and 3 and 12 partitions again from 192, 64 a master), in rounds that
+// alternate the shows so that the machine's drifting load falls on each. Each master's own CPU (INFO cpu) is read before and after every round, so the figures do not
 // depend on how fast this shared machine lets the joiners run: for each count, the busiest master's share of the
 // masters' CPU spent on the joins, its CPU per join, and the show's Redis-bound join ceiling (one over that CPU)
 // as a ratio to the single queue's in the same run. Beside them, the commands a join runs (INFO commandstats:
@@ -46,15 +54,15 @@ func BenchmarkJoinCeilingPartitions(b *testing.B) {
 	}
 	ctx := context.Background()
 	svc := newService(b, cc, issuer(b), waitroom.Options{})
-	shows := make([]string, len(ceilingPartitions))
+	shows := make([]string, len(ceilingRuns))
 	var fan atomic.Int64
 	// round joins n new fans into show from the joiners, and returns what each master spent on it and how long
 	// it took.
-	round := func(show string, n int64) (map[string]masterUse, time.Duration) {
+	round := func(show string, joiners int, n int64) (map[string]masterUse, time.Duration) {
 		var done atomic.Int64
 		var g errgroup.Group
 		use0, start := masterUses(b, cc), time.Now()
-		for range ceilingJoiners {
+		for range joiners {
 			g.Go(func() error {
 				for done.Add(1) <= n {
 					u := "c" + strconv.FormatInt(fan.Add(1), 36)
@@ -74,27 +82,27 @@ func BenchmarkJoinCeilingPartitions(b *testing.B) {
 		}
 		return use, took
 	}
-	for i, k := range ceilingPartitions {
+	for i, c := range ceilingRuns {
 		// Under the test's prefix: its cleanup deletes the keys of every line on every master.
-		shows[i] = r.ID("ceiling" + strconv.Itoa(k))
-		configureLines(b, cc, shows[i], k, 100, 1000)
+		shows[i] = r.ID("ceiling" + strconv.Itoa(c.k) + "x" + strconv.Itoa(c.joiners))
+		configureLines(b, cc, shows[i], c.k, 100, 1000)
 		openSale(b, cc, shows[i])
 		if _, err := svc.Tick(ctx, shows[i], false); err != nil { // every line restored and given its settings
 			b.Fatal(err)
 		}
-		round(shows[i], 500) // warm: connections to every master dialled, join.lua loaded on each
+		round(shows[i], c.joiners, 500) // warm: connections to every master dialled, join.lua loaded on each
 	}
 
-	use := make([]map[string]masterUse, len(ceilingPartitions))
-	took := make([]time.Duration, len(ceilingPartitions))
+	use := make([]map[string]masterUse, len(ceilingRuns))
+	took := make([]time.Duration, len(ceilingRuns))
 	for i := range use {
 		use[i] = map[string]masterUse{}
 	}
 	b.ResetTimer()
 	for rd := range ceilingRounds * b.N {
-		for j := range ceilingPartitions {
-			i := (j + rd) % len(ceilingPartitions) // each count goes first, middle and last in turn
-			u, d := round(shows[i], ceilingPer)
+		for j := range ceilingRuns {
+			i := (j + rd) % len(ceilingRuns) // each show goes first, middle and last in turn
+			u, d := round(shows[i], ceilingRuns[i].joiners, ceilingPer)
 			for addr, v := range u {
 				use[i][addr] = use[i][addr].plus(v)
 			}
@@ -104,7 +112,7 @@ func BenchmarkJoinCeilingPartitions(b *testing.B) {
 	b.StopTimer()
 	n := float64(ceilingPer * ceilingRounds * b.N)
 	var base float64 // the single queue's busiest master's CPU per join, µs
-	for i, k := range ceilingPartitions {
+	for i, c := range ceilingRuns {
 		var total, busiest masterUse
 		for _, v := range use[i] {
 			total = total.plus(v)
@@ -117,15 +125,19 @@ func BenchmarkJoinCeilingPartitions(b *testing.B) {
 			base = per
 		}
 		joins := n * float64(busiest.cpu) / float64(total.cpu) // the busiest master's share of the joins, near enough
-		name := "k" + strconv.Itoa(k)
+		name := "k" + strconv.Itoa(c.k)
+		if c.joiners != ceilingRuns[0].joiners {
+			name += "x" + strconv.Itoa(c.joiners)
+		}
 		b.ReportMetric(float64(busiest.cpu)/float64(total.cpu), name+"-busiest-share")
 		b.ReportMetric(per, name+"-busiest-µs/join")
 		b.ReportMetric(base/per, name+"-ceiling-x-k1")
 		b.ReportMetric(float64(total.cpu.Nanoseconds())/n/1e3, name+"-redis-µs/join")
 		b.ReportMetric(float64(total.calls)/n, name+"-cmds/join")
+		b.ReportMetric(float64(busiest.exec.Nanoseconds())/n/1e3, name+"-busiest-exec-µs/join")
 		b.ReportMetric(joins/float64(max(busiest.reads, 1)), name+"-busiest-joins/read")
 		b.ReportMetric(n/took[i].Seconds(), name+"-joins/s")
-		b.Logf("%d partitions, %.0f joins: each master's %v", k, n, use[i])
+		b.Logf("%d partitions, %d joiners, %.0f joins: each master's %v", c.k, c.joiners, n, use[i])
 	}
 }
 
@@ -134,22 +146,23 @@ func BenchmarkJoinCeilingPartitions(b *testing.B) {
 type masterUse struct {
 	cpu          time.Duration
 	calls, reads int64
+	exec         time.Duration // the scripts' own time (INFO commandstats' usec): CPU spent in joins, not in I/O
 }
 
 func (u masterUse) plus(v masterUse) masterUse {
-	return masterUse{u.cpu + v.cpu, u.calls + v.calls, u.reads + v.reads}
+	return masterUse{u.cpu + v.cpu, u.calls + v.calls, u.reads + v.reads, u.exec + v.exec}
 }
 
 func (u masterUse) minus(v masterUse) masterUse {
-	return masterUse{u.cpu - v.cpu, u.calls - v.calls, u.reads - v.reads}
+	return masterUse{u.cpu - v.cpu, u.calls - v.calls, u.reads - v.reads, u.exec - v.exec}
 }
 
 func (u masterUse) String() string {
-	return fmt.Sprintf("{cpu %v, %d commands, %d reads}", u.cpu, u.calls, u.reads)
+	return fmt.Sprintf("{cpu %v, commands %v, %d commands, %d reads}", u.cpu, u.exec, u.calls, u.reads)
 }
 
 var (
-	cmdstatRe = regexp.MustCompile(`(?m)^cmdstat_[^:]+:calls=(\d+),`)
+	cmdstatRe = regexp.MustCompile(`(?m)^cmdstat_([^:]+):calls=(\d+),usec=(\d+),`)
 	readsRe   = regexp.MustCompile(`(?m)^total_reads_processed:(\d+)`)
 )
 
@@ -169,8 +182,13 @@ func masterUses(b *testing.B, cc *goredis.ClusterClient) map[string]masterUse {
 			return err
 		}
 		for _, m := range cmdstatRe.FindAllStringSubmatch(info, -1) {
-			n, _ := strconv.ParseInt(m[1], 10, 64)
+			n, _ := strconv.ParseInt(m[2], 10, 64)
 			u.calls += n
+			if strings.HasPrefix(m[1], "eval") {
+				// A script's time holds the calls inside it, which have rows of their own too.
+				us, _ := strconv.ParseInt(m[3], 10, 64)
+				u.exec += time.Duration(us) * time.Microsecond
+			}
 		}
 		if m := readsRe.FindStringSubmatch(info); m != nil {
 			u.reads, _ = strconv.ParseInt(m[1], 10, 64)

@@ -28,12 +28,7 @@ func (s *Store) refreshView(ctx context.Context, show string, v *lineView) error
 		return nil
 	}
 	v.refreshing = true
-	from := make([]int64, v.k)
-	for p, l := range v.lines {
-		if n := len(l.Marks); n > 0 {
-			from[p] = l.Marks[n-1].Seq
-		}
-	}
+	from := v.lastMarks()
 	v.mu.Unlock()
 	defer func() {
 		v.mu.Lock()
