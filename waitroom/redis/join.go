@@ -95,7 +95,24 @@ func (s *Store) joinOnce(ctx context.Context, show, user string, join bool, rece
 		return waitroom.Entry{}, err
 	}
 	// A partitioned queue's fan joins their own line, with the line's own ticket (waitroom.Ticket).
+	home := show
 	show, p := s.lineOf(show, user, k)
+	// In a partitioned queue the browser rule is kept outside the script (linebrowser.go), and each line lets a
+	// prefix take its share of the prefix's places: a prefix's fans spread over the lines by their ids, so the
+	// prefix is refused near its places in all, and never holds more than k·⌈places/k⌉ < places + k.
+	browser := ""
+	if a != nil && join {
+		browser = a.Browser
+		if k > 1 && browser != "" {
+			held, err := s.browserHeld(ctx, home, k, user, browser)
+			if err != nil {
+				return waitroom.Entry{}, err
+			}
+			if held {
+				return s.refuseBrowser(ctx, show)
+			}
+		}
+	}
 	if rp, rs := waitroom.SplitTicket(k, receipted); rp == p {
 		receipted = rs
 	} else {
@@ -121,7 +138,14 @@ func (s *Store) joinOnce(ctx context.Context, show, user string, join bool, rece
 		if a.Shadow {
 			shadow = "1"
 		}
-		args = append(args, a.Verdict, a.Prefix, a.PrefixPlaces, shadow, spendFor, a.Browser, solve,
+		places, inScript := a.PrefixPlaces, browser
+		if k > 1 {
+			inScript = ""
+			if places < math.MaxInt32 {
+				places = (places + k - 1) / k
+			}
+		}
+		args = append(args, a.Verdict, a.Prefix, places, shadow, spendFor, inScript, solve,
 			a.TurnHold.Milliseconds())
 	}
 	// The jti prefix of an admission at once (threshold mode); unused otherwise. Then what the record says of
@@ -153,7 +177,12 @@ func (s *Store) joinOnce(ctx context.Context, show, user string, join bool, rece
 	if err != nil || k <= 1 {
 		return e, lineErr(show, err)
 	}
-	return s.inLines(ctx, rediskey.ShowOf(show), k, p, e)
+	if browser != "" && e.Status == waitroom.Waiting && !e.Shadow {
+		if err := s.takeBrowser(ctx, home, k, user, browser); err != nil {
+			return waitroom.Entry{}, err
+		}
+	}
+	return s.inLines(ctx, home, k, p, e)
 }
 
 // entry reads the reply of join.lua or bypass.lua (op) for user: the kinds both scripts answer with, read once.
