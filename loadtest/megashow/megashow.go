@@ -202,12 +202,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	// An edge reads the pause within a second (its settings cache); events lag the ticks on a busy machine by
-	// seconds: wait until the streams have heard of every admission the waiting room counts (at most 30 s; one
-	// still missing then is a violation).
+	// seconds, and by tens of seconds with 100,000 streams on two loaded cores: wait until the streams have heard
+	// of every admission the waiting room counts, for as long as they keep hearing of more (a stream still missing
+	// once the others have gone 20 s without news, or after 3 minutes, is a violation).
 	if err := sleep(ctx, 1500*time.Millisecond); err != nil {
 		return nil, err
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	for deadline, last, lastAt := time.Now().Add(3*time.Minute), -1, time.Now(); ; {
 		if q, err = cfg.Admin.Queue(ctx, show); err != nil {
 			return nil, err
 		}
@@ -216,7 +217,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		for _, p := range parts {
 			told += p.progress().Admitted
 		}
-		if told >= min(r.AdmittedTotal, cfg.Streams) || time.Now().After(deadline) {
+		if told > last {
+			last, lastAt = told, time.Now()
+		}
+		if told >= min(r.AdmittedTotal, cfg.Streams) || time.Since(lastAt) > 20*time.Second || time.Now().After(deadline) {
 			break
 		}
 		if err := sleep(ctx, 600*time.Millisecond); err != nil {
