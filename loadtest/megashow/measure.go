@@ -17,6 +17,21 @@ type info struct {
 	used    int64   // used_memory, bytes
 	cpu     float64 // used_cpu_user + used_cpu_sys, seconds
 	masters int
+	cpuOf   map[string]float64 // each master's cpu, by address
+}
+
+// busiestShare is the busiest master's share of the CPU the masters spent between from and in.
+func (in info) busiestShare(from info) float64 {
+	var top, sum float64
+	for addr, c := range in.cpuOf {
+		d := c - from.cpuOf[addr]
+		sum += d
+		top = max(top, d)
+	}
+	if sum <= 0 {
+		return 0
+	}
+	return top / sum
 }
 
 func redisInfo(ctx context.Context, rdb goredis.UniversalClient) (info, error) {
@@ -24,7 +39,7 @@ func redisInfo(ctx context.Context, rdb goredis.UniversalClient) (info, error) {
 		return info{}, errNoRedis
 	}
 	var mu sync.Mutex
-	var sum info
+	sum := info{cpuOf: map[string]float64{}}
 	add := func(ctx context.Context, c *goredis.Client) error {
 		s, err := c.Info(ctx, "memory", "cpu").Result()
 		if err != nil {
@@ -33,6 +48,7 @@ func redisInfo(ctx context.Context, rdb goredis.UniversalClient) (info, error) {
 		one := parseInfo(s)
 		mu.Lock()
 		sum.used, sum.cpu, sum.masters = sum.used+one.used, sum.cpu+one.cpu, sum.masters+1
+		sum.cpuOf[c.Options().Addr] = one.cpu
 		mu.Unlock()
 		return nil
 	}

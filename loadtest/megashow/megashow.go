@@ -187,6 +187,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r.RedisCPUQuiet = after.cpu - mid.cpu
+	r.RedisCPUQuietBusiestShare = after.busiestShare(mid)
 	r.HeartbeatCPUMicrosPerFanMinute = r.RedisCPUQuiet * 1e6 / float64(cfg.Streams) / (cfg.Quiet.Minutes())
 
 	// 5. Admission for AdmitFor, then paused again; the streams get a moment to deliver.

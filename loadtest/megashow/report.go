@@ -41,6 +41,8 @@ type Report struct {
 	RedisBytesPerFan   float64 `json:"redisBytesPerFan"`
 	Quiet              float64 `json:"quiet"`
 	RedisCPUQuiet      float64 `json:"redisCpuQuiet"` // Redis CPU seconds over the quiet window, every master's
+	// RedisCPUQuietBusiestShare is the busiest master's share of RedisCPUQuiet: how the heartbeats divide.
+	RedisCPUQuietBusiestShare float64 `json:"redisCpuQuietBusiestShare"`
 	// HeartbeatCPUMicrosPerFanMinute is RedisCPUQuiet per streaming fan and minute, in microseconds.
 	HeartbeatCPUMicrosPerFanMinute float64 `json:"heartbeatCpuMicrosPerFanMinute"`
 
@@ -239,8 +241,8 @@ func (r *Report) Text(w io.Writer) error {
 		r.APIJoins, r.APIJoinsPerSecond, r.APIJoinFailures, r.StreamsReadyAfter, r.WaitingAfterJoins)
 	p("edge memory: +%.0f MB RSS, %.1f KB per stream; Redis: +%.0f MB used_memory, %.0f bytes per fan",
 		r.EdgeRSSDeltaMB, r.EdgeBytesPerStream/1024, r.RedisUsedDeltaMB, r.RedisBytesPerFan)
-	p("heartbeats: %.2f s of Redis CPU over a %.0f s quiet window, %.1f µs per streaming fan per minute",
-		r.RedisCPUQuiet, r.Quiet, r.HeartbeatCPUMicrosPerFanMinute)
+	p("heartbeats: %.2f s of Redis CPU over a %.0f s quiet window, %.1f µs per streaming fan per minute; the busiest master's share %.3f",
+		r.RedisCPUQuiet, r.Quiet, r.HeartbeatCPUMicrosPerFanMinute, r.RedisCPUQuietBusiestShare)
 	p("admission at %.0f/s for %.0f s: %d admitted (%d skipped), %d events; arrival - iat p50 %d ms, p99 %d ms (iat floored to the second); same-tick spread p99 %d ms; first event %d ms after the resume; %d stream reconnects",
 		r.AdmitPerSecond, r.AdmitFor, r.AdmittedTotal, r.SkippedTotal, r.AdmittedEvents, r.AdmitIatP50Ms, r.AdmitIatP99Ms,
 		r.SpreadP99Ms, r.FirstAdmittedAfterMs, r.Reconnects)

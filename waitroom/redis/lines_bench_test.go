@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,21 +12,28 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
 
 	"github.com/flashseat/flashseat/shared/infra/redistest"
 	"github.com/flashseat/flashseat/waitroom"
 )
 
-// ceilingRun is one of the shows BenchmarkJoinCeilingPartitions compares: its partition count and how many
-// joiners join it at once.
+// ceilingRun is one of the shows BenchmarkJoinCeilingPartitions compares: its partition count, how many joiners
+// join it at once, and the joins a second each master of its lines is sent (0: as fast as the joiners go).
 type ceilingRun struct {
 	k, joiners int
+	perMaster  float64
 }
 
-// ceilingRuns are the single queue first (its baseline), then 3 and 12 partitions from as many joiners in all,
-// then from as many joiners a master (three masters): a ceiling is where every master is saturated, and a
-// saturated master reads as full batches of joins as the single queue's did at its own.
-var ceilingRuns = []ceilingRun{{1, 64}, {3, 64}, {12, 64}, {3, 192}, {12, 192}}
+// ceilingRuns: the single queue, 3 and 12 partitions from 64 joiners as fast as they go (the first is the
+// baseline), then the same at 1,500 joins a second to each master of the show's lines (the single queue's is
+// their baseline). A master's CPU a join falls as its load rises (more joins ride each read and each write), and
+// two vCPUs' joiners cannot load three masters as they load one: at an equal rate a master, every master works
+// as the single queue's does, as they all would at their ceiling, saturated.
+var ceilingRuns = []ceilingRun{{1, 64, 0}, {3, 64, 0}, {12, 64, 0}, {1, 64, 1500}, {3, 64, 1500}, {12, 64, 1500}}
+
+// ceilingMasters is the package cluster's masters.
+const ceilingMasters = 3
 
 const (
 	ceilingRounds = 5     // rounds per show, alternated
@@ -37,8 +43,9 @@ const (
 // BenchmarkJoinCeilingPartitions measures what splitting one show's queue over partitions buys its joins on a
 // three-master Redis Cluster (the package's, started from the machine's redis-server whatever the pass): for each
 // of 1, 3 and 12 partitions, a show of its own (open, admitting nobody) takes fresh fans through
-// waitroom.Service.Join from 64 joiners (and 3 and 12 partitions again from 192, 64 a master), in rounds that
-// alternate the shows so that the machine's drifting load falls on each. Each master's own CPU (INFO cpu) is read before and after every round, so the figures do not
+// waitroom.Service.Join from 64 joiners, as fast as they go and again paced at 1,500 joins a second to each master
+// of the show's lines (ceilingRuns), in rounds that alternate the shows so that the machine's drifting load falls
+// on each. Each master's own CPU (INFO cpu) is read before and after every round, so the figures do not
 // depend on how fast this shared machine lets the joiners run: for each count, the busiest master's share of the
 // masters' CPU spent on the joins, its CPU per join, and the show's Redis-bound join ceiling (one over that CPU)
 // as a ratio to the single queue's in the same run. Beside them, the commands a join runs (INFO commandstats:
@@ -58,13 +65,20 @@ func BenchmarkJoinCeilingPartitions(b *testing.B) {
 	var fan atomic.Int64
 	// round joins n new fans into show from the joiners, and returns what each master spent on it and how long
 	// it took.
-	round := func(show string, joiners int, n int64) (map[string]masterUse, time.Duration) {
+	round := func(show string, c ceilingRun, n int64) (map[string]masterUse, time.Duration) {
 		var done atomic.Int64
 		var g errgroup.Group
+		pace := rate.NewLimiter(rate.Inf, 1)
+		if c.perMaster > 0 {
+			pace = rate.NewLimiter(rate.Limit(c.perMaster*float64(min(c.k, ceilingMasters))), 8)
+		}
 		use0, start := masterUses(b, cc), time.Now()
-		for range joiners {
+		for range c.joiners {
 			g.Go(func() error {
 				for done.Add(1) <= n {
+					if err := pace.Wait(ctx); err != nil {
+						return err
+					}
 					u := "c" + strconv.FormatInt(fan.Add(1), 36)
 					if _, err := svc.Join(ctx, show, u); err != nil {
 						return fmt.Errorf("join %s to %s: %w", u, show, err)
@@ -84,13 +98,13 @@ func BenchmarkJoinCeilingPartitions(b *testing.B) {
 	}
 	for i, c := range ceilingRuns {
 		// Under the test's prefix: its cleanup deletes the keys of every line on every master.
-		shows[i] = r.ID("ceiling" + strconv.Itoa(c.k) + "x" + strconv.Itoa(c.joiners))
+		shows[i] = r.ID("ceiling" + strconv.Itoa(i))
 		configureLines(b, cc, shows[i], c.k, 100, 1000)
 		openSale(b, cc, shows[i])
 		if _, err := svc.Tick(ctx, shows[i], false); err != nil { // every line restored and given its settings
 			b.Fatal(err)
 		}
-		round(shows[i], c.joiners, 500) // warm: connections to every master dialled, join.lua loaded on each
+		round(shows[i], c, 500) // warm: connections to every master dialled, join.lua loaded on each
 	}
 
 	use := make([]map[string]masterUse, len(ceilingRuns))
@@ -102,7 +116,7 @@ func BenchmarkJoinCeilingPartitions(b *testing.B) {
 	for rd := range ceilingRounds * b.N {
 		for j := range ceilingRuns {
 			i := (j + rd) % len(ceilingRuns) // each show goes first, middle and last in turn
-			u, d := round(shows[i], ceilingRuns[i].joiners, ceilingPer)
+			u, d := round(shows[i], ceilingRuns[i], ceilingPer)
 			for addr, v := range u {
 				use[i][addr] = use[i][addr].plus(v)
 			}
@@ -111,7 +125,7 @@ func BenchmarkJoinCeilingPartitions(b *testing.B) {
 	}
 	b.StopTimer()
 	n := float64(ceilingPer * ceilingRounds * b.N)
-	var base float64 // the single queue's busiest master's CPU per join, µs
+	var base float64 // the single queue's busiest master's CPU per join in the same group of runs, µs
 	for i, c := range ceilingRuns {
 		var total, busiest masterUse
 		for _, v := range use[i] {
@@ -121,23 +135,23 @@ func BenchmarkJoinCeilingPartitions(b *testing.B) {
 			}
 		}
 		per := float64(busiest.cpu.Nanoseconds()) / n / 1e3
-		if i == 0 {
+		if c.k == 1 {
 			base = per
 		}
 		joins := n * float64(busiest.cpu) / float64(total.cpu) // the busiest master's share of the joins, near enough
 		name := "k" + strconv.Itoa(c.k)
-		if c.joiners != ceilingRuns[0].joiners {
-			name += "x" + strconv.Itoa(c.joiners)
+		if c.perMaster > 0 {
+			name += "-paced"
 		}
 		b.ReportMetric(float64(busiest.cpu)/float64(total.cpu), name+"-busiest-share")
 		b.ReportMetric(per, name+"-busiest-µs/join")
 		b.ReportMetric(base/per, name+"-ceiling-x-k1")
 		b.ReportMetric(float64(total.cpu.Nanoseconds())/n/1e3, name+"-redis-µs/join")
 		b.ReportMetric(float64(total.calls)/n, name+"-cmds/join")
-		b.ReportMetric(float64(busiest.exec.Nanoseconds())/n/1e3, name+"-busiest-exec-µs/join")
 		b.ReportMetric(joins/float64(max(busiest.reads, 1)), name+"-busiest-joins/read")
 		b.ReportMetric(n/took[i].Seconds(), name+"-joins/s")
-		b.Logf("%d partitions, %d joiners, %.0f joins: each master's %v", c.k, c.joiners, n, use[i])
+		b.Logf("%d partitions, %d joiners, %v joins/s a master (0: unpaced), %.0f joins: each master's %v", c.k,
+			c.joiners, c.perMaster, n, use[i])
 	}
 }
 
@@ -146,23 +160,22 @@ func BenchmarkJoinCeilingPartitions(b *testing.B) {
 type masterUse struct {
 	cpu          time.Duration
 	calls, reads int64
-	exec         time.Duration // the scripts' own time (INFO commandstats' usec): CPU spent in joins, not in I/O
 }
 
 func (u masterUse) plus(v masterUse) masterUse {
-	return masterUse{u.cpu + v.cpu, u.calls + v.calls, u.reads + v.reads, u.exec + v.exec}
+	return masterUse{u.cpu + v.cpu, u.calls + v.calls, u.reads + v.reads}
 }
 
 func (u masterUse) minus(v masterUse) masterUse {
-	return masterUse{u.cpu - v.cpu, u.calls - v.calls, u.reads - v.reads, u.exec - v.exec}
+	return masterUse{u.cpu - v.cpu, u.calls - v.calls, u.reads - v.reads}
 }
 
 func (u masterUse) String() string {
-	return fmt.Sprintf("{cpu %v, commands %v, %d commands, %d reads}", u.cpu, u.exec, u.calls, u.reads)
+	return fmt.Sprintf("{cpu %v, %d commands, %d reads}", u.cpu, u.calls, u.reads)
 }
 
 var (
-	cmdstatRe = regexp.MustCompile(`(?m)^cmdstat_([^:]+):calls=(\d+),usec=(\d+),`)
+	cmdstatRe = regexp.MustCompile(`(?m)^cmdstat_[^:]+:calls=(\d+),`)
 	readsRe   = regexp.MustCompile(`(?m)^total_reads_processed:(\d+)`)
 )
 
@@ -182,13 +195,8 @@ func masterUses(b *testing.B, cc *goredis.ClusterClient) map[string]masterUse {
 			return err
 		}
 		for _, m := range cmdstatRe.FindAllStringSubmatch(info, -1) {
-			n, _ := strconv.ParseInt(m[2], 10, 64)
+			n, _ := strconv.ParseInt(m[1], 10, 64)
 			u.calls += n
-			if strings.HasPrefix(m[1], "eval") {
-				// A script's time holds the calls inside it, which have rows of their own too.
-				us, _ := strconv.ParseInt(m[3], 10, 64)
-				u.exec += time.Duration(us) * time.Microsecond
-			}
 		}
 		if m := readsRe.FindStringSubmatch(info); m != nil {
 			u.reads, _ = strconv.ParseInt(m[1], 10, 64)
