@@ -135,7 +135,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		log.Info("demo show ready", "show", show)
 	}
 
-	pays, err := newPayments(cfg, svc, pg, reg, log)
+	pays, err := newPayments(cfg, svc, pg, pg.RecordBreakerOpening, reg, log)
 	if err != nil {
 		return err
 	}
