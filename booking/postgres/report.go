@@ -13,9 +13,13 @@ import (
 	"github.com/flashseat/flashseat/shared/salereport"
 )
 
-// SaleReport implements booking.Store: the show's sale from its rows, read in one snapshot (a repeatable-read,
-// read-only transaction), and the payment breaker's openings within it.
+// SaleReport implements booking.Store: the show's summary once it has one (report_keep.go), else its sale from
+// its rows, read in one snapshot (a repeatable-read, read-only transaction), and the payment breaker's openings
+// within it.
 func (s *Store) SaleReport(ctx context.Context, showID string, now time.Time) (salereport.Report, error) {
+	if r, ok, err := storedReport(ctx, s.pool, showID); ok || err != nil {
+		return r, err
+	}
 	r, err := s.showSale(ctx, showID, now)
 	if err != nil {
 		return r, err
@@ -260,6 +264,9 @@ func breakerOpenings(ctx context.Context, db *pgxpool.Pool, r *salereport.Report
 
 // SaleReport reads the show's sale from its shard, and the payment breaker's openings from the catalog.
 func (s *Shards) SaleReport(ctx context.Context, showID string, now time.Time) (salereport.Report, error) {
+	if r, ok, err := storedReport(ctx, s.At(showID).pool, showID); ok || err != nil {
+		return r, err
+	}
 	r, err := s.At(showID).showSale(ctx, showID, now)
 	if err != nil {
 		return r, err

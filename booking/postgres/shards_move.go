@@ -49,6 +49,7 @@ var ledgerTables = []showTable{
 	{name: "queue_grants", where: `show_id = $1`},
 	{name: "queue_joins", where: `show_id = $1`},
 	{name: "queue_refusals", where: `show_id = $1`},
+	{name: "sale_reports", where: `show_id = $1`},
 	{name: "queue_phase", where: `show_id = $1`},
 	{name: "queue_outbox", where: `show_id = $1`, serial: true},
 	{name: "waitroom_queues", where: `show_id = $1`},

@@ -117,6 +117,14 @@ type Report struct {
 type Retention struct {
 	// Note says it in the operator's words.
 	Note string `json:"note"`
+	// SummarisedAt: the report was summarised then (the show had started) and is served from the summary.
+	SummarisedAt *time.Time `json:"summarisedAt,omitempty"`
+	// FanRowsDeletedAt: the per-fan rows it was built from were deleted then.
+	FanRowsDeletedAt *time.Time `json:"fanRowsDeletedAt,omitempty"`
+	// FanRetentionDays is how long after the summary the per-fan rows are kept; ReportKeptDays how long the
+	// report is kept at least.
+	FanRetentionDays int `json:"fanRetentionDays"`
+	ReportKeptDays   int `json:"reportKeptDays"`
 }
 
 // Minutes is a dense per-minute series from from to to (both minutes' starts, included), each minute's count taken
