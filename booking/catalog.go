@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/flashseat/flashseat/shared/salereport"
 )
 
 // CatalogStore is the ledger as the Catalog needs it.
@@ -27,6 +29,12 @@ type CatalogStore interface {
 	// BumpEpoch starts a new fencing epoch for the show and returns it.
 	BumpEpoch(ctx context.Context, showID string) (int64, error)
 	SoldSeats(ctx context.Context, showID string) ([]string, error)
+	// SaleReport reads a show's sale from the record as of now (ErrNotFound for a show it does not know).
+	SaleReport(ctx context.Context, showID string, now time.Time) (salereport.Report, error)
+	// SummariseSales stores the report of every show started before now that has none yet; it returns how many.
+	SummariseSales(ctx context.Context, now time.Time) (int, error)
+	// ForgetFans deletes the per-fan rows of the shows summarised before before; it returns how many shows.
+	ForgetFans(ctx context.Context, before time.Time) (int, error)
 }
 
 // CatalogBoard is Redis as the Catalog needs it: the seats' live status, the shows' counters and ShowInfo, and

@@ -61,11 +61,14 @@ type Config struct {
 	MaxSeats       int
 	ReconcileEvery time.Duration
 	InfoCoalesce   time.Duration // at most one ShowInfo rewrite per show per this interval
-	Now            func() time.Time
-	Logger         *slog.Logger
-	OnHold         func() // metrics hooks; nil is fine
-	OnConflict     func()
-	OnExpired      func(n int)
+	// FanRetention is how long after a show's report is summarised the per-fan rows it was built from are kept
+	// (REPORT_FAN_RETENTION); default 30 days.
+	FanRetention time.Duration
+	Now          func() time.Time
+	Logger       *slog.Logger
+	OnHold       func() // metrics hooks; nil is fine
+	OnConflict   func()
+	OnExpired    func(n int)
 }
 
 // Service is the booking behaviour, in three parts that New wires together: the Catalog (venues, events, shows,
@@ -92,6 +95,9 @@ func New(store Store, locks Seats, gate Admitter, cfg Config) *Service {
 	}
 	if cfg.InfoCoalesce <= 0 {
 		cfg.InfoCoalesce = 100 * time.Millisecond
+	}
+	if cfg.FanRetention <= 0 {
+		cfg.FanRetention = 30 * 24 * time.Hour
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -337,6 +337,7 @@ func (s *Service) Enter(ctx context.Context, r JoinRequest) (Place, error) {
 	switch {
 	case errors.As(err, &ref):
 		s.observe(GuardEvent{Show: r.Show, Kind: "refused", Reason: ref.Reason})
+		s.journalRefusal(r.Show, ref.Reason)
 		if eerr := s.equip(ctx, ref, st, r); eerr != nil {
 			return s.whenStoreDown(ctx, r, eerr)
 		}

@@ -60,6 +60,7 @@ func (s *Service) enter(ctx context.Context, show, user, receipt string, ask Ask
 				return Place{}, err
 			}
 			p.Receipt = s.receipt(show, user, p, receipt, presented)
+			s.journalJoin(show, user, p)
 			return p, nil
 		}
 		// The sale has opened but the pre-opening draw is not written: help write it, then retry. Joins after

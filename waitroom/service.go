@@ -150,6 +150,8 @@ type Options struct {
 	// OnGuard, if set, is told of the guard's work on this replica (for metrics): challenges issued, proofs
 	// taken, refusals by reason.
 	OnGuard func(GuardEvent)
+	// Journal, if set, records each fan's first place and the refused joins for the after-sale report.
+	Journal Journal
 }
 
 // Service is the waiting room: joins, status, admission ticks, draws and the local fan-out hub.

@@ -122,6 +122,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		HoldTTL:        cfg.HoldTTL,
 		MaxSeats:       cfg.MaxSeats,
 		ReconcileEvery: cfg.ReconcileInterval,
+		FanRetention:   cfg.ReportFanRetention,
 		Logger:         log,
 		OnHold:         metrics.Holds.Inc,
 		OnConflict:     metrics.Conflicts.Inc,
@@ -135,7 +136,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		log.Info("demo show ready", "show", show)
 	}
 
-	pays, err := newPayments(cfg, svc, pg, reg, log)
+	pays, err := newPayments(cfg, svc, pg, pg.RecordBreakerOpening, reg, log)
 	if err != nil {
 		return err
 	}
@@ -197,8 +198,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	defer waitOps()
 	var wg sync.WaitGroup
 	ev.start(workers, &wg)
-	wg.Add(9)
+	wg.Add(10)
 	go func() { defer wg.Done(); publishPulse(workers, rdb, cfg.PulseNamespace, window, pays, log) }()
+	go func() { defer wg.Done(); keepReports(workers, svc, cfg.ReportSweep, log) }()
 	go func() { defer wg.Done(); svc.Run(workers) }()
 	go func() { defer wg.Done(); queues.Run(workers, 2*time.Second, time.Minute) }()
 	go func() {

@@ -57,8 +57,13 @@ type Config struct {
 	MaxSeats          int           // MAX_SEATS_PER_BOOKING, default 10
 	ReconcileInterval time.Duration // RECONCILE_INTERVAL, default 30s
 	RefundWindow      time.Duration // REFUND_WINDOW, default 48h (used by payments)
-	ShutdownTimeout   time.Duration // SHUTDOWN_TIMEOUT, default 10s
-	BodyLimit         int           // BODY_LIMIT bytes, default 64 KiB
+	// ReportFanRetention (REPORT_FAN_RETENTION, default 720h: 30 days) is how long after a show's after-sale report
+	// is summarised (once the show starts) the per-fan rows it was built from are kept; ReportSweep
+	// (REPORT_SWEEP_INTERVAL, default 10m) how often summaries and deletions are looked for.
+	ReportFanRetention time.Duration
+	ReportSweep        time.Duration
+	ShutdownTimeout    time.Duration // SHUTDOWN_TIMEOUT, default 10s
+	BodyLimit          int           // BODY_LIMIT bytes, default 64 KiB
 	// SeatStreamsPerPrefix (SEAT_STREAMS_PER_PREFIX, default 64) bounds the seat-map streams one address prefix
 	// holds open on a replica; raise it for a crowd behind one carrier NAT. Each fan's own bound is 8.
 	SeatStreamsPerPrefix int
@@ -112,6 +117,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		MaxSeats:             r.IntIn("MAX_SEATS_PER_BOOKING", 10, 1, 100),
 		ReconcileInterval:    r.PositiveDuration("RECONCILE_INTERVAL", 30*time.Second),
 		RefundWindow:         r.PositiveDuration("REFUND_WINDOW", 48*time.Hour),
+		ReportFanRetention:   r.PositiveDuration("REPORT_FAN_RETENTION", 30*24*time.Hour),
+		ReportSweep:          r.PositiveDuration("REPORT_SWEEP_INTERVAL", 10*time.Minute),
 		ShutdownTimeout:      r.PositiveDuration("SHUTDOWN_TIMEOUT", 10*time.Second),
 		BodyLimit:            r.IntIn("BODY_LIMIT", 64<<10, 1<<10, 16<<20),
 		SeatStreamsPerPrefix: r.IntIn("SEAT_STREAMS_PER_PREFIX", 64, 8, 1000000),

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,8 @@ type ledger interface {
 	webhook.Store
 	notify.Store
 	Outbox() eventstream.Source
+	// RecordBreakerOpening records that this replica's payment breaker opened, for the after-sale report.
+	RecordBreakerOpening(ctx context.Context, at time.Time) error
 }
 
 // shardPools are the open shards of DATABASE_SHARDS, in the ring's order.

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -97,7 +98,7 @@ func (c PaymentConfig) Public() bookinghttp.PublicGateway {
 // newPayments builds the gateway (Stripe adapter behind a circuit breaker), the ticket signer and the Checkout. Their
 // outbox is relayed to the event stream by the relay Run starts (events.go), not by the payments worker.
 func newPayments(cfg Config, svc *booking.Service, store booking.PaymentStore,
-	reg prometheus.Registerer, log *slog.Logger) (*booking.Checkout, error) {
+	opened func(context.Context, time.Time) error, reg prometheus.Registerer, log *slog.Logger) (*booking.Checkout, error) {
 	pc := cfg.Payment
 	if pc.TicketKeyGenerated {
 		log.Warn("TICKET_SIGNING_KEY is not set: tickets are signed with a random key, unverifiable after a restart")
@@ -119,6 +120,9 @@ func newPayments(cfg Config, svc *booking.Service, store booking.PaymentStore,
 	gw := payment.NewBreaker(client, pc.Breaker,
 		payment.OnStateChange(func(s payment.BreakerState) {
 			log.Warn("payment gateway circuit breaker", "state", s.String())
+			if s == payment.Open {
+				go recordOpening(opened, log)
+			}
 		}))
 	if reg != nil {
 		// Read at scrape time, so the gauge never lags a change told out of order.
@@ -143,4 +147,14 @@ func newPayments(cfg Config, svc *booking.Service, store booking.PaymentStore,
 		Logger:         log,
 		OnOutcome:      func(o booking.Outcome) { outcomes.WithLabelValues(string(o)).Inc() },
 	}), nil
+}
+
+// recordOpening records a breaker opening for the after-sale report (payments' breakerOpenings), off the calling
+// request: a ledger that is down loses the mark, and the log line above still says it.
+func recordOpening(opened func(context.Context, time.Time) error, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := opened(ctx, time.Now()); err != nil {
+		log.Warn("payment breaker opening not recorded", "err", err)
+	}
 }

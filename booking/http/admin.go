@@ -18,6 +18,8 @@ func (s *Server) adminRoutes(admin fiber.Router) {
 	admin.Post("/shows/:showId/close", s.closeSale)
 	admin.Get("/bookings/:bookingId", s.adminBooking)
 	admin.Get("/users/:userId/bookings", s.adminUserBookings)
+	admin.Get("/shows/:showId/report", s.saleReport)
+	admin.Get("/shows/:showId/report.csv", s.saleReportCSV)
 	if s.cfg.Checkout != nil {
 		admin.Post("/bookings/:bookingId/refund", s.adminRefund)
 		admin.Get("/shows/:showId", s.adminShow)

@@ -14,7 +14,7 @@ import (
 )
 
 // seedShow creates a venue with one 2x5 hall, an event and a show on sale.
-func seedShow(t *testing.T, st booking.Store) booking.Show {
+func seedShow(t testing.TB, st booking.Store) booking.Show {
 	t.Helper()
 	ctx := context.Background()
 	v := booking.Venue{Name: "V", City: "C", Halls: []booking.Hall{{Name: "H", Rows: []booking.Row{

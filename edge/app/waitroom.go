@@ -124,6 +124,9 @@ func mountWaitroom(ctx context.Context, e *Edge) error {
 	if err := store.WaitReplicas(wc.JoinReplicas, wc.JoinReplicaTimeout); err != nil {
 		return err // the timeout is checked at start-up, and the edge's client is one the store can route
 	}
+	// The after-sale report's record of joins and refusals (written in batches; its last flush after the drain).
+	journal := wrpostgres.NewJournal(e.DBs, e.Log)
+	opt.Journal = journal
 	svc := waitroom.New(store, wrpostgres.NewSharded(e.DBs), e.Queues, e.Issuer, opt)
 	// The console's session middleware goes ahead of the operator routes below.
 	mountConsole(ctx, e, svc)
@@ -136,7 +139,8 @@ func mountWaitroom(ctx context.Context, e *Edge) error {
 			Name: "waitroom_streams", Help: "Open waiting-room event streams on this replica.",
 		}, func() float64 { return float64(svc.Hub.Conns()) }))
 	}
-	e.Workers.Add(4)
+	e.Workers.Add(5)
+	go func() { defer e.Workers.Done(); journal.Run(e.Work) }()
 	go func() { defer e.Workers.Done(); _ = svc.Run(e.Work) }()
 	go func() { defer e.Workers.Done(); runAutotune(e.Work, e, svc, wc.AutotuneEvery) }()
 	go func() { defer e.Workers.Done(); relay.Run(e.Work) }()

@@ -90,6 +90,7 @@ func (con *Console) Mount(r fiber.Router) {
 	r.Delete("/admin/session", con.signOut)
 	r.Get("/admin/live", con.live)
 	r.Get("/admin/figures", con.figuresNow)
+	r.Get("/admin/shows/:showId/report", con.report)
 }
 
 // forward lets an operator API call through with the operator token added when it carries a valid console

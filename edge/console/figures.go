@@ -185,24 +185,8 @@ func (f *Figures) gather(ctx context.Context) {
 }
 
 func (f *Figures) read(ctx context.Context) (Snapshot, error) {
-	u := *f.bookingURL
-	u.Path = strings.TrimRight(u.Path, "/") + "/admin/v1/stats"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return Snapshot{}, err
-	}
-	req.Header.Set("Authorization", "Bearer "+f.adminToken)
-	resp, err := f.client.Do(req)
-	if err != nil {
-		return Snapshot{}, fmt.Errorf("booking stats: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		return Snapshot{}, fmt.Errorf("booking stats: status %d", resp.StatusCode)
-	}
 	var snap Snapshot
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&snap); err != nil {
+	if err := f.get(ctx, "/admin/v1/stats", &snap); err != nil {
 		return Snapshot{}, fmt.Errorf("booking stats: %w", err)
 	}
 	for i := range snap.Shows {
@@ -218,4 +202,30 @@ func (f *Figures) read(ctx context.Context) (Snapshot, error) {
 	}
 	snap.At = time.Now().UTC()
 	return snap, nil
+}
+
+// statusError is booking's answer other than 200 to one of the console's own reads.
+type statusError struct{ status int }
+
+func (e *statusError) Error() string { return fmt.Sprintf("status %d", e.status) }
+
+// get reads booking's JSON answer at path (already escaped) with the operator token into out.
+func (f *Figures) get(ctx context.Context, path string, out any) error {
+	u := *f.bookingURL
+	u.Path = strings.TrimRight(u.Path, "/") + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+f.adminToken)
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return &statusError{status: resp.StatusCode}
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(out)
 }

@@ -13,12 +13,12 @@ import (
 )
 
 // The console's page: console.html, its entry module console.js, one module per panel (shows.js, tuning.js,
-// bots.js, codes.js with the queue page's form in queuepage.js, fans.js, catalog.js, audit.js, webhooks.js;
+// bots.js, codes.js with the queue page's form in queuepage.js, fans.js, catalog.js, reports.js, audit.js, webhooks.js;
 // console.js says how to add one; picker.js is the show select of the panels that work on one show) and its
 // stylesheet, served beside the browser toolkit's modules (shared/pagekit), which the panels import as "./api.js",
 // "./dom.js" and so on.
 //
-//go:embed page/console.html page/*.js page/*.css
+//go:embed page/console.html page/report.html page/*.js page/*.css
 var pageFS embed.FS
 
 // assets are the page's modules and stylesheet with the toolkit's, under /admin/assets/{version}/{name}.

@@ -97,6 +97,15 @@ type Platform struct {
 	// Bouncer is the PgBouncer between the services and the database when Options asked for one.
 	Bouncer *storetest.PgBouncer
 	Options Options
+	// booking runs one more booking replica with the platform's configuration (StartBooking).
+	booking RunFunc
+}
+
+// StartBooking starts one more booking replica, with the platform's configuration, on a port of its own and
+// returns its URL: a process that starts with nothing in memory, as a restarted booking does.
+func (p *Platform) StartBooking(t testing.TB) string {
+	t.Helper()
+	return Serve(t, "booking", p.booking)
 }
 
 // Start starts the platform on free loopback ports and stops it in t.Cleanup. It fails the test when a service
@@ -213,13 +222,12 @@ func Start(t testing.TB, opts Options) *Platform {
 		return bookingapp.Run(ctx, bcfg, log, ready)
 	})
 	p.BookingURLs = []string{p.BookingURL}
+	// The simulator's webhooks go to the first replica, as a load balancer would send them to one of them.
+	more := bcfg
+	more.Addr, more.OpsAddr, more.OpsBound = "127.0.0.1:0", "", nil
+	p.booking = func(ctx context.Context, ready func(string)) error { return bookingapp.Run(ctx, more, log, ready) }
 	for range max(1, opts.Bookings) - 1 {
-		// The simulator's webhooks go to the first replica, as a load balancer would send them to one of them.
-		cfg := bcfg
-		cfg.Addr, cfg.OpsAddr, cfg.OpsBound = "127.0.0.1:0", "", nil
-		p.BookingURLs = append(p.BookingURLs, Serve(t, "booking", func(ctx context.Context, ready func(string)) error {
-			return bookingapp.Run(ctx, cfg, log, ready)
-		}))
+		p.BookingURLs = append(p.BookingURLs, Serve(t, "booking", p.booking))
 	}
 
 	eenv := map[string]string{

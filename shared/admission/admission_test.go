@@ -343,15 +343,22 @@ func TestAbsentSettingsAskTheRecord(t *testing.T) {
 	}
 }
 
+// TestPruneKeepsLiveAdmissions: prune forgets the expired admissions of a show whose after-sale report is
+// summarised, and keeps the live ones, and the expired ones of a show not summarised yet (the report's figures).
 func TestPruneKeepsLiveAdmissions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rec := admpostgres.New(pgtest.New(t))
+	pool := pgtest.New(t)
+	rec := admpostgres.New(pool)
 	now := time.Now()
 	if err := rec.AddGrants(ctx, []admission.Grant{
 		{ShowID: "s", JTI: "old", UserID: "u1", IssuedAt: now.Add(-49 * time.Hour), ExpiresAt: now.Add(-48 * time.Hour)},
 		{ShowID: "s", JTI: "live", UserID: "u2", IssuedAt: now, ExpiresAt: now.Add(time.Hour)},
+		{ShowID: "unsummarised", JTI: "old2", UserID: "u1", IssuedAt: now.Add(-49 * time.Hour), ExpiresAt: now.Add(-48 * time.Hour)},
 	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO sale_reports (show_id, report, summarised_at) VALUES ('s', '{}', now())`); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := rec.Prune(ctx, now.Add(-24*time.Hour)); err != nil || n != 1 {
@@ -360,6 +367,9 @@ func TestPruneKeepsLiveAdmissions(t *testing.T) {
 	live, _, err := rec.Grants(ctx, "s", now)
 	if err != nil || len(live) != 1 || live[0].JTI != "live" {
 		t.Fatalf("after prune: %+v, %v", live, err)
+	}
+	if ok, err := rec.Admitted(ctx, "unsummarised", "u1"); err != nil || !ok {
+		t.Fatalf("the unsummarised show's admission was pruned: %v %v", ok, err)
 	}
 }
 

@@ -32,7 +32,8 @@ type Record interface {
 	Admitted(ctx context.Context, show, user string) (bool, error)
 	// RevokeUser revokes every live admission of user to show and returns them (none: an empty slice).
 	RevokeUser(ctx context.Context, show, user string, now time.Time) ([]Grant, error)
-	// Prune forgets admissions that expired before before: an expired token is refused by its exp alone.
+	// Prune forgets admissions that expired before before (an expired token is refused by its exp alone), once
+	// their show's after-sale report is summarised: until then they are its figures.
 	Prune(ctx context.Context, before time.Time) (int64, error)
 }
 

@@ -19,8 +19,9 @@ import * as audit from "./audit.js";
 import * as webhooks from "./webhooks.js";
 import * as codes from "./codes.js";
 import * as tuning from "./tuning.js";
+import * as reports from "./reports.js";
 
-const PANELS = [shows, tuning, bots, codes, fans, catalog, audit, webhooks];
+const PANELS = [shows, tuning, bots, codes, fans, catalog, reports, audit, webhooks];
 
 let live = null; // the follow of the live figures (stream.js), streamed or polled
 

@@ -277,10 +277,18 @@ func (r *Record) Admitted(ctx context.Context, show, user string) (bool, error) 
 	return ok, nil
 }
 
+// unsummarisedKeep is how much longer than the others an expired admission of a show without an after-sale
+// summary is kept (a show booking's catalog does not know is never summarised).
+const unsummarisedKeep = 180 * 24 * time.Hour
+
 // Prune implements admission.Record, on every database that answers (pgshard.Sweep).
 func (r *Record) Prune(ctx context.Context, before time.Time) (int64, error) {
 	n, err := pgshard.Sweep(ctx, r.dbs, func(ctx context.Context, db *pgxpool.Pool) (int64, error) {
-		tag, err := db.Exec(ctx, `DELETE FROM queue_grants WHERE expires_at < $1`, before)
+		// An admission of a show whose after-sale report is not summarised yet is one of its figures: it stays
+		// until the summary (sale_reports) is made, or unsummarisedKeep longer for a show that never gets one.
+		tag, err := db.Exec(ctx, `DELETE FROM queue_grants g WHERE g.expires_at < $1
+			AND (g.expires_at < $2 OR EXISTS (SELECT 1 FROM sale_reports r WHERE r.show_id = g.show_id))`,
+			before, before.Add(-unsummarisedKeep))
 		return tag.RowsAffected(), err
 	})
 	if err != nil {
