@@ -18,6 +18,7 @@ func TestBypassCodeInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
 	}
+	t.Parallel()
 	p, _, show := slowQueue(t, "Tughlaq")
 	br := browsertest.New(t)
 	text := textOf

@@ -45,6 +45,7 @@ func TestCheckoutInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
 	}
+	t.Parallel()
 	p, c := journeyPlatform(t)
 	show := newShow(t, c, showSpec{title: "Hayavadana " + uuid.NewString()[:6], saleIn: -time.Minute, queue: true, admitRate: 5})
 	// The budget covers six bookings with a slow card and two bank challenges, beside the package's other browser

@@ -28,6 +28,7 @@ func TestOperatorConsoleBotsInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
 	}
+	t.Parallel()
 	p, c := journeyPlatform(t)
 	ctx := context.Background()
 	title := "Nagamandala " + uuid.NewString()[:6]

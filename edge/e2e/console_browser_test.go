@@ -22,6 +22,7 @@ func TestOperatorConsoleInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
 	}
+	t.Parallel()
 	p, c := journeyPlatform(t)
 	ctx := context.Background()
 	title := "Hayavadana " + uuid.NewString()[:6]
@@ -171,12 +172,13 @@ func TestOperatorConsoleWithoutItsStream(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
 	}
+	t.Parallel()
 	p, c := journeyPlatform(t)
 	show := newShow(t, c, showSpec{title: "Polled " + uuid.NewString()[:6], saleIn: -time.Minute})
 	br := browsertest.New(t)
 	for i, blocked := range []string{"stream refused", "no EventSource"} {
 		t.Run(blocked, func(t *testing.T) {
-			op := br.FanFor(t, "operator", 2*time.Minute)
+			op := br.FanFor(t, "operator", 4*time.Minute)
 			if blocked == "no EventSource" {
 				op.OnNewDocument(`delete window.EventSource;`)
 			} else {

@@ -56,6 +56,7 @@ var csrf = map[string]string{"X-Requested-With": "flashseat"}
 // authenticates the operator API through the edge; CSRF, sign-out on every replica, wrong tokens and the sign-in
 // limit behave.
 func TestConsoleSession(t *testing.T) {
+	t.Parallel()
 	p := start(t, map[string]string{"ADMIN_TOKEN": adminToken})
 	o := newOperator(t, p.edge)
 
@@ -132,6 +133,7 @@ func TestConsoleSession(t *testing.T) {
 
 // TestConsoleSignInBadInput: every kind of bad sign-in gets a 4xx problem, and guessing is rate limited.
 func TestConsoleSignInBadInput(t *testing.T) {
+	t.Parallel()
 	p := start(t, map[string]string{"ADMIN_TOKEN": adminToken})
 	o := newOperator(t, p.edge)
 	for _, tc := range []struct {
@@ -209,6 +211,7 @@ func mustURL(t *testing.T, s string) *url.URL {
 // TestShowGauges: the per-show gauges are on the operations addresses only, for shows with an open sale; the
 // stores' gauges and the Redis pools' series beside them.
 func TestShowGauges(t *testing.T) {
+	t.Parallel()
 	p := start(t, map[string]string{"ADMIN_TOKEN": adminToken})
 	if s, b := send(t, "GET", p.bookingOps+"/metrics", "", nil); s != 200 ||
 		!strings.Contains(string(b), `booking_show_seats_available{show="`+p.show+`"}`) ||

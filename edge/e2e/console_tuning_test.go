@@ -23,6 +23,7 @@ func TestConsoleQueueModeAndAutotuneInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
 	}
+	t.Parallel()
 	pulse := map[string]string{"PULSE_NAMESPACE": "pulse-e2e-" + uuid.NewString()}
 	edgeEnv := map[string]string{"QUEUE_TICK": "100ms", "AUTOTUNE_EVERY": "300ms"}
 	for k, v := range pulse {

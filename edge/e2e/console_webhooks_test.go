@@ -22,6 +22,7 @@ func TestConsoleWebhooksInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
 	}
+	t.Parallel()
 	p := start(t, map[string]string{"ADMIN_TOKEN": adminToken})
 	// Only the hold's event is counted: the endpoint takes every show's events (a queue's phase changes too), and no
 	// other may pass for the hold's delivery or its replay.

@@ -16,6 +16,7 @@ import (
 // A hold without admission is still refused, at the edge and at booking (never read as "queue off"), the queue's
 // state comes back by itself, and a fan who re-joins with the place receipt has the same position.
 func TestQueueSurvivesRedisLoss(t *testing.T) {
+	t.Parallel()
 	const adminToken = "adm_e2e_e2e_e2e_e2e_e2e" // booking's, given to the edge too
 	p := start(t, map[string]string{"ADMIN_TOKEN": adminToken})
 	ctx := context.Background()

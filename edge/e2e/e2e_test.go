@@ -149,6 +149,7 @@ func TestMain(m *testing.M) { os.Exit(redistest.Run(m)) }
 // admission token and passes with one, and booking accepts the same token. The platform runs on a single Redis,
 // then on a Redis Cluster.
 func TestThroughTheEdge(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, r *redistest.Redis) { testThroughTheEdge(t, startOn(t, r, nil)) })
 }
 

@@ -19,6 +19,7 @@ func TestGuestSessionWithProofInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
 	}
+	t.Parallel()
 	p := platformtest.Start(t, platformtest.Options{HoldTTL: 5 * time.Minute, MaxConns: 8,
 		Edge: map[string]string{"RATE_EXEMPT": "none", "GUEST_FREE": "0", "GUEST_LIMIT": "1000000", "QUEUE_TICK": "100ms"}})
 	c, err := fsclient.New(p.BaseURL, http.DefaultTransport, fsclient.Options{AdminToken: p.AdminToken})
@@ -30,7 +31,7 @@ func TestGuestSessionWithProofInBrowser(t *testing.T) {
 	t.Cleanup(func() { rdb.HDel(context.Background(), "{guest}:pressure", "127.0.0.1") })
 	show := newShow(t, c, showSpec{title: "Busy network", saleIn: -time.Minute})
 	br := browsertest.New(t)
-	fan := br.FanFor(t, "fan behind a busy network", time.Minute)
+	fan := br.FanFor(t, "fan behind a busy network", 3*time.Minute)
 	fan.Go(p.BaseURL + "/shows/" + show)
 	fan.WaitFor("the seat map", seat("A1")+` !== null`)
 	fan.JS(seat("A1") + `.click()`)

@@ -17,6 +17,7 @@ import (
 // any other header likewise) is answered 431 with a problem, never a reset connection the client cannot tell from
 // an outage.
 func TestOversizedHeaderIs431(t *testing.T) {
+	t.Parallel()
 	p := start(t, nil)
 	for _, tc := range []struct {
 		name, method, path, header string
@@ -50,6 +51,7 @@ func TestOversizedHeaderIs431(t *testing.T) {
 // what the client goes on sending after the answer, up to a bound, rather than closing on unread bytes, which
 // resets the connection and loses the answer.
 func TestOversizedHeaderIs431WrittenFirst(t *testing.T) {
+	t.Parallel()
 	p := start(t, nil)
 	u, _ := url.Parse(p.edgeDirect)
 	for _, size := range []int{64 << 10, 1 << 20} {

@@ -117,6 +117,7 @@ func TestFanJourneyInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
 	}
+	t.Parallel()
 	p, c := journeyPlatformOn(t, redistest.Prefer(t, redistest.Cluster).Addrs)
 	title := "Tughlaq " + uuid.NewString()[:6]
 	show := newShow(t, c, showSpec{title: title, saleIn: -time.Minute, queue: true, admitRate: 1})

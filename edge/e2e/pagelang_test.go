@@ -17,6 +17,7 @@ func TestQueuePageFollowsTheBrowsersLanguage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
 	}
+	t.Parallel()
 	p, _, show := slowQueue(t, "Hayavadana")
 	br := browsertest.New(t)
 	text := textOf
@@ -31,7 +32,7 @@ func TestQueuePageFollowsTheBrowsersLanguage(t *testing.T) {
 		{"fan reading Hindi", []string{"hi-IN", "hi", "en"}, "hi", "बायपास कोड", "कतार में आपका स्थान", "प्रतीक्षा कक्ष · Hayavadana", "hi-IN"},
 		{"fan reading English", []string{"en-GB", "en", "hi"}, "en", "Bypass code", "Your place in line", "Waiting room · Hayavadana", "en-GB"},
 	} {
-		fan := br.Fan(tc.name, 2*time.Minute)
+		fan := br.Fan(tc.name, 4*time.Minute)
 		fan.Languages(tc.langs...)
 		fan.Go(p.BaseURL + "/shows/" + show)
 		fan.WaitFor("a place in line", `location.pathname === "/queue/`+show+`" && !document.getElementById("waiting").hidden && `+

@@ -92,6 +92,7 @@ func TestQueuePageBotProtection(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
 	}
+	t.Parallel()
 	p, c, hc := botPlatform(t)
 	br := browsertest.New(t)
 	queuePage := func(show string) string { return p.BaseURL + "/queue/" + show }
@@ -110,7 +111,7 @@ func TestQueuePageBotProtection(t *testing.T) {
 			t.Errorf("the page's policy does not let the widget in: %s", csp)
 		}
 		waitGate(t, p.BaseURL, show)
-		fan := br.FanFor(t, "fan", 2*time.Minute)
+		fan := br.FanFor(t, "fan", 4*time.Minute)
 		fan.Go(queuePage(show))
 		widget := `document.querySelector("#human-widget .cf-turnstile button")`
 		fan.WaitFor("the human check", `!document.getElementById("human").hidden && `+widget+` !== null`)
@@ -140,7 +141,7 @@ func TestQueuePageBotProtection(t *testing.T) {
 	t.Run("accounts only: told to sign in", func(t *testing.T) {
 		show := newShow(t, c, showSpec{title: "Members", saleIn: -time.Minute, queue: true})
 		admin(t, p, "PUT", "/admin/v1/shows/"+show+"/queue", `{"botProtection":{"accountsOnly":true}}`, nil)
-		fan := br.FanFor(t, "guest", time.Minute)
+		fan := br.FanFor(t, "guest", 3*time.Minute)
 		toldInWords(t, fan, queuePage(show), "Sign in to your account")
 	})
 
@@ -148,7 +149,7 @@ func TestQueuePageBotProtection(t *testing.T) {
 		show := newShow(t, c, showSpec{title: "Blocked", saleIn: -time.Minute, queue: true})
 		addr := fmt.Sprintf("198.18.%d.%d", rand.IntN(256), 1+rand.IntN(254))
 		admin(t, p, "POST", "/admin/v1/shows/"+show+"/blocked-prefixes", `{"prefix":"`+addr+`"}`, nil)
-		fan := br.FanFor(t, "fan on a blocked network", time.Minute)
+		fan := br.FanFor(t, "fan on a blocked network", 3*time.Minute)
 		if _, err := chromedp.Call(fan.Ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{
 			Headers: network.Headers{"X-Forwarded-For": addr}}); err != nil {
 			t.Fatal(err)
@@ -159,7 +160,7 @@ func TestQueuePageBotProtection(t *testing.T) {
 	t.Run("a second identity in the same browser: told so", func(t *testing.T) {
 		show := newShow(t, c, showSpec{title: "One each", saleIn: -time.Minute, queue: true})
 		pauseQueue(t, p, show, true)
-		fan := br.FanFor(t, "fan with two identities", time.Minute)
+		fan := br.FanFor(t, "fan with two identities", 3*time.Minute)
 		fan.Go(queuePage(show))
 		fan.WaitFor("a place", `!document.getElementById("paused").hidden`)
 		// The session cookie goes (signed out, a cleared jar of one site); the browser's place stays with the
@@ -176,7 +177,7 @@ func TestQueuePageBotProtection(t *testing.T) {
 	t.Run("a phone asleep through its turn gets in when it wakes", func(t *testing.T) {
 		show := newShow(t, c, showSpec{title: "Night bus", saleIn: -time.Minute, queue: true, admitRate: 1})
 		pauseQueue(t, p, show, true)
-		fan := br.FanFor(t, "fan on a phone", 2*time.Minute)
+		fan := br.FanFor(t, "fan on a phone", 4*time.Minute)
 		fan.Grant("notifications")
 		fan.OnNewDocument(notificationBodyRecorder)
 		fan.Go(queuePage(show))

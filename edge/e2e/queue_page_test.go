@@ -37,6 +37,7 @@ func TestQueuePageInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
 	}
+	t.Parallel()
 	p, c := journeyPlatform(t)
 	br := browsertest.New(t)
 	ctx := context.Background()
@@ -44,7 +45,7 @@ func TestQueuePageInBrowser(t *testing.T) {
 
 	t.Run("before opening: countdown, the draw, then the seats with a notification", func(t *testing.T) {
 		// The tab first, so the time before opening is all the page's: it must show the countdown before then.
-		fan := br.FanFor(t, "early fan", time.Minute)
+		fan := br.FanFor(t, "early fan", 3*time.Minute)
 		fan.Grant("notifications")
 		fan.OnNewDocument(notificationRecorder)
 		title := "Hamlet " + uuid.NewString()[:6]
@@ -71,7 +72,7 @@ func TestQueuePageInBrowser(t *testing.T) {
 	// A fan who joined before the draw holds a place receipt that names no ticket (the draw had not given one);
 	// once the draw has, the page renews it, so that their place comes back if the waiting room loses its state.
 	t.Run("before opening, then a wait: the receipt names the drawn ticket", func(t *testing.T) {
-		fan := br.FanFor(t, "early fan who waits", time.Minute)
+		fan := br.FanFor(t, "early fan who waits", 3*time.Minute)
 		show := newShow(t, c, showSpec{title: "Drawn", saleIn: 6 * time.Second, queue: true, admitRate: 0.001})
 		for range 2 { // fans in the draw besides ours, so that ours most likely waits
 			g, _, err := c.NewGuest(ctx)
@@ -102,7 +103,7 @@ func TestQueuePageInBrowser(t *testing.T) {
 
 	t.Run("queue off: straight to the seats", func(t *testing.T) {
 		show := newShow(t, c, showSpec{title: "Open sale", saleIn: -time.Minute})
-		fan := br.FanFor(t, "fan", time.Minute)
+		fan := br.FanFor(t, "fan", 3*time.Minute)
 		fan.Go(p.BaseURL + "/queue/" + show)
 		fan.WaitFor("the seats", `location.pathname === "/shows/`+show+`"`)
 		fan.WaitFor("the seat map", seat("A1")+` !== null`)
@@ -128,7 +129,7 @@ func TestQueuePageInBrowser(t *testing.T) {
 		}
 		// An operator's switch reaches every replica's gate within a second (its cache of the settings).
 		waitGate(t, p.BaseURL, show)
-		fan := br.FanFor(t, "late fan", time.Minute)
+		fan := br.FanFor(t, "late fan", 3*time.Minute)
 		fan.Go(p.BaseURL + "/shows/" + show)
 		fan.WaitFor("sold out", `location.pathname === "/queue/`+show+`" && !document.getElementById("soldout").hidden`)
 		fan.JS(`document.getElementById("group").value = "3"; document.getElementById("waitlist-join").click()`)
@@ -153,7 +154,7 @@ func TestQueuePageInBrowser(t *testing.T) {
 				TokenTTLSeconds: 10}); err != nil {
 				t.Fatal(err)
 			}
-			fan := br.FanFor(t, name, time.Minute)
+			fan := br.FanFor(t, name, 3*time.Minute)
 			fan.Go(p.BaseURL + "/shows/" + show)
 			fan.WaitFor("the seat map", `location.pathname === "/shows/`+show+`" && `+seat("A1")+` !== null`)
 			fan.JS(seat("A1") + `.click()`)
@@ -190,7 +191,7 @@ func TestQueuePageInBrowser(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		fan := br.FanFor(t, "patient fan", time.Minute)
+		fan := br.FanFor(t, "patient fan", 3*time.Minute)
 		fan.Go(p.BaseURL + "/queue/" + show)
 		fan.WaitFor("waiting", `!document.getElementById("waiting").hidden && document.getElementById("position").textContent !== "…"`)
 		pauseQueue(t, p, show, true)
@@ -210,7 +211,7 @@ func TestQueuePageInBrowser(t *testing.T) {
 	}{{"refused", (*browsertest.Fan).FailRequests}, {"held back", (*browsertest.Fan).HoldRequests}} {
 		t.Run("the seat stream "+c2.name+": polling", func(t *testing.T) {
 			show := newShow(t, c, showSpec{title: "Blocked", saleIn: -time.Minute, queue: true, admitRate: 2})
-			fan := br.FanFor(t, "fan behind a proxy", time.Minute)
+			fan := br.FanFor(t, "fan behind a proxy", 3*time.Minute)
 			c2.block(fan, "*/seats/stream")
 			fan.Go(p.BaseURL + "/queue/" + show)
 			fan.WaitFor("the seats", `location.pathname === "/shows/`+show+`"`)
@@ -220,7 +221,7 @@ func TestQueuePageInBrowser(t *testing.T) {
 
 	t.Run("without EventSource: polling", func(t *testing.T) {
 		show := newShow(t, c, showSpec{title: "Polling", saleIn: -time.Minute, queue: true, admitRate: 2})
-		fan := br.FanFor(t, "old browser", time.Minute)
+		fan := br.FanFor(t, "old browser", 3*time.Minute)
 		fan.OnNewDocument(`delete window.EventSource;`)
 		fan.Go(p.BaseURL + "/queue/" + show)
 		fan.WaitFor("the seats", `location.pathname === "/shows/`+show+`"`)
@@ -240,6 +241,7 @@ func TestQueuePageKeepsThePlaceWhenRedisIsDown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
 	}
+	t.Parallel()
 	r := storetest.StartRedis(t)
 	p := platformtest.Start(t, platformtest.Options{MaxConns: 8, Booking: map[string]string{"REDIS_URL": r.URL},
 		Edge: map[string]string{"REDIS_URL": r.URL, "QUEUE_TICK": "100ms"}})

@@ -49,6 +49,7 @@ type refundAnswer struct {
 // those two seats' price, the two seats are on sale again, their tickets are refused at the door while the other
 // two check in, and the load test's store checker finds nothing wrong.
 func TestPartialRefundThroughTheEdge(t *testing.T) {
+	t.Parallel()
 	p, c := journeyPlatform(t)
 	ctx := context.Background()
 	show := newShow(t, c, showSpec{title: "Refunds", saleIn: -time.Hour}) // starts in 72 h; row A is 90,000 a seat
@@ -139,6 +140,7 @@ func TestPartialRefundThroughTheEdge(t *testing.T) {
 // TestTransferThroughTheEdge: fan A sends a ticket, fan B claims it with the link's secret; A's old code is
 // refused at the door, B's new one checks in once, and both list the transfer.
 func TestTransferThroughTheEdge(t *testing.T) {
+	t.Parallel()
 	p, c := journeyPlatform(t)
 	show := newShow(t, c, showSpec{title: "Transfers", saleIn: -time.Hour})
 	tokA, b := paidBooking(t, c, show, "B1")
@@ -216,6 +218,7 @@ func auditEntry(t *testing.T, p *platformtest.Platform, show, action string, n i
 // (PUT /admin/v1/shows/{id} "transferPolicy"); a fan's transfer the settings refuse is a 409 problem+json that
 // says why, a malformed setting a 400 or 422, and each change is in the operator's audit log.
 func TestTransferSettingsThroughTheEdge(t *testing.T) {
+	t.Parallel()
 	p, c := journeyPlatform(t)
 	show := newShow(t, c, showSpec{title: "Transfer settings", saleIn: -time.Hour}) // starts in 72 h
 	tok, b := paidBooking(t, c, show, "B2")

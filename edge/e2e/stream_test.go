@@ -12,6 +12,7 @@ import (
 
 // Booking's seat stream through the edge: open at once, and a hold made through the edge arrives as an event.
 func TestSeatStreamThroughTheEdge(t *testing.T) {
+	t.Parallel()
 	p := start(t, nil)
 	_, tok := guest(t, p)
 

@@ -13,6 +13,7 @@ import (
 // seat; once one ticket has gone to a friend, the PDF holds only the one that still admits, and a deployment
 // without a pass certificate answers the Wallet pass with a 404 problem.
 func TestTicketFilesThroughTheEdge(t *testing.T) {
+	t.Parallel()
 	p, c := journeyPlatform(t)
 	show := newShow(t, c, showSpec{title: "Ticket files", saleIn: -time.Hour})
 	tokA, b := paidBooking(t, c, show, "C1", "C2")

@@ -21,6 +21,7 @@ func TestTransferInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
 	}
+	t.Parallel()
 	p, c := journeyPlatform(t)
 	show := newShow(t, c, showSpec{title: "Nagamandala " + uuid.NewString()[:6], saleIn: -time.Minute, queue: true, admitRate: 5})
 	br := browsertest.New(t)
