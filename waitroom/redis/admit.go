@@ -65,6 +65,7 @@ type lineStep struct {
 	grace   time.Duration
 	maxScan int
 	forced  int   // the fans to admit (-1: the script's own budget)
+	upto    int64 // with forced, the last ticket the merge chose from the line (0: none)
 	heads   int   // the next tickets to answer
 	marksOf int64 // answer the marks above this ticket (-1: none)
 }
@@ -83,7 +84,7 @@ func (s *Store) admitLine(ctx context.Context, line string, st lineStep) (waitro
 		Skipped(line), BotStats(line), Marks(line)}
 	var lr lineReply
 	r, err := admitScript.Run(ctx, s.rdb, keys, st.nonce, st.grace.Milliseconds(), st.maxScan,
-		overdueAfter.Milliseconds(), st.forced, st.heads, st.marksOf).Slice()
+		overdueAfter.Milliseconds(), st.forced, st.heads, st.marksOf, st.upto).Slice()
 	if err != nil {
 		return waitroom.TickResult{}, lr, storeErr("admit", err)
 	}

@@ -7,7 +7,9 @@
 --       5 the fans to admit, decided by the caller (-1: this script decides from the rate and the active slots;
 --       a partitioned queue's tick decides for all its lines, waitroom/redis/lines.go, and this line's rate
 --       budget is not touched), 6 how many of the line's next tickets to answer after admitting,
---       7 answer the marks above this ticket (-1: none)
+--       7 answer the marks above this ticket (-1: none), 8 with ARGV[5] >= 0, the last ticket the caller's merge
+--       chose from this line (0: none): nobody behind it is admitted, so a fan skipped as absent, or a ticket
+--       another replica's tick took meanwhile, does not let a later fan of this line pass an earlier one of another
 -- Invariants kept, atomically:
 --  * the rate is not multiplied by the number of replicas: credit accrues from the last tick's timestamp stored
 --    here (Redis TIME), whoever ran it, so two replicas ticking share one budget; unused credit is not banked
@@ -43,6 +45,8 @@ local grace = tonumber(ARGV[2])
 local maxScan = tonumber(ARGV[3])
 local retry = tonumber(ARGV[4])
 local forced = tonumber(ARGV[5] or '-1') or -1
+local upto = tonumber(ARGV[8] or '0') or 0
+if forced < 0 then upto = 0 end
 
 local cfg = redis.call('HMGET', KEYS[1], 'enabled', 'admitPerSecond', 'maxActive', 'tokenTtlSeconds', 'paused',
   'mode', 'activeThreshold', 'arrivalThreshold', 'cooldown')
@@ -152,12 +156,19 @@ if phase == 'open' then
   while granted < n and scanned < maxScan do
     local p = redis.call('ZPOPMIN', KEYS[4], math.min(n - granted, maxScan - scanned, 1000)) -- unpack() limit
     if #p == 0 then break end
-    local users, seqs = {}, {}
+    local users, seqs, back = {}, {}, {}
     for i = 1, #p, 2 do
-      users[#users + 1] = p[i]
-      seqs[#seqs + 1] = p[i + 1]
-      cursor = math.max(cursor, tonumber(p[i + 1]))
+      if upto > 0 and tonumber(p[i + 1]) > upto then
+        back[#back + 1] = p[i + 1]
+        back[#back + 1] = p[i]
+      else
+        users[#users + 1] = p[i]
+        seqs[#seqs + 1] = p[i + 1]
+        cursor = math.max(cursor, tonumber(p[i + 1]))
+      end
     end
+    if #back > 0 then redis.call('ZADD', KEYS[4], unpack(back)) end
+    if #users == 0 then break end
     scanned = scanned + #users
     local hbs = redis.call('ZMSCORE', KEYS[6], unpack(users))
     redis.call('ZREM', KEYS[6], unpack(users))
@@ -193,6 +204,7 @@ if phase == 'open' then
       redis.call('HSET', KEYS[7], unpack(gargs))
       redis.call('ZADD', KEYS[11], unpack(uargs))
     end
+    if #back > 0 then break end -- the merge's last ticket of this line is behind
   end
   if granted == want then carry = credit - want else carry = 0 end
   out[#out + 1] = iat

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -24,8 +25,9 @@ import (
 //   - the tick (admitLines) spends one rate budget and one active cap for the show: under the show's tick lock
 //     it steps every line (admit.lua with a count of 0: expired grants, overdue recordings, the line's next
 //     tickets and new marks), takes the show's budget (budget.lua, on the show's own slot), merges the lines'
-//     heads in the show's order (waitroom.Lines.Order) and admits each line's share, again for fans skipped
-//     as absent; a replica without the lock only steps the lines, for its streams;
+//     heads in the show's order (waitroom.Lines.Order) and admits each line's share, nobody behind the last
+//     ticket the merge chose there (a fan skipped as absent, or a ticket another replica's tick took once a slow
+//     tick outlived its lock, leaves the rest to the next round's merge), again for fans skipped as absent; a replica without the lock only steps the lines, for its streams;
 //   - positions come from each line's arrival marks, which this replica mirrors in memory (views).
 
 var (
@@ -178,9 +180,33 @@ type stepped struct {
 	r    lineReply
 }
 
+// merged is what a tick's merge chose: how many fans to admit from each line, and each line's last ticket
+// among them.
+type merged struct {
+	take []int
+	upto []int64
+}
+
+// mergeHeads is the merge of the lines' heads that out answered, for n fans (waitroom.Lines.Order).
+func mergeHeads(order waitroom.Lines, out []stepped, heads, n int) *merged {
+	k := len(out)
+	hs, more := make([][]int64, k), make([]bool, k)
+	for p, o := range out {
+		hs[p], more[p] = o.r.heads, len(o.r.heads) >= heads
+	}
+	m := &merged{take: order.Order(hs, more, n), upto: make([]int64, k)}
+	for p, t := range m.take {
+		if t > 0 {
+			m.upto[p] = slices.Max(hs[p][:t])
+		}
+	}
+	return m
+}
+
 // stepLines runs st on every line at once (each line's nonce prefixed with its jti prefix, its marks asked
-// from where the view has them) and folds the answers into the view.
-func (s *Store) stepLines(ctx context.Context, show string, v *lineView, st lineStep, forced ...int) ([]stepped, error) {
+// from where the view has them) and folds the answers into the view. With m, each line admits what the merge
+// chose from it and nobody behind.
+func (s *Store) stepLines(ctx context.Context, show string, v *lineView, st lineStep, m *merged) ([]stepped, error) {
 	v.mu.Lock()
 	from := v.lastMarks()
 	v.mu.Unlock()
@@ -191,8 +217,8 @@ func (s *Store) stepLines(ctx context.Context, show string, v *lineView, st line
 		ls := st
 		ls.nonce = rediskey.JTIPrefix(line) + st.nonce
 		ls.marksOf = from[p]
-		if forced != nil {
-			ls.forced = forced[p]
+		if m != nil {
+			ls.forced, ls.upto = m.take[p], m.upto[p]
 		}
 		g.Go(func() error {
 			snap, r, err := s.admitLine(gctx, line, ls)
@@ -253,7 +279,7 @@ func (s *Store) admitLines(ctx context.Context, show string, k int, nonce string
 		heads = maxScan
 	}
 	step := lineStep{nonce: nonce, grace: grace, maxScan: maxScan, forced: 0, heads: heads}
-	out, err := s.stepLines(ctx, show, v, step)
+	out, err := s.stepLines(ctx, show, v, step, nil)
 	if err != nil {
 		return waitroom.TickResult{}, err
 	}
@@ -271,12 +297,7 @@ func (s *Store) admitLines(ctx context.Context, show string, k int, nonce string
 			v.mu.Lock()
 			order := append(waitroom.Lines(nil), v.lines...)
 			v.mu.Unlock()
-			hs, more := make([][]int64, k), make([]bool, k)
-			for p, o := range out {
-				hs[p], more[p] = o.r.heads, len(o.r.heads) >= heads
-			}
-			take := order.Order(hs, more, n)
-			if out, err = s.stepLines(ctx, show, v, step, take...); err != nil {
+			if out, err = s.stepLines(ctx, show, v, step, mergeHeads(order, out, heads, n)); err != nil {
 				return waitroom.TickResult{}, err
 			}
 			all = append(all, out...)

@@ -298,3 +298,57 @@ func TestLinesFirstTickRestoresEveryLine(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A line's absent fan does not let a later fan of that line pass an earlier fan of another: the merge chose the
+// absent fan's ticket, and the line admits nobody behind what the merge chose (skipping the absent fan leaves the
+// rest of the budget to the next round's merge). Without that bound the line popped on past the absent fan and
+// admitted its next fan, who joined after the other line's.
+func TestLinesAbsentFanLetsNobodyPass(t *testing.T) {
+	rdb := client(t)
+	show := newShow(t, rdb)
+	svc := newService(t, rdb, issuer(t), waitroom.Options{MaxScan: 100, Grace: 10 * time.Minute})
+	configureLines(t, rdb, show, 3, 1, 1000)
+	openSale(t, rdb, show)
+	// absent and later share a line; earlier is on another.
+	var absent, later, earlier string
+	for i := 0; earlier == "" || later == ""; i++ {
+		u := "x" + fmt.Sprint(i)
+		switch p := rediskey.PartitionOf(u, 3); {
+		case absent == "" && p == 0:
+			absent = u
+		case later == "" && p == 0 && u != absent:
+			later = u
+		case earlier == "" && p == 1:
+			earlier = u
+		}
+	}
+	if _, err := svc.Tick(context.Background(), show, false); err != nil { // the budget's clock starts
+		t.Fatal(err)
+	}
+	began := time.Now()
+	for _, j := range []struct {
+		user  string
+		after time.Duration
+	}{{absent, 2 * waitroom.MarkEvery * time.Millisecond}, {earlier, 2 * waitroom.MarkEvery * time.Millisecond}, {later, 0}} {
+		if _, err := svc.Join(context.Background(), show, j.user); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(j.after)
+	}
+	// The first fan in line leaves (no heartbeat at all), and a second of credit at 1 a second is one fan.
+	if err := rdb.ZRem(context.Background(), wrredis.Heartbeat(rediskey.Line(show, 0, 3)), absent).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(began.Add(1050 * time.Millisecond)))
+	snap, err := svc.Tick(context.Background(), show, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, g := range snap.Grants {
+		got = append(got, g.UserID)
+	}
+	if len(got) != 1 || got[0] != earlier {
+		t.Fatalf("one fan's budget, the first in line absent: admitted %v, want [%s] (%s joined after them)", got, earlier, later)
+	}
+}
