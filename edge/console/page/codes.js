@@ -12,6 +12,7 @@ export function mount({ call, changed }) {
   const show = () => select.value;
   const path = (id) => `/admin/v1/shows/${encodeURIComponent(id)}`;
   let loaded = ""; // the show whose page settings and codes are on screen
+  let loads = 0; // reads begun: only the newest one's answer is shown
 
   function say(node, text) { node.textContent = text; }
   const fail = (what) => (e) => say($("codes-error"), `${what} did not work: ${e.message}`);
@@ -19,11 +20,12 @@ export function mount({ call, changed }) {
 
   async function load(id) {
     loaded = id;
+    const n = ++loads;
     say($("codes-error"), "");
     try {
       const [q, c] = await Promise.all([page.read(id), call("GET", `${path(id)}/bypass-codes`)]);
-      if (show() !== id) return;
-      page.fill(q);
+      if (show() !== id || n !== loads) return;
+      page.fill(id, q);
       list(c.codes || []);
     } catch (e) {
       fail("Reading the show's codes")(e);

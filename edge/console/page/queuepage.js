@@ -4,9 +4,14 @@
 import { $ } from "./dom.js";
 
 // queuePage wires the form: show() is the show selected, alert the panel's box for what did not work. It returns
-// read(id), which fetches a show's queue settings, and fill(q), which puts their page into the form.
+// read(id), which fetches a show's queue settings, and fill(id, q), which puts their page into the form.
 export function queuePage({ call, changed, show, alert }) {
   const path = (id) => `/admin/v1/shows/${encodeURIComponent(id)}/queue`;
+  // The show whose page the form holds, and whether the operator has changed it since: a read that answers
+  // late (the panel reads a show again when it is picked) must not wipe what the operator is typing.
+  let holds = "";
+  let edited = false;
+  for (const id of ["page-message", "page-language"]) $(id).addEventListener("input", () => { edited = true; });
 
   $("page-form").addEventListener("submit", async (ev) => {
     ev.preventDefault();
@@ -15,6 +20,7 @@ export function queuePage({ call, changed, show, alert }) {
     alert.textContent = "";
     try {
       await call("PUT", path(id), { page: { message: $("page-message").value, language: $("page-language").value } });
+      if (holds === id) edited = false;
       $("page-result").textContent = `Saved: the queue page of ${id} shows it within a second.`;
       changed();
     } catch (e) { alert.textContent = `Saving the queue page did not work: ${e.message}`; }
@@ -22,7 +28,10 @@ export function queuePage({ call, changed, show, alert }) {
 
   return {
     read: (id) => call("GET", path(id)),
-    fill(q) {
+    fill(id, q) {
+      if (id === holds && edited) return;
+      holds = id;
+      edited = false;
       const page = q.page || {};
       $("page-message").value = page.message || "";
       $("page-language").value = page.language || "en";
