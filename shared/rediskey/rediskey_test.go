@@ -28,3 +28,19 @@ func TestShowKeysShareOneSlot(t *testing.T) {
 		t.Error("different shows should spread over slots")
 	}
 }
+
+// A show's invitations spread over buckets, each fan's always in the same one.
+func TestInvitationsSpread(t *testing.T) {
+	t.Parallel()
+	slots := map[uint16]bool{}
+	for i := range 2000 {
+		u := "fan" + strings.Repeat("x", i%3) + string(rune('a'+i%26)) + strings.Repeat("y", i/26)
+		if Invitation("sh_1", u) != Invitation("sh_1", u) {
+			t.Fatal("a fan's bucket moved")
+		}
+		slots[Slot(Invitation("sh_1", u))] = true
+	}
+	if len(slots) != InvitationBuckets {
+		t.Errorf("2,000 fans' invitations are in %d slots, want %d", len(slots), InvitationBuckets)
+	}
+}
