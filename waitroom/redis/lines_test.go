@@ -101,6 +101,7 @@ const orderBound = waitroom.MarkEvery*time.Millisecond + 20*time.Millisecond
 // on 10,000 fans, and no fan admitted in an earlier tick than a fan whose join ended more than the bound before
 // theirs began.
 func TestLinesFollowJoinOrder(t *testing.T) {
+	t.Parallel()
 	rdb := client(t)
 	show := newShow(t, rdb)
 	// At most 100 fans a line per round, however slow the machine: the order is read tick by tick. Nobody
@@ -150,6 +151,7 @@ func TestLinesFollowJoinOrder(t *testing.T) {
 // order (a chi-square test of partition against tenth of the order), and admission follows the drawn order to
 // within a group of places (waitroom.DrawGroup).
 func TestLinesDrawIsUniform(t *testing.T) {
+	t.Parallel()
 	rdb := client(t)
 	show := newShow(t, rdb)
 	svc := newService(t, rdb, issuer(t), waitroom.Options{MaxScan: 100, Grace: 10 * time.Minute})
@@ -232,6 +234,7 @@ func TestLinesDrawIsUniform(t *testing.T) {
 // A fan of a partitioned queue is told the fans ahead of them across all partitions: within max(3, 1%) of the
 // number admitted before them.
 func TestLinesPositionsAreHonest(t *testing.T) {
+	t.Parallel()
 	rdb := client(t)
 	show := newShow(t, rdb)
 	svc := newService(t, rdb, issuer(t), waitroom.Options{})
@@ -282,6 +285,7 @@ func TestLinesPositionsAreHonest(t *testing.T) {
 // A new show's first tick restores every line, however many: each line asks for its state once, and the tick's
 // retries (five) bound repeats of one request, not the lines.
 func TestLinesFirstTickRestoresEveryLine(t *testing.T) {
+	t.Parallel()
 	rdb := client(t)
 	show := newShow(t, rdb)
 	svc := newService(t, rdb, issuer(t), waitroom.Options{})
@@ -304,6 +308,7 @@ func TestLinesFirstTickRestoresEveryLine(t *testing.T) {
 // rest of the budget to the next round's merge). Without that bound the line popped on past the absent fan and
 // admitted its next fan, who joined after the other line's.
 func TestLinesAbsentFanLetsNobodyPass(t *testing.T) {
+	t.Parallel()
 	rdb := client(t)
 	show := newShow(t, rdb)
 	svc := newService(t, rdb, issuer(t), waitroom.Options{MaxScan: 100, Grace: 10 * time.Minute})
