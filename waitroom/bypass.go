@@ -46,6 +46,8 @@ type BypassCode struct {
 	CreatedAt time.Time  `json:"createdAt"`
 	CreatedBy string     `json:"createdBy,omitempty"`
 	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+	// Lane is the lane the code's fans are in (admission.Lanes): "" the general lane.
+	Lane string `json:"lane"`
 }
 
 // BypassUse is a redeemed use: the code after it and the admission it gave. Again: the fan already held this
@@ -68,6 +70,8 @@ type BypassRecord interface {
 	// holding a live admission from this code gets it back (Again) instead. ErrBypassUnknown, ErrBypassRevoked,
 	// ErrBypassExpired or ErrBypassUsedUp when the code cannot be used.
 	RedeemBypass(ctx context.Context, show string, hash []byte, g admission.Grant) (BypassUse, error)
+	// BypassLane is the lane of show's code hashed hash; ErrBypassUnknown if there is no such code.
+	BypassLane(ctx context.Context, show string, hash []byte) (string, error)
 }
 
 // Bypass limits.
@@ -137,6 +141,7 @@ type BypassRequest struct {
 	Uses      int
 	ExpiresAt time.Time
 	By        string // the operator, as audited
+	Lane      string // the lane the codes' fans are in: "" the general lane
 }
 
 // IssueBypassCodes makes and records codes for show; the answer is the only place their plain text appears.
@@ -151,6 +156,15 @@ func (s *Service) IssueBypassCodes(ctx context.Context, show string, r BypassReq
 	case !r.ExpiresAt.After(now) || r.ExpiresAt.Sub(now) > MaxBypassLife:
 		return nil, fmt.Errorf("%w: expiresAt must be in the future, within a year", ErrInvalid)
 	}
+	if r.Lane != "" {
+		st, err := s.settings(ctx, show)
+		if err != nil {
+			return nil, err
+		}
+		if r.Lane != admission.GeneralLane && !st.Lanes.Has(r.Lane) {
+			return nil, fmt.Errorf("%w: lane %q is not one of the show's lanes", ErrInvalid, r.Lane)
+		}
+	}
 	codes := make([]BypassCode, r.Count)
 	hashes := make([][]byte, r.Count)
 	for i := range codes {
@@ -158,7 +172,7 @@ func (s *Service) IssueBypassCodes(ctx context.Context, show string, r BypassReq
 		norm, _ := NormalizeBypassCode(code)
 		hashes[i] = BypassHash(show, norm)
 		codes[i] = BypassCode{ID: bypassID(hashes[i]), Code: code, Hint: code[:5], Uses: r.Uses,
-			ExpiresAt: r.ExpiresAt.UTC().Truncate(time.Millisecond), CreatedAt: now.UTC(), CreatedBy: r.By}
+			ExpiresAt: r.ExpiresAt.UTC().Truncate(time.Millisecond), CreatedAt: now.UTC(), CreatedBy: r.By, Lane: r.Lane}
 	}
 	if err := s.record.AddBypassCodes(ctx, show, codes, hashes); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -221,6 +235,9 @@ func (s *Service) Bypass(ctx context.Context, r JoinRequest, code string) (p Pla
 	if err != nil {
 		return Place{}, nil, err
 	}
+	if err := s.bypassLane(ctx, r.Show, r.User, BypassHash(r.Show, norm)); err != nil {
+		return Place{}, nil, err
+	}
 	// A partitioned queue's admission names its line in its jti, for whoever releases it.
 	prefix, err := s.store.JTIPrefix(ctx, r.Show, r.User)
 	if err != nil {
@@ -259,6 +276,27 @@ func (s *Service) Bypass(ctx context.Context, r JoinRequest, code string) (p Pla
 		return p, nil, err
 	}
 	return p, &use, nil
+}
+
+// bypassLane puts user in the lane of the code hashed hash before their admission is made, so that it is made on
+// the lane's line and every later look (status, streams, release) finds it there (waitroom/redis lanes.go). A
+// fan already holding a ticket keeps their line, and the code admits them from it: moving them would leave the
+// ticket behind on a line that would admit them again.
+func (s *Service) bypassLane(ctx context.Context, show, user string, hash []byte) error {
+	lane, err := s.record.BypassLane(ctx, show, hash)
+	switch {
+	case errors.Is(err, ErrBypassUnknown):
+		return err
+	case err != nil:
+		return fmt.Errorf("%w: bypass code's lane: %w", ErrUnavailable, err)
+	case lane == "":
+		return nil
+	}
+	seqs, err := s.store.Seqs(ctx, show, []string{user})
+	if err != nil || seqs[user] > 0 {
+		return err
+	}
+	return s.store.SetLane(ctx, show, user, lane)
 }
 
 // bypassStep runs the store's bypass step (g nil: only look), restoring what the store lost, as a join does.

@@ -96,7 +96,10 @@ func (s *Store) joinOnce(ctx context.Context, show, user string, join bool, rece
 	}
 	// A partitioned queue's fan joins their own line, with the line's own ticket (waitroom.Ticket).
 	home := show
-	show, p := s.lineOf(show, user, k)
+	show, p, err := s.lineOf(ctx, show, user, k)
+	if err != nil {
+		return waitroom.Entry{}, err
+	}
 	// In a partitioned queue the browser rule is kept outside the script (linebrowser.go), and each line lets a
 	// prefix take its share of the prefix's places: a prefix's fans spread over the lines by their ids, so the
 	// prefix is refused near its places in all, and never holds more than k·⌈places/k⌉ < places + k.
