@@ -78,26 +78,8 @@ type settingsOut struct {
 	AdmitPerSecondNow float64 `json:"admitPerSecondNow"`
 	// Partitions is the settings' count, 1 when never set (the embedded field's 0).
 	Partitions int `json:"partitions"`
-	// Lanes is the settings' lanes with each lane's figures (laneFigures).
+	// Lanes is the settings' lanes with each lane's figures (Counts.Lanes), in the settings' place.
 	Lanes []waitroom.LaneCounts `json:"lanes"`
-}
-
-// laneFigures is each of the settings' lanes, in order, with its share in force and the store's figures for the
-// lane of that name (the store's copy of the shares may be a second behind; names change only while nobody
-// waits, so a name finds its own lines).
-func laneFigures(st admission.Settings, counts waitroom.Counts) []waitroom.LaneCounts {
-	out := []waitroom.LaneCounts{}
-	for _, l := range st.Lanes.List() {
-		f := waitroom.LaneCounts{Name: l.Name}
-		for _, c := range counts.Lanes {
-			if c.Name == l.Name {
-				f = c
-			}
-		}
-		f.Share = l.Share
-		out = append(out, f)
-	}
-	return out
 }
 
 // settingsView is PUT's answer: the settings with their partition count as GET answers it.
@@ -288,5 +270,5 @@ func (h *Handler) getSettings(c *fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.JSON(settingsOut{Settings: st, Counts: counts, AdmitPerSecondNow: st.AdmitPerSecond,
-		Partitions: st.Lines(), Lanes: laneFigures(st, counts)})
+		Partitions: st.Lines(), Lanes: counts.Lanes})
 }
