@@ -235,11 +235,12 @@ func (s *Service) Bypass(ctx context.Context, r JoinRequest, code string) (p Pla
 	if err != nil {
 		return Place{}, nil, err
 	}
-	if err := s.bypassLane(ctx, r.Show, r.User, BypassHash(r.Show, norm)); err != nil {
+	lane, err := s.bypassLane(ctx, r.Show, r.User, BypassHash(r.Show, norm))
+	if err != nil {
 		return Place{}, nil, err
 	}
 	// A partitioned queue's admission names its line in its jti, for whoever releases it.
-	prefix, err := s.store.JTIPrefix(ctx, r.Show, r.User)
+	prefix, err := s.store.JTIPrefix(ctx, r.Show, r.User, lane)
 	if err != nil {
 		return Place{}, nil, err
 	}
@@ -253,6 +254,12 @@ func (s *Service) Bypass(ctx context.Context, r JoinRequest, code string) (p Pla
 		return Place{}, nil, err
 	case err != nil:
 		return Place{}, nil, fmt.Errorf("%w: redeem bypass code: %w", ErrUnavailable, err)
+	}
+	if lane != "" {
+		// Only now, with the code's use spent: a code that cannot admit (expired, used up) moves nobody.
+		if err := s.store.SetLane(ctx, r.Show, r.User, lane); err != nil {
+			return Place{}, nil, err // the admission is recorded: presenting the code again gets it (Again)
+		}
 	}
 	grant := Grant{UserID: r.User, JTI: use.Grant.JTI, IssuedAt: use.Grant.IssuedAt, ExpiresAt: use.Grant.ExpiresAt}
 	if err := s.sign(&grant, r.Show); err != nil {
@@ -278,25 +285,25 @@ func (s *Service) Bypass(ctx context.Context, r JoinRequest, code string) (p Pla
 	return p, &use, nil
 }
 
-// bypassLane puts user in the lane of the code hashed hash before their admission is made, so that it is made on
-// the lane's line and every later look (status, streams, release) finds it there (waitroom/redis lanes.go). A
-// fan already holding a ticket keeps their line, and the code admits them from it: moving them would leave the
-// ticket behind on a line that would admit them again.
-func (s *Service) bypassLane(ctx context.Context, show, user string, hash []byte) error {
+// bypassLane is the lane the code hashed hash admits user in: the code's, so that the admission is made on the
+// lane's line and every later look (status, streams, release) finds it there once the fan is moved to it
+// (SetLane; waitroom/redis lanes.go). "" keeps the fan's own lane: a code naming none, or a fan holding a ticket,
+// whom the code admits from their line (moving them would leave the ticket on a line that would admit them again).
+func (s *Service) bypassLane(ctx context.Context, show, user string, hash []byte) (string, error) {
 	lane, err := s.record.BypassLane(ctx, show, hash)
 	switch {
 	case errors.Is(err, ErrBypassUnknown):
-		return err
+		return "", err
 	case err != nil:
-		return fmt.Errorf("%w: bypass code's lane: %w", ErrUnavailable, err)
+		return "", fmt.Errorf("%w: bypass code's lane: %w", ErrUnavailable, err)
 	case lane == "":
-		return nil
+		return "", nil
 	}
 	seqs, err := s.store.Seqs(ctx, show, []string{user})
 	if err != nil || seqs[user] > 0 {
-		return err
+		return "", err
 	}
-	return s.store.SetLane(ctx, show, user, lane)
+	return lane, nil
 }
 
 // bypassStep runs the store's bypass step (g nil: only look), restoring what the store lost, as a join does.

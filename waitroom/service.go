@@ -37,8 +37,9 @@ type Store interface {
 	// show's, for a single queue.
 	Lines(ctx context.Context, show string, users []string) (map[string][]string, error)
 	// JTIPrefix is what the token id of user's admission to show starts with: the line of a partitioned queue
-	// (lines.go) that holds the admission, so that its release finds it.
-	JTIPrefix(ctx context.Context, show, user string) (string, error)
+	// (lines.go) that holds the admission, so that its release finds it; lane "" the fan's own lane, else that
+	// lane's line for them (the admission a bypass code naming lane gives, before SetLane moves them there).
+	JTIPrefix(ctx context.Context, show, user, lane string) (string, error)
 	// SetLane puts user in show's lane (admission.Lanes) from now on, as a bypass code names it: their line is
 	// that lane's from then on. The caller makes sure they hold no ticket.
 	SetLane(ctx context.Context, show, user, lane string) error

@@ -118,7 +118,7 @@ func TestLanesBypassCode(t *testing.T) {
 		t.Fatalf("lanes: %d %s", res.StatusCode, b)
 	}
 	issue := func(lane string) (int, []byte) {
-		body := fmt.Sprintf(`{"count":1,"uses":5,"expiresAt":%q,"lane":%q}`,
+		body := fmt.Sprintf(`{"count":1,"uses":1,"expiresAt":%q,"lane":%q}`,
 			time.Now().Add(time.Hour).UTC().Format(time.RFC3339), lane)
 		res, b := s.do(t, "POST", "/admin/v1/shows/"+show+"/bypass-codes", admin, body)
 		return res.StatusCode, b
@@ -150,13 +150,19 @@ func TestLanesBypassCode(t *testing.T) {
 	if st, _ := s.join(t, show, "zoe"); st.Status != "admitted" {
 		t.Fatalf("zoe looked up again: %+v, want admitted (found on the fan club's lines)", st)
 	}
+	// The code's one use is spent: presenting it moves nobody into the fan club.
+	st, b = s.redeem(t, show, "yan", out.Codes[0].Code)
+	wantProblem(t, st, b, 409, problem.BypassCodeUsedUp)
+	if st, res := s.join(t, show, "yan"); res.StatusCode != 200 || st.Status != "waiting" {
+		t.Fatalf("yan: %d %+v", res.StatusCode, st)
+	}
 	res, b := s.do(t, "GET", queue, admin, "")
 	var v laneView
 	if res.StatusCode != 200 || json.Unmarshal(b, &v) != nil || len(v.Lanes) != 2 {
 		t.Fatalf("GET %d %s", res.StatusCode, b)
 	}
 	if club, general := v.Lanes[0], v.Lanes[1]; club.Admitted != 1 || club.Active != 1 || club.Waiting != 1 ||
-		general.Waiting != 2 || general.Admitted != 0 {
-		t.Fatalf("lanes %+v, want the code's fan admitted in the fan club, ivy waiting there, 2 general fans", v.Lanes)
+		general.Waiting != 3 || general.Admitted != 0 {
+		t.Fatalf("lanes %+v, want the code's fan admitted in the fan club, ivy waiting there, 3 general fans", v.Lanes)
 	}
 }

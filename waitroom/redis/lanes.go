@@ -45,9 +45,13 @@ func (s *Store) lineOf(ctx context.Context, show, user string, k int) (string, i
 		}
 		lane = ls[0]
 	}
+	return laneLine(show, user, k, lanes, lane), lane*(k/lanes.Count()) + rediskey.PartitionOf(user, k/lanes.Count()), nil
+}
+
+// laneLine is user's line in lane of show's k lines: the lane's lines, then the fan's partition among them.
+func laneLine(show, user string, k int, lanes admission.Lanes, lane int) string {
 	per := k / lanes.Count()
-	p := lane*per + rediskey.PartitionOf(user, per)
-	return rediskey.Line(show, p, k), p, nil
+	return rediskey.Line(show, lane*per+rediskey.PartitionOf(user, per), k)
 }
 
 // laneIndexes is each user's lane among lanes (admission.Lanes.Index), one pipeline for them all.

@@ -120,13 +120,16 @@ func (s *Store) forgetParts(show string) {
 }
 
 // JTIPrefix implements waitroom.Store: what an admission's token id starts with, so booking finds the line's
-// active admissions from it (rediskey.ActiveFor).
-func (s *Store) JTIPrefix(ctx context.Context, show, user string) (string, error) {
+// active admissions from it (rediskey.ActiveFor); with lane, that lane's line for the fan (lanes.go).
+func (s *Store) JTIPrefix(ctx context.Context, show, user, lane string) (string, error) {
 	k, err := s.parts(ctx, show)
 	if err != nil {
 		return "", err
 	}
 	line, _, err := s.lineOf(ctx, show, user, k)
+	if lanes := s.lanesOf(show, k); lane != "" && lanes.Count() > 1 {
+		line = laneLine(show, user, k, lanes, lanes.Index(lane))
+	}
 	return rediskey.JTIPrefix(line), err
 }
 
