@@ -40,7 +40,7 @@ type Store interface {
 	// (lines.go) that holds the admission, so that its release finds it; lane "" the fan's own lane, else that
 	// lane's line for them (the admission a bypass code naming lane gives, before SetLane moves them there).
 	JTIPrefix(ctx context.Context, show, user, lane string) (string, error)
-	// SetLane puts user in show's lane (admission.Lanes) from now on, as a bypass code names it: their line is
+	// SetLane holds user to show's lane (admission.Lanes) from now on, as a bypass code names it: their line is
 	// that lane's from then on. The caller makes sure they hold no ticket.
 	SetLane(ctx context.Context, show, user, lane string) error
 	// Admit runs one admission tick: pops up to min(rate x elapsed, maxActive - active) fans with a live

@@ -2,9 +2,11 @@ package rediskey
 
 import "strconv"
 
-// CodeLane is the hash of the fans of showID whom a bypass code put in a lane: field user, value the code's lane.
-// It shares the hash tag of the fan's Invitation bucket, so the waiting room reads both of a fan's in one round
-// trip to one master when it works out the fan's lane (and so their line).
-func CodeLane(showID, user string) string {
-	return "{show:" + showID + ":inv:" + strconv.Itoa(PartitionOf(user, InvitationBuckets)) + "}:coded"
+// FanLane is the hash of the lanes the fans of showID are held to: field user, value the lane's name. A fan is
+// held to the lane a bypass code put them in, else to the lane they first joined in: a fan waiting in one lane's
+// line is never routed to another's (an invitation drawn after they joined would give them a second ticket
+// there). It shares the hash tag of the fan's Invitation bucket, so the waiting room reads both of a fan's in
+// one round trip to one master when it works out the fan's lane, and so their line.
+func FanLane(showID, user string) string {
+	return "{show:" + showID + ":inv:" + strconv.Itoa(PartitionOf(user, InvitationBuckets)) + "}:lane"
 }

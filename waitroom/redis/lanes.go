@@ -19,9 +19,12 @@ import (
 // from the record, the refusal of a changed count, join.lua's "moved") works for lanes unchanged: only the
 // choice of a fan's line (lineOf) and the tick's split of its budget (splitLanes) know about lanes.
 //
-// A fan's lane is read from the store at each routing, never remembered here: the code's lane (CodeLane), else
-// the invitation's (rediskey.Invitation), else the general lane; both hashes share a hash tag, so it is one
-// pipelined round trip, and none at all for a show without lanes.
+// A fan's lane is read from the store at each routing, never remembered here: the lane they are held to
+// (rediskey.FanLane: a bypass code's, or the lane of their first join, written then), else their invitation's
+// (rediskey.Invitation), else the general lane; both hashes share a hash tag, so it is one pipelined round trip,
+// and none at all for a show without lanes. After a Redis loss the hashes may be gone (the invitations' copy is
+// rebuilt by its writer); a fan presenting their place receipt, which names their line and is MACed, is put back
+// in that line's lane (joinOnce, receiptLine).
 
 // lanesOf is the lanes this replica read with show's line count k (parts); none when the count has moved since.
 func (s *Store) lanesOf(show string, k int) admission.Lanes {
@@ -36,16 +39,48 @@ func (s *Store) lanesOf(show string, k int) admission.Lanes {
 
 // lineOf is user's line of show among its k lines, and its index: their lane's lines, then their partition.
 func (s *Store) lineOf(ctx context.Context, show, user string, k int) (string, int, error) {
+	line, p, _, err := s.route(ctx, show, user, k)
+	return line, p, err
+}
+
+// route is lineOf, and whether the fan is held to their lane (rediskey.FanLane); a show without lanes holds
+// everyone to its one lane.
+func (s *Store) route(ctx context.Context, show, user string, k int) (string, int, bool, error) {
 	lanes := s.lanesOf(show, k)
-	lane := 0
+	lane, held := 0, true
 	if lanes.Count() > 1 {
-		ls, err := s.laneIndexes(ctx, show, lanes, []string{user})
+		ls, hs, err := s.laneIndexes(ctx, show, lanes, []string{user})
 		if err != nil {
-			return "", 0, err
+			return "", 0, false, err
 		}
-		lane = ls[0]
+		lane, held = ls[0], hs[0]
 	}
-	return laneLine(show, user, k, lanes, lane), lane*(k/lanes.Count()) + rediskey.PartitionOf(user, k/lanes.Count()), nil
+	per := k / lanes.Count()
+	return laneLine(show, user, k, lanes, lane), lane*per + rediskey.PartitionOf(user, per), held, nil
+}
+
+// receiptLine is the line of a receipt's ticket (its index rp among k) for a fan not held to a lane, when it is
+// the fan's own partition in another lane: their lane's record was lost with Redis, and the receipt, which the
+// service has verified, says which lane they waited in. -1 otherwise.
+func (s *Store) receiptLine(show, user string, k, rp int) int {
+	lanes := s.lanesOf(show, k)
+	per := k / lanes.Count()
+	if lanes.Count() <= 1 || rp < 0 || rp >= k || rp%per != rediskey.PartitionOf(user, per) {
+		return -1
+	}
+	return rp
+}
+
+// holdLane holds user to the lane of their line p among show's k lines, unless they are held to one already.
+func (s *Store) holdLane(ctx context.Context, show, user string, k, p int) error {
+	list := s.lanesOf(show, k).List()
+	if len(list) <= 1 {
+		return nil
+	}
+	if err := s.rdb.HSetNX(ctx, rediskey.FanLane(show, user), user, list[p/(k/len(list))].Name).Err(); err != nil {
+		return storeErr("hold lane", err)
+	}
+	return nil
 }
 
 // laneLine is user's line in lane of show's k lines: the lane's lines, then the fan's partition among them.
@@ -54,38 +89,40 @@ func laneLine(show, user string, k int, lanes admission.Lanes, lane int) string 
 	return rediskey.Line(show, lane*per+rediskey.PartitionOf(user, per), k)
 }
 
-// laneIndexes is each user's lane among lanes (admission.Lanes.Index), one pipeline for them all.
-func (s *Store) laneIndexes(ctx context.Context, show string, lanes admission.Lanes, users []string) ([]int, error) {
-	coded := make([]*goredis.StringCmd, len(users))
+// laneIndexes is each user's lane among lanes (admission.Lanes.Index), and whether they are held to it, one
+// pipeline for them all.
+func (s *Store) laneIndexes(ctx context.Context, show string, lanes admission.Lanes, users []string) ([]int, []bool, error) {
+	held := make([]*goredis.StringCmd, len(users))
 	invited := make([]*goredis.StringCmd, len(users))
 	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, u := range users {
-			coded[i] = p.HGet(ctx, rediskey.CodeLane(show, u), u)
+			held[i] = p.HGet(ctx, rediskey.FanLane(show, u), u)
 			invited[i] = p.HGet(ctx, rediskey.Invitation(show, u), u)
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, goredis.Nil) {
-		return nil, storeErr("lanes", err)
+		return nil, nil, storeErr("lanes", err)
 	}
-	out := make([]int, len(users))
+	out, isHeld := make([]int, len(users)), make([]bool, len(users))
 	for i := range users {
-		name, err := coded[i].Result()
+		name, err := held[i].Result()
+		isHeld[i] = err == nil
 		if errors.Is(err, goredis.Nil) {
 			name, err = invited[i].Result()
 		}
 		if err != nil && !errors.Is(err, goredis.Nil) {
-			return nil, storeErr("lanes", err)
+			return nil, nil, storeErr("lanes", err)
 		}
 		out[i] = lanes.Index(name)
 	}
-	return out, nil
+	return out, isHeld, nil
 }
 
 // SetLane implements waitroom.Store: user is in lane from now on, as a bypass code names it. The caller has
 // made sure the fan holds no ticket elsewhere (a fan in line keeps their line).
 func (s *Store) SetLane(ctx context.Context, show, user, lane string) error {
-	if err := s.rdb.HSet(ctx, rediskey.CodeLane(show, user), user, lane).Err(); err != nil {
+	if err := s.rdb.HSet(ctx, rediskey.FanLane(show, user), user, lane).Err(); err != nil {
 		return storeErr("set lane", err)
 	}
 	return nil
@@ -98,7 +135,7 @@ func (s *Store) linesOf(ctx context.Context, show string, k int, users []string)
 	var idx []int
 	if lanes.Count() > 1 {
 		var err error
-		if idx, err = s.laneIndexes(ctx, show, lanes, users); err != nil {
+		if idx, _, err = s.laneIndexes(ctx, show, lanes, users); err != nil {
 			return nil, err
 		}
 	}

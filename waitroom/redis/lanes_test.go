@@ -197,3 +197,43 @@ func TestLanesPositions(t *testing.T) {
 		t.Errorf("the fan club's part of the rate %.2f, want 0.7 while both lanes wait", f)
 	}
 }
+
+// A fan waiting in a lane stays there: an invitation drawn after they joined does not route them to another
+// lane's line, where they would hold a second ticket. After Redis loses the queue and the lanes' records, a fan
+// back with their place receipt gets their ticket back in the lane the receipt names.
+func TestLanesHoldFansAcrossInvitationsAndLosses(t *testing.T) {
+	rdb, show, svc := laneShow(t, 1, 0.01)
+	ctx := context.Background()
+	invite(t, rdb, show, "fanclub", []string{"c0"})
+	join := func(u, receipt string) waitroom.Place {
+		t.Helper()
+		p, err := svc.JoinWithReceipt(ctx, show, u, receipt)
+		if err != nil || p.Status != waitroom.Waiting || p.Seq == 0 {
+			t.Fatalf("join %s: %+v %v", u, p, err)
+		}
+		return p
+	}
+	lane := func(seq int64) int { p, _ := waitroom.SplitTicket(2, seq); return p }
+	c0, g0 := join("c0", ""), join("g0", "")
+	if lane(c0.Seq) != 0 || lane(g0.Seq) != 1 {
+		t.Fatalf("c0 on line %d, g0 on line %d: want the fan club's line 0 and the general lane's 1", lane(c0.Seq), lane(g0.Seq))
+	}
+	invite(t, rdb, show, "fanclub", []string{"g0"}) // a wave draws g0 while they wait in the general lane
+	if again := join("g0", ""); again.Seq != g0.Seq {
+		t.Fatalf("g0 after their invitation: ticket %d, want their general ticket %d kept", again.Seq, g0.Seq)
+	}
+
+	// The loss: every line's keys, the fans' lanes and the invitations' copy.
+	for _, line := range rediskey.Lines(show, 2) {
+		rdb.Del(ctx, wrredis.Keys(line)...)
+	}
+	for _, u := range []string{"c0", "g0"} {
+		rdb.Del(ctx, rediskey.FanLane(show, u), rediskey.Invitation(show, u))
+	}
+	if back := join("c0", c0.Receipt); back.Seq != c0.Seq || back.Position != 1 {
+		t.Fatalf("c0 back with their receipt: %+v, want ticket %d first in the fan club", back, c0.Seq)
+	}
+	if back := join("c0", ""); back.Seq != c0.Seq {
+		t.Fatalf("c0 looked up after: ticket %d, want %d (held to the fan club again)", back.Seq, c0.Seq)
+	}
+}
