@@ -19,13 +19,13 @@ import (
 var fanClub = admission.Lanes{{Name: "fanclub", Share: 0.7}, {Name: admission.GeneralLane, Share: 0.3}}
 
 // configureLanes switches the show's queue on with lanes of k partitions each, as an operator would.
-func configureLanes(t testing.TB, rdb goredis.UniversalClient, show string, lanes admission.Lanes, k int, rate float64) {
+func configureLanes(t testing.TB, rdb goredis.UniversalClient, show string, lanes admission.Lanes, k int, rate float64, paused ...bool) {
 	t.Helper()
 	kp := admissiontest.Keeper(t, database(t), rdb)
 	if _, _, err := kp.Update(context.Background(), show, func(admission.Settings) (admission.Settings, error) {
 		st := admission.DefaultSettings()
 		st.Enabled, st.Mode, st.AdmitPerSecond, st.MaxActive, st.TokenTTLSeconds = true, admission.ModeAlways, rate, 100000, 600
-		st.Partitions, st.Lanes = k, lanes
+		st.Partitions, st.Lanes, st.Paused = k, lanes, len(paused) > 0 && paused[0]
 		return st, st.Validate()
 	}); err != nil {
 		t.Fatal(err)
@@ -236,4 +236,38 @@ func TestLanesHoldFansAcrossInvitationsAndLosses(t *testing.T) {
 	if back := join("c0", ""); back.Seq != c0.Seq {
 		t.Fatalf("c0 looked up after: ticket %d, want %d (held to the fan club again)", back.Seq, c0.Seq)
 	}
+}
+
+// Positions are honest within a lane: fan-club and general fans join interleaved over three partitions a lane;
+// each position told (paused, so nobody moves) is, within max(3, 1%), the count of the same lane's fans admitted
+// before that fan once admission runs, though the two lanes are served at 0.7 and 0.3 of the rate.
+func TestLanesPositionsAreHonest(t *testing.T) {
+	rdb := client(t)
+	show := newShow(t, rdb)
+	svc := newService(t, rdb, issuer(t), waitroom.Options{})
+	configureLanes(t, rdb, show, fanClub, 3, 20000, true) // paused: ticks only read the lines
+	openSale(t, rdb, show)
+	club, general := users("club-", 500), users("gen-", 500)
+	invite(t, rdb, show, "fanclub", club)
+	fans := make([]string, 0, 1000)
+	for i := range club {
+		fans = append(fans, club[i], general[i])
+	}
+	joinTimed(t, svc, show, fans, 8, time.Second)
+	time.Sleep(2 * waitroom.MarkEvery * time.Millisecond) // the last marks are in
+	told := map[string]int64{}
+	for i := 0; i < len(fans); i += 7 {
+		if _, err := svc.Tick(context.Background(), show, false); err != nil {
+			t.Fatal(err)
+		}
+		p, err := svc.Status(context.Background(), show, fans[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		told[fans[i]] = p.Position
+	}
+	configureLanes(t, rdb, show, fanClub, 3, 300)
+	time.Sleep(1100 * time.Millisecond) // every replica's copy of the settings
+	at := admitAll(t, svc, show, len(fans), 3*time.Millisecond)
+	checkPositions(t, told, at, func(u string) string { l, _, _ := strings.Cut(u, "-"); return l })
 }

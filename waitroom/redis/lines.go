@@ -20,13 +20,15 @@ import (
 // A partitioned queue (QueueConfig's "partitions" K > 1) is K lines, each a whole queue under its own hash tag
 // (rediskey.Line): every script here runs unchanged on one line's keys. What is the show's, not a line's, lives
 // here:
-//   - a fan's line is rediskey.PartitionOf their id, and their ticket carries the line (waitroom.Ticket);
+//   - a fan's line is rediskey.PartitionOf their id (within their lane's lines, when the show has lanes:
+//     lanes.go), and their ticket carries the line (waitroom.Ticket);
 //   - each line keeps copies of the show's QueueConfig and ShowInfo, which syncLines writes at each tick (and a
 //     join that finds none, at once), so a line's join reads its settings on its own master;
 //   - the tick (admitLines) spends one rate budget and one active cap for the show: under the show's tick lock
 //     it steps every line (admit.lua with a count of 0: expired grants, overdue recordings, the line's next
 //     tickets and new marks), takes the show's budget (budget.lua, on the show's own slot), merges the lines'
-//     heads in the show's order (waitroom.Lines.Order) and admits each line's share, nobody behind the last
+//     heads in the show's order (waitroom.Lines.Order; each lane's own lines for its part of the budget, when
+//     the show has lanes: lanes.go) and admits each line's share, nobody behind the last
 //     ticket the merge chose there (a fan skipped as absent, or a ticket another replica's tick took once a slow
 //     tick outlived its lock, leaves the rest to the next round's merge), again for fans skipped as absent; a replica without the lock only steps the lines, for its streams;
 //   - positions come from each line's arrival marks, which this replica mirrors in memory (views).
