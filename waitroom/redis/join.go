@@ -96,7 +96,7 @@ func (s *Store) joinOnce(ctx context.Context, show, user string, join bool, rece
 	}
 	// A partitioned queue's fan joins their own line, with the line's own ticket (waitroom.Ticket).
 	home := show
-	show, p, held, err := s.route(ctx, home, user, k)
+	show, p, held, err := s.route(ctx, home, user, k, join)
 	if err != nil {
 		return waitroom.Entry{}, err
 	}
@@ -119,6 +119,9 @@ func (s *Store) joinOnce(ctx context.Context, show, user string, join bool, rece
 	rp, rs := waitroom.SplitTicket(k, receipted)
 	if receipted > 0 && rp != p && !held {
 		if q := s.receiptLine(home, user, k, rp); q >= 0 { // the lane the receipt says, its record lost
+			if err := s.SetLane(ctx, home, user, s.laneName(home, k, q)); err != nil {
+				return waitroom.Entry{}, err
+			}
 			show, p = rediskey.Line(home, q, k), q
 		}
 	}
@@ -188,11 +191,6 @@ func (s *Store) joinOnce(ctx context.Context, show, user string, join bool, rece
 	}
 	if browser != "" && e.Status == waitroom.Waiting && !e.Shadow {
 		if err := s.takeBrowser(ctx, home, k, user, browser); err != nil {
-			return waitroom.Entry{}, err
-		}
-	}
-	if join && !held && e.Status == waitroom.Waiting {
-		if err := s.holdLane(ctx, home, user, k, p); err != nil { // their lane from now on (rediskey.FanLane)
 			return waitroom.Entry{}, err
 		}
 	}

@@ -2,7 +2,9 @@ package redis
 
 import (
 	"context"
+	_ "embed"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -26,6 +28,12 @@ import (
 // rebuilt by its writer); a fan presenting their place receipt, which names their line and is MACed, is put back
 // in that line's lane (joinOnce, receiptLine).
 
+var (
+	//go:embed lane.lua
+	laneLua    string
+	laneScript = goredis.NewScript(laneLua)
+)
+
 // lanesOf is the lanes this replica read with show's line count k (parts); none when the count has moved since.
 func (s *Store) lanesOf(show string, k int) admission.Lanes {
 	s.lines.mu.RLock()
@@ -39,21 +47,29 @@ func (s *Store) lanesOf(show string, k int) admission.Lanes {
 
 // lineOf is user's line of show among its k lines, and its index: their lane's lines, then their partition.
 func (s *Store) lineOf(ctx context.Context, show, user string, k int) (string, int, error) {
-	line, p, _, err := s.route(ctx, show, user, k)
+	line, p, _, err := s.route(ctx, show, user, k, false)
 	return line, p, err
 }
 
-// route is lineOf, and whether the fan is held to their lane (rediskey.FanLane); a show without lanes holds
-// everyone to its one lane.
-func (s *Store) route(ctx context.Context, show, user string, k int) (string, int, bool, error) {
+// route is lineOf, and whether the fan was held to their lane already (rediskey.FanLane; a show without lanes
+// holds everyone to its one lane); with hold (a join), the fan is held to it from now on (lane.lua).
+func (s *Store) route(ctx context.Context, show, user string, k int, hold bool) (string, int, bool, error) {
 	lanes := s.lanesOf(show, k)
 	lane, held := 0, true
 	if lanes.Count() > 1 {
-		ls, hs, err := s.laneIndexes(ctx, show, lanes, []string{user})
-		if err != nil {
-			return "", 0, false, err
+		flag := "0"
+		if hold {
+			flag = "1"
 		}
-		lane, held = ls[0], hs[0]
+		r, err := laneScript.Run(ctx, s.rdb, []string{rediskey.FanLane(show, user), rediskey.Invitation(show, user)},
+			user, flag).StringSlice()
+		if err != nil {
+			return "", 0, false, storeErr("lane", err)
+		}
+		if len(r) != 2 {
+			return "", 0, false, fmt.Errorf("waitroom/redis: lane: unexpected reply %v", r)
+		}
+		lane, held = lanes.Index(r[0]), r[1] == "1"
 	}
 	per := k / lanes.Count()
 	return laneLine(show, user, k, lanes, lane), lane*per + rediskey.PartitionOf(user, per), held, nil
@@ -71,16 +87,13 @@ func (s *Store) receiptLine(show, user string, k, rp int) int {
 	return rp
 }
 
-// holdLane holds user to the lane of their line p among show's k lines, unless they are held to one already.
-func (s *Store) holdLane(ctx context.Context, show, user string, k, p int) error {
+// laneName is the name of the lane of line p among show's k lines ("" without lanes).
+func (s *Store) laneName(show string, k, p int) string {
 	list := s.lanesOf(show, k).List()
 	if len(list) <= 1 {
-		return nil
+		return ""
 	}
-	if err := s.rdb.HSetNX(ctx, rediskey.FanLane(show, user), user, list[p/(k/len(list))].Name).Err(); err != nil {
-		return storeErr("hold lane", err)
-	}
-	return nil
+	return list[p/(k/len(list))].Name
 }
 
 // laneLine is user's line in lane of show's k lines: the lane's lines, then the fan's partition among them.
