@@ -128,10 +128,10 @@ func (s *Store) JTIPrefix(ctx context.Context, show, user, lane string) (string,
 	if err != nil {
 		return "", err
 	}
-	line, _, err := s.lineOf(ctx, show, user, k)
 	if lanes := s.lanesOf(show, k); lane != "" && lanes.Count() > 1 {
-		line = laneLine(show, user, k, lanes, lanes.Index(lane))
+		return rediskey.JTIPrefix(laneLine(show, user, k, lanes, lanes.Index(lane))), nil
 	}
+	line, _, err := s.lineOf(ctx, show, user, k)
 	return rediskey.JTIPrefix(line), err
 }
 
