@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	goredis "github.com/redis/go-redis/v9"
 
 	fsclient "github.com/flashseat/flashseat/loadtest/client"
 	"github.com/flashseat/flashseat/shared/rediskey"
@@ -31,12 +30,7 @@ func TestConsoleLanesInBrowser(t *testing.T) {
 		TokenTTLSeconds: 600, Lanes: lanes}); err != nil {
 		t.Fatal(err)
 	}
-	opt, err := goredis.ParseURL(p.RedisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := goredis.NewClient(opt)
-	defer rdb.Close()
+	rdb := platformRedis(t, p)
 	fans := []fsclient.Guest{guestFan(t, c), guestFan(t, c), guestFan(t, c)}
 	club := fans[0].UserID
 	if err := rdb.HSet(ctx, rediskey.Invitation(show, club), club, "fanclub").Err(); err != nil {
