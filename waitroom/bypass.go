@@ -46,6 +46,8 @@ type BypassCode struct {
 	CreatedAt time.Time  `json:"createdAt"`
 	CreatedBy string     `json:"createdBy,omitempty"`
 	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+	// Lane is the lane the code's fans are in (admission.Lanes): "" the general lane.
+	Lane string `json:"lane"`
 }
 
 // BypassUse is a redeemed use: the code after it and the admission it gave. Again: the fan already held this
@@ -68,6 +70,8 @@ type BypassRecord interface {
 	// holding a live admission from this code gets it back (Again) instead. ErrBypassUnknown, ErrBypassRevoked,
 	// ErrBypassExpired or ErrBypassUsedUp when the code cannot be used.
 	RedeemBypass(ctx context.Context, show string, hash []byte, g admission.Grant) (BypassUse, error)
+	// BypassLane is the lane of show's code hashed hash; ErrBypassUnknown if there is no such code.
+	BypassLane(ctx context.Context, show string, hash []byte) (string, error)
 }
 
 // Bypass limits.
@@ -137,6 +141,7 @@ type BypassRequest struct {
 	Uses      int
 	ExpiresAt time.Time
 	By        string // the operator, as audited
+	Lane      string // the lane the codes' fans are in: "" the general lane
 }
 
 // IssueBypassCodes makes and records codes for show; the answer is the only place their plain text appears.
@@ -151,6 +156,15 @@ func (s *Service) IssueBypassCodes(ctx context.Context, show string, r BypassReq
 	case !r.ExpiresAt.After(now) || r.ExpiresAt.Sub(now) > MaxBypassLife:
 		return nil, fmt.Errorf("%w: expiresAt must be in the future, within a year", ErrInvalid)
 	}
+	if r.Lane != "" {
+		st, err := s.settings(ctx, show)
+		if err != nil {
+			return nil, err
+		}
+		if r.Lane != admission.GeneralLane && !st.Lanes.Has(r.Lane) {
+			return nil, fmt.Errorf("%w: lane %q is not one of the show's lanes", ErrInvalid, r.Lane)
+		}
+	}
 	codes := make([]BypassCode, r.Count)
 	hashes := make([][]byte, r.Count)
 	for i := range codes {
@@ -158,7 +172,7 @@ func (s *Service) IssueBypassCodes(ctx context.Context, show string, r BypassReq
 		norm, _ := NormalizeBypassCode(code)
 		hashes[i] = BypassHash(show, norm)
 		codes[i] = BypassCode{ID: bypassID(hashes[i]), Code: code, Hint: code[:5], Uses: r.Uses,
-			ExpiresAt: r.ExpiresAt.UTC().Truncate(time.Millisecond), CreatedAt: now.UTC(), CreatedBy: r.By}
+			ExpiresAt: r.ExpiresAt.UTC().Truncate(time.Millisecond), CreatedAt: now.UTC(), CreatedBy: r.By, Lane: r.Lane}
 	}
 	if err := s.record.AddBypassCodes(ctx, show, codes, hashes); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -221,8 +235,12 @@ func (s *Service) Bypass(ctx context.Context, r JoinRequest, code string) (p Pla
 	if err != nil {
 		return Place{}, nil, err
 	}
+	lane, err := s.bypassLane(ctx, r.Show, r.User, BypassHash(r.Show, norm))
+	if err != nil {
+		return Place{}, nil, err
+	}
 	// A partitioned queue's admission names its line in its jti, for whoever releases it.
-	prefix, err := s.store.JTIPrefix(ctx, r.Show, r.User)
+	prefix, err := s.store.JTIPrefix(ctx, r.Show, r.User, lane)
 	if err != nil {
 		return Place{}, nil, err
 	}
@@ -236,6 +254,12 @@ func (s *Service) Bypass(ctx context.Context, r JoinRequest, code string) (p Pla
 		return Place{}, nil, err
 	case err != nil:
 		return Place{}, nil, fmt.Errorf("%w: redeem bypass code: %w", ErrUnavailable, err)
+	}
+	if lane != "" {
+		// Only now, with the code's use spent: a code that cannot admit (expired, used up) moves nobody.
+		if err := s.store.SetLane(ctx, r.Show, r.User, lane); err != nil {
+			return Place{}, nil, err // the admission is recorded: presenting the code again gets it (Again)
+		}
 	}
 	grant := Grant{UserID: r.User, JTI: use.Grant.JTI, IssuedAt: use.Grant.IssuedAt, ExpiresAt: use.Grant.ExpiresAt}
 	if err := s.sign(&grant, r.Show); err != nil {
@@ -259,6 +283,27 @@ func (s *Service) Bypass(ctx context.Context, r JoinRequest, code string) (p Pla
 		return p, nil, err
 	}
 	return p, &use, nil
+}
+
+// bypassLane is the lane the code hashed hash admits user in: the code's, so that the admission is made on the
+// lane's line and every later look (status, streams, release) finds it there once the fan is moved to it
+// (SetLane; waitroom/redis lanes.go). "" keeps the fan's own lane: a code naming none, or a fan holding a ticket,
+// whom the code admits from their line (moving them would leave the ticket on a line that would admit them again).
+func (s *Service) bypassLane(ctx context.Context, show, user string, hash []byte) (string, error) {
+	lane, err := s.record.BypassLane(ctx, show, hash)
+	switch {
+	case errors.Is(err, ErrBypassUnknown):
+		return "", err
+	case err != nil:
+		return "", fmt.Errorf("%w: bypass code's lane: %w", ErrUnavailable, err)
+	case lane == "":
+		return "", nil
+	}
+	seqs, err := s.store.Seqs(ctx, show, []string{user})
+	if err != nil || seqs[user] > 0 {
+		return "", err
+	}
+	return lane, nil
 }
 
 // bypassStep runs the store's bypass step (g nil: only look), restoring what the store lost, as a join does.

@@ -227,7 +227,8 @@ func (w *Watcher) Current() Update {
 		u.Paused = true
 		return u
 	}
-	u.ETA = ETA(u.Position, v.rate, v.rateOK, v.admitPerSecond)
+	f := v.lines.Share(u.Seq) // a lane is served at its part of the show's rate
+	u.ETA = ETA(u.Position, v.rate*f, v.rateOK, v.admitPerSecond*f)
 	return u
 }
 

@@ -218,7 +218,8 @@ func (s *Service) place(ctx context.Context, show string, e Entry) (Place, error
 		if conf == 0 {
 			conf = e.AdmitPerSecond
 		}
-		p.ETA = ETA(p.Position, r, ok, conf)
+		f := e.Lines.Share(e.Seq) // a lane is served at its part of the show's rate
+		p.ETA = ETA(p.Position, r*f, ok, conf*f)
 	case e.Status == Waiting && !e.OpensAt.IsZero():
 		if d := time.Until(e.OpensAt); d > 0 {
 			p.ETA = d

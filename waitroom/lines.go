@@ -17,8 +17,8 @@ import (
 // clocks). The pre-sale draw marks its tickets with their group in the shuffled order instead of a time (smaller
 // than every time), so the draw's order holds across lines too, within groups of DrawGroup places.
 //
-// Positions. A fan's position counts, in every line, the tickets ahead of the line's cursor that come before the
-// fan in that order: in their own line as a single queue does (ticket - cursor, without a rebuild's gap), in
+// Positions. A fan's position counts, in every line of their lane (lanes.go), the tickets ahead of the line's
+// cursor that come before the fan in that order: in their own line as a single queue does (ticket - cursor, without a rebuild's gap), in
 // each other line from its marks. It is what the admission tick will do, so it falls as the fan is served and is
 // honest across lines.
 
@@ -62,6 +62,10 @@ type Line struct {
 	// Durable is the line's cursor that may be recorded (TickResult.DurableCursor).
 	Durable int64
 	Waiting int64
+	// Lane is the line's lane (lanes.go): positions count only the fans ahead in the same lane, and Share is
+	// the lane's part of the rate while it has fans waiting (0: no lanes, the whole rate).
+	Lane  int
+	Share float64
 }
 
 // Lines is a partitioned queue at a tick, every line's: what the hub computes each fan's position from.
@@ -108,7 +112,7 @@ func (l Lines) PositionAt(ticket, mark int64) int64 {
 		t = at(l[p].Marks, s)
 	}
 	for q := range l {
-		if q != p {
+		if q != p && l[q].Lane == l[p].Lane {
 			pos += max(0, l.before(q, t, p)-l[q].Cursor)
 		}
 	}

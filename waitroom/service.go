@@ -37,8 +37,12 @@ type Store interface {
 	// show's, for a single queue.
 	Lines(ctx context.Context, show string, users []string) (map[string][]string, error)
 	// JTIPrefix is what the token id of user's admission to show starts with: the line of a partitioned queue
-	// (lines.go) that holds the admission, so that its release finds it.
-	JTIPrefix(ctx context.Context, show, user string) (string, error)
+	// (lines.go) that holds the admission, so that its release finds it; lane "" the fan's own lane, else that
+	// lane's line for them (the admission a bypass code naming lane gives, before SetLane moves them there).
+	JTIPrefix(ctx context.Context, show, user, lane string) (string, error)
+	// SetLane holds user to show's lane (admission.Lanes) from now on, as a bypass code names it: their line is
+	// that lane's from then on. The caller makes sure they hold no ticket.
+	SetLane(ctx context.Context, show, user, lane string) error
 	// Admit runs one admission tick: pops up to min(rate x elapsed, maxActive - active) fans with a live
 	// heartbeat (none when maxScan is 0), skipping the others, and records a grant for each, atomically. nonce
 	// makes jtis unique. The grants are unrecorded until their tokens are stored; the result carries the ones
@@ -119,9 +123,23 @@ type Counts struct {
 	ActiveUsers int64 `json:"activeUsers"`
 	// ArrivalsPerMinute is the show's arrivals (new places, admissions at once) over the last minute.
 	ArrivalsPerMinute int64 `json:"arrivalsPerMinute"`
-	// PartitionSizes is the fans waiting in each partition of the queue (lines.go), the show's own first: one
-	// figure, Waiting, for a single queue.
+	// BypassedTotal is the fans admitted at once by a bypass code.
+	BypassedTotal int64 `json:"bypassedTotal"`
+	// PartitionSizes is the fans waiting in each line of the queue (lines.go), the show's own first, lane by
+	// lane when it has lanes: one figure, Waiting, for a single queue.
 	PartitionSizes []int64 `json:"partitionSizes"`
+	// Lanes is each lane's figures, in the settings' order (lanes.go); empty for a show without lanes.
+	Lanes []LaneCounts `json:"lanes"`
+}
+
+// LaneCounts are one lane's figures: its fans waiting, its live admissions, and everyone it admitted (by turn or
+// by a code naming it).
+type LaneCounts struct {
+	Name     string  `json:"name"`
+	Share    float64 `json:"share"`
+	Waiting  int64   `json:"waiting"`
+	Active   int64   `json:"active"`
+	Admitted int64   `json:"admitted"`
 }
 
 // Options tune a Service; zero values take the defaults.

@@ -18,6 +18,7 @@ func (s *Service) Settings(ctx context.Context, show string) (admission.Settings
 	}
 	c, err := s.store.Counts(ctx, show)
 	c.ActiveUsers = c.Active
+	c.Lanes = laneFigures(st.Lanes, c.Lanes)
 	switch st.QueueMode() {
 	case admission.ModeAlways:
 		c.Engaged = true
@@ -25,6 +26,24 @@ func (s *Service) Settings(ctx context.Context, show string) (admission.Settings
 		c.Engaged = false
 	}
 	return st, c, err
+}
+
+// laneFigures is each of the settings' lanes, in order, with its share in force and the store's figures for the
+// lane of that name (the store's copy of the shares may be a second behind; names change only while nobody
+// waits, so a name finds its own lines).
+func laneFigures(lanes admission.Lanes, figures []LaneCounts) []LaneCounts {
+	out := []LaneCounts{}
+	for _, l := range lanes.List() {
+		f := LaneCounts{Name: l.Name}
+		for _, c := range figures {
+			if c.Name == l.Name {
+				f = c
+			}
+		}
+		f.Share = l.Share
+		out = append(out, f)
+	}
+	return out
 }
 
 // UpdateSettings changes a show's settings with fn, which must validate what it returns: recorded first, then

@@ -67,7 +67,7 @@ func queueFigures(svc *waitroom.Service) console.QueueSource {
 		q := console.QueueFigures{Enabled: st.Enabled, Paused: st.Paused, AdmitPerSecond: st.AdmitPerSecond, MaxActive: st.MaxActive,
 			TokenTTLSeconds: st.TokenTTLSeconds, Waiting: c.Waiting, Active: c.Active, AdmittedTotal: c.AdmittedTotal,
 			TurnHoldSeconds: st.TurnHoldSeconds, Bot: st.Bot, Bots: bots, Mode: st.QueueMode(), Engaged: c.Engaged,
-			ActiveUsers: c.ActiveUsers, ArrivalsPerMinute: c.ArrivalsPerMinute, Tuning: st.Tuning}
+			ActiveUsers: c.ActiveUsers, ArrivalsPerMinute: c.ArrivalsPerMinute, Lanes: c.Lanes, Tuning: st.Tuning}
 		measured, ok, _ := svc.Hub.Rate(show)
 		if ok {
 			q.ActualRate = measured

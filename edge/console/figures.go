@@ -43,6 +43,8 @@ type QueueFigures struct {
 	Engaged           bool   `json:"engaged"`
 	ActiveUsers       int64  `json:"activeUsers"`
 	ArrivalsPerMinute int64  `json:"arrivalsPerMinute"`
+	// Lanes is each lane's figures with its share (waitroom.Counts.Lanes), in the place of Tuning's lanes.
+	Lanes []waitroom.LaneCounts `json:"lanes"`
 	admission.Tuning
 }
 

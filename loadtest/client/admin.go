@@ -88,6 +88,9 @@ type QueueSettings struct {
 	// Partitions, when above 0, is sent with the settings: the queue split over that many lines (1-64, only
 	// while nobody waits). GET and PUT answer the count in force.
 	Partitions int `json:"partitions,omitempty"`
+	// Lanes, when set, is sent with the settings: the admission rate shared between lanes by weight (names
+	// only while nobody waits). GET answers each lane with its figures.
+	Lanes []Lane `json:"lanes,omitempty"`
 
 	Waiting       int `json:"waiting,omitempty"`
 	Active        int `json:"active,omitempty"`
@@ -198,6 +201,15 @@ func (c *Client) CreateShow(ctx context.Context, s Show) (string, error) {
 	return out.ShowID, expect("create show", res, err, http.StatusCreated)
 }
 
+// Lane is one lane of a show's queue: its name and share, and in GET's answer its figures.
+type Lane struct {
+	Name     string  `json:"name"`
+	Share    float64 `json:"share"`
+	Waiting  int     `json:"waiting,omitempty"`
+	Active   int     `json:"active,omitempty"`
+	Admitted int     `json:"admitted,omitempty"`
+}
+
 // PutQueue sets a show's waiting-room settings.
 func (c *Client) PutQueue(ctx context.Context, showID string, q QueueSettings) (QueueSettings, error) {
 	var out QueueSettings
@@ -221,6 +233,9 @@ func (c *Client) PutQueue(ctx context.Context, showID string, q QueueSettings) (
 	}
 	if q.Partitions > 0 {
 		body["partitions"] = q.Partitions
+	}
+	if q.Lanes != nil {
+		body["lanes"] = q.Lanes
 	}
 	if q.Paused {
 		body["paused"] = true // a PUT that leaves paused out keeps the pause as it is; Pause lifts it

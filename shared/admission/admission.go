@@ -91,6 +91,9 @@ func (s Settings) Validate() error {
 		// Threshold mode admits at once while the line is empty and engages on the show's totals, which one
 		// partition's join cannot read: a partitioned queue is always on.
 		return fmt.Errorf("partitions: %d needs mode %q, not %q", s.Partitions, ModeAlways, ModeThreshold)
+	case s.Lanes.Count() > 1 && s.Mode == ModeThreshold:
+		// Lanes are lines of their own (lane.go): the same holds.
+		return fmt.Errorf("lanes: lanes need mode %q, not %q", ModeAlways, ModeThreshold)
 	}
 	if err := s.Tuning.Validate(); err != nil {
 		return err

@@ -89,6 +89,9 @@ type Tuning struct {
 	// may change only while nobody waits (the waiting room refuses it otherwise): a fan's partition follows
 	// from the count. Here, in the tuning's JSON, so both stores carry it without a column of its own.
 	Partitions int `json:"partitions"`
+	// Lanes share the admission rate between queues of their own (lane.go); none: one general lane. Each lane
+	// has Partitions lines, so lanes times partitions is at most rediskey.MaxPartitions.
+	Lanes Lanes `json:"lanes"`
 }
 
 // DefaultTuning applies to a show whose operator has set none.
@@ -109,6 +112,13 @@ func (t Tuning) Validate() error {
 	case t.Partitions < 0 || t.Partitions > rediskey.MaxPartitions:
 		return fmt.Errorf("partitions must be in [1, %d]", rediskey.MaxPartitions)
 	}
+	if err := t.Lanes.Validate(); err != nil {
+		return err
+	}
+	if n := t.LineCount(); n > rediskey.MaxPartitions {
+		return fmt.Errorf("lanes: %d lanes of %d partitions are %d lines, more than %d", t.Lanes.Count(),
+			t.Lines(), n, rediskey.MaxPartitions)
+	}
 	if err := t.WhenStoreDown.Validate(); err != nil {
 		return err
 	}
@@ -117,6 +127,10 @@ func (t Tuning) Validate() error {
 
 // Lines is how many partitions the queue has: at least one.
 func (t Tuning) Lines() int { return max(t.Partitions, 1) }
+
+// LineCount is how many lines the queue has in all: each lane's partitions (rediskey.QueuePartitions holds it,
+// so a fan routed by another count is sent round again).
+func (t Tuning) LineCount() int { return t.Lanes.Count() * t.Lines() }
 
 // settle makes next's Mode and Enabled agree after a change from cur: a caller that changed only Enabled (a
 // script of before modes, a test) switched between "always" and "off"; one that set Mode set Enabled with it.

@@ -69,7 +69,10 @@ const (
 	QueueArrivalThreshold = "arrivalThreshold" // integer: arrivals a minute that engage it (0: never)
 	QueueCooldown         = "cooldown"         // integer seconds the figures stay under before it disengages
 	// QueuePartitions is how many partitions (lines) the show's queue is split over (partition.go); absent: 1.
+	// With lanes, it counts every lane's partitions: lanes times partitions lines.
 	QueuePartitions = "partitions"
+	// QueueLanes is the show's lanes and their shares, "name:share,..." (admission.Lanes.String); absent: none.
+	QueueLanes = "lanes"
 )
 
 // QueueSynced is the mark that every show on record (PostgreSQL) was put in the cache since Redis last lost its

@@ -22,6 +22,8 @@ type issueJSON struct {
 	Count     int       `json:"count"`
 	Uses      int       `json:"uses"`
 	ExpiresAt time.Time `json:"expiresAt"`
+	// Lane names the lane the codes' fans are in (one of the show's lanes; absent: the general lane).
+	Lane string `json:"lane"`
 }
 
 // codesJSON answers the issue and the list.
@@ -47,7 +49,7 @@ func (h *Handler) issueCodes(c *fiber.Ctx) error {
 	}
 	actor := audit.Actor(c.Get(audit.OperatorHeader))
 	codes, err := h.svc.IssueBypassCodes(c.UserContext(), show,
-		waitroom.BypassRequest{Count: in.Count, Uses: in.Uses, ExpiresAt: in.ExpiresAt, By: actor}, time.Now())
+		waitroom.BypassRequest{Count: in.Count, Uses: in.Uses, ExpiresAt: in.ExpiresAt, By: actor, Lane: in.Lane}, time.Now())
 	if errors.Is(err, waitroom.ErrInvalid) {
 		return fmt.Errorf("%w: %v", errValidation, err) // the body's values, not the path's
 	}
@@ -58,7 +60,8 @@ func (h *Handler) issueCodes(c *fiber.Ctx) error {
 	for i, code := range codes {
 		ids[i] = code.ID
 	}
-	h.audit(c, "bypass.issue", show, nil, map[string]any{"ids": ids, "uses": in.Uses, "expiresAt": codes[0].ExpiresAt})
+	h.audit(c, "bypass.issue", show, nil, map[string]any{"ids": ids, "uses": in.Uses, "expiresAt": codes[0].ExpiresAt,
+		"lane": in.Lane})
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Status(http.StatusCreated).JSON(codesJSON{ShowID: show, Codes: codes})
 }

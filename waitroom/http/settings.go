@@ -66,6 +66,8 @@ type settingsJSON struct {
 	WhenStoreDown json.RawMessage `json:"whenStoreDown"`
 	// Partitions splits the queue over that many Redis hash slots (1-64): only while nobody waits.
 	Partitions *int `json:"partitions"`
+	// Lanes share the rate by weight ([{"name","share"}], admission.Lanes): names only while nobody waits.
+	Lanes json.RawMessage `json:"lanes"`
 }
 
 // settingsOut is GET's answer: the settings, the queue's figures, and the rate in force under the name autotune's
@@ -76,6 +78,8 @@ type settingsOut struct {
 	AdmitPerSecondNow float64 `json:"admitPerSecondNow"`
 	// Partitions is the settings' count, 1 when never set (the embedded field's 0).
 	Partitions int `json:"partitions"`
+	// Lanes is the settings' lanes with each lane's figures (Counts.Lanes), in the settings' place.
+	Lanes []waitroom.LaneCounts `json:"lanes"`
 }
 
 // settingsView is PUT's answer: the settings with their partition count as GET answers it.
@@ -140,6 +144,35 @@ func (in settingsJSON) applyTuning(st admission.Settings) (admission.Settings, e
 	return st, nil
 }
 
+// applyLanes sets the lanes from the body (null or []: none). A fan's lane, and so their line, follows from the
+// lanes' names: a change of names, their order or their count while fans wait or hold admissions is refused, as
+// a change of partitions is (fans would be looked for on lines they are not on); a change of shares alone moves
+// nobody and is taken at any time.
+func (in settingsJSON) applyLanes(st admission.Settings, counts waitroom.Counts) (admission.Settings, error) {
+	if len(in.Lanes) == 0 {
+		return st, nil
+	}
+	var list []admission.Lane
+	if string(in.Lanes) != "null" {
+		if err := operatorJSON("lanes", in.Lanes, &list, errValidation,
+			`lanes must be a list such as [{"name":"fanclub","share":0.7},{"name":"general","share":0.3}]`); err != nil {
+			return st, err
+		}
+	}
+	if len(list) > admission.MaxLanes {
+		return st, fmt.Errorf("%w: lanes: at most %d", errValidation, admission.MaxLanes)
+	}
+	var next admission.Lanes
+	copy(next[:], list)
+	if !next.SameNames(st.Lanes) && (counts.Waiting > 0 || counts.Active > 0) {
+		return st, fmt.Errorf("%w: lanes cannot be added, removed, renamed or reordered while %d fans wait and "+
+			"%d hold admissions: set them before the sale, or once the queue is empty (shares may change)",
+			errValidation, counts.Waiting, counts.Active)
+	}
+	st.Lanes = next
+	return st, nil
+}
+
 func (h *Handler) putSettings(c *fiber.Ctx) error {
 	show, err := h.adminShow(c)
 	if err != nil {
@@ -150,7 +183,7 @@ func (h *Handler) putSettings(c *fiber.Ctx) error {
 		return err
 	}
 	var counts waitroom.Counts
-	if in.Partitions != nil {
+	if in.Partitions != nil || len(in.Lanes) > 0 {
 		if _, counts, err = h.svc.Settings(c.UserContext(), show); err != nil {
 			return err
 		}
@@ -203,6 +236,9 @@ func (h *Handler) putSettings(c *fiber.Ctx) error {
 			}
 			st.Partitions = *in.Partitions
 		}
+		if st, err = in.applyLanes(st, counts); err != nil {
+			return st, err
+		}
 		if err := st.Validate(); err != nil {
 			return st, fmt.Errorf("%w: %v", errValidation, err)
 		}
@@ -234,5 +270,5 @@ func (h *Handler) getSettings(c *fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.JSON(settingsOut{Settings: st, Counts: counts, AdmitPerSecondNow: st.AdmitPerSecond,
-		Partitions: st.Lines()})
+		Partitions: st.Lines(), Lanes: counts.Lanes})
 }

@@ -15,27 +15,42 @@ import (
 // The bypass codes' record: bypass_codes and bypass_uses (shared/infra/migrate's 0013), and the admissions a use
 // gives in shared/admission's queue_grants, written in the use's own transaction.
 
-const bypassCols = `id, hint, uses, used, expires_at, created_at, created_by, revoked_at`
+const bypassCols = `id, hint, uses, used, expires_at, created_at, created_by, revoked_at, lane`
 
 func scanBypass(row pgx.Row) (waitroom.BypassCode, error) {
 	var c waitroom.BypassCode
-	err := row.Scan(&c.ID, &c.Hint, &c.Uses, &c.Used, &c.ExpiresAt, &c.CreatedAt, &c.CreatedBy, &c.RevokedAt)
+	err := row.Scan(&c.ID, &c.Hint, &c.Uses, &c.Used, &c.ExpiresAt, &c.CreatedAt, &c.CreatedBy, &c.RevokedAt, &c.Lane)
 	return c, err
 }
 
 // AddBypassCodes implements waitroom.BypassRecord: one statement for the batch.
 func (r *Record) AddBypassCodes(ctx context.Context, show string, codes []waitroom.BypassCode, hashes [][]byte) error {
 	ids, hints, bys := make([]string, len(codes)), make([]string, len(codes)), make([]string, len(codes))
-	uses, exps := make([]int32, len(codes)), make([]time.Time, len(codes))
+	uses, exps, lanes := make([]int32, len(codes)), make([]time.Time, len(codes)), make([]string, len(codes))
 	for i, c := range codes {
 		ids[i], hints[i], bys[i], uses[i], exps[i] = c.ID, c.Hint, c.CreatedBy, int32(c.Uses), c.ExpiresAt
+		lanes[i] = c.Lane
 	}
-	if _, err := r.dbs.For(show).Exec(ctx, `INSERT INTO bypass_codes (show_id, code_hash, id, hint, uses, expires_at, created_by)
-		SELECT $1, * FROM unnest($2::bytea[], $3::text[], $4::text[], $5::int[], $6::timestamptz[], $7::text[])`,
-		show, hashes, ids, hints, uses, exps, bys); err != nil {
+	if _, err := r.dbs.For(show).Exec(ctx, `INSERT INTO bypass_codes (show_id, code_hash, id, hint, uses, expires_at, created_by, lane)
+		SELECT $1, * FROM unnest($2::bytea[], $3::text[], $4::text[], $5::int[], $6::timestamptz[], $7::text[], $8::text[])`,
+		show, hashes, ids, hints, uses, exps, bys, lanes); err != nil {
 		return fmt.Errorf("waitroom/postgres: add bypass codes of %s: %w", show, err)
 	}
 	return nil
+}
+
+// BypassLane implements waitroom.BypassRecord.
+func (r *Record) BypassLane(ctx context.Context, show string, hash []byte) (string, error) {
+	var lane string
+	err := r.dbs.For(show).QueryRow(ctx, `SELECT lane FROM bypass_codes WHERE show_id = $1 AND code_hash = $2`,
+		show, hash).Scan(&lane)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", waitroom.ErrBypassUnknown
+	case err != nil:
+		return "", fmt.Errorf("waitroom/postgres: bypass code's lane of %s: %w", show, err)
+	}
+	return lane, nil
 }
 
 // BypassCodes implements waitroom.BypassRecord.

@@ -156,27 +156,28 @@ func (s *Store) SaveTokens(ctx context.Context, show string, grants []waitroom.G
 	return durable, nil
 }
 
-// byLine groups users by their line of show: one group, the show's, for a single queue.
-func (s *Store) byLine(ctx context.Context, show string, users []string) (int, map[string][]string, error) {
+// byLine groups users by their line of show (its index among k; linesOf): one group, the show's, for a single
+// queue.
+func (s *Store) byLine(ctx context.Context, show string, users []string) (int, map[int][]string, error) {
 	k, err := s.parts(ctx, show)
 	if err != nil {
 		return 0, nil, err
 	}
 	if k <= 1 {
-		return k, map[string][]string{show: users}, nil
+		return k, map[int][]string{0: users}, nil
 	}
-	out := map[string][]string{}
-	for _, u := range users {
-		line, _ := s.lineOf(show, u, k)
-		out[line] = append(out[line], u)
-	}
-	return k, out, nil
+	out, err := s.linesOf(ctx, show, k, users)
+	return k, out, err
 }
 
 // Lines implements waitroom.Store.
 func (s *Store) Lines(ctx context.Context, show string, users []string) (map[string][]string, error) {
-	_, groups, err := s.byLine(ctx, show, users)
-	return groups, err
+	k, groups, err := s.byLine(ctx, show, users)
+	out := make(map[string][]string, len(groups))
+	for p, us := range groups {
+		out[rediskey.Line(show, p, k)] = us
+	}
+	return out, err
 }
 
 // Grants implements waitroom.Store: live grants only.
@@ -185,13 +186,13 @@ func (s *Store) Grants(ctx context.Context, show string, users []string) (map[st
 	if len(users) == 0 {
 		return out, nil
 	}
-	_, groups, err := s.byLine(ctx, show, users)
+	k, groups, err := s.byLine(ctx, show, users)
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
-	for line, us := range groups {
-		vals, err := s.rdb.HMGet(ctx, Grants(line), us...).Result()
+	for p, us := range groups {
+		vals, err := s.rdb.HMGet(ctx, Grants(rediskey.Line(show, p, k)), us...).Result()
 		if err != nil {
 			return nil, storeErr("grants", err)
 		}
@@ -220,14 +221,14 @@ func (s *Store) Seqs(ctx context.Context, show string, users []string) (map[stri
 	if err != nil {
 		return nil, err
 	}
-	for line, us := range groups {
-		vals, err := s.rdb.ZMScore(ctx, Wait(line), us...).Result()
+	for p, us := range groups {
+		vals, err := s.rdb.ZMScore(ctx, Wait(rediskey.Line(show, p, k)), us...).Result()
 		if err != nil {
 			return nil, storeErr("seqs", err)
 		}
 		for i, v := range vals {
 			if v > 0 {
-				out[us[i]] = waitroom.Ticket(k, rediskey.PartitionOf(us[i], k), int64(v))
+				out[us[i]] = waitroom.Ticket(k, p, int64(v))
 			}
 		}
 	}

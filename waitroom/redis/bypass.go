@@ -23,7 +23,10 @@ func (s *Store) Bypass(ctx context.Context, show, user string, g *waitroom.Grant
 		return waitroom.Entry{}, err
 	}
 	home := show
-	show, p := s.lineOf(show, user, k) // a partitioned queue's fan is admitted on their line
+	show, p, err := s.lineOf(ctx, show, user, k) // a partitioned queue's fan is admitted on their line
+	if err != nil {
+		return waitroom.Entry{}, err
+	}
 	keys := []string{rediskey.QueueConfig(show), rediskey.ShowInfo(show), State(show), Wait(show), Pre(show),
 		Heartbeat(show), Grants(show), rediskey.QueueActive(show), GrantExp(show), JTI(show)}
 	args := []any{user, "look", "", 0, 0, ""}

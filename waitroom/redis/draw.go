@@ -90,10 +90,21 @@ func (s *Store) Place(ctx context.Context, show string, ordered []string, digest
 	if k <= 1 {
 		return s.placeLine(ctx, show, ordered, nil, len(ordered), digest)
 	}
+	// Each fan on their line, their lane's when the show has lanes (one pipeline for all the draw's fans).
+	at := make(map[string]int, len(ordered))
+	byLine, err := s.linesOf(ctx, show, k, ordered)
+	if err != nil {
+		return err
+	}
+	for p, us := range byLine {
+		for _, u := range us {
+			at[u] = p
+		}
+	}
 	fans := map[int][]string{}
 	groups := map[int][]int64{}
 	for i, u := range ordered {
-		p := rediskey.PartitionOf(u, k)
+		p := at[u]
 		fans[p] = append(fans[p], u)
 		groups[p] = append(groups[p], int64(i/waitroom.DrawGroup)+1)
 	}

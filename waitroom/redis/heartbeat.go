@@ -5,6 +5,8 @@ import (
 	_ "embed"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/flashseat/flashseat/shared/rediskey"
 )
 
 var (
@@ -15,13 +17,13 @@ var (
 
 // Touch implements waitroom.Store, in chunks so no single script runs long.
 func (s *Store) Touch(ctx context.Context, show string, users []string) ([]string, error) {
-	_, groups, err := s.byLine(ctx, show, users)
+	k, groups, err := s.byLine(ctx, show, users)
 	if err != nil {
 		return nil, err
 	}
 	var missing []string
-	for line, us := range groups {
-		m, err := s.touch(ctx, line, us)
+	for p, us := range groups {
+		m, err := s.touch(ctx, rediskey.Line(show, p, k), us)
 		missing = append(missing, m...)
 		if err != nil {
 			return missing, err

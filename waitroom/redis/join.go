@@ -96,7 +96,10 @@ func (s *Store) joinOnce(ctx context.Context, show, user string, join bool, rece
 	}
 	// A partitioned queue's fan joins their own line, with the line's own ticket (waitroom.Ticket).
 	home := show
-	show, p := s.lineOf(show, user, k)
+	show, p, held, err := s.route(ctx, home, user, k, join)
+	if err != nil {
+		return waitroom.Entry{}, err
+	}
 	// In a partitioned queue the browser rule is kept outside the script (linebrowser.go), and each line lets a
 	// prefix take its share of the prefix's places: a prefix's fans spread over the lines by their ids, so the
 	// prefix is refused near its places in all, and never holds more than k·⌈places/k⌉ < places + k.
@@ -113,7 +116,16 @@ func (s *Store) joinOnce(ctx context.Context, show, user string, join bool, rece
 			}
 		}
 	}
-	if rp, rs := waitroom.SplitTicket(k, receipted); rp == p {
+	rp, rs := waitroom.SplitTicket(k, receipted)
+	if receipted > 0 && rp != p && !held {
+		if q := s.receiptLine(home, user, k, rp); q >= 0 { // the lane the receipt says, its record lost
+			if err := s.SetLane(ctx, home, user, s.laneName(home, k, q)); err != nil {
+				return waitroom.Entry{}, err
+			}
+			show, p = rediskey.Line(home, q, k), q
+		}
+	}
+	if rp == p {
 		receipted = rs
 	} else {
 		receipted = 0 // a receipt of another line (the count changed since): no place to give back there

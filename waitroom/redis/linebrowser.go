@@ -31,7 +31,10 @@ func (s *Store) browserHeld(ctx context.Context, show string, k int, user, brows
 	if err != nil {
 		return false, storeErr("browser", err)
 	}
-	line, _ := s.lineOf(show, other, k)
+	line, _, err := s.lineOf(ctx, show, other, k)
+	if err != nil {
+		return false, err
+	}
 	var waiting *goredis.FloatCmd
 	var admitted, pre *goredis.BoolCmd
 	_, err = s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {

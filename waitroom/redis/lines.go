@@ -12,6 +12,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/waitroom"
 )
@@ -19,13 +20,15 @@ import (
 // A partitioned queue (QueueConfig's "partitions" K > 1) is K lines, each a whole queue under its own hash tag
 // (rediskey.Line): every script here runs unchanged on one line's keys. What is the show's, not a line's, lives
 // here:
-//   - a fan's line is rediskey.PartitionOf their id, and their ticket carries the line (waitroom.Ticket);
+//   - a fan's line is rediskey.PartitionOf their id (within their lane's lines, when the show has lanes:
+//     lanes.go), and their ticket carries the line (waitroom.Ticket);
 //   - each line keeps copies of the show's QueueConfig and ShowInfo, which syncLines writes at each tick (and a
 //     join that finds none, at once), so a line's join reads its settings on its own master;
 //   - the tick (admitLines) spends one rate budget and one active cap for the show: under the show's tick lock
 //     it steps every line (admit.lua with a count of 0: expired grants, overdue recordings, the line's next
 //     tickets and new marks), takes the show's budget (budget.lua, on the show's own slot), merges the lines'
-//     heads in the show's order (waitroom.Lines.Order) and admits each line's share, nobody behind the last
+//     heads in the show's order (waitroom.Lines.Order; each lane's own lines for its part of the budget, when
+//     the show has lanes: lanes.go) and admits each line's share, nobody behind the last
 //     ticket the merge chose there (a fan skipped as absent, or a ticket another replica's tick took once a slow
 //     tick outlived its lock, leaves the rest to the next round's merge), again for fans skipped as absent; a replica without the lock only steps the lines, for its streams;
 //   - positions come from each line's arrival marks, which this replica mirrors in memory (views).
@@ -44,8 +47,9 @@ var (
 const partsFresh = time.Second
 
 type partsEntry struct {
-	k  int
-	at time.Time
+	k     int             // lines in all: lanes times partitions
+	lanes admission.Lanes // none: one general lane
+	at    time.Time
 }
 
 // lines is the replica's memory of partitioned shows: their counts, and each show's view of its lines.
@@ -89,17 +93,23 @@ func (s *Store) parts(ctx context.Context, show string) (int, error) {
 	if ok && time.Since(e.at) < partsFresh {
 		return e.k, nil
 	}
-	v, err := s.rdb.HGet(ctx, rediskey.QueueConfig(show), rediskey.QueuePartitions).Result()
-	if err != nil && !errors.Is(err, goredis.Nil) {
+	vals, err := s.rdb.HMGet(ctx, rediskey.QueueConfig(show), rediskey.QueuePartitions, rediskey.QueueLanes).Result()
+	if err != nil {
 		return 0, storeErr("partitions", err)
 	}
+	v, _ := vals[0].(string)
 	k, _ := strconv.Atoi(v)
 	k = min(max(k, 1), rediskey.MaxPartitions)
+	lv, _ := vals[1].(string)
+	lanes := admission.ParseLanes(lv)
+	if k%lanes.Count() != 0 {
+		lanes = admission.Lanes{} // not a copy the keeper wrote: every fan in one lane, as before lanes
+	}
 	s.lines.mu.Lock()
 	if len(s.lines.parts) >= maxLineShows {
 		clear(s.lines.parts)
 	}
-	s.lines.parts[show] = partsEntry{k: k, at: time.Now()}
+	s.lines.parts[show] = partsEntry{k: k, lanes: lanes, at: time.Now()}
 	s.lines.mu.Unlock()
 	return k, nil
 }
@@ -111,21 +121,18 @@ func (s *Store) forgetParts(show string) {
 	s.lines.mu.Unlock()
 }
 
-// lineOf is user's line of show among k, and its index.
-func (s *Store) lineOf(show, user string, k int) (string, int) {
-	p := rediskey.PartitionOf(user, k)
-	return rediskey.Line(show, p, k), p
-}
-
 // JTIPrefix implements waitroom.Store: what an admission's token id starts with, so booking finds the line's
-// active admissions from it (rediskey.ActiveFor).
-func (s *Store) JTIPrefix(ctx context.Context, show, user string) (string, error) {
+// active admissions from it (rediskey.ActiveFor); with lane, that lane's line for the fan (lanes.go).
+func (s *Store) JTIPrefix(ctx context.Context, show, user, lane string) (string, error) {
 	k, err := s.parts(ctx, show)
 	if err != nil {
 		return "", err
 	}
-	line, _ := s.lineOf(show, user, k)
-	return rediskey.JTIPrefix(line), nil
+	if lanes := s.lanesOf(show, k); lane != "" && lanes.Count() > 1 {
+		return rediskey.JTIPrefix(laneLine(show, user, k, lanes, lanes.Index(lane))), nil
+	}
+	line, _, err := s.lineOf(ctx, show, user, k)
+	return rediskey.JTIPrefix(line), err
 }
 
 // lineErr says which line asks to be restored or reserved; other errors pass unchanged.
@@ -189,18 +196,25 @@ type merged struct {
 
 // mergeHeads is the merge of the lines' heads that out answered, for n fans (waitroom.Lines.Order).
 func mergeHeads(order waitroom.Lines, out []stepped, heads, n int) *merged {
-	k := len(out)
+	m := &merged{take: make([]int, len(out)), upto: make([]int64, len(out))}
+	m.add(order, out, heads, n, 0)
+	return m
+}
+
+// add merges the heads of the lines order covers (order's line p is out's lo+p) for n fans into m.
+func (m *merged) add(order waitroom.Lines, out []stepped, heads, n, lo int) {
+	k := len(order)
 	hs, more := make([][]int64, k), make([]bool, k)
-	for p, o := range out {
+	for p := range order {
+		o := out[lo+p]
 		hs[p], more[p] = o.r.heads, len(o.r.heads) >= heads
 	}
-	m := &merged{take: order.Order(hs, more, n), upto: make([]int64, k)}
-	for p, t := range m.take {
+	for p, t := range order.Order(hs, more, n) {
+		m.take[lo+p] = t
 		if t > 0 {
-			m.upto[p] = slices.Max(hs[p][:t])
+			m.upto[lo+p] = slices.Max(hs[p][:t])
 		}
 	}
-	return m
 }
 
 // stepLines runs st on every line at once (each line's nonce prefixed with its jti prefix, its marks asked
@@ -242,6 +256,7 @@ func (s *Store) stepLines(ctx context.Context, show string, v *lineView, st line
 		next[p] = waitroom.Line{ID: l.ID, Cursor: o.snap.Cursor, LastSeq: o.snap.LastSeq, Gap: o.snap.Gap,
 			Marks: withMarks(l.Marks, o.r.marks, o.snap.Cursor), Durable: o.snap.DurableCursor, Waiting: o.snap.Waiting}
 	}
+	withLanes(next, s.lanesOf(show, v.k))
 	v.lines, v.at = next, time.Now()
 	return out, nil
 }
@@ -293,22 +308,34 @@ func (s *Store) admitLines(ctx context.Context, show string, k int, nonce string
 		if err != nil {
 			return waitroom.TickResult{}, storeErr("budget", err)
 		}
+		ln, err := s.openLanes(ctx, show, k, out, n)
+		if err != nil {
+			return waitroom.TickResult{}, err
+		}
 		for round := 0; n > 0 && round < maxMergeRounds; round++ {
 			v.mu.Lock()
 			order := append(waitroom.Lines(nil), v.lines...)
 			v.mu.Unlock()
-			if out, err = s.stepLines(ctx, show, v, step, mergeHeads(order, out, heads, n)); err != nil {
+			m := mergeHeads(order, out, heads, n)
+			if ln != nil {
+				m = ln.merge(order, out, heads, n)
+			}
+			if out, err = s.stepLines(ctx, show, v, step, m); err != nil {
 				return waitroom.TickResult{}, err
 			}
 			all = append(all, out...)
 			moved := 0
-			for _, o := range out {
+			for p, o := range out {
 				n -= len(o.snap.Grants)
 				moved += len(o.snap.Grants) + o.r.skipped
+				ln.admitted(p, len(o.snap.Grants))
 			}
 			if moved == 0 {
 				break
 			}
+		}
+		if err := s.closeLanes(ctx, show, ln); err != nil {
+			return waitroom.TickResult{}, err
 		}
 	}
 	return s.foldLines(show, v, all, out), nil

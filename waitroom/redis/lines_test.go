@@ -259,19 +259,30 @@ func TestLinesPositionsAreHonest(t *testing.T) {
 	configureLines(t, rdb, show, 3, 300, 100000)
 	time.Sleep(1100 * time.Millisecond) // every replica's copy of the settings
 	at := admitAll(t, svc, show, len(fans), 3*time.Millisecond)
-	perTick := map[int]int64{}
-	for _, tick := range at {
-		perTick[tick]++
+	checkPositions(t, told, at, func(string) string { return "" })
+}
+
+// checkPositions fails unless every position told (user -> position) is, within max(3, 1%), how many fans of the
+// same group (one queue, or one lane) were admitted before that user, admitted one tick at a time (at: user ->
+// tick): the fans of earlier ticks, plus at most their own tick's others.
+func checkPositions(t *testing.T, told map[string]int64, at map[string]int, group func(string) string) {
+	t.Helper()
+	perTick := map[string]map[int]int64{}
+	for u, tick := range at {
+		if perTick[group(u)] == nil {
+			perTick[group(u)] = map[int]int64{}
+		}
+		perTick[group(u)][tick]++
 	}
 	var bad []string
 	for u, pos := range told {
 		var before int64
-		for tick, n := range perTick {
+		for tick, n := range perTick[group(u)] {
 			if tick < at[u] {
 				before += n
 			}
 		}
-		lo, hi := before, before+perTick[at[u]]-1
+		lo, hi := before, before+perTick[group(u)][at[u]]-1
 		tol := max(3, int64(math.Ceil(float64(pos)/100)))
 		if ahead := pos - 1; ahead < lo-tol || ahead > hi+tol {
 			bad = append(bad, fmt.Sprintf("%s told %d ahead, true %d..%d", u, ahead, lo, hi))

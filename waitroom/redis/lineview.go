@@ -60,6 +60,7 @@ func (s *Store) refreshView(ctx context.Context, show string, v *lineView) error
 		}
 		next[q].Marks = withMarks(next[q].Marks, zmarks(marks[q].Val()), next[q].Cursor)
 	}
+	withLanes(next, s.lanesOf(show, v.k))
 	v.lines, v.at = next, time.Now()
 	return nil
 }

@@ -149,12 +149,23 @@ func (s *Store) Counts(ctx context.Context, show string) (waitroom.Counts, error
 	if err != nil {
 		return waitroom.Counts{}, err
 	}
-	var c waitroom.Counts
-	for _, line := range rediskey.Lines(show, k) {
+	c := waitroom.Counts{Lanes: []waitroom.LaneCounts{}}
+	list := s.lanesOf(show, k).List()
+	for _, l := range list {
+		c.Lanes = append(c.Lanes, waitroom.LaneCounts{Name: l.Name, Share: l.Share})
+	}
+	for p, line := range rediskey.Lines(show, k) {
 		lc, err := s.lineCounts(ctx, line)
 		if err != nil {
 			return c, err
 		}
+		if len(list) > 0 {
+			lane := &c.Lanes[p/(k/len(list))]
+			lane.Waiting += lc.Waiting
+			lane.Active += lc.Active
+			lane.Admitted += lc.AdmittedTotal + lc.BypassedTotal
+		}
+		c.BypassedTotal += lc.BypassedTotal
 		if line == show {
 			c.Engaged = lc.Engaged
 		}
@@ -175,18 +186,18 @@ func (s *Store) lineCounts(ctx context.Context, show string) (waitroom.Counts, e
 	wait := p.ZCard(ctx, Wait(show))
 	pool := p.SCard(ctx, Pre(show))
 	active := p.ZCount(ctx, rediskey.QueueActive(show), "("+now, "+inf")
-	st := p.HMGet(ctx, State(show), "drawn", "admittedTotal", "skippedTotal", "engaged")
+	st := p.HMGet(ctx, State(show), "drawn", "admittedTotal", "skippedTotal", "engaged", "bypassedTotal")
 	arr := p.HGetAll(ctx, BotStats(show)) // holds the arrivals' ring
 	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
 		return waitroom.Counts{}, storeErr("counts", err)
 	}
 	vals := st.Val()
 	c := waitroom.Counts{Waiting: wait.Val(), Active: active.Val(), ArrivalsPerMinute: lastMinute(arr.Val(), time.Now())}
-	if len(vals) == 4 {
+	if len(vals) == 5 {
 		if vals[0] != "1" {
 			c.Waiting += pool.Val()
 		}
-		c.AdmittedTotal, c.SkippedTotal = num(vals[1]), num(vals[2])
+		c.AdmittedTotal, c.SkippedTotal, c.BypassedTotal = num(vals[1]), num(vals[2]), num(vals[4])
 		c.Engaged = vals[3] == "1"
 	}
 	return c, nil

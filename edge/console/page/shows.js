@@ -24,6 +24,7 @@ export function mount({ call, changed }) {
       dd[k] = el("dd", { "data-f": k });
       figs.append(el("div", {}, el("dt", { text: label }), dd[k]));
     }
+    const lanes = laneTable(id);
     const err = el("p", { class: "error", role: "alert" });
     const act = async (what, fn) => {
       err.textContent = "";
@@ -80,11 +81,11 @@ export function mount({ call, changed }) {
     details.addEventListener("toggle", () => { if (details.open) loadFairness(id, fair); });
     const title = el("h3", { id: `h-${id}` });
     const meta = el("p", { class: "meta" });
-    const e = el("article", { class: "show", "data-show": id, "aria-labelledby": `h-${id}` }, title, meta, figs,
+    const e = el("article", { class: "show", "data-show": id, "aria-labelledby": `h-${id}` }, title, meta, figs, lanes.el,
       el("div", { class: "controls" },
         el("p", {}, queue, el("label", { for: `q-${id}`, text: `Waiting room queue on for ${f.title}` })),
         el("p", {}, pause, " ", close), settings, opening, details), err);
-    return { el: e, dd, queue, pause, rate, maxA, ttl, bot, opens, title, meta, close, loaded: false };
+    return { el: e, dd, lanes, queue, pause, rate, maxA, ttl, bot, opens, title, meta, close, loaded: false };
   }
 
   function update(s, f) {
@@ -103,6 +104,7 @@ export function mount({ call, changed }) {
     s.dd.revenue.textContent = money(f.revenue || 0, f.currency);
     s.dd.conversion.textContent = `${(100 * (f.conversion || 0)).toFixed(1)} %`;
     s.dd.failures.textContent = `${count(f.paymentFailures)} failed`;
+    s.lanes.fill(q.lanes || []);
     if (document.activeElement !== s.queue && !s.queue.disabled) s.queue.checked = !!q.enabled;
     if (document.activeElement !== s.pause) setPaused(s.pause, !!q.paused);
     s.pause.disabled = !q.enabled;
@@ -130,6 +132,26 @@ export function mount({ call, changed }) {
         update(s, f);
       }
       for (const [id, s] of shows) if (!seen.has(id)) { s.el.remove(); shows.delete(id); }
+    },
+  };
+}
+
+// laneTable is a card's table of the show's lanes (hidden without lanes): each lane's share of the admission
+// rate, its fans waiting, its live admissions and everyone it admitted.
+function laneTable(id) {
+  const body = el("tbody");
+  const head = el("tr", {}, ...["Lane", "Share", "Waiting", "Active", "Admitted"].map(
+    (h) => el("th", { scope: "col", text: h })));
+  const table = el("table", { class: "lanes", "data-c": "lanes", hidden: true },
+    el("caption", { id: `l-${id}`, text: "Lanes" }), el("thead", {}, head), body);
+  return {
+    el: table,
+    fill(lanes) {
+      table.hidden = lanes.length === 0;
+      body.replaceChildren(...lanes.map((l) => el("tr", { "data-lane": l.name },
+        el("th", { scope: "row", text: l.name }), el("td", { text: `${Math.round(100 * l.share)} %` }),
+        el("td", { text: count(l.waiting) }), el("td", { text: count(l.active) }),
+        el("td", { text: count(l.admitted) }))));
     },
   };
 }

@@ -45,7 +45,7 @@ var _ admission.Cache = (*Cache)(nil)
 var configFields = []string{rediskey.QueueEnabled, rediskey.QueueAdmitPerSecond, rediskey.QueueMaxActive,
 	rediskey.QueueTokenTTLSeconds, rediskey.QueuePaused, rediskey.QueueTurnHold, rediskey.QueueBot, rediskey.QueuePage,
 	rediskey.QueueMode, rediskey.QueueTuning, rediskey.QueueActiveThreshold, rediskey.QueueArrivalThreshold,
-	rediskey.QueueCooldown, rediskey.QueuePartitions}
+	rediskey.QueueCooldown, rediskey.QueuePartitions, rediskey.QueueLanes}
 
 // Lookup implements admission.Cache: one HMGET.
 func (c *Cache) Lookup(ctx context.Context, show string) (admission.Settings, admission.Presence, error) {
@@ -134,7 +134,7 @@ func settingsValues(s admission.Settings) []any {
 	tuning, _ := json.Marshal(s.Tuning) // likewise
 	return []any{flag(s.Enabled), strconv.FormatFloat(s.AdmitPerSecond, 'f', -1, 64), s.MaxActive,
 		s.TokenTTLSeconds, flag(s.Paused), s.TurnHoldSeconds, string(bot), string(page), s.QueueMode(), string(tuning),
-		s.ActiveUsersThreshold, s.NewUsersPerMinuteThreshold, s.CooldownSeconds, s.Lines()}
+		s.ActiveUsersThreshold, s.NewUsersPerMinuteThreshold, s.CooldownSeconds, s.LineCount(), s.Lanes.String()}
 }
 
 // settingsArgs are put.lua's and fill.lua's first arguments: the version, the number of field-value arguments,
