@@ -22,6 +22,9 @@ const (
 	ReasonPrefixBlocked      = "prefix-blocked"
 	ReasonPrefixLimited      = "prefix-limited"
 	ReasonBrowserInQueue     = "browser-in-queue" // this browser holds a place under another identity
+	// The access setting's (registration.go): the show lets in only registered, or only invited, fans.
+	ReasonRegistrationRequired = "registration-required"
+	ReasonInvitationRequired   = "invitation-required"
 )
 
 // Reason is one row of the table.
@@ -48,6 +51,14 @@ type Reason struct {
 
 // Reasons is the table, in the order the guard decides them.
 var Reasons = []Reason{
+	{Name: ReasonRegistrationRequired, Err: ErrRegistrationRequired, Status: http.StatusForbidden,
+		Problem: ReasonRegistrationRequired, HumanKept: true,
+		Detail: "This sale is for fans who registered for it beforehand; this identity did not.",
+		Means:  "had not registered for a registered-fans sale"},
+	{Name: ReasonInvitationRequired, Err: ErrInvitationRequired, Status: http.StatusForbidden,
+		Problem: ReasonInvitationRequired, HumanKept: true,
+		Detail: "This sale is for invited fans; this identity has not been invited (yet: later waves may invite it).",
+		Means:  "had not been invited to an invited-fans sale"},
 	{Name: ReasonAccountRequired, Err: ErrAccountRequired, Status: http.StatusForbidden, Problem: ReasonAccountRequired,
 		Detail: "This sale is for signed-in accounts only: sign in and join again.", HumanKept: true,
 		Means: "were guests at an accounts-only sale"},

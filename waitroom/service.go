@@ -152,6 +152,8 @@ type Options struct {
 	OnGuard func(GuardEvent)
 	// Journal, if set, records each fan's first place and the refused joins for the after-sale report.
 	Journal Journal
+	// Lanes, if set, names the lanes an invitation wave may put fans in (wave.go); unset, only the general one.
+	Lanes Lanes
 }
 
 // Service is the waiting room: joins, status, admission ticks, draws and the local fan-out hub.
@@ -166,6 +168,8 @@ type Service struct {
 	Hub      *Hub
 	guard    GuardStore
 	guests   GuestStore         // nil: the store keeps no guest counts, and minting is not limited
+	regs     RegistrationRecord // nil: the record keeps no registrations (registration.go)
+	access   AccessStore        // nil: the store keeps no copy of them
 	flights  singleflight.Group // restores and reservations, one at a time per show on this replica
 	trickle  trickles           // the store-down trickle's buckets and memory (trickle.go)
 
@@ -225,7 +229,9 @@ func New(store Store, record Record, queues *admission.Keeper, issuer *token.Iss
 		opt.Guests = DefaultGuestPolicy()
 	}
 	guests, _ := store.(GuestStore)
-	return &Service{store: store, guard: store, guests: guests, record: record, queues: queues, issuer: issuer,
+	regs, _ := record.(RegistrationRecord)
+	access, _ := store.(AccessStore)
+	return &Service{store: store, guard: store, guests: guests, regs: regs, access: access, record: record, queues: queues, issuer: issuer,
 		receipts: token.NewReceiptVerifier(issuer, 5*time.Second),
 		opt:      opt, log: opt.Logger, Hub: NewHub(), polled: map[string]map[string]struct{}{},
 		seeded: newLRU[struct{}](maxSeeded), loggedAt: newLRU[time.Time](maxLoggedAt), cursors: newLRU[savedCursor](maxCursors),

@@ -89,12 +89,15 @@ type Tuning struct {
 	// may change only while nobody waits (the waiting room refuses it otherwise): a fan's partition follows
 	// from the count. Here, in the tuning's JSON, so both stores carry it without a column of its own.
 	Partitions int `json:"partitions"`
+	// Access is who may join (access.go): AccessOpen (also ""), AccessRegistered or AccessInvited. Here, in
+	// the tuning's JSON, as partitions are.
+	Access string `json:"access"`
 }
 
 // DefaultTuning applies to a show whose operator has set none.
 func DefaultTuning() Tuning {
 	return Tuning{ActiveUsersThreshold: 200, NewUsersPerMinuteThreshold: 1000, CooldownSeconds: 60,
-		Autotune: DefaultAutotune(), WhenStoreDown: DefaultStoreDown()}
+		Autotune: DefaultAutotune(), WhenStoreDown: DefaultStoreDown(), Access: AccessOpen}
 }
 
 // Validate rejects limits no queue can run with.
@@ -108,6 +111,8 @@ func (t Tuning) Validate() error {
 		return errors.New("cooldownSeconds must be in [0, 86400]")
 	case t.Partitions < 0 || t.Partitions > rediskey.MaxPartitions:
 		return fmt.Errorf("partitions must be in [1, %d]", rediskey.MaxPartitions)
+	case !ValidAccess(t.Access):
+		return fmt.Errorf("access must be %q, %q or %q", AccessOpen, AccessRegistered, AccessInvited)
 	}
 	if err := t.WhenStoreDown.Validate(); err != nil {
 		return err

@@ -98,6 +98,10 @@ func (h *Handler) Mount(r fiber.Router) {
 	r.Get("/queue/:showId/status", h.wrap(h.status))
 	r.Get("/queue/:showId/events", h.wrap(h.events))
 	r.Get("/queue/:showId/fairness", h.wrap(h.fairness))
+	r.Get("/queue/:showId/waves", h.wrap(h.publishedWaves))
+	r.Get("/queue/:showId/waves/:waveId/eligible", h.wrap(h.waveEligible))
+	r.Post("/api/v1/shows/:showId/registration", h.wrap(h.register))
+	r.Get("/api/v1/shows/:showId/registration", h.wrap(h.registration))
 	r.Get("/queue/:showId", h.wrap(h.page))
 	r.Get("/.well-known/jwks.json", h.wrap(h.jwks))
 	r.Put("/admin/v1/shows/:showId/queue", h.wrap(h.putSettings))
@@ -111,6 +115,8 @@ func (h *Handler) Mount(r fiber.Router) {
 	r.Delete("/admin/v1/shows/:showId/bypass-codes/:code", h.wrap(h.revokeCode))
 	r.Post("/admin/v1/shows/:showId/blocked-prefixes", h.wrap(h.blockPrefix))
 	r.Delete("/admin/v1/shows/:showId/blocked-prefixes", h.wrap(h.unblockPrefix))
+	r.Post("/admin/v1/shows/:showId/invitations", h.wrap(h.drawWave))
+	r.Get("/admin/v1/shows/:showId/invitations", h.wrap(h.listWaves))
 }
 
 // showID returns the path's show id, copied out of fiber's reused buffer.

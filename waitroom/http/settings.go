@@ -66,6 +66,8 @@ type settingsJSON struct {
 	WhenStoreDown json.RawMessage `json:"whenStoreDown"`
 	// Partitions splits the queue over that many Redis hash slots (1-64): only while nobody waits.
 	Partitions *int `json:"partitions"`
+	// Access is "open", "registered" or "invited" (admission.Tuning.Access).
+	Access *string `json:"access"`
 }
 
 // settingsOut is GET's answer: the settings, the queue's figures, and the rate in force under the name autotune's
@@ -177,6 +179,9 @@ func (h *Handler) putSettings(c *fiber.Ctx) error {
 		}
 		if in.TurnHoldSeconds != nil {
 			st.TurnHoldSeconds = *in.TurnHoldSeconds
+		}
+		if in.Access != nil {
+			st.Access = *in.Access
 		}
 		if len(in.BotProtection) > 0 && string(in.BotProtection) != "null" {
 			if err := operatorJSON("botProtection", in.BotProtection, &st.Bot, errValidation,
