@@ -29,7 +29,12 @@ const (
 )
 
 // Errors of registration.
-var ErrNotRegistered = errors.New("waitroom: not registered for this show")
+var (
+	ErrNotRegistered = errors.New("waitroom: not registered for this show")
+	// ErrContactRequired: a guest registers only with a contact e-mail confirmed by the code mailed to it
+	// (booking's PUT /api/v1/me/contact); an account of the identity provider needs none.
+	ErrContactRequired = errors.New("waitroom: confirm a contact e-mail first")
+)
 
 // Registration is a fan's registration for a show.
 type Registration struct {
@@ -80,6 +85,15 @@ func (s *Service) Register(ctx context.Context, r JoinRequest) (Registration, bo
 		return reg, false, s.copyRegistration(ctx, r.Show, reg, r.User)
 	} else if !errors.Is(err, ErrNotRegistered) {
 		return Registration{}, false, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if !r.Client.Account {
+		ok, err := s.regs.ContactConfirmed(ctx, r.User)
+		if err != nil {
+			return Registration{}, false, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		if !ok {
+			return Registration{}, false, ErrContactRequired
+		}
 	}
 	st, err := s.settings(ctx, r.Show)
 	if err != nil {

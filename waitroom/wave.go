@@ -64,6 +64,8 @@ type RegistrationRecord interface {
 	// Register records user's registration for show (hash its FanHash), committing firstSeed as the first wave's
 	// seed if no wave is committed yet; created false when they were registered already.
 	Register(ctx context.Context, show, user string, hash [32]byte, firstSeed string) (Registration, bool, error)
+	// ContactConfirmed reports whether user gave a contact e-mail and confirmed it (booking's record of contacts).
+	ContactConfirmed(ctx context.Context, user string) (bool, error)
 	// Registration is user's registration; ErrNotRegistered when none.
 	Registration(ctx context.Context, show, user string) (Registration, error)
 	// Registrants streams every registered fan of show, in batches, for the access copy.

@@ -20,6 +20,7 @@ import (
 
 	fsclient "github.com/flashseat/flashseat/loadtest/client"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
+	"github.com/flashseat/flashseat/shared/infra/smtptest"
 	wrredis "github.com/flashseat/flashseat/waitroom/redis"
 )
 
@@ -115,21 +116,87 @@ func published(t testing.TB, p *platformtest.Platform, show string) []publishedW
 	return out.Waves
 }
 
-// invitedShow is a show on sale whose queue lets in only invited fans, admitting one fan a second.
-func invitedShow(t *testing.T, title string) (*platformtest.Platform, *fsclient.Client, string) {
+// mailPlatform is journeyPlatform with booking mailing fans through a test SMTP server.
+func mailPlatform(t *testing.T) (*platformtest.Platform, *fsclient.Client, *smtptest.Server) {
 	t.Helper()
-	p, c := journeyPlatform(t)
+	mail := smtptest.Start(t)
+	p := platformtest.Start(t, platformtest.Options{HoldTTL: 5 * time.Minute, MaxConns: 8,
+		Edge: map[string]string{"QUEUE_TICK": "100ms"}, Booking: map[string]string{"SMTP_ADDR": mail.Addr}})
+	c, err := fsclient.New(p.BaseURL, http.DefaultTransport, fsclient.Options{AdminToken: p.AdminToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, c, mail
+}
+
+// codeIn is the six-digit code in the subject of the first message mailed to addr, waiting for it.
+func codeIn(t testing.TB, mail *smtptest.Server, addr string) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, m := range mail.Messages() {
+			if !slices.Contains(m.To, addr) {
+				continue
+			}
+			msg, err := m.Parse()
+			if err != nil {
+				t.Fatal(err)
+			}
+			subject := msg.Header.Get("Subject")
+			if i := strings.LastIndexByte(subject, ' '); i >= 0 && len(subject)-i-1 == 6 {
+				return subject[i+1:]
+			}
+			t.Fatalf("the code's message: %q", subject)
+		}
+	}
+	t.Fatalf("no code mailed to %s", addr)
+	return ""
+}
+
+// confirmedFan is a guest who gave a contact e-mail and confirmed it with the code mailed to it.
+func confirmedFan(t testing.TB, p *platformtest.Platform, c *fsclient.Client, mail *smtptest.Server) fsclient.Guest {
+	t.Helper()
+	g, res, err := c.NewGuest(context.Background())
+	if err != nil {
+		t.Fatalf("guest: %d %v", res.Status, err)
+	}
+	addr := strings.ToLower(g.UserID) + "@example.com"
+	if s, b := call(t, p, "PUT", "/api/v1/me/contact", g.Token, `{"email":"`+addr+`"}`); s != 200 {
+		t.Fatalf("contact: %d %s", s, b)
+	}
+	if s, b := call(t, p, "POST", "/api/v1/me/contact/confirm", g.Token, `{"code":"000000x"}`); s != 422 {
+		t.Fatalf("a malformed code: %d %s", s, b)
+	}
+	s, b := call(t, p, "POST", "/api/v1/me/contact/confirm", g.Token, `{"code":"`+codeIn(t, mail, addr)+`"}`)
+	if s != 200 || !strings.Contains(string(b), `"confirmed":true`) {
+		t.Fatalf("confirm: %d %s", s, b)
+	}
+	return g
+}
+
+// invitedShow is a show on sale whose queue lets in only invited fans, admitting one fan a second.
+func invitedShow(t *testing.T, title string) (*platformtest.Platform, *fsclient.Client, *smtptest.Server, string) {
+	t.Helper()
+	p, c, mail := mailPlatform(t)
 	show := newShow(t, c, showSpec{title: title + " " + uuid.NewString()[:6], saleIn: -time.Minute, queue: true, admitRate: 1})
 	if s, b := call(t, p, "PUT", "/admin/v1/shows/"+show+"/queue", p.AdminToken, `{"access":"invited"}`); s != 200 {
 		t.Fatalf("access: %d %s", s, b)
 	}
-	return p, c, show
+	return p, c, mail, show
 }
 
 // tryJoin is one join with no proof: its status, the refusal's reason and its problem type's slug.
 func tryJoin(t testing.TB, p *platformtest.Platform, show, tok string) (int, string, string) {
 	t.Helper()
-	status, b := call(t, p, "POST", "/queue/"+show+"/join", tok, "")
+	return refusalOf(call(t, p, "POST", "/queue/"+show+"/join", tok, ""))
+}
+
+// tryRegister is one registration with no proof, answered as tryJoin answers.
+func tryRegister(t testing.TB, p *platformtest.Platform, show, tok string) (int, string, string) {
+	t.Helper()
+	return refusalOf(call(t, p, "POST", "/api/v1/shows/"+show+"/registration", tok, ""))
+}
+
+func refusalOf(status int, b []byte) (int, string, string) {
 	var pr struct{ Type, Reason string }
 	_ = json.Unmarshal(b, &pr)
 	return status, pr.Reason, pr.Type[strings.LastIndexByte(pr.Type, '/')+1:]
@@ -142,9 +209,12 @@ func tryJoin(t testing.TB, p *platformtest.Platform, show, tok string) (int, str
 // the join rebuilds it from PostgreSQL: the same fans in, the same out.
 func TestInvitationRequired(t *testing.T) {
 	t.Parallel()
-	p, c, show := invitedShow(t, "Hayavadana")
+	p, c, mail, show := invitedShow(t, "Hayavadana")
 	ctx := context.Background()
-	a, b, stranger := guestFan(t, c), guestFan(t, c), guestFan(t, c)
+	a, b, stranger := confirmedFan(t, p, c, mail), confirmedFan(t, p, c, mail), guestFan(t, c)
+	if s, _, slug := tryRegister(t, p, show, stranger.Token); s != 403 || slug != "contact-required" {
+		t.Fatalf("a guest with no contact registers: %d %q", s, slug)
+	}
 	register(t, p, show, a.Token)
 	register(t, p, show, b.Token)
 	for _, f := range []fsclient.Guest{a, b, stranger} {
@@ -180,7 +250,7 @@ func TestInvitationRequired(t *testing.T) {
 	if s, r, _ := tryJoin(t, p, show, out.Token); s != 403 || r != "invitation-required" {
 		t.Fatalf("after the wipe, the fan left out joins: %d %q", s, r)
 	}
-	late := guestFan(t, c)
+	late := confirmedFan(t, p, c, mail)
 	register(t, p, show, late.Token)
 	if err := rdb.Del(ctx, wrredis.AccessKeys(show)...).Err(); err != nil {
 		t.Fatal(err)
@@ -215,10 +285,10 @@ func mustParse(t testing.TB, url string) *goredis.Options {
 // the recipe's fan hash): the recomputation here shares no code with the waiting room's.
 func TestWavesRecomputed(t *testing.T) {
 	t.Parallel()
-	p, c, show := invitedShow(t, "Naga-Mandala")
+	p, c, mail, show := invitedShow(t, "Naga-Mandala")
 	fans := make([]fsclient.Guest, 30)
 	for i := range fans {
-		fans[i] = guestFan(t, c)
+		fans[i] = confirmedFan(t, p, c, mail)
 		register(t, p, show, fans[i].Token)
 	}
 	var committed []string // each wave's commitment as published before its draw

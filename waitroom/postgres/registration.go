@@ -80,6 +80,20 @@ func (r *Record) Registration(ctx context.Context, show, user string) (waitroom.
 	return reg, nil
 }
 
+// ContactConfirmed implements waitroom.RegistrationRecord from booking's contacts (the main database), as the
+// sale's opening is read from its catalog.
+func (r *Record) ContactConfirmed(ctx context.Context, user string) (bool, error) {
+	var ok bool
+	err := r.dbs.Main().QueryRow(ctx, `SELECT confirmed_at IS NOT NULL FROM contacts WHERE user_id = $1`, user).Scan(&ok)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("waitroom/postgres: contact of %s: %w", user, err)
+	}
+	return ok, nil
+}
+
 // registrantsBatch is how many registrations one read of Registrants carries.
 const registrantsBatch = 10000
 

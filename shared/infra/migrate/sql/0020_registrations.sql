@@ -34,3 +34,8 @@ CREATE TABLE invitation_waves (
 	drawn_by        text        NOT NULL DEFAULT '',
 	PRIMARY KEY (show_id, wave)
 );
+-- A contact's e-mail is confirmed by a code mailed to it (booking/contact_confirm.go): only the code's hash is
+-- kept, until it expires; confirmed_at is set when the fan gives it back, and cleared when the e-mail changes. A
+-- guest registers for a verified-fan sale only with a confirmed contact.
+ALTER TABLE contacts ADD COLUMN code_hash bytea, ADD COLUMN code_expires_at timestamptz,
+	ADD COLUMN code_tries integer NOT NULL DEFAULT 0, ADD COLUMN confirmed_at timestamptz;
