@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/flashseat/flashseat/loadtest/browsertest"
 	fsclient "github.com/flashseat/flashseat/loadtest/client"
 	"github.com/flashseat/flashseat/loadtest/platformtest"
 	"github.com/flashseat/flashseat/shared/infra/smtptest"
@@ -407,4 +409,67 @@ func TestWaveBadInput(t *testing.T) {
 	if s, b := call(t, p, "GET", "/api/v1/shows/"+show+"/registration", guestFan(t, c).Token, ""); s != 404 {
 		t.Errorf("an unregistered fan's registration: %d %s", s, b)
 	}
+}
+
+// TestVerifiedFanInBrowser: on a show whose queue lets in only invited fans, a fan opens the queue page, is told
+// why they may not join and offered registration: they give an e-mail, read the code mailed to it (the test's
+// SMTP server), confirm it and register, paying the show's proof of work. The operator, in the console's
+// Invitations panel, draws a wave of one; the fan's page hears of the invitation and takes them into the line.
+// All through the real edge and booking; no route is stubbed and any console error fails.
+func TestVerifiedFanInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser")
+	}
+	t.Parallel()
+	p, _, mail, show := invitedShow(t, "Yayati")
+	br := browsertest.New(t)
+	text := textOf
+	set := func(f *browsertest.Fan, sel, v string) {
+		f.JS(`(() => { const e = document.querySelector(` + strconv.Quote(sel) + `); e.value = ` + strconv.Quote(v) +
+			`; e.dispatchEvent(new Event("input")); })()`)
+	}
+
+	fan := br.Fan("registering fan", 3*time.Minute)
+	fan.Go(p.BaseURL + "/queue/" + show)
+	fan.WaitFor("registration offered", `!document.getElementById("register").hidden && `+
+		`!document.getElementById("register-email-form").hidden`)
+	for _, id := range []string{"register-email", "register-code"} {
+		if got := fan.Text(`document.getElementById("` + id + `").labels[0]?.textContent ?? ""`); got == "" {
+			t.Errorf("#%s has no label", id)
+		}
+	}
+	addr := "fan-" + uuid.NewString()[:8] + "@example.com"
+	set(fan, "#register-email", addr)
+	fan.JS(`document.getElementById("register-send").click()`)
+	fan.WaitFor("the code's form", `!document.getElementById("register-code-form").hidden`)
+	set(fan, "#register-code", codeIn(t, mail, addr))
+	fan.JS(`document.getElementById("register-confirm").click()`)
+	fan.WaitFor("registered", text("#register-status")+`.startsWith("You are registered")`)
+	if fan.Path() != "/queue/"+show || fan.Text(`String(document.getElementById("waiting").hidden)`) != "true" {
+		t.Fatalf("registered but not invited, the fan is in line at %s", fan.Path())
+	}
+
+	op := br.Fan("operator", 3*time.Minute)
+	op.Go(p.BaseURL + "/admin")
+	op.WaitFor("the sign-in form", `!document.getElementById("signin").hidden`)
+	set(op, "#token", p.AdminToken)
+	set(op, "#opname", "Ravi")
+	op.JS(`document.querySelector('#signin-form button[type="submit"]').click()`)
+	op.WaitFor("the show in the Invitations panel", `[...document.getElementById("waves-show").options].some((o) => o.value === "`+show+`")`)
+	op.JS(`(() => { const s = document.getElementById("waves-show"); s.value = "` + show + `"; s.dispatchEvent(new Event("change")); })()`)
+	op.WaitFor("the panel", `!document.getElementById("waves-panel").hidden && `+text("#waves tbody")+`.includes("No wave drawn")`)
+	if got := op.Text(`document.getElementById("waves-access").value`); got != "invited" {
+		t.Errorf("the panel's access: %q", got)
+	}
+	for _, id := range []string{"waves-count", "waves-lane", "waves-access"} {
+		if got := op.Text(`document.getElementById("` + id + `").labels[0]?.textContent ?? ""`); got == "" {
+			t.Errorf("#%s has no label", id)
+		}
+	}
+	set(op, "#waves-count", "1")
+	op.JS(`document.querySelector('#waves-form button[type="submit"]').click()`)
+	op.WaitFor("the wave", text("#waves-result")+`.startsWith("Wave 1 invited 1 of 1")`)
+	op.WaitFor("the wave listed", text("#waves tbody")+`.includes("Wave 1")`)
+
+	fan.WaitFor("let into the queue", `location.pathname === "/shows/`+show+`" || !document.getElementById("waiting").hidden`)
 }
