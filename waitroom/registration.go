@@ -213,3 +213,26 @@ func (s *Service) restoreAccess(ctx context.Context, show string) error {
 	})
 	return err
 }
+
+// admitsByRecord is admits from PostgreSQL, for the store-down trickle, which cannot read the copy: a sale for
+// registered or invited fans stays theirs while Redis is down.
+func (s *Service) admitsByRecord(ctx context.Context, st admission.Settings, show, user string) (string, error) {
+	if !st.Gated() {
+		return VerdictOK, nil
+	}
+	if s.regs == nil {
+		return "", fmt.Errorf("%w: registrations are not kept here", ErrUnavailable)
+	}
+	reg, err := s.regs.Registration(ctx, show, user)
+	switch {
+	case errors.Is(err, ErrNotRegistered) && st.Access == admission.AccessRegistered:
+		return ReasonRegistrationRequired, nil
+	case errors.Is(err, ErrNotRegistered):
+		return ReasonInvitationRequired, nil
+	case err != nil:
+		return "", err
+	case st.Access == admission.AccessInvited && reg.Status != StatusInvited:
+		return ReasonInvitationRequired, nil
+	}
+	return VerdictOK, nil
+}
