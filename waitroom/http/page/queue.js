@@ -173,7 +173,7 @@ function refused(e, body, guest) {
     view("connecting");
     progress(w.title, w.hint);
     say(guest && w.guest ? w.guest : w.say);
-    if (reason === "registration-required" || reason === "invitation-required") offer(show, base, reason, () => { say(""); enter(); });
+    if (w.register) offer(show, base, () => { say(""); enter(); });
     if (e.status === 429) setTimeout(() => enter(), wait(e.retryAfter, 60));
     return;
   }

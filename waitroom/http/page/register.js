@@ -8,7 +8,7 @@ import { $ } from "./dom.js";
 import { t, tf } from "./lang.js";
 import { earn, challenge } from "./earn.js";
 
-let show = "", base = "", onIn = null, watching = null, need = "";
+let show = "", base = "", onIn = null, watching = null;
 
 function status(msg) { $("register-status").textContent = msg; }
 function fail(e) {
@@ -18,9 +18,11 @@ function fail(e) {
 }
 function clear() { $("register-error").hidden = true; $("register-error").textContent = ""; }
 
-// offer shows the registration card for a join refused with reason; joinAgain is called once the fan may join.
-export function offer(showId, queueBase, reason, joinAgain) {
-  show = showId; base = queueBase; onIn = joinAgain; need = reason;
+// offer shows the registration card for a join refused for want of a registration or an invitation; joinAgain
+// is called once the fan may be let in: invited, or newly registered (a sale for registered fans lets them in;
+// one for invited fans refuses again, and the page waits for the invitation).
+export function offer(showId, queueBase, joinAgain) {
+  show = showId; base = queueBase; onIn = joinAgain;
   $("register").hidden = false;
   read();
 }
@@ -35,7 +37,7 @@ function read() {
   });
 }
 
-function shown(reg) {
+function shown(reg, fresh) {
   $("register-email-form").hidden = true;
   $("register-code-form").hidden = true;
   if (reg.status === "INVITED") {
@@ -46,7 +48,7 @@ function shown(reg) {
   }
   if (reg.status === "NOT_INVITED") status(t("You were not invited this time. You stay registered for the next waves; this page will tell you."));
   else status(t("You are registered. This page will tell you if a wave of invitations includes you."));
-  if (need === "registration-required") { stopWatching(); if (onIn) onIn(); return; }
+  if (fresh && onIn) { stopWatching(); onIn(); return; } // registered just now: the line may let them in already
   if (!watching) watching = setInterval(() => get(path()).then((r) => { if (r.data.status === "INVITED") shown(r.data); }, () => {}), 3000);
 }
 
@@ -73,5 +75,5 @@ $("register-code-form").addEventListener("submit", (ev) => {
 // registerNow registers, with the proof the show's guard asks (none when it asks nothing).
 function registerNow() {
   status(t("Registering…"));
-  return challenge(base).then((a) => earn(a)).then((body) => api("POST", path(), body || {})).then((r) => shown(r.data), fail);
+  return challenge(base).then((a) => earn(a)).then((body) => api("POST", path(), body || {})).then((r) => shown(r.data, true), fail);
 }
