@@ -38,6 +38,7 @@ var (
 
 // Registration is a fan's registration for a show.
 type Registration struct {
+	ShowID       string    `json:"showId"`
 	Status       string    `json:"status"`
 	Lane         string    `json:"lane"`             // the invitation's lane ("" the general lane); "" until invited
 	WaveID       int       `json:"waveId,omitempty"` // the wave that invited the fan
@@ -164,6 +165,21 @@ func (s *Service) RegistrationOf(ctx context.Context, show, user string) (Regist
 		return reg, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return reg, err
+}
+
+// Registrations lists the fan's registrations of every show ("My bookings").
+func (s *Service) Registrations(ctx context.Context, user string) ([]Registration, error) {
+	if !ValidID(user) {
+		return nil, fmt.Errorf("%w: user id", ErrInvalid)
+	}
+	if s.regs == nil {
+		return nil, fmt.Errorf("%w: registrations are not kept here", ErrUnavailable)
+	}
+	rs, err := s.regs.RegistrationsOf(ctx, user)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return rs, nil
 }
 
 // admits is the access setting's verdict on a fan's new place: VerdictOK, ReasonRegistrationRequired or

@@ -68,6 +68,8 @@ type RegistrationRecord interface {
 	ContactConfirmed(ctx context.Context, user string) (bool, error)
 	// Registration is user's registration; ErrNotRegistered when none.
 	Registration(ctx context.Context, show, user string) (Registration, error)
+	// RegistrationsOf lists user's registrations of every show, newest first.
+	RegistrationsOf(ctx context.Context, user string) ([]Registration, error)
 	// Registrants streams every registered fan of show, in batches, for the access copy.
 	Registrants(ctx context.Context, show string, each func([]AccessFan) error) error
 	// DrawWave draws the committed wave with draw, marks the invited with it and commits nextSeed for the next

@@ -236,6 +236,11 @@ func TestInvitationRequired(t *testing.T) {
 	if got := registration(t, p, show, out.Token); got.Status != "NOT_INVITED" {
 		t.Errorf("the fan left out reads %+v", got)
 	}
+	var mine struct{ Registrations []registered }
+	if s, b := call(t, p, "GET", "/api/v1/me/registrations", in.Token, ""); s != 200 || json.Unmarshal(b, &mine) != nil ||
+		len(mine.Registrations) != 1 || mine.Registrations[0].Status != "INVITED" {
+		t.Errorf("the invited fan's registrations: %d %s", s, b)
+	}
 	if q, res, err := c.Join(ctx, in.Token, show, ""); err != nil || (q.Status != "waiting" && q.Status != "admitted") {
 		t.Fatalf("the invited fan's join: %+v %d %v", q, res.Status, err)
 	}
@@ -472,4 +477,9 @@ func TestVerifiedFanInBrowser(t *testing.T) {
 	op.WaitFor("the wave listed", text("#waves tbody")+`.includes("Wave 1")`)
 
 	fan.WaitFor("let into the queue", `location.pathname === "/shows/`+show+`" || !document.getElementById("waiting").hidden`)
+
+	// My bookings lists the sale and the fan's status in it.
+	fan.Go(p.BaseURL + "/bookings")
+	fan.WaitFor("the registration in My bookings", `document.querySelector('#registrations li[data-show="`+show+`"]')?.`+
+		`textContent.includes("Invited") === true && !document.getElementById("registrations").hidden`)
 }

@@ -102,6 +102,7 @@ func (h *Handler) Mount(r fiber.Router) {
 	r.Get("/queue/:showId/waves/:waveId/eligible", h.wrap(h.waveEligible))
 	r.Post("/api/v1/shows/:showId/registration", h.wrap(h.register))
 	r.Get("/api/v1/shows/:showId/registration", h.wrap(h.registration))
+	r.Get("/api/v1/me/registrations", h.wrap(h.myRegistrations))
 	r.Get("/queue/:showId", h.wrap(h.page))
 	r.Get("/.well-known/jwks.json", h.wrap(h.jwks))
 	r.Put("/admin/v1/shows/:showId/queue", h.wrap(h.putSettings))

@@ -17,11 +17,6 @@ import (
 // Verified-fan sales (waitroom/registration.go, wave.go): a fan's registration, the operator's invitation waves,
 // and the waves' published material, from which anyone can recompute who each wave invited.
 
-// registrationJSON answers a fan's registration.
-type registrationJSON struct {
-	ShowID string `json:"showId"`
-	waitroom.Registration
-}
 
 // register answers POST /api/v1/shows/{showId}/registration {"proof"?,"humanToken"?}: 201 REGISTERED, or 200
 // with the registration the fan already has, or the guard's refusal as a join gets it.
@@ -46,7 +41,7 @@ func (h *Handler) register(c *fiber.Ctx) error {
 	if created {
 		c.Status(http.StatusCreated)
 	}
-	return c.JSON(registrationJSON{ShowID: show, Registration: reg})
+	return c.JSON(reg)
 }
 
 // registration answers GET /api/v1/shows/{showId}/registration: the fan's status (REGISTERED, INVITED with the
@@ -65,7 +60,24 @@ func (h *Handler) registration(c *fiber.Ctx) error {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(registrationJSON{ShowID: show, Registration: reg})
+	return c.JSON(reg)
+}
+
+// myRegistrations answers GET /api/v1/me/registrations: the fan's registrations of every show, newest first.
+func (h *Handler) myRegistrations(c *fiber.Ctx) error {
+	user, err := h.user(c)
+	if err != nil {
+		return err
+	}
+	rs, err := h.svc.Registrations(c.UserContext(), user)
+	if err != nil {
+		return err
+	}
+	if rs == nil {
+		rs = []waitroom.Registration{}
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(fiber.Map{"registrations": rs})
 }
 
 // waveJSON is POST .../invitations's body.

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/flashseat/flashseat/shared/infra/pgshard"
 
 	"github.com/flashseat/flashseat/waitroom"
 )
@@ -47,25 +51,21 @@ func (r *Record) Register(ctx context.Context, show, user string, hash [32]byte,
 	return reg, created, err
 }
 
-// Registration implements waitroom.RegistrationRecord: a fan invited by no wave is NOT_INVITED once a wave drew
-// from a list that held them (their seq at most its max_seq), else REGISTERED.
-func (r *Record) Registration(ctx context.Context, show, user string) (waitroom.Registration, error) {
+// registrationCols reads a registration g with its status: a fan invited by no wave is NOT_INVITED once a wave
+// drew from a list that held them (their seq at most its max_seq), else REGISTERED.
+const registrationCols = `g.show_id, g.fan_hash, g.registered_at, g.wave, g.lane,
+	EXISTS (SELECT 1 FROM invitation_waves w WHERE w.show_id = g.show_id AND w.drawn_at IS NOT NULL
+		AND w.max_seq >= g.seq)`
+
+func scanRegistration(row pgx.Row) (waitroom.Registration, error) {
 	var (
 		reg      waitroom.Registration
 		hash     []byte
 		wave     *int
 		passedBy bool
 	)
-	err := r.dbs.For(show).QueryRow(ctx, `SELECT g.fan_hash, g.registered_at, g.wave, g.lane,
-		EXISTS (SELECT 1 FROM invitation_waves w WHERE w.show_id = g.show_id AND w.drawn_at IS NOT NULL
-			AND w.max_seq >= g.seq)
-		FROM registrations g WHERE g.show_id = $1 AND g.user_id = $2`, show, user).
-		Scan(&hash, &reg.RegisteredAt, &wave, &reg.Lane, &passedBy)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return reg, waitroom.ErrNotRegistered
-	case err != nil:
-		return reg, fmt.Errorf("waitroom/postgres: registration %s: %w", show, err)
+	if err := row.Scan(&reg.ShowID, &hash, &reg.RegisteredAt, &wave, &reg.Lane, &passedBy); err != nil {
+		return reg, err
 	}
 	reg.FanHash = fmt.Sprintf("%x", hash)
 	reg.RegisteredAt = reg.RegisteredAt.UTC()
@@ -78,6 +78,35 @@ func (r *Record) Registration(ctx context.Context, show, user string) (waitroom.
 		reg.Status = waitroom.StatusRegistered
 	}
 	return reg, nil
+}
+
+// Registration implements waitroom.RegistrationRecord.
+func (r *Record) Registration(ctx context.Context, show, user string) (waitroom.Registration, error) {
+	reg, err := scanRegistration(r.dbs.For(show).QueryRow(ctx, `SELECT `+registrationCols+`
+		FROM registrations g WHERE g.show_id = $1 AND g.user_id = $2`, show, user))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return reg, waitroom.ErrNotRegistered
+	case err != nil:
+		return reg, fmt.Errorf("waitroom/postgres: registration %s: %w", show, err)
+	}
+	return reg, nil
+}
+
+// RegistrationsOf implements waitroom.RegistrationRecord, across every database that keeps shows' rows.
+func (r *Record) RegistrationsOf(ctx context.Context, user string) ([]waitroom.Registration, error) {
+	out, err := pgshard.All(ctx, r.dbs, false, func(ctx context.Context, db *pgxpool.Pool) ([]waitroom.Registration, error) {
+		rows, err := db.Query(ctx, `SELECT `+registrationCols+` FROM registrations g WHERE g.user_id = $1`, user)
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, func(row pgx.CollectableRow) (waitroom.Registration, error) { return scanRegistration(row) })
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waitroom/postgres: registrations of %s: %w", user, err)
+	}
+	slices.SortFunc(out, func(a, b waitroom.Registration) int { return b.RegisteredAt.Compare(a.RegisteredAt) })
+	return out, nil
 }
 
 // ContactConfirmed implements waitroom.RegistrationRecord from booking's contacts (the main database), as the

@@ -39,3 +39,5 @@ CREATE TABLE invitation_waves (
 -- guest registers for a verified-fan sale only with a confirmed contact.
 ALTER TABLE contacts ADD COLUMN code_hash bytea, ADD COLUMN code_expires_at timestamptz,
 	ADD COLUMN code_tries integer NOT NULL DEFAULT 0, ADD COLUMN confirmed_at timestamptz;
+-- A fan's registrations across shows, for "My bookings".
+CREATE INDEX registrations_user_idx ON registrations (user_id);
