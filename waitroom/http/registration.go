@@ -17,7 +17,6 @@ import (
 // Verified-fan sales (waitroom/registration.go, wave.go): a fan's registration, the operator's invitation waves,
 // and the waves' published material, from which anyone can recompute who each wave invited.
 
-
 // register answers POST /api/v1/shows/{showId}/registration {"proof"?,"humanToken"?}: 201 REGISTERED, or 200
 // with the registration the fan already has, or the guard's refusal as a join gets it.
 func (h *Handler) register(c *fiber.Ctx) error {
