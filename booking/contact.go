@@ -2,6 +2,7 @@ package booking
 
 import (
 	"context"
+	"errors"
 	"net/mail"
 	"strings"
 )
@@ -12,6 +13,8 @@ type Contact struct {
 	UserID   string
 	Email    string
 	Language string
+	// Confirmed: the fan gave back the code mailed to Email (contact_confirm.go).
+	Confirmed bool
 }
 
 // ContactStore keeps contacts; booking/postgres implements it.
@@ -47,11 +50,18 @@ func ValidLanguage(s string) bool {
 	return strings.Trim(s, "abcdefghijklmnopqrstuvwxyz") == ""
 }
 
-// Contacts sets and reads fans' contacts.
-type Contacts struct{ store ContactStore }
+// Contacts sets and reads fans' contacts, and confirms their e-mails with a mailed code.
+type Contacts struct {
+	store  ContactStore
+	codes  CodeStore  // nil: no codes kept
+	mailer CodeMailer // nil: no codes mailed, contacts stay unconfirmed
+}
 
-// NewContacts returns the contacts of store.
-func NewContacts(store ContactStore) *Contacts { return &Contacts{store: store} }
+// NewContacts returns the contacts of store; codes are kept by store when it keeps them, and mailed by mailer.
+func NewContacts(store ContactStore, mailer CodeMailer) *Contacts {
+	codes, _ := store.(CodeStore)
+	return &Contacts{store: store, codes: codes, mailer: mailer}
+}
 
 // Set records the fan's contact after validating it.
 func (c *Contacts) Set(ctx context.Context, ct Contact) (Contact, error) {
@@ -62,7 +72,18 @@ func (c *Contacts) Set(ctx context.Context, ct Contact) (Contact, error) {
 	if ct.Language != "" && !ValidLanguage(ct.Language) {
 		return Contact{}, Unprocessable("language must be a language tag such as en or hi")
 	}
+	was, err := c.store.Contact(ctx, ct.UserID)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return Contact{}, err
+	}
 	if err := c.store.SetContact(ctx, ct); err != nil {
+		return Contact{}, err
+	}
+	if was.Confirmed && was.Email == ct.Email {
+		ct.Confirmed = true // the same address again: nothing to confirm
+		return ct, nil
+	}
+	if err := c.sendCode(ctx, ct); err != nil {
 		return Contact{}, err
 	}
 	return ct, nil

@@ -43,6 +43,9 @@ var (
 	ErrPrefixBlocked    = errors.New("waitroom: this network may not join this queue")
 	ErrBrowserInQueue   = errors.New("waitroom: this browser already holds a place under another identity")
 	ErrNoProofNeeded    = errors.New("waitroom: this queue asks no proof of work")
+	// The access setting's refusals (registration.go).
+	ErrRegistrationRequired = errors.New("waitroom: this sale is for registered fans only")
+	ErrInvitationRequired   = errors.New("waitroom: this sale is for invited fans only")
 )
 
 // Refusal is a join refused a new place. Reason is the verdict (a name of the table, refusal.go); Challenge is a fresh challenge and Human the
@@ -278,41 +281,58 @@ func (s *Service) ask(ctx context.Context, st admission.Settings, r JoinRequest)
 	if a.Prefix == "" {
 		a.Prefix = "unknown" // never "": that is the waiting room's own, uncounted join
 	}
+	if !st.Enabled {
+		return a, nil
+	}
+	// Who the access setting lets in comes first: a fan it refuses would solve a proof for nothing.
+	v, err := s.admits(ctx, st, r.Show, r.User)
+	if err != nil {
+		return a, err
+	}
+	if a.Verdict = v; v != VerdictOK {
+		return a, nil
+	}
+	return a, s.earn(ctx, st, r, &a)
+}
+
+// earn is the bot protection's part of a's verdict: accounts-only and blocked prefixes, the proof of work, the
+// human check. A registration (registration.go) meets it as a join does.
+func (s *Service) earn(ctx context.Context, st admission.Settings, r JoinRequest, a *Ask) error {
 	b := st.Bot
 	if !st.Enabled || !b.Enabled {
-		return a, nil
+		return nil
 	}
 	a.PrefixPlaces, a.Shadow = b.PrefixPlaces, b.Suspects == admission.SuspectsShadow
 	if a.Verdict = who(b, r.Client); a.Verdict != VerdictOK {
-		return a, nil
+		return nil
 	}
 	if s.opt.PoW != nil {
 		if r.Proof == "" {
 			a.Verdict = proofVerdict("", nil)
-			return a, nil
+			return nil
 		}
 		now := time.Now()
 		sol, err := s.opt.PoW.Verify(r.Proof, pow.ShowScope(r.Show), r.User, now)
 		if err != nil {
 			a.Verdict = proofVerdict(r.Proof, err)
-			return a, nil
+			return nil
 		}
 		a.Spend, a.SpendFor, a.SolveTime = sol.ID, sol.ExpiresAt.Sub(now)+time.Second, now.Sub(sol.IssuedAt)
 	}
 	if b.HumanCheck && s.opt.Human != nil {
 		if r.Human == "" {
 			a.Verdict = ReasonHumanCheckRequired
-			return a, nil
+			return nil
 		}
 		ok, err := s.opt.Human.Verify(ctx, r.Human, r.Client.RemoteIP)
 		switch {
 		case err != nil:
-			return a, fmt.Errorf("%w: %v", ErrHumanUnavailable, err)
+			return fmt.Errorf("%w: %v", ErrHumanUnavailable, err)
 		case !ok:
 			a.Verdict = ReasonHumanCheckFailed
 		}
 	}
-	return a, nil
+	return nil
 }
 
 // Enter is a fan's join through the guard: their place if they have one, else a new place if the guard lets

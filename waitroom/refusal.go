@@ -22,6 +22,9 @@ const (
 	ReasonPrefixBlocked      = "prefix-blocked"
 	ReasonPrefixLimited      = "prefix-limited"
 	ReasonBrowserInQueue     = "browser-in-queue" // this browser holds a place under another identity
+	// The access setting's (registration.go): the show lets in only registered, or only invited, fans.
+	ReasonRegistrationRequired = "registration-required"
+	ReasonInvitationRequired   = "invitation-required"
 )
 
 // Reason is one row of the table.
@@ -40,6 +43,9 @@ type Reason struct {
 	Fresh bool
 	// HumanKept: decided before the human check read a token sent with the join, so that token is still good.
 	HumanKept bool
+	// Register: the access setting's refusals; registering for the show (or waiting for a wave) is what helps, and
+	// the page offers it.
+	Register bool
 	// RetryAfter is the seconds a client should wait before trying again (Retry-After); 0: no advice.
 	RetryAfter int
 	// Means is what a count of them says of the clients refused, in the operator's words (the console).
@@ -48,6 +54,14 @@ type Reason struct {
 
 // Reasons is the table, in the order the guard decides them.
 var Reasons = []Reason{
+	{Name: ReasonRegistrationRequired, Err: ErrRegistrationRequired, Status: http.StatusForbidden,
+		Problem: ReasonRegistrationRequired, HumanKept: true, Register: true,
+		Detail: "This sale is for fans who registered for it beforehand; this identity did not.",
+		Means:  "had not registered for a registered-fans sale"},
+	{Name: ReasonInvitationRequired, Err: ErrInvitationRequired, Status: http.StatusForbidden,
+		Problem: ReasonInvitationRequired, HumanKept: true, Register: true,
+		Detail: "This sale is for invited fans; this identity has not been invited (yet: later waves may invite it).",
+		Means:  "had not been invited to an invited-fans sale"},
 	{Name: ReasonAccountRequired, Err: ErrAccountRequired, Status: http.StatusForbidden, Problem: ReasonAccountRequired,
 		Detail: "This sale is for signed-in accounts only: sign in and join again.", HumanKept: true,
 		Means: "were guests at an accounts-only sale"},

@@ -184,6 +184,8 @@ type Service struct {
 	Hub      *Hub
 	guard    GuardStore
 	guests   GuestStore         // nil: the store keeps no guest counts, and minting is not limited
+	regs     RegistrationRecord // nil: the record keeps no registrations (registration.go)
+	access   AccessStore        // nil: the store keeps no copy of them
 	flights  singleflight.Group // restores and reservations, one at a time per show on this replica
 	trickle  trickles           // the store-down trickle's buckets and memory (trickle.go)
 
@@ -243,7 +245,9 @@ func New(store Store, record Record, queues *admission.Keeper, issuer *token.Iss
 		opt.Guests = DefaultGuestPolicy()
 	}
 	guests, _ := store.(GuestStore)
-	return &Service{store: store, guard: store, guests: guests, record: record, queues: queues, issuer: issuer,
+	regs, _ := record.(RegistrationRecord)
+	access, _ := store.(AccessStore)
+	return &Service{store: store, guard: store, guests: guests, regs: regs, access: access, record: record, queues: queues, issuer: issuer,
 		receipts: token.NewReceiptVerifier(issuer, 5*time.Second),
 		opt:      opt, log: opt.Logger, Hub: NewHub(), polled: map[string]map[string]struct{}{},
 		seeded: newLRU[struct{}](maxSeeded), loggedAt: newLRU[time.Time](maxLoggedAt), cursors: newLRU[savedCursor](maxCursors),

@@ -115,6 +115,11 @@ func (s *Service) whenStoreDown(ctx context.Context, r JoinRequest, cause error)
 			return Place{}, refusal(v)
 		}
 	}
+	if v, err := s.admitsByRecord(ctx, st, r.Show, r.User); err != nil {
+		return Place{}, cause
+	} else if v != VerdictOK {
+		return Place{}, refusal(v)
+	}
 	now := time.Now()
 	ts.mu.Lock()
 	if g, ok := ts.granted.Get(r.User); ok && g.ExpiresAt.After(now) {

@@ -114,7 +114,11 @@ func newEventing(cfg Config, svc *booking.Service, store ledger, rdb goredis.Uni
 	relay := eventstream.NewRelay(store.Outbox(), rdb, streamConfig(cfg), cfg.Events.RelayInterval, log)
 	relay.Keep = cfg.Events.OutboxKeep
 	relay.OnRelayed = func(n int) { m.relayed.Add(float64(n)) }
-	return &eventing{cfg: cfg, m: m, rdb: rdb, log: log, fans: fans, contacts: booking.NewContacts(store),
+	var codes booking.CodeMailer // a nil *Fans is no mailer
+	if fans != nil {
+		codes = fans
+	}
+	return &eventing{cfg: cfg, m: m, rdb: rdb, log: log, fans: fans, contacts: booking.NewContacts(store, codes),
 		relay: relay, audit: auditLog,
 		waitlist: booking.NewWaitlist(svc, store, booking.WaitlistConfig{OfferTTL: cfg.Waitlist.OfferTTL,
 			PassLimit: cfg.Waitlist.PassLimit, SweepEvery: cfg.Waitlist.SweepEvery,

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flashseat/flashseat/booking/internal/smtptest"
 	"github.com/flashseat/flashseat/booking/payment"
 	"github.com/flashseat/flashseat/booking/payment/sim"
 	"github.com/flashseat/flashseat/booking/ticket/pdf/pdftest"
+	"github.com/flashseat/flashseat/shared/infra/smtptest"
 )
 
 const notifySecret = "notify-secret-0123456789"
@@ -81,6 +81,30 @@ func TestFanNotifications(t *testing.T) {
 		t.Fatalf("contact: %d %s", c.status, c.body)
 	}
 	st.do("GET", "/api/v1/me/contact", quiet, nil).problem(t, 404)
+	// The new address is confirmed by the code mailed to it, in the page's language.
+	codes := mail.Wait(1, 10*time.Second)
+	if len(codes) != 1 {
+		t.Fatalf("%d mails, want the contact's code", len(codes))
+	}
+	cm, err := codes[0].Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	csub, _ := new(mime.WordDecoder).DecodeHeader(cm.Header.Get("Subject"))
+	code := csub[strings.LastIndexByte(csub, ' ')+1:]
+	if !strings.Contains(csub, "कोड") || len(code) != 6 || strings.Contains(string(codes[0].Data), "confirmed") {
+		t.Fatalf("the code's subject %q", csub)
+	}
+	wrong := "000000"
+	if code == wrong {
+		wrong = "111111"
+	}
+	st.do("POST", "/api/v1/me/contact/confirm", fan, map[string]string{"code": wrong}).problem(t, 422)
+	if c := st.do("POST", "/api/v1/me/contact/confirm", fan, map[string]string{"code": code}); c.status != 200 ||
+		c.json(t)["confirmed"] != true {
+		t.Fatalf("confirm: %d %s", c.status, c.body)
+	}
+	st.do("POST", "/api/v1/me/contact/confirm", fan, map[string]string{"code": code}).problem(t, 422) // spent
 	st.do("PUT", "/api/v1/me/contact", fan, map[string]string{"email": "not an address"}).problem(t, 422)
 	st.do("PUT", "/api/v1/me/contact", fan, map[string]string{"email": "Fan <fan@example.com>"}).problem(t, 422)
 	st.do("PUT", "/api/v1/me/contact", fan, map[string]string{"email": "fan@example.com", "language": "Hindi!"}).problem(t, 422)
@@ -100,7 +124,7 @@ func TestFanNotifications(t *testing.T) {
 		t.Fatalf("pay: %d %s", p.status, p.body)
 	}
 
-	msgs := mail.Wait(1, 15*time.Second)
+	msgs := mail.Wait(2, 15*time.Second)[1:]
 	if len(msgs) != 1 || msgs[0].To[0] != "fan@example.com" {
 		t.Fatalf("mail %+v, want one to fan@example.com", msgs)
 	}
@@ -138,10 +162,12 @@ func TestFanNotifications(t *testing.T) {
 	}
 
 	// The gateway got both confirmations, the quiet fan's without an address.
-	got := gw.wait(t, 2)
+	got := gw.wait(t, 3) // and the code
 	kinds := map[string]map[string]any{}
 	for _, m := range got {
-		kinds[m["to"].(string)] = m
+		if m["kind"] == "confirmed" {
+			kinds[m["to"].(string)] = m
+		}
 	}
 	if m := kinds["fan@example.com"]; m == nil || m["kind"] != "confirmed" || m["language"] != "hi" ||
 		len(m["attachments"].([]any)) != 2 {
@@ -154,17 +180,17 @@ func TestFanNotifications(t *testing.T) {
 	if r := st.do("POST", "/api/v1/bookings/"+b+"/refund", fan, nil); r.status != 200 {
 		t.Fatalf("refund: %d %s", r.status, r.body)
 	}
-	msgs = mail.Wait(2, 15*time.Second)
-	if len(msgs) != 2 {
+	msgs = mail.Wait(3, 15*time.Second)
+	if len(msgs) != 3 {
 		t.Fatalf("%d mails, want the refund's too", len(msgs))
 	}
-	pm, _ = msgs[1].Parse()
+	pm, _ = msgs[2].Parse()
 	if subject, _ := new(mime.WordDecoder).DecodeHeader(pm.Header.Get("Subject")); !strings.Contains(subject, "रिफ़ंड") {
 		t.Fatalf("refund subject %q", subject)
 	}
 	time.Sleep(300 * time.Millisecond)
-	if n := len(mail.Messages()); n != 2 {
-		t.Fatalf("%d mails, want exactly 2 (each event once)", n)
+	if n := len(mail.Messages()); n != 3 {
+		t.Fatalf("%d mails, want exactly 3 (the code, then each event once)", n)
 	}
 }
 

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/booking/internal/bookingtest"
-	"github.com/flashseat/flashseat/booking/internal/smtptest"
 	"github.com/flashseat/flashseat/booking/payment/sim"
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
+	"github.com/flashseat/flashseat/shared/infra/smtptest"
 )
 
 // TestWaitlist: a show with seats on sale refuses the waitlist (409); once every seat is held, fans join first
@@ -182,7 +182,10 @@ func TestWaitlistOfferOverHTTP(t *testing.T) {
 	}
 	bookingID := offer["bookingId"].(string)
 	// The fan is told by mail too, with the seats and the deadline.
-	mails := mail.Wait(1, 15*time.Second)
+	mails := mail.Wait(2, 15*time.Second) // the first is the contact's code
+	if len(mails) > 0 {
+		mails = mails[1:]
+	}
 	if len(mails) == 0 || !strings.Contains(strings.ReplaceAll(string(mails[0].Data), "=\r\n", ""), bookingID) {
 		t.Fatalf("no offer mail naming %s: %d mails", bookingID, len(mails))
 	}

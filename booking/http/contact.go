@@ -13,6 +13,27 @@ func (s *Server) contactRoutes(v1 fiber.Router) {
 	}
 	v1.Put("/me/contact", s.RequireUser, s.putContact)
 	v1.Get("/me/contact", s.RequireUser, s.getContact)
+	v1.Post("/me/contact/confirm", s.RequireUser, s.confirmContact)
+}
+
+// confirmContact confirms the fan's e-mail with the code mailed to it, body {"code"}.
+func (s *Server) confirmContact(c *fiber.Ctx) error {
+	var req struct {
+		Code string `json:"code"`
+	}
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	ct, err := s.cfg.Contacts.Confirm(c.UserContext(), UserID(c), req.Code)
+	if err != nil {
+		return err
+	}
+	return c.JSON(contactJSON(ct))
+}
+
+// contactJSON is a contact as answered.
+func contactJSON(ct booking.Contact) fiber.Map {
+	return fiber.Map{"email": ct.Email, "language": ct.Language, "confirmed": ct.Confirmed}
 }
 
 // putContact records the guest fan's e-mail, body {"email","language"?}; without a language, the request's
@@ -35,7 +56,7 @@ func (s *Server) putContact(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"email": ct.Email, "language": ct.Language})
+	return c.JSON(contactJSON(ct))
 }
 
 // getContact answers the fan's contact; 404 when they gave none.
@@ -44,5 +65,5 @@ func (s *Server) getContact(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"email": ct.Email, "language": ct.Language})
+	return c.JSON(contactJSON(ct))
 }

@@ -112,6 +112,7 @@ var domainCodes = []struct {
 	{"ErrSeatNotPaid", booking.ErrSeatNotPaid, 409, "seat-not-paid"},
 	{"ErrTransferred", booking.ErrTransferred, 409, "ticket-transferred"},
 	{"ErrTransferClosed", booking.ErrTransferClosed, 409, "transfer-closed"},
+	{"ErrCodeInvalid", booking.ErrCodeInvalid, 422, "validation"},
 	{"ErrNotSoldOut", booking.ErrNotSoldOut, 409, "not-sold-out"},
 	{"ErrTooManyStreams", booking.ErrTooManyStreams, 429, problem.RateLimited},
 }

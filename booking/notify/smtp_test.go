@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flashseat/flashseat/booking/internal/smtptest"
 	"github.com/flashseat/flashseat/booking/notify"
 	"github.com/flashseat/flashseat/booking/ticket/qr"
+	"github.com/flashseat/flashseat/shared/infra/smtptest"
 )
 
 // TestSMTPMessage: a message with inline QR codes and an attached file reaches an SMTP server as

@@ -2,7 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/flashseat/flashseat/booking"
 )
@@ -11,9 +15,11 @@ var _ booking.ContactStore = (*Store)(nil)
 
 // SetContact implements booking.ContactStore. A contact given without a language keeps the one recorded.
 func (s *Store) SetContact(ctx context.Context, c booking.Contact) error {
+	// A changed address is unconfirmed until its own code comes back.
 	_, err := s.pool.Exec(ctx, `INSERT INTO contacts (user_id, email, language) VALUES ($1, $2, $3)
 		ON CONFLICT (user_id) DO UPDATE SET email = EXCLUDED.email,
 			language = CASE WHEN EXCLUDED.language = '' THEN contacts.language ELSE EXCLUDED.language END,
+			confirmed_at = CASE WHEN contacts.email = EXCLUDED.email THEN contacts.confirmed_at END,
 			updated_at = now()`, c.UserID, c.Email, c.Language)
 	if err != nil {
 		return fmt.Errorf("postgres: set contact: %w", err)
@@ -24,11 +30,40 @@ func (s *Store) SetContact(ctx context.Context, c booking.Contact) error {
 // Contact implements booking.ContactStore.
 func (s *Store) Contact(ctx context.Context, userID string) (booking.Contact, error) {
 	c := booking.Contact{UserID: userID}
-	if err := s.pool.QueryRow(ctx, `SELECT email, language FROM contacts WHERE user_id = $1`, userID).Scan(&c.Email,
-		&c.Language); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT email, language, confirmed_at IS NOT NULL FROM contacts WHERE user_id = $1`,
+		userID).Scan(&c.Email, &c.Language, &c.Confirmed); err != nil {
 		return booking.Contact{}, notFound("contact of user", userID, err)
 	}
 	return c, nil
+}
+
+var _ booking.CodeStore = (*Store)(nil)
+
+// SetContactCode implements booking.CodeStore.
+func (s *Store) SetContactCode(ctx context.Context, userID string, hash []byte, expires time.Time) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE contacts SET code_hash = $2, code_expires_at = $3, code_tries = 0
+		WHERE user_id = $1`, userID, hash, expires); err != nil {
+		return fmt.Errorf("postgres: contact code: %w", err)
+	}
+	return nil
+}
+
+// ConfirmContact implements booking.CodeStore: one statement counts the try and confirms on a match, so guesses
+// racing each other still count.
+func (s *Store) ConfirmContact(ctx context.Context, userID string, hash []byte, now time.Time, tries int) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, `UPDATE contacts SET code_tries = code_tries + 1,
+		confirmed_at = CASE WHEN code_hash = $2 THEN $3 ELSE confirmed_at END,
+		code_hash = CASE WHEN code_hash = $2 THEN NULL ELSE code_hash END
+		WHERE user_id = $1 AND code_hash IS NOT NULL AND code_expires_at > $3 AND code_tries < $4
+		RETURNING code_hash IS NULL`, userID, hash, now, tries).Scan(&ok)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("postgres: confirm contact: %w", err)
+	}
+	return ok, nil
 }
 
 // BookingLanguage is the page language of the request that created the booking ("" unknown).

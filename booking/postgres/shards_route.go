@@ -275,6 +275,12 @@ func (s *Shards) SetContact(ctx context.Context, c booking.Contact) error {
 func (s *Shards) Contact(ctx context.Context, userID string) (booking.Contact, error) {
 	return s.catalog.Contact(ctx, userID)
 }
+func (s *Shards) SetContactCode(ctx context.Context, userID string, hash []byte, expires time.Time) error {
+	return s.catalog.SetContactCode(ctx, userID, hash, expires)
+}
+func (s *Shards) ConfirmContact(ctx context.Context, userID string, hash []byte, now time.Time, tries int) (bool, error) {
+	return s.catalog.ConfirmContact(ctx, userID, hash, now, tries)
+}
 func (s *Shards) BeginNotification(ctx context.Context, eventID, userID, kind string) (bool, error) {
 	return s.catalog.BeginNotification(ctx, eventID, userID, kind)
 }

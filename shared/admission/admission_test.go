@@ -534,7 +534,8 @@ func TestModes(t *testing.T) {
 	s, err := k.Settings(ctx, show)
 	want := admission.Tuning{ActiveUsersThreshold: 50, NewUsersPerMinuteThreshold: 300, CooldownSeconds: 7,
 		Autotune:      admission.Autotune{Enabled: true, MinAdmitPerSecond: 2, MaxAdmitPerSecond: 40, TargetHoldP99Ms: 250},
-		WhenStoreDown: admission.StoreDown{Policy: admission.StoreDownTrickle, AdmitPerSecond: 5}}
+		WhenStoreDown: admission.StoreDown{Policy: admission.StoreDownTrickle, AdmitPerSecond: 5},
+		Access:        admission.AccessOpen}
 	if err != nil || s.Mode != admission.ModeThreshold || !s.Enabled || s.Tuning != want {
 		t.Fatalf("after the cache's loss: got mode %q %+v, %v; want threshold %+v", s.Mode, s.Tuning, err, want)
 	}

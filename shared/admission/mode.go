@@ -92,12 +92,15 @@ type Tuning struct {
 	// Lanes share the admission rate between queues of their own (lane.go); none: one general lane. Each lane
 	// has Partitions lines, so lanes times partitions is at most rediskey.MaxPartitions.
 	Lanes Lanes `json:"lanes"`
+	// Access is who may join (access.go): AccessOpen (also ""), AccessRegistered or AccessInvited. Here, in
+	// the tuning's JSON, as partitions are.
+	Access string `json:"access"`
 }
 
 // DefaultTuning applies to a show whose operator has set none.
 func DefaultTuning() Tuning {
 	return Tuning{ActiveUsersThreshold: 200, NewUsersPerMinuteThreshold: 1000, CooldownSeconds: 60,
-		Autotune: DefaultAutotune(), WhenStoreDown: DefaultStoreDown()}
+		Autotune: DefaultAutotune(), WhenStoreDown: DefaultStoreDown(), Access: AccessOpen}
 }
 
 // Validate rejects limits no queue can run with.
@@ -111,6 +114,8 @@ func (t Tuning) Validate() error {
 		return errors.New("cooldownSeconds must be in [0, 86400]")
 	case t.Partitions < 0 || t.Partitions > rediskey.MaxPartitions:
 		return fmt.Errorf("partitions must be in [1, %d]", rediskey.MaxPartitions)
+	case !ValidAccess(t.Access):
+		return fmt.Errorf("access must be %q, %q or %q", AccessOpen, AccessRegistered, AccessInvited)
 	}
 	if err := t.Lanes.Validate(); err != nil {
 		return err

@@ -62,6 +62,8 @@ const (
 	BypassCodeUsedUp  = "bypass-code-used-up"
 	BypassCodeRevoked = "bypass-code-revoked"
 	BypassNotNow      = "bypass-not-now"
+	// A guest registering for a verified-fan sale without a confirmed contact e-mail.
+	ContactRequired = "contact-required"
 	// StoreUnavailable is a 503 whose cause is PostgreSQL or Redis being unreachable: the request did nothing and
 	// may be sent again after Retry-After. It is also the answer while a show's queue state cannot be read
 	// (lost and not rebuilt yet): nothing is decided on a guess, a queued show lets nobody through.

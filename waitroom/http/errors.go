@@ -45,6 +45,11 @@ var codes = append(problem.Table{
 	problem.Map(waitroom.ErrBypassUsedUp, http.StatusConflict, problem.BypassCodeUsedUp, "This bypass code has been used as many times as it allows; you may join the line."),
 	problem.Map(waitroom.ErrBypassRevoked, http.StatusConflict, problem.BypassCodeRevoked, "This bypass code was withdrawn; you may join the line."),
 	problem.Map(waitroom.ErrBypassNotNow, http.StatusConflict, problem.BypassNotNow, "The queue is not admitting anyone right now (before the sale opens, or paused); your code is kept: use it again then."),
+	problem.Map(waitroom.ErrNotRegistered, http.StatusNotFound, problem.NotFound, "You have not registered for this show."),
+	problem.Map(waitroom.ErrContactRequired, http.StatusForbidden, problem.ContactRequired, "Give a contact e-mail (PUT /api/v1/me/contact) and confirm it with the code mailed to it, or sign in with an account, then register."),
+	problem.Map(waitroom.ErrUnknownLane, http.StatusUnprocessableEntity, problem.Validation, ""),
+	problem.Map(waitroom.ErrNoRegistrations, http.StatusConflict, problem.Conflict, "Nobody has registered for this show yet: there is no one to invite."),
+	problem.Map(waitroom.ErrUnknownWave, http.StatusNotFound, problem.NotFound, "No such wave has been drawn."),
 }, refusalRows()...)
 
 // refusalRows are the rows of the guard's refusals, one per error of waitroom's table of reasons.

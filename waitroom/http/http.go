@@ -98,6 +98,11 @@ func (h *Handler) Mount(r fiber.Router) {
 	r.Get("/queue/:showId/status", h.wrap(h.status))
 	r.Get("/queue/:showId/events", h.wrap(h.events))
 	r.Get("/queue/:showId/fairness", h.wrap(h.fairness))
+	r.Get("/queue/:showId/waves", h.wrap(h.publishedWaves))
+	r.Get("/queue/:showId/waves/:waveId/eligible", h.wrap(h.waveEligible))
+	r.Post("/api/v1/shows/:showId/registration", h.wrap(h.register))
+	r.Get("/api/v1/shows/:showId/registration", h.wrap(h.registration))
+	r.Get("/api/v1/me/registrations", h.wrap(h.myRegistrations))
 	r.Get("/queue/:showId", h.wrap(h.page))
 	r.Get("/.well-known/jwks.json", h.wrap(h.jwks))
 	r.Put("/admin/v1/shows/:showId/queue", h.wrap(h.putSettings))
@@ -111,6 +116,8 @@ func (h *Handler) Mount(r fiber.Router) {
 	r.Delete("/admin/v1/shows/:showId/bypass-codes/:code", h.wrap(h.revokeCode))
 	r.Post("/admin/v1/shows/:showId/blocked-prefixes", h.wrap(h.blockPrefix))
 	r.Delete("/admin/v1/shows/:showId/blocked-prefixes", h.wrap(h.unblockPrefix))
+	r.Post("/admin/v1/shows/:showId/invitations", h.wrap(h.drawWave))
+	r.Get("/admin/v1/shows/:showId/invitations", h.wrap(h.listWaves))
 }
 
 // showID returns the path's show id, copied out of fiber's reused buffer.
@@ -210,20 +217,26 @@ func (h *Handler) setReceiptCookie(c *fiber.Ctx, show, receipt string) {
 		Secure: h.cfg.SecureCookies})
 }
 
-func (h *Handler) join(c *fiber.Ctx) error {
-	show, err := showID(c)
-	if err != nil {
-		return err
+// entry reads what a join and a registration both carry: the show, the fan's token and the body's proofs.
+func (h *Handler) entry(c *fiber.Ctx) (show string, r waitroom.JoinRequest, body joinBody, err error) {
+	if show, err = showID(c); err != nil {
+		return
 	}
 	user, raw, err := h.userToken(c)
 	if err != nil {
-		return err
+		return
 	}
-	body, err := readJoinBody(c)
+	if body, err = readJoinBody(c); err != nil {
+		return
+	}
+	return show, h.request(c, show, user, raw, body), body, nil
+}
+
+func (h *Handler) join(c *fiber.Ctx) error {
+	show, r, body, err := h.entry(c)
 	if err != nil {
 		return err
 	}
-	r := h.request(c, show, user, raw, body)
 	if body.BypassCode != "" {
 		return h.bypass(c, r, body.BypassCode)
 	}

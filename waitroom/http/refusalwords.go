@@ -28,6 +28,8 @@ type pageRefusal struct {
 	refusalWords
 	Fresh     bool `json:"fresh,omitempty"`
 	HumanKept bool `json:"humanKept,omitempty"`
+	// Register: registering for the show helps (the page offers it, register.js).
+	Register bool `json:"register,omitempty"`
 }
 
 // words are page/refusals.json: reason, language, words.
@@ -56,7 +58,7 @@ var refusalsJSON = func() map[string]string {
 			if !ok {
 				w = words[r.Name][admission.PageLanguages[0]]
 			}
-			m[r.Name] = pageRefusal{refusalWords: w, Fresh: r.Fresh, HumanKept: r.HumanKept}
+			m[r.Name] = pageRefusal{refusalWords: w, Fresh: r.Fresh, HumanKept: r.HumanKept, Register: r.Register}
 		}
 		b, _ := json.Marshal(m) // strings and bools always marshal
 		out[lang] = string(b)

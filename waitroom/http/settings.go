@@ -68,6 +68,8 @@ type settingsJSON struct {
 	Partitions *int `json:"partitions"`
 	// Lanes share the rate by weight ([{"name","share"}], admission.Lanes): names only while nobody waits.
 	Lanes json.RawMessage `json:"lanes"`
+	// Access is "open", "registered" or "invited" (admission.Tuning.Access).
+	Access *string `json:"access"`
 }
 
 // settingsOut is GET's answer: the settings, the queue's figures, and the rate in force under the name autotune's
@@ -210,6 +212,9 @@ func (h *Handler) putSettings(c *fiber.Ctx) error {
 		}
 		if in.TurnHoldSeconds != nil {
 			st.TurnHoldSeconds = *in.TurnHoldSeconds
+		}
+		if in.Access != nil {
+			st.Access = *in.Access
 		}
 		if len(in.BotProtection) > 0 && string(in.BotProtection) != "null" {
 			if err := operatorJSON("botProtection", in.BotProtection, &st.Bot, errValidation,

@@ -18,10 +18,11 @@ import * as catalog from "./catalog.js";
 import * as audit from "./audit.js";
 import * as webhooks from "./webhooks.js";
 import * as codes from "./codes.js";
+import * as waves from "./waves.js";
 import * as tuning from "./tuning.js";
 import * as reports from "./reports.js";
 
-const PANELS = [shows, tuning, bots, codes, fans, catalog, reports, audit, webhooks];
+const PANELS = [shows, tuning, bots, codes, waves, fans, catalog, reports, audit, webhooks];
 
 let live = null; // the follow of the live figures (stream.js), streamed or polled
 

@@ -13,6 +13,7 @@ import { flash, takeFlash } from "./ui.js";
 import { t, tf, span } from "./lang.js";
 import { view, steady, say, reconnecting, progress, holdNote, clearCountdown, showPosition, showPaused, showOpens } from "./screen.js";
 import { earn, challenge, humanSpent } from "./earn.js";
+import { offer } from "./register.js";
 
 const show = decodeURIComponent(location.pathname.replace(/^\/queue\//, "").replace(/\/.*$/, ""));
 const base = "/queue/" + encodeURIComponent(show);
@@ -172,6 +173,7 @@ function refused(e, body, guest) {
     view("connecting");
     progress(w.title, w.hint);
     say(guest && w.guest ? w.guest : w.say);
+    if (w.register) offer(show, base, () => { say(""); enter(); });
     if (e.status === 429) setTimeout(() => enter(), wait(e.retryAfter, 60));
     return;
   }

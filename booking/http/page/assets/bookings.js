@@ -65,10 +65,23 @@ function item(b) {
     refund, refundsList(b), actions, result);
 }
 
+// The fan's registrations for verified-fan sales, which the waiting room keeps (GET /api/v1/me/registrations on
+// the edge): each show's status, with the way to its queue.
+const regWords = { REGISTERED: "Registered: waiting for an invitation", INVITED: "Invited: you may join the queue",
+  NOT_INVITED: "Not invited this time: still registered for the next waves" };
+async function showRegistrations() {
+  let rs = [];
+  try { rs = (await get("/api/v1/me/registrations")).data.registrations || []; } catch { return; } // served by the edge only
+  $("registrations").hidden = !rs.length;
+  $("registrations").querySelector("ul").replaceChildren(...rs.map((r) => el("li", { "data-show": r.showId, "data-status": r.status },
+    el("a", { href: "/queue/" + encodeURIComponent(r.showId), text: r.showId }), " · ",
+    el("strong", { text: regWords[r.status] || r.status }))));
+}
+
 // results keeps what each action said across the list's reload.
 async function load() {
   const { data } = await get("/api/v1/bookings");
-  await showTransfers($("transfers"), $("error"));
+  await Promise.all([showTransfers($("transfers"), $("error")), showRegistrations()]);
   const said = new Map([...document.querySelectorAll("li.booking")].map((li) => [li.id, li.querySelector(".result").textContent]));
   if (!data.bookings.length) {
     $("list").replaceChildren(el("p", {}, "You have no bookings yet. ", el("a", { href: "/", text: "Find a show" })));
