@@ -26,6 +26,9 @@ const (
 	EventWaitlistOffered   = "waitlist.offered"
 	EventWaitlistAccepted  = "waitlist.accepted"
 	EventWaitlistLapsed    = "waitlist.lapsed"
+	// A verified-fan wave's, written by the waiting room in the draw's transaction (one per fan it drew from).
+	EventInvited    = "registration.invited"
+	EventNotInvited = "registration.not_invited"
 	// The queue events are the admission record's (written by the edge's waiting room).
 	EventQueueOpened  = admission.EventQueueOpened
 	EventQueuePaused  = admission.EventQueuePaused

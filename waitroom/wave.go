@@ -127,6 +127,12 @@ func (s *Service) DrawWave(ctx context.Context, show string, r WaveRequest) (Wav
 	return w, nil
 }
 
+// The lifecycle events of a wave, one per fan it drew from (docs/EVENTS.md): booking mails them.
+const (
+	EventInvited    = "registration.invited"
+	EventPassedOver = "registration.not_invited"
+)
+
 // copyBatch is how many fans one write to the access copy carries.
 const copyBatch = 10000
 

@@ -124,7 +124,9 @@ type payload struct {
 	TransferID string `json:"transferId"`
 	ToEmail    string `json:"toEmail"`
 	SeatID     string `json:"seatId"`
-	link       string // the transfer's claim link, from the store
+	// An invitation wave's number.
+	Wave int    `json:"wave"`
+	link string // the transfer's claim link, from the store
 }
 
 // view is what the templates see.
@@ -137,6 +139,7 @@ type view struct {
 	Amount    string
 	Tickets   []ticketView
 	Link      string // a transfer's claim link
+	Wave      int    // an invitation wave's number
 }
 
 type ticketView struct {
@@ -149,6 +152,8 @@ var kinds = map[string]string{
 	booking.EventWaitlistOffered: "offer",
 	booking.EventRefunded:        "refund",
 	booking.EventTransferSent:    "transfer",
+	booking.EventInvited:         "invited",
+	booking.EventNotInvited:      "not-invited",
 }
 
 // HandleEvent is the notify consumer group's handler: it sends the event's message, once per event id however
@@ -251,7 +256,7 @@ func (f *Fans) compose(ctx context.Context, e booking.LifecycleEvent, kind strin
 		return m, err
 	}
 	v := view{BookingID: p.BookingID, Show: show, When: show.StartsAt.UTC().Format("Mon 2 Jan 2006 15:04 MST"),
-		SeatIDs: p.SeatIDs, Amount: money(p.Amount, p.Currency), Link: p.link}
+		SeatIDs: p.SeatIDs, Amount: money(p.Amount, p.Currency), Link: p.link, Wave: p.Wave}
 	if p.SeatID != "" {
 		v.SeatIDs = []string{p.SeatID}
 	}

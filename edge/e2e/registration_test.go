@@ -135,15 +135,8 @@ func mailPlatform(t *testing.T) (*platformtest.Platform, *fsclient.Client, *smtp
 func codeIn(t testing.TB, mail *smtptest.Server, addr string) string {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		for _, m := range mail.Messages() {
-			if !slices.Contains(m.To, addr) {
-				continue
-			}
-			msg, err := m.Parse()
-			if err != nil {
-				t.Fatal(err)
-			}
-			subject := msg.Header.Get("Subject")
+		if subjects := subjectsTo(t, mail, addr); len(subjects) > 0 {
+			subject := subjects[0]
 			if i := strings.LastIndexByte(subject, ' '); i >= 0 && len(subject)-i-1 == 6 {
 				return subject[i+1:]
 			}
@@ -152,6 +145,38 @@ func codeIn(t testing.TB, mail *smtptest.Server, addr string) string {
 	}
 	t.Fatalf("no code mailed to %s", addr)
 	return ""
+}
+
+// subjectsTo is the subjects of the messages mailed to addr so far, oldest first.
+func subjectsTo(t testing.TB, mail *smtptest.Server, addr string) []string {
+	t.Helper()
+	var out []string
+	for _, m := range mail.Messages() {
+		if !slices.Contains(m.To, addr) {
+			continue
+		}
+		msg, err := m.Parse()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, msg.Header.Get("Subject"))
+	}
+	return out
+}
+
+// mailedTo waits for a message to addr whose subject starts with subject.
+func mailedTo(t testing.TB, mail *smtptest.Server, addr, subject string) {
+	t.Helper()
+	var seen []string
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		seen = subjectsTo(t, mail, addr)
+		for _, got := range seen {
+			if strings.HasPrefix(got, subject) {
+				return
+			}
+		}
+	}
+	t.Errorf("no message %q… to %s; it was sent %q", subject, addr, seen)
 }
 
 // confirmedFan is a guest who gave a contact e-mail and confirmed it with the code mailed to it.
@@ -236,6 +261,9 @@ func TestInvitationRequired(t *testing.T) {
 	if got := registration(t, p, show, out.Token); got.Status != "NOT_INVITED" {
 		t.Errorf("the fan left out reads %+v", got)
 	}
+	// Both are told by mail: the outbox row the draw wrote, relayed and mailed by booking.
+	mailedTo(t, mail, strings.ToLower(in.UserID)+"@example.com", "You are invited to the sale for")
+	mailedTo(t, mail, strings.ToLower(out.UserID)+"@example.com", "Not invited this time for")
 	var mine struct{ Registrations []registered }
 	if s, b := call(t, p, "GET", "/api/v1/me/registrations", in.Token, ""); s != 200 || json.Unmarshal(b, &mine) != nil ||
 		len(mine.Registrations) != 1 || mine.Registrations[0].Status != "INVITED" {

@@ -60,6 +60,9 @@ func (r *Record) DrawWave(ctx context.Context, show string, req waitroom.WaveReq
 			WHERE g.show_id = $1 AND g.user_id = u.id`, show, w.WaveID, req.Lane, users); err != nil {
 			return err
 		}
+		if err := tellWave(ctx, tx, show, w.WaveID, maxSeq); err != nil {
+			return err
+		}
 		all := make([][32]byte, len(eligible))
 		for i := range eligible {
 			all[i] = eligible[i].Hash
@@ -164,4 +167,17 @@ func (r *Record) WaveEligible(ctx context.Context, show string, wave int) ([][32
 		out = append(out, h)
 	}
 	return out, rows.Err()
+}
+
+// tellWave writes, in the draw's transaction, one lifecycle event for each fan the wave drew from: invited (the
+// wave and lane named) or passed over (still registered, for the next wave). They go to the platform's outbox,
+// which booking's relay moves to the event stream and its notify group mails (docs/EVENTS.md): so every fan of a
+// wave is told exactly when the wave committed, and once.
+func tellWave(ctx context.Context, tx pgx.Tx, show string, wave int, maxSeq int64) error {
+	_, err := tx.Exec(ctx, `INSERT INTO outbox (aggregate_id, type, payload)
+		SELECT user_id, CASE WHEN wave = $2 THEN $4 ELSE $5 END,
+			jsonb_build_object('showId', show_id, 'userId', user_id, 'wave', $2::int, 'lane', CASE WHEN wave = $2 THEN lane ELSE '' END)
+		FROM registrations WHERE show_id = $1 AND seq <= $3 AND (wave IS NULL OR wave = $2)
+		ORDER BY seq`, show, wave, maxSeq, waitroom.EventInvited, waitroom.EventPassedOver)
+	return err
 }
