@@ -28,8 +28,18 @@ export function mount({ call, changed }) {
   let expect = null;
 
   const num = (id) => Number($(id).value);
+  // The form is the operator's once they change it: a read that answers late (the panel reads a show again when
+  // it is picked) fills it only if nothing was changed since the form last held that show.
+  let holds = "";
+  let edited = false;
+  let loads = 0;
+  $("tune-form").addEventListener("input", () => { edited = true; });
+  $("tune-form").addEventListener("change", () => { edited = true; });
 
-  function fill(q) {
+  function fill(id, q) {
+    if (id === holds && edited) return;
+    holds = id;
+    edited = false;
     for (const r of document.querySelectorAll('#tune-form input[name="mode"]')) r.checked = r.value === q.mode;
     $("tune-active").value = q.activeUsersThreshold;
     $("tune-arrivals").value = q.newUsersPerMinuteThreshold;
@@ -46,10 +56,11 @@ export function mount({ call, changed }) {
 
   async function load(id) {
     loaded = id;
+    const n = ++loads;
     $("tune-error").textContent = "";
     try {
       const q = await call("GET", path(id));
-      if (show() === id) fill(q);
+      if (show() === id && n === loads) fill(id, q);
     } catch (e) {
       $("tune-error").textContent = `Reading the show's queue settings did not work: ${e.message}`;
     }
@@ -166,6 +177,7 @@ export function mount({ call, changed }) {
         autotune: { enabled: $("tune-auto").checked, minAdmitPerSecond: num("tune-min"),
           maxAdmitPerSecond: num("tune-max"), targetHoldP99Ms: num("tune-p99") },
         whenStoreDown: { ...(policy ? { policy } : {}), admitPerSecond: num("tune-down-rate") } });
+      if (holds === id) edited = false;
       $("tune-result").textContent = `Saved: ${id} runs in ${mode || "its"} mode, autotune ` +
         `${$("tune-auto").checked ? "on" : "off"}, ${policy || "as before"} while its store is down; ` +
         "every replica applies it within a second.";
