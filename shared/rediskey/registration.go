@@ -1,7 +1,5 @@
 package rediskey
 
-import "strconv"
-
 // Registration is the hash holding user's registration for showID's sale, if any: field user, value "1". It
 // shares Invitation's bucket and hash tag, so a fan's registration and invitation sit on one slot and a master
 // that loses one loses both, with the bucket's copy marker (RegistrationCopied), field of this same hash: a
@@ -12,7 +10,7 @@ func Registration(showID, user string) string {
 
 // RegistrationBucket is the i-th of showID's registration hashes (0 <= i < InvitationBuckets).
 func RegistrationBucket(showID string, i int) string {
-	return "{show:" + showID + ":inv:" + strconv.Itoa(i) + "}:registered"
+	return bucket(showID, i) + ":registered"
 }
 
 // RegistrationCopied is the field of each Registration hash saying the bucket's copy is whole: no user id can

@@ -71,8 +71,8 @@ func (s *Store) route(ctx context.Context, show, user string, k int, hold bool) 
 		}
 		lane, held = lanes.Index(r[0]), r[1] == "1"
 	}
-	per := k / lanes.Count()
-	return laneLine(show, user, k, lanes, lane), lane*per + rediskey.PartitionOf(user, per), held, nil
+	p := laneIndex(user, k, lanes, lane)
+	return rediskey.Line(show, p, k), p, held, nil
 }
 
 // receiptLine is the line of a receipt's ticket (its index rp among k) for a fan not held to a lane, when it is
@@ -96,10 +96,15 @@ func (s *Store) laneName(show string, k, p int) string {
 	return list[p/(k/len(list))].Name
 }
 
-// laneLine is user's line in lane of show's k lines: the lane's lines, then the fan's partition among them.
+// laneLine is user's line in lane of show's k lines.
 func laneLine(show, user string, k int, lanes admission.Lanes, lane int) string {
+	return rediskey.Line(show, laneIndex(user, k, lanes, lane), k)
+}
+
+// laneIndex is the index of user's line in lane among k: the lane's lines, then the fan's partition among them.
+func laneIndex(user string, k int, lanes admission.Lanes, lane int) int {
 	per := k / lanes.Count()
-	return rediskey.Line(show, lane*per+rediskey.PartitionOf(user, per), k)
+	return lane*per + rediskey.PartitionOf(user, per)
 }
 
 // laneIndexes is each user's lane among lanes (admission.Lanes.Index), and whether they are held to it, one

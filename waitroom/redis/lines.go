@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"errors"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -212,7 +211,7 @@ func (m *merged) add(order waitroom.Lines, out []stepped, heads, n, lo int) {
 	for p, t := range order.Order(hs, more, n) {
 		m.take[lo+p] = t
 		if t > 0 {
-			m.upto[lo+p] = slices.Max(hs[p][:t])
+			m.upto[lo+p] = hs[p][t-1] // a line's heads come in ticket order (its wait set's scores)
 		}
 	}
 }
