@@ -9,7 +9,9 @@ package migrate
 
 import (
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -91,6 +93,18 @@ func Up(ctx context.Context, pool *pgxpool.Pool) error {
 func Versions() []string {
 	v, _ := versions() // the pattern is valid and the files are embedded: Glob cannot fail
 	return v
+}
+
+// Digest names the set of migrations: a hash of every file's name and text, in order. Two trees with the same
+// digest make the same tables (the tests' template databases are keyed by it).
+func Digest() string {
+	h := sha256.New()
+	for _, v := range Versions() {
+		b, _ := migrations.ReadFile("sql/" + v + ".sql") // listed from the embedded files: it is there
+		fmt.Fprintf(h, "%s\x00%d\x00", v, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func versions() ([]string, error) {

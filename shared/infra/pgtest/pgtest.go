@@ -59,17 +59,21 @@ func NewOn(t testing.TB, base string) (*pgxpool.Pool, string) {
 	}
 	defer admin.Close(ctx)
 
+	tpl, err := templateOn(ctx, admin, base)
+	if err != nil {
+		t.Fatalf("pgtest: template: %v", err)
+	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	name := "fstest_" + hex.EncodeToString(rnd[:])
-	// CREATE DATABASE copies template1 and fails when another session is copying it at the same moment;
-	// parallel tests do, so retry briefly.
+	// CREATE DATABASE fails when another session is copying the same source at that moment; parallel tests
+	// do, so retry briefly.
 	for i := 0; ; i++ {
-		_, err = admin.Exec(ctx, `CREATE DATABASE "`+name+`"`)
-		if err == nil || i == 20 {
+		_, err = admin.Exec(ctx, `CREATE DATABASE "`+name+`" TEMPLATE "`+tpl+`"`)
+		if err == nil || i == 40 {
 			break
 		}
-		time.Sleep(time.Duration(50*(i+1)) * time.Millisecond)
+		time.Sleep(time.Duration(25*(i+1)) * time.Millisecond)
 	}
 	if err != nil {
 		t.Fatalf("pgtest: create database: %v", err)
@@ -100,6 +104,7 @@ func NewOn(t testing.TB, base string) (*pgxpool.Pool, string) {
 			t.Logf("pgtest: drop %s: %v", name, err)
 		}
 	})
+	// The copy holds every migration already; Up finds nothing left, and would apply what a template lacked.
 	if err := migrate.Up(ctx, pool); err != nil {
 		t.Fatalf("pgtest: migrate: %v", err)
 	}
