@@ -71,8 +71,10 @@ func laneOfGrant(show string, lanes, k int, jti string) int {
 	return -1
 }
 
-// admitCount ticks until n fans are admitted (or none are left) and counts them by the prefix of their ids,
-// checking each grant was made on the lines of the lane its fan is in.
+// admitCount ticks until at least n fans are admitted and counts them by the prefix of their ids, checking each
+// grant was made on the lines of the lane its fan is in. It counts whole ticks: a tick's grants are listed lane by
+// lane, so cutting the last tick at n would take its tail (the general lane's) off and skew the shares whenever
+// a slow machine's ticks are far apart and so large.
 func admitCount(t *testing.T, svc *waitroom.Service, show string, k, n int) map[string]int {
 	t.Helper()
 	got, seen := map[string]int{}, map[string]bool{}
@@ -97,10 +99,8 @@ func admitCount(t *testing.T, svc *waitroom.Service, show string, k, n int) map[
 			if lane := laneOfGrant(show, 2, k, g.JTI); lane != want {
 				t.Fatalf("%s admitted from lane %d, want %d (jti %s)", g.UserID, lane, want, g.JTI)
 			}
-			if total < n {
-				got[prefix]++
-				total++
-			}
+			got[prefix]++
+			total++
 		}
 	}
 	return got
@@ -118,9 +118,10 @@ func TestLanesFollowShares(t *testing.T) {
 			invite(t, rdb, show, "", general[:100]) // invited to no lane in particular: the general lane
 			joinTimed(t, svc, show, append(append([]string(nil), general...), club...), 8, 0)
 			got := admitCount(t, svc, show, k, 200)
-			t.Logf("200 admissions over lanes 0.7/0.3, %d partitions each: %v", k, got)
-			if got["club"] < 126 || got["club"] > 154 || got["gen"] < 54 || got["gen"] > 66 {
-				t.Errorf("admitted %v, want club 140 and gen 60 within 10%%", got)
+			total := got["club"] + got["gen"]
+			t.Logf("%d admissions over lanes 0.7/0.3, %d partitions each: %v", total, k, got)
+			if f := float64(got["club"]) / float64(total); f < 0.63 || f > 0.77 {
+				t.Errorf("admitted %v: the fan club's part %.2f, want 0.7 within 10%%", got, f)
 			}
 			c, err := wrredis.New(rdb).Counts(context.Background(), show)
 			if err != nil {
@@ -146,8 +147,8 @@ func TestLanesIdleLaneLends(t *testing.T) {
 	got := admitCount(t, svc, show, 2, 200)
 	took := time.Since(start)
 	t.Logf("200 admissions at 100/s with a fan club of 20: %v in %v", got, took)
-	if got["club"] != 20 || got["gen"] != 180 {
-		t.Errorf("admitted %v, want the fan club's 20 and the general lane 180", got)
+	if got["club"] != 20 || got["gen"] < 180 {
+		t.Errorf("admitted %v, want the fan club's 20 and the general lane the rest", got)
 	}
 	// At the general lane's own 0.3 of 100/s, 180 would take 6 s; lent the whole rate, under 2 s and a margin.
 	if took > 4*time.Second {
