@@ -23,6 +23,7 @@ import (
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/shared/infra/pgtest"
 	"github.com/flashseat/flashseat/shared/infra/redistest"
+	"github.com/flashseat/flashseat/shared/infra/testparallel"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -76,7 +77,11 @@ func TestLoadConfig(t *testing.T) {
 	}
 }
 
-func TestMain(m *testing.M) { os.Exit(redistest.Run(m)) }
+// Its tests mostly wait (on a started booking, the gateway, PostgreSQL): eight at once, not one per CPU.
+func TestMain(m *testing.M) {
+	testparallel.AtLeast(8)
+	os.Exit(redistest.Run(m))
+}
 
 // TestEndToEnd starts booking and the edge on free ports and walks a fan's path through the edge: guest identity,
 // catalog, seat map, hold, a rival's conflict with alternatives, the seat stream, cancel. It walks it twice: on a

@@ -65,6 +65,7 @@ func (g *notifyGateway) wait(t *testing.T, n int) []map[string]any {
 // is mailed too. The notification gateway gets every message, also a fan's who gave no e-mail (who gets no mail).
 // Each event is notified once. Bad contact input is a 4xx problem.
 func TestFanNotifications(t *testing.T) {
+	t.Parallel()
 	mail := smtptest.Start(t)
 	gw := newNotifyGateway(t)
 	st := newStack(t, "SMTP_ADDR", mail.Addr, "SMTP_FROM", "flashseat <tickets@flashseat.test>",
@@ -198,6 +199,7 @@ func TestFanNotifications(t *testing.T) {
 // language (Hindi here, English for a booking made without one), carrying the claim link whose secret the event
 // stream never sees; that link claims the ticket. A transfer by link alone mails nobody.
 func TestTransferMail(t *testing.T) {
+	t.Parallel()
 	mail := smtptest.Start(t)
 	st := newStack(t, "SMTP_ADDR", mail.Addr, "SMTP_FROM", "flashseat <tickets@flashseat.test>",
 		"EVENTS_RELAY_INTERVAL", "20ms")

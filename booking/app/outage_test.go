@@ -17,6 +17,7 @@ import (
 // restart does to a client). Each pay answers a final outcome or 503 store-unavailable with Retry-After, never a
 // 500; the same key retried once the database is back settles it; the money invariants hold throughout.
 func TestPayWhilePostgresConnectionsDie(t *testing.T) {
+	t.Parallel()
 	st := newStack(t, "PAYMENT_BREAKER_MIN_CALLS", "1000")
 	// Booking's connections carry a name the killer picks them by; the test's own pool is spared.
 	st.kill()

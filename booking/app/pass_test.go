@@ -65,6 +65,7 @@ func passCerts(t *testing.T, dir string) (ca, wwdr, cert, key string) {
 // verifies against the test's own CA (through the intermediate the pass carries); its barcode is the ticket's
 // code, which stops checking in once the seat is refunded, and a refunded ticket gets no new pass.
 func TestWalletPass(t *testing.T) {
+	t.Parallel()
 	openssl, err := exec.LookPath("openssl")
 	if err != nil {
 		t.Skip("openssl not installed")
@@ -153,6 +154,7 @@ func TestWalletPass(t *testing.T) {
 
 // TestWalletPassUnconfigured: without a pass certificate the endpoint is a 404 problem that says so.
 func TestWalletPassUnconfigured(t *testing.T) {
+	t.Parallel()
 	st := newStack(t)
 	fan := st.guest()
 	b, tickets := st.paidTickets(fan, st.show(), "A1")

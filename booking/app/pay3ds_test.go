@@ -17,6 +17,7 @@ import (
 // redirect_to_url for the 3-D Secure card, the challenge passed, the webhook confirming the booking, and the
 // fan's list of bookings. returnUrl must be a path on the site.
 func TestPay3DSOverHTTP(t *testing.T) {
+	t.Parallel()
 	st := newStack(t, "PAYMENT_PUBLISHABLE_KEY", "pk_test_app")
 	cfg := st.do("GET", "/api/v1/payments/config", "", nil)
 	if cfg.status != 200 {

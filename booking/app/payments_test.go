@@ -234,6 +234,7 @@ func (st *stack) checkInvariants() {
 }
 
 func TestPaymentsOverHTTP(t *testing.T) {
+	t.Parallel()
 	st := newStack(t)
 	show := st.show()
 	fan := st.guest()
@@ -344,6 +345,7 @@ func TestPaymentsOverHTTP(t *testing.T) {
 
 // TestPayLostHoldOverHTTP: a hold that lapsed is 410 and EXPIRED; a cancelled one is 409; both problem+json.
 func TestPayLostHoldOverHTTP(t *testing.T) {
+	t.Parallel()
 	st := newStack(t, "HOLD_TTL", "1s")
 	show := st.show()
 	fan := st.guest()
@@ -363,6 +365,7 @@ func TestPayLostHoldOverHTTP(t *testing.T) {
 // TestPaymentSurvivesRestart: booking is stopped while a payment's outcome is unknown and started again; the new
 // process's recovery worker confirms it, and the client's retry of its key gets the confirmation.
 func TestPaymentSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	st := newStack(t)
 	show := st.show()
 	fan := st.guest()
@@ -382,6 +385,7 @@ func TestPaymentSurvivesRestart(t *testing.T) {
 }
 
 func TestPaymentConfig(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		env     map[string]string
@@ -422,6 +426,7 @@ func TestPaymentConfig(t *testing.T) {
 // TestPaySameKeyOverHTTP: the same pay sent 20 times at once over HTTP gets one answer, byte for byte, and the card
 // is authorized once.
 func TestPaySameKeyOverHTTP(t *testing.T) {
+	t.Parallel()
 	st := newStack(t)
 	show := st.show()
 	fan := st.guest()

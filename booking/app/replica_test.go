@@ -18,6 +18,7 @@ import (
 // the primary). Once the replica has replayed, the pages show both; once it is stopped, they are read from the
 // primary, with 200s, and the next sale goes through.
 func TestReplicaReads(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	primary := storetest.StartPostgres(t)
 	_, url := pgtest.NewOn(t, primary.URL)

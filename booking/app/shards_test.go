@@ -23,6 +23,7 @@ import (
 // Retry-After and s1's keep confirming; once s2 is back every confirmation is still there, its shows sell again,
 // and the store checker finds nothing wrong on either shard.
 func TestShardedSale(t *testing.T) {
+	t.Parallel()
 	s1Pool, s1URL := pgtest.NewWithURL(t)
 	s2 := storetest.StartPostgres(t)
 	s2Pool := connect(t, s2.URL)

@@ -25,6 +25,7 @@ func (st *stack) paidTickets(fan, show string, seats ...string) (string, map[str
 }
 
 func TestTicketsPDF(t *testing.T) {
+	t.Parallel()
 	st := newStack(t)
 	show := st.show()
 	fan := st.guest()

@@ -116,6 +116,7 @@ func TestWaitlist(t *testing.T) {
 // it, and the fan pays it with no waiting-room admission although the show's queue is now on; the entry is then
 // ACCEPTED. Another fan's offer they leave is cancelled. Operators see the whole line. Bad input is a 4xx problem.
 func TestWaitlistOfferOverHTTP(t *testing.T) {
+	t.Parallel()
 	mail := smtptest.Start(t)
 	st := newStack(t, "HOLD_TTL", "1s", "WAITLIST_OFFER_TTL", "20s", "RECONCILE_INTERVAL", "200ms",
 		"EVENTS_RELAY_INTERVAL", "20ms", "SMTP_ADDR", mail.Addr)
