@@ -15,7 +15,7 @@ func TestRenderOnePagePerTicket(t *testing.T) {
 	show := booking.Show{ID: "s1", Title: "Café Tacvba Live", Venue: "Arena", Hall: "Main hall", City: "Pune",
 		StartsAt: time.Date(2027, 3, 4, 19, 30, 0, 0, time.UTC)}
 	tickets := []booking.Ticket{{ID: "t1", SeatID: "A1", Code: "code-one"}, {ID: "t2", SeatID: "B12", Code: "code-two"}}
-	data, err := pdf.Render(show, "b1", tickets)
+	data, err := pdf.Render(show, "b1", "", tickets)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestRenderOnePagePerTicket(t *testing.T) {
 		t.Fatalf("pages %d, pages with text %d, want 2 and 2", doc.Pages, len(doc.Text))
 	}
 	for i, want := range []string{"Seat A1", "Seat B12"} {
-		for _, w := range []string{want, "Caf\xe9 Tacvba Live", "Arena, Main hall, Pune", "Thu 4 Mar 2027 19:30 UTC",
+		for _, w := range []string{want, "Café Tacvba Live", "Arena, Main hall, Pune", "Thu 4 Mar 2027 19:30 UTC",
 			"Ticket " + tickets[i].ID} {
 			if !strings.Contains(doc.Text[i], w) {
 				t.Errorf("page %d text %q lacks %q", i+1, doc.Text[i], w)
@@ -34,7 +34,7 @@ func TestRenderOnePagePerTicket(t *testing.T) {
 }
 
 func TestRenderNothing(t *testing.T) {
-	if _, err := pdf.Render(booking.Show{}, "b1", nil); !errors.Is(err, pdf.ErrNoTickets) {
+	if _, err := pdf.Render(booking.Show{}, "b1", "", nil); !errors.Is(err, pdf.ErrNoTickets) {
 		t.Fatalf("got %v, want ErrNoTickets", err)
 	}
 }
