@@ -12,7 +12,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"image/png"
+	"image"
 	"strings"
 
 	"github.com/flashseat/flashseat/booking"
@@ -51,11 +51,11 @@ func Render(show booking.Show, bookingID, holder string, tickets []booking.Ticke
 	title := s.wrap(show.Title, 22, pageW-2*margin)
 	var pages []int
 	for _, t := range tickets {
-		png, err := qr.PNG(t.Code, qrPixels)
+		img, err := qr.Image(t.Code, qrPixels)
 		if err != nil {
 			return nil, err
 		}
-		ref, err := renderPage(w, s, title, show, bookingID, holder, t, png)
+		ref, err := renderPage(w, s, title, show, bookingID, holder, t, img)
 		if err != nil {
 			return nil, err
 		}
@@ -67,12 +67,8 @@ func Render(show booking.Show, bookingID, holder string, tickets []booking.Ticke
 
 // renderPage writes one ticket's page and returns its object number.
 func renderPage(w *writer, s *shaper, title []line, show booking.Show, bookingID, holder string,
-	t booking.Ticket, qrPNG []byte) (int, error) {
-	img, err := png.Decode(bytes.NewReader(qrPNG))
-	if err != nil {
-		return 0, fmt.Errorf("pdf: QR code: %w", err)
-	}
-	image := w.image(img)
+	t booking.Ticket, qrCode *image.Gray) (int, error) {
+	image := w.image(qrCode)
 	var c content
 	y := pageH - margin
 	for _, l := range title {

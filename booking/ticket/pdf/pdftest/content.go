@@ -141,22 +141,37 @@ func (r *reader) interpret(content []byte, fonts map[string]*font, xobjects map[
 	return strings.Join(lines, "\n"), images
 }
 
-// image is the 8-bit grey image XObject v refers to; nil for any other XObject.
+// image is the grey image XObject (8 bits or 1 to a pixel) v refers to, as 8-bit grey; nil for any other.
 func (r *reader) image(v string) *image.Gray {
 	if v == "" {
 		return nil
 	}
 	o := r.resolve(v)
 	d := parseDict(o.dict)
-	if d["Subtype"] != "/Image" || d["ColorSpace"] != "/DeviceGray" || d["BitsPerComponent"] != "8" {
+	bpc := d["BitsPerComponent"]
+	if d["Subtype"] != "/Image" || d["ColorSpace"] != "/DeviceGray" || (bpc != "8" && bpc != "1") {
 		return nil
 	}
 	w, _ := strconv.Atoi(d["Width"])
 	h, _ := strconv.Atoi(d["Height"])
-	if w <= 0 || h <= 0 || len(o.data) != w*h {
-		r.t.Fatalf("grey image %dx%d holds %d bytes", w, h, len(o.data))
+	stride := w
+	if bpc == "1" {
+		stride = (w + 7) / 8
 	}
-	return &image.Gray{Pix: o.data, Stride: w, Rect: image.Rect(0, 0, w, h)}
+	if w <= 0 || h <= 0 || len(o.data) != stride*h {
+		r.t.Fatalf("grey image %dx%d of %s bits holds %d bytes", w, h, bpc, len(o.data))
+	}
+	img := image.NewGray(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			if bpc == "1" {
+				img.Pix[y*img.Stride+x] = 255 * (o.data[y*stride+x/8] >> (7 - x%8) & 1)
+			} else {
+				img.Pix[y*img.Stride+x] = o.data[y*stride+x]
+			}
+		}
+	}
+	return img
 }
 
 func isOperator(tok string) bool {
