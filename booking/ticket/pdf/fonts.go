@@ -32,13 +32,13 @@ var faceFiles = []struct {
 type face struct {
 	name   string // the PostScript name, for /BaseFont
 	script language.Script
-	shape  *font.Face
+	font   *font.Font // read-only: shared by all renders
 	sfnt   *sfnt.SFNT
 	upem   float64
 }
 
-// faces parses the embedded fonts once, on the first render: they are read-only from then on, and go-text's
-// faces are safe for concurrent shaping (each render has its own shaper).
+// faces parses the embedded fonts once, on the first render; they are read-only from then on. go-text's Font is
+// safe to share, its Face (with caches) is not: each render makes faces of its own (newFontmap).
 var faces = sync.OnceValues(func() ([]*face, error) {
 	var out []*face
 	for _, ff := range faceFiles {
@@ -59,39 +59,49 @@ var faces = sync.OnceValues(func() ([]*face, error) {
 		if records := s.Name.Get(sfnt.NamePostScript); len(records) > 0 {
 			ps = records[0].String()
 		}
-		out = append(out, &face{name: ps, script: ff.script, shape: f, sfnt: s, upem: float64(s.Head.UnitsPerEm)})
+		out = append(out, &face{name: ps, script: ff.script, font: f.Font, sfnt: s, upem: float64(s.Head.UnitsPerEm)})
 	}
 	return out, nil
 })
 
 // fontmap picks each character's face for go-text's segmenter: the face of the run's script when it has the
 // character (so a space or a dash inside Devanagari stays in the Devanagari face), else the first that has it,
-// else Noto Sans, whose .notdef box shows that something is missing.
+// else Noto Sans, whose .notdef box shows that something is missing. One serves one render.
 type fontmap struct {
 	faces  []*face
+	shapes []*font.Face // faces[i]'s go-text face, this render's own
 	script language.Script
+}
+
+func newFontmap(faces []*face) *fontmap {
+	m := &fontmap{faces: faces}
+	for _, f := range faces {
+		m.shapes = append(m.shapes, font.NewFace(f.font))
+	}
+	return m
 }
 
 func (m *fontmap) SetScript(s language.Script) { m.script = s }
 
 func (m *fontmap) ResolveFace(r rune) *font.Face {
-	for _, f := range m.faces {
-		if _, ok := f.shape.NominalGlyph(r); ok && f.script == m.script {
-			return f.shape
+	for i, f := range m.faces {
+		if _, ok := m.shapes[i].NominalGlyph(r); ok && f.script == m.script {
+			return m.shapes[i]
 		}
 	}
-	for _, f := range m.faces {
-		if _, ok := f.shape.NominalGlyph(r); ok {
-			return f.shape
+	for _, s := range m.shapes {
+		if _, ok := s.NominalGlyph(r); ok {
+			return s
 		}
 	}
-	return m.faces[0].shape
+	return m.shapes[0]
 }
 
+// lookup is the face of go-text face shape.
 func (m *fontmap) lookup(shape *font.Face) *face {
-	for _, f := range m.faces {
-		if f.shape == shape {
-			return f
+	for i, s := range m.shapes {
+		if s == shape {
+			return m.faces[i]
 		}
 	}
 	return m.faces[0]

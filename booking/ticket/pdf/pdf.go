@@ -46,7 +46,7 @@ func Render(show booking.Show, bookingID, holder string, tickets []booking.Ticke
 	if err != nil {
 		return nil, err
 	}
-	s := &shaper{fm: &fontmap{faces: fs}}
+	s := &shaper{fm: newFontmap(fs)}
 	w := newWriter()
 	title := s.wrap(show.Title, 22, pageW-2*margin)
 	var pages []int

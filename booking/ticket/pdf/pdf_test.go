@@ -167,3 +167,28 @@ func BenchmarkRender(b *testing.B) {
 		}
 	}
 }
+
+// TestRenderConcurrently: the parsed fonts are shared by every render; renders racing each other (run with
+// -race) each still read back whole.
+func TestRenderConcurrently(t *testing.T) {
+	tickets := signedTickets(t, 2)
+	errs := make(chan error, len(titles))
+	docs := make([][]byte, len(titles))
+	for i, c := range titles {
+		go func() {
+			var err error
+			docs[i], err = pdf.Render(booking.Show{Title: c.title, Venue: c.venue}, "bk_1", "Zoë", tickets)
+			errs <- err
+		}()
+	}
+	for range titles {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, c := range titles {
+		if text := pdftest.Read(t, docs[i]).Text[1]; !strings.Contains(norm.NFC.String(text), norm.NFC.String(c.venue)) {
+			t.Errorf("%s: page 2 reads %q", c.name, text)
+		}
+	}
+}

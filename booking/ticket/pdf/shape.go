@@ -45,7 +45,7 @@ func (s *shaper) shape(text string, size float64) line {
 	if len(runes) == 0 {
 		return l
 	}
-	in := shaping.Input{Text: runes, RunEnd: len(runes), Direction: di.DirectionLTR, Face: s.fm.faces[0].shape,
+	in := shaping.Input{Text: runes, RunEnd: len(runes), Direction: di.DirectionLTR, Face: s.fm.shapes[0],
 		Size: fixed.Int26_6(size*64 + 0.5)}
 	for _, run := range s.seg.Split(in, s.fm) {
 		out := s.hb.Shape(run)

@@ -156,7 +156,12 @@ func (w *writer) writeFont(u *fontUse) error {
 			gids = append(gids, k.gid)
 		}
 	}
-	sub, err := f.sfnt.Subset(append([]uint16(nil), gids...), sfnt.SubsetOptions{Tables: sfnt.KeepPDFTables})
+	// Subset writes the glyph count into the maxp table it was given (not a copy), and the parsed face is shared
+	// by every render: it subsets a copy with a maxp of its own.
+	own := *f.sfnt
+	maxp := *f.sfnt.Maxp
+	own.Maxp = &maxp
+	sub, err := own.Subset(append([]uint16(nil), gids...), sfnt.SubsetOptions{Tables: sfnt.KeepPDFTables})
 	if err != nil {
 		return fmt.Errorf("pdf: subset %s: %w", f.name, err)
 	}
