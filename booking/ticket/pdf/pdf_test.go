@@ -161,11 +161,15 @@ func TestRenderNothing(t *testing.T) {
 func BenchmarkRender(b *testing.B) {
 	tickets := signedTickets(b, 4)
 	show := booking.Show{Title: titles[0].title, Venue: titles[0].venue, City: "Mumbai"}
+	var n int
 	for b.Loop() {
-		if _, err := pdf.Render(show, "bk_1", "प्रिया शर्मा", tickets); err != nil {
+		data, err := pdf.Render(show, "bk_1", "प्रिया शर्मा", tickets)
+		if err != nil {
 			b.Fatal(err)
 		}
+		n = len(data)
 	}
+	b.ReportMetric(float64(n), "bytes")
 }
 
 // TestRenderConcurrently: the parsed fonts are shared by every render; renders racing each other (run with

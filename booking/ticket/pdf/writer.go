@@ -20,6 +20,7 @@ type writer struct {
 	fontRes int   // the fonts' resource dictionary, shared by all pages and written last
 	tree    int   // the page tree, which each page names as its parent
 	fonts   []*fontUse
+	zw      *zlib.Writer
 }
 
 // fontUse is one face as used in the document. Its character codes (CIDs) are not the face's glyph ids: each
@@ -61,9 +62,13 @@ func (w *writer) object(ref int, body string) {
 // nested dictionaries).
 func (w *writer) stream(ref int, dict string, data []byte) {
 	var z bytes.Buffer
-	zw, _ := zlib.NewWriterLevel(&z, zlib.BestSpeed)
-	zw.Write(data)
-	zw.Close()
+	if w.zw == nil {
+		w.zw, _ = zlib.NewWriterLevel(&z, zlib.BestSpeed)
+	} else {
+		w.zw.Reset(&z) // a deflater is some 600 KB of tables: one per document
+	}
+	w.zw.Write(data)
+	w.zw.Close()
 	w.offsets[ref-1] = w.buf.Len()
 	fmt.Fprintf(&w.buf, "%d 0 obj\n<< %s /Filter /FlateDecode /Length %d >>\nstream\n", ref, dict, z.Len())
 	w.buf.Write(z.Bytes())
