@@ -13,8 +13,18 @@ type Contact struct {
 	UserID   string
 	Email    string
 	Language string
+	// Name is the name the fan gave to be printed on their tickets ("" none).
+	Name string
 	// Confirmed: the fan gave back the code mailed to Email (contact_confirm.go).
 	Confirmed bool
+}
+
+// Holder is how the fan's tickets name them: their name, else their e-mail ("" for no contact).
+func (c Contact) Holder() string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return c.Email
 }
 
 // ContactStore keeps contacts; booking/postgres implements it.
@@ -72,12 +82,20 @@ func (c *Contacts) Set(ctx context.Context, ct Contact) (Contact, error) {
 	if ct.Language != "" && !ValidLanguage(ct.Language) {
 		return Contact{}, Unprocessable("language must be a language tag such as en or hi")
 	}
+	name, err := text("name", ct.Name, false, maxName)
+	if err != nil {
+		return Contact{}, err
+	}
+	ct.Name = name
 	was, err := c.store.Contact(ctx, ct.UserID)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return Contact{}, err
 	}
 	if err := c.store.SetContact(ctx, ct); err != nil {
 		return Contact{}, err
+	}
+	if ct.Name == "" {
+		ct.Name = was.Name // kept by the store
 	}
 	if was.Confirmed && was.Email == ct.Email {
 		ct.Confirmed = true // the same address again: nothing to confirm

@@ -147,7 +147,8 @@ func TestFanNotifications(t *testing.T) {
 	if strings.Count(raw, "Content-Type: image/png") != 2 {
 		t.Fatalf("want 2 QR images in the mail")
 	}
-	// The tickets' PDF is attached: a valid PDF, one page per ticket, each naming its seat.
+	// The tickets' PDF is attached: a valid PDF, one page per ticket, each naming its seat and its holder (the
+	// fan gave no name: their e-mail).
 	var attached []smtptest.Part
 	for _, p := range msgs[0].Parts(t) {
 		if p.Disposition == "attachment" {
@@ -158,8 +159,9 @@ func TestFanNotifications(t *testing.T) {
 		t.Fatalf("attachments %+v, want the tickets' PDF", attached)
 	}
 	doc := pdftest.Read(t, attached[0].Body)
-	if doc.Pages != 2 || !strings.Contains(doc.Text[0], "Seat A1") || !strings.Contains(doc.Text[1], "Seat A2") {
-		t.Fatalf("attached PDF: %d pages %q, want A1 and A2", doc.Pages, doc.Text)
+	if doc.Pages != 2 || !strings.Contains(doc.Text[0], "Seat A1") || !strings.Contains(doc.Text[1], "Seat A2") ||
+		strings.Count(strings.Join(doc.Text, "\n"), "Holder: fan@example.com") != 2 {
+		t.Fatalf("attached PDF: %d pages %q, want A1 and A2 held by fan@example.com", doc.Pages, doc.Text)
 	}
 
 	// The gateway got both confirmations, the quiet fan's without an address.

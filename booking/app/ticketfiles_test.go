@@ -40,6 +40,29 @@ func TestTicketsPDF(t *testing.T) {
 	if doc.Pages != 3 {
 		t.Fatalf("pages %d, want 3", doc.Pages)
 	}
+	if strings.Contains(strings.Join(doc.Text, "\n"), "Holder") {
+		t.Errorf("a fan without a contact is named: %q", doc.Text)
+	}
+	// The pages name the holder: their contact's e-mail, then the name they gave with it.
+	for _, c := range []struct {
+		body map[string]string
+		want string
+	}{
+		{map[string]string{"email": "pdf-fan@example.com"}, "Holder: pdf-fan@example.com"},
+		{map[string]string{"email": "pdf-fan@example.com", "name": "अनन्या राव"}, "Holder: अनन्या राव"},
+	} {
+		if r := st.do("PUT", "/api/v1/me/contact", fan, c.body); r.status != 200 {
+			t.Fatalf("contact: %d %s", r.status, r.body)
+		}
+		named := pdftest.Read(t, st.do("GET", "/api/v1/bookings/"+b+"/tickets.pdf", fan, nil).body)
+		for i, text := range named.Text {
+			if !strings.Contains(text, c.want) {
+				t.Errorf("page %d: %q lacks %q", i+1, text, c.want)
+			}
+		}
+	}
+	st.do("PUT", "/api/v1/me/contact", fan, map[string]string{"email": "pdf-fan@example.com",
+		"name": "bad\u0007name"}).problem(t, 422)
 	for i, seat := range []string{"A1", "A2", "A3"} {
 		if !strings.Contains(doc.Text[i], "Seat "+seat) || !strings.Contains(doc.Text[i], tickets[seat]["ticketId"].(string)) {
 			t.Errorf("page %d: %q lacks seat %s and its ticket", i+1, doc.Text[i], seat)

@@ -33,15 +33,17 @@ func (s *Server) confirmContact(c *fiber.Ctx) error {
 
 // contactJSON is a contact as answered.
 func contactJSON(ct booking.Contact) fiber.Map {
-	return fiber.Map{"email": ct.Email, "language": ct.Language, "confirmed": ct.Confirmed}
+	return fiber.Map{"email": ct.Email, "language": ct.Language, "name": ct.Name, "confirmed": ct.Confirmed}
 }
 
-// putContact records the guest fan's e-mail, body {"email","language"?}; without a language, the request's
-// Accept-Language is kept, the language their messages are written in.
+// putContact records the guest fan's e-mail, body {"email","language"?,"name"?}; without a language, the
+// request's Accept-Language is kept, the language their messages are written in; without a name, the one on
+// record (their tickets print it, else the e-mail).
 func (s *Server) putContact(c *fiber.Ctx) error {
 	var req struct {
 		Email    *string `json:"email"`
 		Language string  `json:"language"`
+		Name     string  `json:"name"`
 	}
 	if err := decode(c, &req); err != nil {
 		return err
@@ -52,7 +54,8 @@ func (s *Server) putContact(c *fiber.Ctx) error {
 	if req.Language == "" {
 		req.Language = pageLanguage(c)
 	}
-	ct, err := s.cfg.Contacts.Set(c.UserContext(), booking.Contact{UserID: UserID(c), Email: *req.Email, Language: req.Language})
+	ct, err := s.cfg.Contacts.Set(c.UserContext(), booking.Contact{UserID: UserID(c), Email: *req.Email,
+		Language: req.Language, Name: req.Name})
 	if err != nil {
 		return err
 	}

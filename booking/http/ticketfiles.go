@@ -1,6 +1,8 @@
 package http
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/gofiber/fiber/v2"
@@ -41,7 +43,11 @@ func (s *Server) ticketsPDF(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	data, err := pdf.Render(show, b.ID, ts)
+	holder, err := s.holder(ctx, b.UserID)
+	if err != nil {
+		return err
+	}
+	data, err := pdf.Render(show, b.ID, holder, ts)
 	if err != nil {
 		return err
 	}
@@ -49,6 +55,19 @@ func (s *Server) ticketsPDF(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="tickets-`+b.ID+`.pdf"`)
 	c.Set(fiber.HeaderCacheControl, "private, no-store")
 	return c.Send(data)
+}
+
+// holder is how the tickets of userID name them: their contact's name, else its e-mail; "" when they gave no
+// contact or the deployment keeps none.
+func (s *Server) holder(ctx context.Context, userID string) (string, error) {
+	if s.cfg.Contacts == nil {
+		return "", nil
+	}
+	ct, err := s.cfg.Contacts.Get(ctx, userID)
+	if errors.Is(err, booking.ErrNotFound) {
+		return "", nil
+	}
+	return ct.Holder(), err
 }
 
 // ticketPass is GET /api/v1/tickets/{id}/pass.pkpass: the ticket as a signed Apple Wallet pass, when the

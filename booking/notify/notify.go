@@ -279,7 +279,7 @@ func (f *Fans) compose(ctx context.Context, e booking.LifecycleEvent, kind strin
 				ContentID: cid, Data: png})
 		}
 		if len(ts) > 0 {
-			doc, err := pdf.Render(show, p.BookingID, ts)
+			doc, err := pdf.Render(show, p.BookingID, contact.Holder(), ts)
 			if err != nil {
 				return m, err
 			}

@@ -13,14 +13,15 @@ import (
 
 var _ booking.ContactStore = (*Store)(nil)
 
-// SetContact implements booking.ContactStore. A contact given without a language keeps the one recorded.
+// SetContact implements booking.ContactStore. A contact given without a language or a name keeps the one recorded.
 func (s *Store) SetContact(ctx context.Context, c booking.Contact) error {
 	// A changed address is unconfirmed until its own code comes back.
-	_, err := s.pool.Exec(ctx, `INSERT INTO contacts (user_id, email, language) VALUES ($1, $2, $3)
+	_, err := s.pool.Exec(ctx, `INSERT INTO contacts (user_id, email, language, name) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (user_id) DO UPDATE SET email = EXCLUDED.email,
 			language = CASE WHEN EXCLUDED.language = '' THEN contacts.language ELSE EXCLUDED.language END,
+			name = CASE WHEN EXCLUDED.name = '' THEN contacts.name ELSE EXCLUDED.name END,
 			confirmed_at = CASE WHEN contacts.email = EXCLUDED.email THEN contacts.confirmed_at END,
-			updated_at = now()`, c.UserID, c.Email, c.Language)
+			updated_at = now()`, c.UserID, c.Email, c.Language, c.Name)
 	if err != nil {
 		return fmt.Errorf("postgres: set contact: %w", err)
 	}
@@ -30,8 +31,8 @@ func (s *Store) SetContact(ctx context.Context, c booking.Contact) error {
 // Contact implements booking.ContactStore.
 func (s *Store) Contact(ctx context.Context, userID string) (booking.Contact, error) {
 	c := booking.Contact{UserID: userID}
-	if err := s.pool.QueryRow(ctx, `SELECT email, language, confirmed_at IS NOT NULL FROM contacts WHERE user_id = $1`,
-		userID).Scan(&c.Email, &c.Language, &c.Confirmed); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT email, language, name, confirmed_at IS NOT NULL FROM contacts
+		WHERE user_id = $1`, userID).Scan(&c.Email, &c.Language, &c.Name, &c.Confirmed); err != nil {
 		return booking.Contact{}, notFound("contact of user", userID, err)
 	}
 	return c, nil

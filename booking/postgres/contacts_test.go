@@ -11,6 +11,30 @@ import (
 	"github.com/flashseat/flashseat/shared/infra/pgtest"
 )
 
+// TestContactName: a name given is kept, also when the contact is set again without one, and a new one replaces it.
+func TestContactName(t *testing.T) {
+	t.Parallel()
+	st := postgres.New(pgtest.New(t))
+	ctx := context.Background()
+	for _, c := range []struct {
+		set  booking.Contact
+		want string
+	}{
+		{booking.Contact{UserID: "u1", Email: "u1@example.com"}, ""},
+		{booking.Contact{UserID: "u1", Email: "u1@example.com", Name: "प्रिया शर्मा"}, "प्रिया शर्मा"},
+		{booking.Contact{UserID: "u1", Email: "new@example.com"}, "प्रिया शर्मा"},
+		{booking.Contact{UserID: "u1", Email: "new@example.com", Name: "Priya"}, "Priya"},
+	} {
+		if err := st.SetContact(ctx, c.set); err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.Contact(ctx, "u1")
+		if err != nil || got.Name != c.want || got.Email != c.set.Email {
+			t.Fatalf("after %+v: %+v %v, want name %q", c.set, got, err, c.want)
+		}
+	}
+}
+
 // TestContactCode: a code confirms its contact once; wrong guesses count, and past the tries even the right code
 // is refused; an expired code confirms nothing; a changed address is unconfirmed again.
 func TestContactCode(t *testing.T) {

@@ -3,7 +3,8 @@
 # for the Stripe adapter's tests, Debian's Chromium for the pages' browser tests, Debian's nginx for the CDN
 # kit's test (deploy/cdn), workerd (Cloudflare's Workers runtime, from npm) for the kit's Worker, where
 # Node.js is installed, and Debian's pgbouncer and pg_auto_failover for the tests behind a pooler and across a
-# primary's failover (docs/SCALING.md).
+# primary's failover (docs/SCALING.md), and Debian's poppler-utils, whose pdftotext reads the ticket PDFs back as a
+# second, independent text extractor.
 set -euo pipefail
 GOBIN=$(go env GOPATH)/bin
 STRIPE_MOCK_VERSION=v0.203.0
@@ -27,6 +28,11 @@ if [ ! -x /usr/sbin/pgbouncer ]; then
   echo "tools: installing pgbouncer" >&2
   as_root apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq pgbouncer >/dev/null
+fi
+if ! command -v pdftotext >/dev/null; then
+  echo "tools: installing poppler-utils" >&2
+  as_root apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq poppler-utils >/dev/null
 fi
 bash "$(dirname "$0")/pgha.sh" install
 if command -v npm >/dev/null && [ ! -x deploy/cdn/worker/node_modules/.bin/workerd ]; then

@@ -15,11 +15,25 @@ import (
 
 // PNG renders code as a PNG QR code of size×size pixels (a size of 0 or less picks 256), with medium error
 // correction so a creased printout still scans.
+func PNG(code string, size int) ([]byte, error) {
+	img, err := Image(code, size)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		return nil, fmt.Errorf("qr: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// Image renders code as a black-and-white QR code of size×size pixels (a size of 0 or less picks 256), for
+// documents that embed the pixels themselves (booking/ticket/pdf).
 //
 // Every module is a whole number of pixels, centred in a white margin that takes up the rest: scaled to exactly
 // size pixels, a module of, say, 3.9 pixels has blurred, uneven edges, and ZXing's decoder misread about one
 // ticket code in thirty at 256 pixels.
-func PNG(code string, size int) ([]byte, error) {
+func Image(code string, size int) (*image.Gray, error) {
 	if size <= 0 {
 		size = 256
 	}
@@ -34,9 +48,5 @@ func PNG(code string, size int) ([]byte, error) {
 	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
 	off := (img.Bounds().Dx() - w) / 2
 	draw.Draw(img, image.Rect(off, off, off+w, off+w), qr, qr.Bounds().Min, draw.Src)
-	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
-		return nil, fmt.Errorf("qr: %w", err)
-	}
-	return b.Bytes(), nil
+	return img, nil
 }
