@@ -81,12 +81,15 @@ func (p *Checkout) BookingView(ctx context.Context, id, userID string) (Booking,
 // TicketStatus is whether a ticket still admits.
 type TicketStatus string
 
-// VALID until scanned (CHECKED_IN), refunded (VOID) or reissued to another fan (TRANSFERRED).
+// VALID until scanned (CHECKED_IN), refunded (VOID) or reissued to another fan (TRANSFERRED). LISTED while on
+// the exchange (VALID again when withdrawn), RESOLD once sold there.
 const (
 	TicketValid       TicketStatus = "VALID"
 	TicketCheckedIn   TicketStatus = "CHECKED_IN"
 	TicketVoid        TicketStatus = "VOID"
 	TicketTransferred TicketStatus = "TRANSFERRED"
+	TicketListed      TicketStatus = "LISTED"
+	TicketResold      TicketStatus = "RESOLD"
 )
 
 // TicketInfo is a ticket with its state.
