@@ -54,6 +54,9 @@ func (p *Checkout) SetTicketPolicy(ctx context.Context, showID string, tp Ticket
 	if c := tp.Transfer.CutoffHours; c != nil && (math.IsNaN(*c) || *c < 0 || *c > maxTierHours) {
 		return old, now, Unprocessable("transferPolicy.cutoffHours must be between 0 and %d", maxTierHours)
 	}
+	if tp.Resale == (ResalePolicy{}) {
+		tp.Resale = DefaultResalePolicy // a policy built without a word on resale: the exchange stays closed
+	}
 	if err := tp.Resale.Validate(); err != nil {
 		return old, now, err
 	}

@@ -70,7 +70,7 @@ func TestResalePolicyAndListingRules(t *testing.T) {
 	t.Parallel()
 	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{})
 	ctx := context.Background()
-	e.setPolicy(t, tiered) // refunds open, so that a listed ticket's refusal is the listing's
+	e.setPolicy(t, tiered)         // refunds open, so that a listed ticket's refusal is the listing's
 	b := e.paid(t, "seller", "A1") // SILVER, face value 25,000
 	tk := ticketOf(t, b, "A1")
 	list := func(price int64) (booking.Listing, error) {

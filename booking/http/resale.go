@@ -60,7 +60,7 @@ func resalePolicy(raw json.RawMessage, rp *booking.ResalePolicy) error {
 	if req.FeePercent != nil {
 		rp.FeePercent = *req.FeePercent
 	}
-	return nil
+	return rp.Validate() // here too: the domain takes an all-zero policy for "none given"
 }
 
 type listingJSON struct {

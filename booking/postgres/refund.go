@@ -103,7 +103,7 @@ func refundableTickets(ctx context.Context, tx pgx.Tx, b booking.Booking, seats 
 		}
 	}
 	for _, t := range ts {
-		if err := ticketRefusal(t.seat, booking.TicketStatus(t.status)); err != nil {
+		if err := booking.TicketRefusal(t.seat, booking.TicketStatus(t.status)); err != nil {
 			return fmt.Errorf("booking %s seat %s: %w", b.ID, t.seat, err)
 		}
 	}

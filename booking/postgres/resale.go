@@ -15,24 +15,6 @@ import (
 // The exchange's rows (booking/resale.go): listings, the holds made on them, and the sale's part of the
 // confirmation (resellTx).
 
-// ticketRefusal is why a ticket in status cannot be given, sold or refunded by its holder: one reason per status
-// that is no longer simply the holder's (nil for VALID).
-func ticketRefusal(id string, status booking.TicketStatus) error {
-	switch status {
-	case booking.TicketValid:
-		return nil
-	case booking.TicketCheckedIn:
-		return fmt.Errorf("ticket %s: %w", id, booking.ErrAlreadyCheckedIn)
-	case booking.TicketTransferred:
-		return fmt.Errorf("ticket %s was reissued to another fan: %w", id, booking.ErrTransferred)
-	case booking.TicketListed:
-		return fmt.Errorf("ticket %s is on the exchange: withdraw the listing first: %w", id, booking.ErrTicketListed)
-	case booking.TicketResold:
-		return fmt.Errorf("ticket %s was sold on the exchange: %w", id, booking.ErrResold)
-	}
-	return fmt.Errorf("ticket %s: %w", id, booking.ErrTicketVoid)
-}
-
 const listingColumns = `id, show_id, ticket_id, booking_id, seller_id, seat_id, category, face_value, price, fee,
 	currency, status, coalesce(offer_booking_id, ''), coalesce(buyer_booking_id, ''), created_at`
 
@@ -59,7 +41,7 @@ func (s *Store) CreateListing(ctx context.Context, l booking.Listing) (booking.L
 		if tk.UserID != l.SellerID {
 			return fmt.Errorf("ticket %s: %w", tk.ID, booking.ErrNotFound)
 		}
-		if err := ticketRefusal(tk.ID, tk.Status); err != nil {
+		if err := booking.TicketRefusal(tk.ID, tk.Status); err != nil {
 			return err
 		}
 		if status != booking.StatusConfirmed {

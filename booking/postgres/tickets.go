@@ -75,5 +75,5 @@ func (s *Store) CheckIn(ctx context.Context, ticketID, showID, seatID, by string
 		// VALID when read back but not when updated: moved on and back between the two (a listing withdrawn).
 		return t, fmt.Errorf("ticket %s changed while scanned, scan again: %w", ticketID, booking.ErrInProgress)
 	}
-	return t, ticketRefusal(ticketID, t.Status)
+	return t, booking.TicketRefusal(ticketID, t.Status)
 }

@@ -32,7 +32,7 @@ func transferable(t booking.TicketInfo, userID string) error {
 	if t.UserID != userID {
 		return fmt.Errorf("ticket %s: %w", t.ID, booking.ErrNotFound)
 	}
-	return ticketRefusal(t.ID, t.Status)
+	return booking.TicketRefusal(t.ID, t.Status)
 }
 
 // CreateTransfer implements booking.TransferStore.
