@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/shared/infra/redistest"
@@ -78,14 +80,8 @@ func TestSeatLocksForOrphanSweep(t *testing.T) {
 // fail and leave its locks for a booking never written. Another booking's claim of the same seats is still refused.
 func TestClaimSentAgain(t *testing.T) {
 	t.Parallel()
-	rdb := redistest.New(t).Client
+	rdb, l, show := epochShow(t, 7)
 	ctx := context.Background()
-	show := booking.NewID("sh_")
-	t.Cleanup(func() { _ = redistest.DeleteShow(context.Background(), rdb, show) })
-	l := redis.New(rdb)
-	if err := l.SetEpoch(ctx, show, 7, nil); err != nil {
-		t.Fatal(err)
-	}
 	c := booking.Claim{ShowID: show, BookingID: "bk_1", UserID: "u1", SeatIDs: []string{"A1", "A2"},
 		TTL: time.Minute, Now: time.Now(), UserCap: 10}
 	first, err := l.Claim(ctx, c)
@@ -119,14 +115,8 @@ func TestClaimSentAgain(t *testing.T) {
 // refused all along, and a resale claim of a seat on sale is refused too.
 func TestResaleClaim(t *testing.T) {
 	t.Parallel()
-	rdb := redistest.New(t).Client
+	rdb, l, show := epochShow(t, 3, "A1")
 	ctx := context.Background()
-	show := booking.NewID("sh_")
-	t.Cleanup(func() { _ = redistest.DeleteShow(context.Background(), rdb, show) })
-	l := redis.New(rdb)
-	if err := l.SetEpoch(ctx, show, 3, []string{"A1"}); err != nil {
-		t.Fatal(err)
-	}
 	claim := func(id string, seat string, resale bool) booking.ClaimResult {
 		t.Helper()
 		res, err := l.Claim(ctx, booking.Claim{ShowID: show, BookingID: id, UserID: "u-" + id, SeatIDs: []string{seat},
@@ -168,4 +158,17 @@ func TestResaleClaim(t *testing.T) {
 	if res := claim("bk_5", "A1", false); res.OK {
 		t.Fatal("an ordinary claim took the sold seat after the resale hold's release")
 	}
+}
+
+// epochShow is a fresh show with a fencing epoch and the given seats sold, its keys deleted after the test.
+func epochShow(t *testing.T, epoch int64, sold ...string) (goredis.UniversalClient, *redis.Locks, string) {
+	t.Helper()
+	rdb := redistest.New(t).Client
+	show := booking.NewID("sh_")
+	t.Cleanup(func() { _ = redistest.DeleteShow(context.Background(), rdb, show) })
+	l := redis.New(rdb)
+	if err := l.SetEpoch(context.Background(), show, epoch, sold); err != nil {
+		t.Fatal(err)
+	}
+	return rdb, l, show
 }
