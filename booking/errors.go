@@ -44,6 +44,14 @@ var (
 	ErrTransferClosed   = errors.New("transfers closed")          // off for the show, past its cut-off, or spent
 )
 
+// Errors of the exchange (resale.go).
+var (
+	ErrResaleClosed  = errors.New("resale closed")            // off for the show, or the show has started
+	ErrPriceAboveCap = errors.New("price above the cap")      // more than the show's maxPriceRatio of face value
+	ErrTicketListed  = errors.New("ticket listed for resale") // withdraw the listing first
+	ErrResold        = errors.New("ticket resold")            // sold on the exchange: the buyer's ticket admits
+)
+
 // ErrNotSoldOut refuses a waitlist entry for a show that still has seats on sale: the fan should book them.
 var ErrNotSoldOut = errors.New("show not sold out")
 

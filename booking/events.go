@@ -23,6 +23,7 @@ const (
 	EventTransferSent      = "ticket.transfer_sent"
 	EventTransferClaimed   = "ticket.transferred"
 	EventTransferCancelled = "ticket.transfer_cancelled"
+	EventResold            = "ticket.resold" // a listing sold on the exchange: the seller's payout is due
 	EventWaitlistOffered   = "waitlist.offered"
 	EventWaitlistAccepted  = "waitlist.accepted"
 	EventWaitlistLapsed    = "waitlist.lapsed"

@@ -79,6 +79,9 @@ type Holds struct {
 	offers    OfferLookup   // which bookings are waitlist offers (set by NewWaitlist); nil: none are
 	offerTTL  time.Duration // the TTL of waitlist offers' holds (set by NewWaitlist); 0: no offers
 	window    time.Duration // claimWindow, but shorter in tests
+	// offerListing offers a new listing to the show's waitlist (set by NewWaitlist; nil: no waitlist): attach
+	// records the offer's hold as the listing's before the offer is made.
+	offerListing func(ctx context.Context, l Listing, attach func(context.Context, Booking) error) (Booking, bool, error)
 	// expireAt asks the Reconciler to expire a show's lapsed holds at a time no lock expiry will report: that of a
 	// hold ending with its admission (Reconciler.expireAt).
 	expireAt func(showID string, at time.Time)
@@ -114,6 +117,7 @@ type HoldRequest struct {
 	AdmissionToken string // raw token from the header or cookie; needed when the show's queue is on
 	IdempotencyKey string
 	ttl            time.Duration // the hold's TTL when not Config.HoldTTL (waitlist offers)
+	resalePrice    int64         // a hold of a listed seat (resale.go) at this price; 0: an ordinary hold
 	Language       string        // the fan's page language, for notifications ("" unknown)
 }
 
@@ -221,7 +225,14 @@ func (s *Holds) hold(ctx context.Context, r HoldRequest, t holdTarget, seats []S
 		return Booking{}, &QueueError{ShowID: r.ShowID, Cause: fmt.Errorf("%w: %w", admission.ErrRequired, token.ErrExpired)}
 	}
 	var taken [4]string
-	sn, e, refused, marked := s.seats.reserve(ctx, r.ShowID, r.SeatIDs, layout, alternativesMaxAge, taken[:0])
+	resale := r.resalePrice > 0
+	var sn *snapshot
+	var e *showSeats
+	var refused []string
+	var marked bool
+	if !resale { // a listed seat is sold in the snapshot: only the resale claim can tell whether it is free to buy
+		sn, e, refused, marked = s.seats.reserve(ctx, r.ShowID, r.SeatIDs, layout, alternativesMaxAge, taken[:0])
+	}
 	if len(refused) > 0 {
 		s.seats.countConflict(e, r.ShowID)
 		if s.cfg.OnConflict != nil {
@@ -253,6 +264,9 @@ func (s *Holds) hold(ctx context.Context, r HoldRequest, t holdTarget, seats []S
 	for _, st := range seats {
 		b.TotalAmount += st.Price
 	}
+	if resale {
+		b.TotalAmount = r.resalePrice
+	}
 	if adm != nil {
 		b.AdmissionJTI, b.AdmissionExp = adm.jti, adm.exp
 		// A hold made under an admission is paid under it too (a new payment needs a valid admission token), so
@@ -267,7 +281,7 @@ func (s *Holds) hold(ctx context.Context, r HoldRequest, t holdTarget, seats []S
 	}
 	b.ID = shard.ID("bk_", b.ShowID) // the show's shard is found from the id alone
 	claim := Claim{ShowID: b.ShowID, BookingID: b.ID, UserID: b.UserID, SeatIDs: b.SeatIDs, TTL: ttl,
-		Now: now, UserCap: s.cfg.MaxSeats}
+		Now: now, UserCap: s.cfg.MaxSeats, Resale: resale}
 	ctx, cancel := context.WithTimeout(ctx, s.window)
 	defer cancel()
 	res, err := s.locks.Claim(ctx, claim)
@@ -293,6 +307,11 @@ func (s *Holds) hold(ctx context.Context, r HoldRequest, t holdTarget, seats []S
 		return Booking{}, fmt.Errorf("booking: fencing epoch vanished twice for show %s", b.ShowID)
 	case res.OverCap:
 		return Booking{}, fmt.Errorf("%w: a fan may hold at most %d seats of a show at once", ErrTooManySeats, s.cfg.MaxSeats)
+	case !res.OK && resale:
+		if s.cfg.OnConflict != nil {
+			s.cfg.OnConflict()
+		}
+		return Booking{}, &ConflictError{Unavailable: res.Taken, Alternatives: []string{}}
 	case !res.OK:
 		s.seats.noteHeld(b.ShowID, res.Taken)
 		unmark(slices.DeleteFunc(slices.Clone(b.SeatIDs), func(id string) bool { return slices.Contains(res.Taken, id) }))
@@ -318,7 +337,9 @@ func (s *Holds) hold(ctx context.Context, r HoldRequest, t holdTarget, seats []S
 		}
 		return Booking{}, err
 	}
-	s.seats.noteClaimed(b.ShowID, b.SeatIDs)
+	if !resale {
+		s.seats.noteClaimed(b.ShowID, b.SeatIDs)
+	}
 	if b.ExpiresAt.Before(now.Add(ttl)) && s.expireAt != nil {
 		s.expireAt(b.ShowID, b.ExpiresAt) // ends with its admission, before its locks would
 	}

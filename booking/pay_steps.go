@@ -262,6 +262,7 @@ func (p *Checkout) confirmSale(ctx context.Context, a Attempt, in payment.Intent
 	pay := Payment{ID: sale.PaymentID, BookingID: b.ID, AttemptID: a.ID, IntentID: in.ID, Amount: a.Amount}
 	if held == nil {
 		p.capture(ctx, pay)
+		p.settlePayout(ctx, b.ID)
 		return PayResult{Booking: cb}, nil
 	}
 	// The sale is durable: the fan need not wait another gateway round trip for the capture, which changes
@@ -273,6 +274,7 @@ func (p *Checkout) confirmSale(ctx context.Context, a Attempt, in payment.Intent
 		defer p.wg.Done()
 		defer cancel()
 		p.capture(cctx, pay)
+		p.settlePayout(cctx, b.ID) // a resale's seller; the worker settles what this leaves pending
 	}()
 	return PayResult{Booking: cb}, nil
 }

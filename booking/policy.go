@@ -19,6 +19,7 @@ type PolicyStore interface {
 type TicketPolicy struct {
 	Refund   *RefundPolicy
 	Transfer TransferPolicy
+	Resale   ResalePolicy
 }
 
 // TicketPolicy returns the show's ticket policy in force, its defaults filled in.
@@ -32,6 +33,7 @@ func (p *Checkout) TicketPolicy(ctx context.Context, showID string) (TicketPolic
 	}
 	if !ok {
 		tp.Transfer.Enabled = true
+		tp.Resale = DefaultResalePolicy
 	}
 	if tp.Refund == nil {
 		d := DefaultRefundPolicy(p.cfg.RefundWindow)
@@ -51,6 +53,12 @@ func (p *Checkout) SetTicketPolicy(ctx context.Context, showID string, tp Ticket
 	}
 	if c := tp.Transfer.CutoffHours; c != nil && (math.IsNaN(*c) || *c < 0 || *c > maxTierHours) {
 		return old, now, Unprocessable("transferPolicy.cutoffHours must be between 0 and %d", maxTierHours)
+	}
+	if tp.Resale == (ResalePolicy{}) {
+		tp.Resale = DefaultResalePolicy // a policy built without a word on resale: the exchange stays closed
+	}
+	if err := tp.Resale.Validate(); err != nil {
+		return old, now, err
 	}
 	if old, err = p.TicketPolicy(ctx, showID); err != nil {
 		return old, now, err

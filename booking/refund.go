@@ -40,6 +40,9 @@ type Refund struct {
 	Currency    string
 	Succeeded   bool
 	At          time.Time
+	// ListingID names the resale listing when this is a seller's payout (resale.go): the seat was sold on the
+	// exchange, and AmountDue is its price less the exchange's fee.
+	ListingID string
 }
 
 // RefundRequest asks for the refund of some seats of a booking; no seats means every seat still paid.

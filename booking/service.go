@@ -35,6 +35,8 @@ type Claim struct {
 	Now       time.Time
 	// UserCap bounds the seats one user may hold in the show at once, over all live holds.
 	UserCap int
+	// Resale claims seats that are sold (a listed ticket's, on the exchange) instead of seats that are free.
+	Resale bool
 }
 
 // ClaimResult is the outcome of a Claim. Exactly one of the flags describes a failure, or OK is set.

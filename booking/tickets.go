@@ -81,13 +81,34 @@ func (p *Checkout) BookingView(ctx context.Context, id, userID string) (Booking,
 // TicketStatus is whether a ticket still admits.
 type TicketStatus string
 
-// VALID until scanned (CHECKED_IN), refunded (VOID) or reissued to another fan (TRANSFERRED).
+// VALID until scanned (CHECKED_IN), refunded (VOID) or reissued to another fan (TRANSFERRED). LISTED while on
+// the exchange (VALID again when withdrawn), RESOLD once sold there.
 const (
 	TicketValid       TicketStatus = "VALID"
 	TicketCheckedIn   TicketStatus = "CHECKED_IN"
 	TicketVoid        TicketStatus = "VOID"
 	TicketTransferred TicketStatus = "TRANSFERRED"
+	TicketListed      TicketStatus = "LISTED"
+	TicketResold      TicketStatus = "RESOLD"
 )
+
+// TicketRefusal is why a ticket in status can no longer be used by its holder (given, sold, refunded, printed
+// or scanned): one reason per status that is no longer simply the holder's, nil for VALID.
+func TicketRefusal(id string, status TicketStatus) error {
+	switch status {
+	case TicketValid:
+		return nil
+	case TicketCheckedIn:
+		return fmt.Errorf("ticket %s: %w", id, ErrAlreadyCheckedIn)
+	case TicketTransferred:
+		return fmt.Errorf("ticket %s was reissued to another fan: %w", id, ErrTransferred)
+	case TicketListed:
+		return fmt.Errorf("ticket %s is on the exchange: withdraw the listing first: %w", id, ErrTicketListed)
+	case TicketResold:
+		return fmt.Errorf("ticket %s was sold on the exchange: %w", id, ErrResold)
+	}
+	return fmt.Errorf("ticket %s: %w", id, ErrTicketVoid)
+}
 
 // TicketInfo is a ticket with its state.
 type TicketInfo struct {

@@ -140,6 +140,7 @@ func NewWaitlist(svc *Service, store WaitlistStore, cfg WaitlistConfig) *Waitlis
 	w := &Waitlist{catalog: svc.Catalog, holds: svc.Holds, store: store, cfg: cfg, log: cfg.Logger}
 	svc.Holds.offers = store
 	svc.Holds.offerTTL = cfg.OfferTTL
+	svc.Holds.offerListing = w.offerListing
 	return w
 }
 

@@ -110,6 +110,61 @@ func (w *Waitlist) Offer(ctx context.Context, showID string) ([]WaitlistEntry, e
 	return made, nil
 }
 
+// offerListing offers a ticket just listed on the exchange (resale.go) to the show's line, as a seat coming back
+// is offered: under the show's offer lock, to the first entry that fits (one seat, of the listing's category or
+// any), no entry overtaking one passed over PassLimit times, by a real hold for that fan with the offer's TTL, at
+// the listing's price. attach records the hold as the listing's before the offer is recorded. ok is false when
+// nobody in line fits: the listing is then the public's at once.
+func (w *Waitlist) offerListing(ctx context.Context, l Listing, attach func(context.Context, Booking) error) (Booking, bool, error) {
+	if line, err := w.store.InLine(ctx, l.ShowID); err != nil || len(line) == 0 {
+		return Booking{}, false, err
+	}
+	unlock, err := w.store.LockOffers(ctx, l.ShowID)
+	if err != nil {
+		return Booking{}, false, err
+	}
+	defer unlock()
+	line, err := w.store.InLine(ctx, l.ShowID)
+	if err != nil {
+		return Booking{}, false, err
+	}
+	seat := []Seat{{ID: l.SeatID, Category: l.Category}}
+	at, _ := chooseOffer(line, seat, func(int) bool { return true }, w.cfg.PassLimit)
+	if at < 0 {
+		return Booking{}, false, nil
+	}
+	e := line[at]
+	b, err := w.holds.holdResale(ctx, HoldRequest{UserID: e.UserID, ShowID: l.ShowID, SeatIDs: []string{l.SeatID},
+		Language: e.Language, ttl: w.cfg.OfferTTL, resalePrice: l.Price}, false)
+	if err != nil {
+		if IsConflict(err) || errors.Is(err, ErrTooManySeats) || errors.Is(err, ErrSaleNotOpen) {
+			return Booking{}, false, nil // someone is buying it already, or this fan cannot hold it: the public's
+		}
+		return Booking{}, false, err
+	}
+	passed := make([]int64, at)
+	for i := range at {
+		passed[i] = line[i].ID
+	}
+	err = attach(ctx, b)
+	ok := false
+	if err == nil {
+		ok, err = w.store.RecordOffer(ctx, e.ID, b, passed)
+	}
+	if err != nil || !ok {
+		if _, _, cerr := w.holds.Cancel(context.WithoutCancel(ctx), b.ID, b.UserID); cerr != nil {
+			w.log.WarnContext(ctx, "waitlist: cancel an unrecorded resale offer", "booking", b.ID, "err", cerr)
+		}
+		return Booking{}, false, err
+	}
+	if w.cfg.OnOffer != nil {
+		w.cfg.OnOffer()
+	}
+	w.log.InfoContext(ctx, "waitlist resale offer", "show", l.ShowID, "entry", e.ID, "booking", b.ID, "listing", l.ID)
+	w.signal(ctx, l.ShowID, e.UserID)
+	return b, true, nil
+}
+
 // chooseOffer is the fairness policy, pure: the index in line of the entry to offer to and its seats, or -1.
 func chooseOffer(line []WaitlistEntry, layout []Seat, free func(int) bool, passLimit int) (int, []string) {
 	for i, e := range line {

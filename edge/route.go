@@ -114,6 +114,10 @@ func Match(method, path string) Route {
 	case method == http.MethodPost && n == 5 && eq(0, "api") && eq(1, "v1") && eq(2, "bookings") &&
 		seg[3] != "" && eq(4, "pay"):
 		r.Guard, r.Write = VerifyTokenIfSent, true
+	case method == http.MethodPost && n == 5 && eq(0, "api") && eq(1, "v1") && eq(2, "resale") &&
+		seg[3] != "" && eq(4, "buy"):
+		// Buying on the exchange is a hold of the listing's seat; its show is the listing's, which booking reads.
+		r.Guard, r.Write = VerifyTokenIfSent, true
 	}
 	return r
 }

@@ -17,6 +17,8 @@ func TestMatch(t *testing.T) {
 		{"seat-map page", "GET", "/shows/s1", RequirePathShowAdmission, "s1", ClassAPI},
 		{"hold", "POST", "/api/v1/bookings/hold", RequireBodyShowAdmission, "", ClassAPI},
 		{"pay", "POST", "/api/v1/bookings/b1/pay", VerifyTokenIfSent, "", ClassAPI},
+		{"buy on the exchange", "POST", "/api/v1/resale/rs_1/buy", VerifyTokenIfSent, "", ClassAPI},
+		{"exchange listings", "GET", "/api/v1/shows/s1/resale", Ungated, "", ClassAPI},
 		{"show details are public", "GET", "/api/v1/shows/s1", Ungated, "", ClassAPI},
 		{"catalog", "GET", "/api/v1/events", Ungated, "", ClassAPI},
 		{"booking read", "GET", "/api/v1/bookings/b1", Ungated, "", ClassAPI},

@@ -80,6 +80,10 @@ var codes = problem.Table{
 	problem.Map(booking.ErrSeatNotPaid, fiber.StatusConflict, problem.SeatNotPaid, ""),
 	problem.Map(booking.ErrTransferred, fiber.StatusConflict, problem.TicketTransferred, ""),
 	problem.Map(booking.ErrTransferClosed, fiber.StatusConflict, problem.TransferClosed, ""),
+	problem.Map(booking.ErrResaleClosed, fiber.StatusConflict, problem.ResaleClosed, ""),
+	problem.Map(booking.ErrPriceAboveCap, fiber.StatusUnprocessableEntity, problem.PriceAboveCap, ""),
+	problem.Map(booking.ErrTicketListed, fiber.StatusConflict, problem.TicketListed, ""),
+	problem.Map(booking.ErrResold, fiber.StatusConflict, problem.TicketResold, ""),
 	problem.Map(booking.ErrWebhook, fiber.StatusBadRequest, problem.BadRequest, ""),
 
 	problem.Map(errShuttingDown, fiber.StatusServiceUnavailable, problem.ServiceUnavailable, ""),

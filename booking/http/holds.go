@@ -106,6 +106,8 @@ type bookingJSON struct {
 	PaymentID   string         `json:"paymentId,omitempty"` // absent until paid: the contract says string, never null
 	Tickets     []ticketJSON   `json:"tickets"`
 	Refunds     []refundJSON   `json:"refunds,omitempty"`
+	// Payouts are what the exchange paid the seller for seats sold there (price less the fee).
+	Payouts []payoutJSON `json:"payouts,omitempty"`
 }
 
 // BookingJSON renders a booking as GET /api/v1/bookings/{id} does.
@@ -119,6 +121,10 @@ func toBookingJSON(b booking.Booking) bookingJSON {
 		out.Tickets = append(out.Tickets, ticketJSON{TicketID: t.ID, SeatID: t.SeatID, Code: t.Code, Status: t.Status})
 	}
 	for _, r := range b.Refunds {
+		if r.ListingID != "" {
+			out.Payouts = append(out.Payouts, toPayoutJSON(r))
+			continue
+		}
 		out.Refunds = append(out.Refunds, toRefundJSON(r))
 	}
 	return out

@@ -199,6 +199,7 @@ func (s *Server) routes() {
 	v1.Get("/bookings", s.RequireUser, s.myBookings)
 
 	s.paymentRoutes(a, v1)
+	s.resaleRoutes(v1)
 	s.waitlistRoutes(v1)
 	s.webhookRoutes()
 	s.contactRoutes(v1)

@@ -150,6 +150,7 @@ type adminShowJSON struct {
 	Currency       string             `json:"currency"`
 	RefundPolicy   refundPolicyJSON   `json:"refundPolicy"`
 	TransferPolicy transferPolicyJSON `json:"transferPolicy"`
+	ResalePolicy   resalePolicyJSON   `json:"resalePolicy"`
 }
 
 // transferPolicyJSON is the show's switch for ticket transfers and its optional cut-off, in hours before the show.
@@ -172,6 +173,7 @@ func (s *Server) showPolicyJSON(sh booking.Show, tp booking.TicketPolicy) adminS
 		out.RefundPolicy.ClosesAt = &at
 	}
 	out.TransferPolicy = transferPolicyJSON{Enabled: tp.Transfer.Enabled, CutoffHours: tp.Transfer.CutoffHours}
+	out.ResalePolicy = resalePolicyJSON(tp.Resale)
 	if tp.Transfer.Enabled {
 		at := tp.Transfer.Until(sh.StartsAt)
 		out.TransferPolicy.ClosesAt = &at
@@ -202,6 +204,7 @@ func (s *Server) adminShow(c *fiber.Ctx) error {
 type putShowRequest struct {
 	RefundPolicy   json.RawMessage `json:"refundPolicy"`
 	TransferPolicy json.RawMessage `json:"transferPolicy"`
+	ResalePolicy   json.RawMessage `json:"resalePolicy"`
 }
 
 // transferPolicy applies a PUT's "transferPolicy" to tp.
@@ -285,6 +288,9 @@ func (s *Server) putShowPolicy(c *fiber.Ctx) error {
 		tp.Refund = &rp
 	}
 	if err := transferPolicy(req.TransferPolicy, &tp.Transfer); err != nil {
+		return err
+	}
+	if err := resalePolicy(req.ResalePolicy, &tp.Resale); err != nil {
 		return err
 	}
 	old, now, err := s.cfg.Checkout.SetTicketPolicy(ctx, id, tp)

@@ -85,11 +85,10 @@ func (s *Server) ticketPass(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	switch t.Status {
-	case booking.TicketVoid:
-		return fmt.Errorf("ticket %s: %w", id, booking.ErrTicketVoid)
-	case booking.TicketTransferred:
-		return fmt.Errorf("ticket %s: %w", id, booking.ErrTransferred)
+	if t.Status != booking.TicketCheckedIn { // a used ticket's pass is still the fan's souvenir
+		if err := booking.TicketRefusal(id, t.Status); err != nil {
+			return err
+		}
 	}
 	show, err := s.svc.Show(ctx, t.ShowID)
 	if err != nil {

@@ -5,7 +5,7 @@
 // The invariants:
 //
 //   - confirmed-paid: every CONFIRMED booking has exactly one payment, captured for the booking's total, and one
-//     live ticket (VALID or CHECKED_IN, whoever holds it after a transfer) per seat not refunded;
+//     live ticket (VALID, CHECKED_IN or LISTED, whoever holds it after a transfer) per seat not refunded;
 //   - seat-once: no seat of a show is sold twice, and no seat has two live tickets;
 //   - no-money-left: EXPIRED and CANCELLED bookings (and HELD ones) have no payment and no attempt that still
 //     holds money: every attempt that reached the gateway ended voided, refunded, declined or rejected;
@@ -13,7 +13,11 @@
 //     policy promised the fan (never more than the seats cost), no seat is refunded twice, a refunded seat is out
 //     of the ledger, the payment's refunded amount is the sum of its refunds, and a REFUNDED booking has every
 //     seat refunded, its payment REFUNDED and no live tickets. The money kept for a refunded seat is thus exactly
-//     what the show's refund policy keeps (its percentage and fee), and nothing else.
+//     what the show's refund policy keeps (its percentage and fee), and nothing else;
+//   - resold-once: a listing SOLD on the exchange has exactly one payout, a refund of the seller's payment for
+//     the price less the fee, its buyer's booking was confirmed at that price, and the seller's ticket is RESOLD;
+//     a listing still LISTED has its ticket LISTED, and a LISTED or RESOLD ticket has its listing. A payout is a
+//     refund, so refund-as-promised holds the gateway to it and the seat-once rules hold the seat to one ticket.
 //
 // Money in motion is not a violation while it is young: Options.Grace leaves alone rows touched within it (a
 // capture the worker is about to retry, a void on its way), so the checker can run while traffic settles.
@@ -33,6 +37,7 @@ const (
 	SeatOnce         = "seat-once"
 	NoMoneyLeft      = "no-money-left"
 	RefundAsPromised = "refund-as-promised"
+	ResoldOnce       = "resold-once"
 )
 
 // Violation is one broken invariant.
@@ -111,11 +116,11 @@ var queries = []struct {
 	{ConfirmedPaid, `
 		SELECT b.id, format('seats %s but live tickets for %s', b.seat_ids,
 			coalesce((SELECT array_agg(t.seat_id ORDER BY t.seat_id) FROM tickets t
-				WHERE t.booking_id = b.id AND t.status IN ('VALID', 'CHECKED_IN')), '{}'))
+				WHERE t.booking_id = b.id AND t.status IN ('VALID', 'CHECKED_IN', 'LISTED')), '{}'))
 		FROM bookings b
 		WHERE b.status = 'CONFIRMED' AND ` + scope + `
 		AND (SELECT coalesce(array_agg(t.seat_id ORDER BY t.seat_id), '{}') FROM tickets t
-				WHERE t.booking_id = b.id AND t.status IN ('VALID', 'CHECKED_IN'))
+				WHERE t.booking_id = b.id AND t.status IN ('VALID', 'CHECKED_IN', 'LISTED'))
 			<> (SELECT coalesce(array_agg(s ORDER BY s), '{}') FROM unnest(b.seat_ids) s
 				WHERE NOT EXISTS (SELECT 1 FROM refunds r WHERE r.booking_id = b.id AND s = ANY(r.seat_ids)))`},
 	{SeatOnce, `
@@ -128,7 +133,7 @@ var queries = []struct {
 		SELECT '', format('show %s seat %s has %s live tickets: %s', t.show_id, t.seat_id, count(*),
 			string_agg(t.id, ','))
 		FROM tickets t
-		WHERE t.status IN ('VALID', 'CHECKED_IN') AND (cardinality($1::text[]) = 0 OR t.show_id = ANY($1::text[]))
+		WHERE t.status IN ('VALID', 'CHECKED_IN', 'LISTED') AND (cardinality($1::text[]) = 0 OR t.show_id = ANY($1::text[]))
 		GROUP BY t.show_id, t.seat_id HAVING count(*) > 1 AND $2::float8 >= 0`},
 	{SeatOnce, `
 		SELECT b.id, format('booking is %s but seat %s is in the ledger under it', b.status, s.seat_id)
@@ -185,7 +190,27 @@ var queries = []struct {
 				IS DISTINCT FROM (SELECT array_agg(s ORDER BY s) FROM unnest(b.seat_ids) s))`},
 	{RefundAsPromised, `
 		SELECT b.id, format('refunded booking still has %s live tickets', count(t.id))
-		FROM bookings b JOIN tickets t ON t.booking_id = b.id AND t.status IN ('VALID', 'CHECKED_IN')
+		FROM bookings b JOIN tickets t ON t.booking_id = b.id AND t.status IN ('VALID', 'CHECKED_IN', 'LISTED')
 		WHERE b.status = 'REFUNDED' AND ` + scope + `
 		GROUP BY b.id`},
+	{ResoldOnce, `
+		SELECT b.id, format('listing %s sold at %s (fee %s): %s payouts due %s, buyer %s %s at %s, ticket %s', l.id,
+			l.price, l.fee, (SELECT count(*) FROM refunds r WHERE r.listing_id = l.id),
+			(SELECT string_agg(r.amount_due::text, ',') FROM refunds r WHERE r.listing_id = l.id),
+			coalesce(bb.id, 'none'), coalesce(bb.status, 'none'), coalesce(bb.total_amount, 0), t.status)
+		FROM resale_listings l JOIN bookings b ON b.id = l.booking_id JOIN tickets t ON t.id = l.ticket_id
+		LEFT JOIN bookings bb ON bb.id = l.buyer_booking_id
+		WHERE l.status = 'SOLD' AND ` + scope + `
+		AND ((SELECT count(*) FROM refunds r WHERE r.listing_id = l.id AND r.booking_id = l.booking_id
+				AND r.amount_due = l.price - l.fee AND l.seat_id = ALL(r.seat_ids)) <> 1
+			OR (SELECT count(*) FROM refunds r WHERE r.listing_id = l.id) <> 1
+			OR bb.id IS NULL OR bb.status NOT IN ('CONFIRMED', 'REFUNDED') OR bb.total_amount <> l.price
+			OR t.status <> 'RESOLD')`},
+	{ResoldOnce, `
+		SELECT b.id, format('ticket %s is %s, its listings %s', t.id, t.status,
+			coalesce((SELECT string_agg(l.id || ' ' || l.status, ',') FROM resale_listings l WHERE l.ticket_id = t.id), 'none'))
+		FROM tickets t JOIN bookings b ON b.id = t.booking_id
+		WHERE ` + scope + `
+		AND ((t.status = 'LISTED') <> EXISTS (SELECT 1 FROM resale_listings l WHERE l.ticket_id = t.id AND l.status = 'LISTED')
+			OR (t.status = 'RESOLD') <> EXISTS (SELECT 1 FROM resale_listings l WHERE l.ticket_id = t.id AND l.status = 'SOLD'))`},
 }

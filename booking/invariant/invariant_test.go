@@ -315,3 +315,73 @@ func TestCheckGateway(t *testing.T) {
 		})
 	}
 }
+
+// resell lists the seller's ticket of seat at price (fee kept), has a buyer's hold of it confirmed through the
+// store's own sale (ConfirmTx) with a payment and a ticket, and settles the payout: the returned ids are the
+// listing's and the buyer's booking.
+func (l *ledger) resell(seller, seat string, price, fee int64) (string, string) {
+	l.t.Helper()
+	ctx := context.Background()
+	lst, err := l.st.CreateListing(ctx, booking.Listing{ID: booking.NewID("rs_"), ShowID: l.show, TicketID: "tk_" + seller + seat,
+		BookingID: seller, SellerID: "u", SeatID: seat, Category: "GOLD", FaceValue: 100, Price: price, Fee: fee,
+		Currency: "INR", Status: booking.ListingListed, CreatedAt: time.Now()})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	buyer := l.held(seat)
+	l.exec(`UPDATE bookings SET total_amount = $2 WHERE id = $1`, buyer, price)
+	if err := l.st.AttachResaleHold(ctx, lst.ID, buyer, false); err != nil {
+		l.t.Fatal(err)
+	}
+	if _, err := l.st.Confirm(ctx, buyer); err != nil {
+		l.t.Fatal(err)
+	}
+	a := l.attempt(buyer, "CONFIRMED")
+	l.exec(`INSERT INTO payments (id, booking_id, attempt_id, intent_id, amount, currency, status, captured_amount)
+		VALUES ('pay_' || $1, $1, $2, 'pi_' || $2, $3, 'INR', 'CAPTURED', $3)`, buyer, a, price)
+	l.exec(`INSERT INTO tickets (id, booking_id, user_id, show_id, seat_id, code, status)
+		VALUES ('tk_' || $1, $1, 'u', $2, $3, 'code2', 'VALID')`, buyer, l.show, seat)
+	r, ok, err := l.st.PayoutOf(ctx, buyer)
+	if err != nil || !ok || r.AmountDue != price-fee {
+		l.t.Fatalf("payout %+v %v %v, want %d due", r, ok, err, price-fee)
+	}
+	if err := l.st.RefundSucceeded(ctx, r.ID, r.AmountDue, "re_1"); err != nil {
+		l.t.Fatal(err)
+	}
+	return lst.ID, buyer
+}
+
+// TestResoldOnce: a resale through the store's own transactions keeps every invariant, of the seller who kept a
+// seat and of the one who sold their only one; a payout that does not match its listing, or a ticket LISTED
+// without a listing, is a resold-once violation.
+func TestResoldOnce(t *testing.T) {
+	t.Parallel()
+	l := newLedger(t)
+	kept := l.sold("CAPTURED", 200, "A1", "A2")
+	l.resell(kept, "A1", 80, 8)
+	only := l.sold("CAPTURED", 100, "A3")
+	listing, _ := l.resell(only, "A3", 100, 0)
+	listed := l.sold("CAPTURED", 100, "A4")
+	if _, err := l.st.CreateListing(context.Background(), booking.Listing{ID: booking.NewID("rs_"), ShowID: l.show,
+		TicketID: "tk_" + listed + "A4", BookingID: listed, SellerID: "u", SeatID: "A4", Category: "GOLD", FaceValue: 100,
+		Price: 50, Currency: "INR", Status: booking.ListingListed, CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if vs := l.check(invariant.Options{}); len(vs) != 0 {
+		t.Fatalf("violations after resales: %v", vs)
+	}
+	var status string
+	if err := l.pool.QueryRow(context.Background(), `SELECT status FROM bookings WHERE id = $1`, only).Scan(&status); err != nil || status != "REFUNDED" {
+		t.Fatalf("the seller of their only seat: %s (%v), want REFUNDED", status, err)
+	}
+
+	l.exec(`UPDATE resale_listings SET fee = 10 WHERE id = $1`, listing)
+	l.exec(`UPDATE tickets SET status = 'LISTED' WHERE booking_id = $1 AND seat_id = 'A2'`, kept)
+	got := map[string]int{}
+	for _, v := range l.check(invariant.Options{}) {
+		got[v.Invariant]++
+	}
+	if got[invariant.ResoldOnce] != 2 {
+		t.Fatalf("violations %v, want two of %s (the payout, the stray LISTED ticket)", got, invariant.ResoldOnce)
+	}
+}

@@ -53,6 +53,10 @@ func ConfirmTx(ctx context.Context, tx pgx.Tx, id string) (booking.Booking, erro
 	if newer > 0 {
 		return b, fmt.Errorf("booking %s: %w", id, booking.ErrStale)
 	}
+	// A hold of a listed seat takes the seat from its seller first (the exchange, resale.go).
+	if err := resellTx(ctx, tx, b); err != nil {
+		return b, err
+	}
 	if _, err := tx.Exec(ctx, `INSERT INTO sold_seats (show_id, seat_id, booking_id, fence)
 		SELECT $1, unnest($2::text[]), $3, $4`, b.ShowID, b.SeatIDs, b.ID, b.Fence); err != nil {
 		if isUnique(err, "sold_seats_pkey") {

@@ -22,8 +22,10 @@ func (s *Store) TicketPolicy(ctx context.Context, showID string) (booking.Ticket
 	var raw []byte
 	var fee int64
 	var tp booking.TicketPolicy
-	err := s.pool.QueryRow(ctx, `SELECT refund_tiers, refund_fee_minor, transfers_enabled, transfer_cutoff_hours
-		FROM show_ticket_policies WHERE show_id = $1`, showID).Scan(&raw, &fee, &tp.Transfer.Enabled, &tp.Transfer.CutoffHours)
+	err := s.pool.QueryRow(ctx, `SELECT refund_tiers, refund_fee_minor, transfers_enabled, transfer_cutoff_hours,
+		resale_enabled, resale_max_price_ratio, resale_fee_percent
+		FROM show_ticket_policies WHERE show_id = $1`, showID).Scan(&raw, &fee, &tp.Transfer.Enabled, &tp.Transfer.CutoffHours,
+		&tp.Resale.Enabled, &tp.Resale.MaxPriceRatio, &tp.Resale.FeePercent)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return booking.TicketPolicy{}, false, nil
 	}
@@ -57,10 +59,13 @@ func (s *Store) SetTicketPolicy(ctx context.Context, showID string, tp booking.T
 		fee = tp.Refund.FeeMinor
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO show_ticket_policies (show_id, refund_tiers, refund_fee_minor,
-		transfers_enabled, transfer_cutoff_hours) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (show_id) DO UPDATE
+		transfers_enabled, transfer_cutoff_hours, resale_enabled, resale_max_price_ratio, resale_fee_percent)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (show_id) DO UPDATE
 		SET refund_tiers = EXCLUDED.refund_tiers, refund_fee_minor = EXCLUDED.refund_fee_minor,
 		transfers_enabled = EXCLUDED.transfers_enabled, transfer_cutoff_hours = EXCLUDED.transfer_cutoff_hours,
-		updated_at = now()`, showID, raw, fee, tp.Transfer.Enabled, tp.Transfer.CutoffHours)
+		resale_enabled = EXCLUDED.resale_enabled, resale_max_price_ratio = EXCLUDED.resale_max_price_ratio,
+		resale_fee_percent = EXCLUDED.resale_fee_percent, updated_at = now()`, showID, raw, fee, tp.Transfer.Enabled,
+		tp.Transfer.CutoffHours, tp.Resale.Enabled, tp.Resale.MaxPriceRatio, tp.Resale.FeePercent)
 	if err != nil {
 		return fmt.Errorf("postgres: set ticket policy of %s: %w", showID, err)
 	}

@@ -103,22 +103,22 @@ func refundableTickets(ctx context.Context, tx pgx.Tx, b booking.Booking, seats 
 		}
 	}
 	for _, t := range ts {
-		if t.status == string(booking.TicketCheckedIn) {
-			return fmt.Errorf("booking %s seat %s is checked in: %w", b.ID, t.seat, booking.ErrAlreadyCheckedIn)
+		if err := booking.TicketRefusal(t.seat, booking.TicketStatus(t.status)); err != nil {
+			return fmt.Errorf("booking %s seat %s: %w", b.ID, t.seat, err)
 		}
 	}
 	return nil
 }
 
 const refundColumns = `r.id, r.booking_id, r.show_id, r.payment_id, r.seat_ids, r.seats_amount, r.percent, r.fee,
-	r.amount_due, r.amount, p.currency, r.status = 'SUCCEEDED', r.created_at`
+	r.amount_due, r.amount, p.currency, r.status = 'SUCCEEDED', r.created_at, coalesce(r.listing_id, '')`
 
 const refundFrom = ` FROM refunds r JOIN payments p ON p.id = r.payment_id`
 
 func scanRefund(row pgx.Row) (booking.Refund, error) {
 	var r booking.Refund
 	err := row.Scan(&r.ID, &r.BookingID, &r.ShowID, &r.PaymentID, &r.SeatIDs, &r.SeatsAmount, &r.Percent, &r.Fee,
-		&r.AmountDue, &r.Amount, &r.Currency, &r.Succeeded, &r.At)
+		&r.AmountDue, &r.Amount, &r.Currency, &r.Succeeded, &r.At, &r.ListingID)
 	r.At = r.At.UTC()
 	return r, err
 }

@@ -39,6 +39,8 @@ var ledgerTables = []showTable{
 	{name: "payment_attempts", where: ofShowsBookings},
 	{name: "payments", where: ofShowsBookings},
 	{name: "tickets", where: `show_id = $1`},
+	{name: "resale_listings", where: `show_id = $1`}, // before refunds: a payout names its listing
+	{name: "resale_holds", where: ofShowsBookings},
 	{name: "refunds", where: ofShowsBookings},
 	{name: "ticket_transfers", where: `show_id = $1`},
 	{name: "show_ticket_policies", where: `show_id = $1`},

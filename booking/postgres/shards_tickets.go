@@ -58,3 +58,34 @@ func (s *Shards) ForgetTransferMail(ctx context.Context, id string) error {
 	_, err := onShard(s, "transfer", id, func(st *Store) (struct{}, error) { return struct{}{}, st.ForgetTransferMail(ctx, id) })
 	return err
 }
+
+// The exchange on Shards: a listing's id, like a ticket's and a booking's, carries its show's key.
+func (s *Shards) CreateListing(ctx context.Context, l booking.Listing) (booking.Listing, error) {
+	return s.At(l.ShowID).CreateListing(ctx, l)
+}
+func (s *Shards) WithdrawListing(ctx context.Context, ticketID, sellerID string) (booking.Listing, error) {
+	return onShard(s, "ticket", ticketID, func(st *Store) (booking.Listing, error) {
+		return st.WithdrawListing(ctx, ticketID, sellerID)
+	})
+}
+func (s *Shards) Listing(ctx context.Context, id string) (booking.Listing, error) {
+	return onShard(s, "listing", id, func(st *Store) (booking.Listing, error) { return st.Listing(ctx, id) })
+}
+func (s *Shards) Listings(ctx context.Context, showID string) ([]booking.Listing, error) {
+	return s.At(showID).Listings(ctx, showID)
+}
+func (s *Shards) AttachResaleHold(ctx context.Context, listingID, bookingID string, offer bool) error {
+	_, err := onShard(s, "listing", listingID, func(st *Store) (struct{}, error) {
+		return struct{}{}, st.AttachResaleHold(ctx, listingID, bookingID, offer)
+	})
+	return err
+}
+func (s *Shards) PayoutOf(ctx context.Context, buyerBookingID string) (booking.Refund, bool, error) {
+	var ok bool
+	r, err := onShard(s, "booking", buyerBookingID, func(st *Store) (booking.Refund, error) {
+		r, found, err := st.PayoutOf(ctx, buyerBookingID)
+		ok = found
+		return r, err
+	})
+	return r, ok, err
+}

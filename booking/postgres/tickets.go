@@ -71,10 +71,9 @@ func (s *Store) CheckIn(ctx context.Context, ticketID, showID, seatID, by string
 		return booking.TicketInfo{}, err
 	case t.ShowID != showID || t.SeatID != seatID:
 		return booking.TicketInfo{}, fmt.Errorf("ticket %s: %w", ticketID, booking.ErrNotFound)
-	case t.Status == booking.TicketCheckedIn:
-		return t, fmt.Errorf("ticket %s: %w", ticketID, booking.ErrAlreadyCheckedIn)
-	case t.Status == booking.TicketTransferred:
-		return t, fmt.Errorf("ticket %s was reissued to another fan: %w", ticketID, booking.ErrTransferred)
+	case t.Status == booking.TicketValid:
+		// VALID when read back but not when updated: moved on and back between the two (a listing withdrawn).
+		return t, fmt.Errorf("ticket %s changed while scanned, scan again: %w", ticketID, booking.ErrInProgress)
 	}
-	return t, fmt.Errorf("ticket %s: %w", ticketID, booking.ErrTicketVoid)
+	return t, booking.TicketRefusal(ticketID, t.Status)
 }

@@ -29,17 +29,10 @@ func scanTransfer(row pgx.Row) (booking.Transfer, error) {
 
 // transferable refuses a ticket that is no longer its holder's to give: used, refunded or given already.
 func transferable(t booking.TicketInfo, userID string) error {
-	switch {
-	case t.UserID != userID:
+	if t.UserID != userID {
 		return fmt.Errorf("ticket %s: %w", t.ID, booking.ErrNotFound)
-	case t.Status == booking.TicketCheckedIn:
-		return fmt.Errorf("ticket %s: %w", t.ID, booking.ErrAlreadyCheckedIn)
-	case t.Status == booking.TicketTransferred:
-		return fmt.Errorf("ticket %s: %w", t.ID, booking.ErrTransferred)
-	case t.Status != booking.TicketValid:
-		return fmt.Errorf("ticket %s: %w", t.ID, booking.ErrTicketVoid)
 	}
-	return nil
+	return booking.TicketRefusal(t.ID, t.Status)
 }
 
 // CreateTransfer implements booking.TransferStore.

@@ -2,7 +2,12 @@
 -- KEYS[1] epoch, KEYS[2] fence counter, KEYS[3] the user's live holds (zset), KEYS[4] counters (hash),
 -- KEYS[5] sold seats (set), KEYS[6..] the seat locks. All carry the show's hash tag: one slot, one script.
 -- ARGV[1] booking id, ARGV[2] TTL ms, ARGV[3] now ms, ARGV[4] per-user seat cap, ARGV[5] seat events channel,
--- ARGV[6..] the seat ids, in the order of KEYS[6..].
+-- ARGV[6..] the seat ids, in the order of KEYS[6..]; then, optionally, '1' for a resale claim.
+--
+-- A resale claim (a listed ticket's seat, bought on the exchange) is the same claim of a seat that is sold: it
+-- takes the lock only if the seat is in the sold set (still the seller's) and unlocked. The seat stays in the
+-- sold set throughout, so no ordinary hold can take it while the buyer pays, and a lapsed resale hold leaves it
+-- sold to the seller.
 --
 -- Invariants: a seat is locked by at most one booking (SET only after every seat was seen free, and the script
 -- runs atomically); a lock's value "bookingID|fence" carries a fence larger than every fence handed out before
@@ -17,13 +22,14 @@ end
 -- first time finds every seat locked by its own booking id (ids are never reused): it answers as it did, with
 -- the fence it took, instead of reporting its own seats taken and leaving them locked for a booking never made.
 local mine = ARGV[1] .. '|'
+local resale = ARGV[#KEYS + 1] == '1'
 local taken, own, ownFence = {}, {}, nil
 for i = 6, #KEYS do
   local v = redis.call('GET', KEYS[i])
   if v and string.sub(v, 1, #mine) == mine then
     own[#own + 1] = ARGV[i]
     ownFence = string.sub(v, #mine + 1)
-  elseif v or redis.call('SISMEMBER', KEYS[5], ARGV[i]) == 1 then
+  elseif v or (redis.call('SISMEMBER', KEYS[5], ARGV[i]) == 1) ~= resale then
     taken[#taken + 1] = ARGV[i]
   end
 end

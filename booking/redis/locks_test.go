@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/redis"
 	"github.com/flashseat/flashseat/shared/infra/redistest"
@@ -78,14 +80,8 @@ func TestSeatLocksForOrphanSweep(t *testing.T) {
 // fail and leave its locks for a booking never written. Another booking's claim of the same seats is still refused.
 func TestClaimSentAgain(t *testing.T) {
 	t.Parallel()
-	rdb := redistest.New(t).Client
+	rdb, l, show := epochShow(t, 7)
 	ctx := context.Background()
-	show := booking.NewID("sh_")
-	t.Cleanup(func() { _ = redistest.DeleteShow(context.Background(), rdb, show) })
-	l := redis.New(rdb)
-	if err := l.SetEpoch(ctx, show, 7, nil); err != nil {
-		t.Fatal(err)
-	}
 	c := booking.Claim{ShowID: show, BookingID: "bk_1", UserID: "u1", SeatIDs: []string{"A1", "A2"},
 		TTL: time.Minute, Now: time.Now(), UserCap: 10}
 	first, err := l.Claim(ctx, c)
@@ -112,4 +108,67 @@ func TestClaimSentAgain(t *testing.T) {
 	if res, err := l.Claim(ctx, c); err != nil || res.OK || len(res.Taken) != 2 {
 		t.Fatalf("the first claim once half of it lapsed: %+v, %v; want both seats reported taken", res, err)
 	}
+}
+
+// TestResaleClaim: the resale claim takes only a sold seat nobody holds, leaves it in the sold set throughout, and
+// its release announces the seat BOOKED (the seller's again), not AVAILABLE; an ordinary claim of the seat is
+// refused all along, and a resale claim of a seat on sale is refused too.
+func TestResaleClaim(t *testing.T) {
+	t.Parallel()
+	rdb, l, show := epochShow(t, 3, "A1")
+	ctx := context.Background()
+	claim := func(id string, seat string, resale bool) booking.ClaimResult {
+		t.Helper()
+		res, err := l.Claim(ctx, booking.Claim{ShowID: show, BookingID: id, UserID: "u-" + id, SeatIDs: []string{seat},
+			TTL: time.Minute, Now: time.Now(), UserCap: 10, Resale: resale})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := claim("bk_1", "A1", false); res.OK {
+		t.Fatal("an ordinary claim took a sold seat")
+	}
+	if res := claim("bk_2", "A2", true); res.OK {
+		t.Fatal("a resale claim took a seat on sale")
+	}
+	res := claim("bk_3", "A1", true)
+	if !res.OK {
+		t.Fatalf("resale claim of the sold seat: %+v", res)
+	}
+	if again := claim("bk_4", "A1", true); again.OK {
+		t.Fatal("a second resale claim took the held seat")
+	}
+	sub := rdb.Subscribe(ctx, rediskey.SeatEvents(show))
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	freed, err := l.Release(ctx, booking.Booking{ID: "bk_3", UserID: "u-bk_3", ShowID: show, SeatIDs: []string{"A1"}, Fence: res.Fence})
+	if err != nil || len(freed) != 1 {
+		t.Fatalf("release freed %v (%v)", freed, err)
+	}
+	msg, err := sub.ReceiveMessage(ctx)
+	if err != nil || msg.Payload != `{"seatId":"A1","status":"BOOKED"}` {
+		t.Fatalf("release announced %v (%v), want A1 BOOKED", msg, err)
+	}
+	if sold, err := rdb.SIsMember(ctx, redis.SoldKey(show), "A1").Result(); err != nil || !sold {
+		t.Fatalf("A1 in the sold set after the release: %v (%v)", sold, err)
+	}
+	if res := claim("bk_5", "A1", false); res.OK {
+		t.Fatal("an ordinary claim took the sold seat after the resale hold's release")
+	}
+}
+
+// epochShow is a fresh show with a fencing epoch and the given seats sold, its keys deleted after the test.
+func epochShow(t *testing.T, epoch int64, sold ...string) (goredis.UniversalClient, *redis.Locks, string) {
+	t.Helper()
+	rdb := redistest.New(t).Client
+	show := booking.NewID("sh_")
+	t.Cleanup(func() { _ = redistest.DeleteShow(context.Background(), rdb, show) })
+	l := redis.New(rdb)
+	if err := l.SetEpoch(context.Background(), show, epoch, sold); err != nil {
+		t.Fatal(err)
+	}
+	return rdb, l, show
 }

@@ -75,10 +75,13 @@ func seatKeys(showID string, seatIDs []string) []string {
 func (l *Locks) Claim(ctx context.Context, c booking.Claim) (booking.ClaimResult, error) {
 	keys := append([]string{rediskey.Epoch(c.ShowID), rediskey.Fence(c.ShowID), userHoldsKey(c.ShowID, c.UserID),
 		countersKey(c.ShowID), SoldKey(c.ShowID)}, seatKeys(c.ShowID, c.SeatIDs)...)
-	args := make([]any, 0, 5+len(c.SeatIDs))
+	args := make([]any, 0, 6+len(c.SeatIDs))
 	args = append(args, c.BookingID, c.TTL.Milliseconds(), c.Now.UnixMilli(), c.UserCap, rediskey.SeatEvents(c.ShowID))
 	for _, id := range c.SeatIDs {
 		args = append(args, id)
+	}
+	if c.Resale {
+		args = append(args, "1")
 	}
 	res, err := holdScript.Run(ctx, l.rdb, keys, args...).Slice()
 	if err != nil {

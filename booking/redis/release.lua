@@ -18,7 +18,12 @@ for i = 3, #KEYS do
     redis.call('SADD', KEYS[2], seat)
   end
   if owned or sold then
-    redis.call('PUBLISH', ARGV[3], '{"seatId":"' .. seat .. '","status":"' .. ARGV[4] .. '"}')
+    -- A resale hold's seat is sold all along (hold.lua): released, it is the seller's again, not on sale.
+    local status = ARGV[4]
+    if not sold and redis.call('SISMEMBER', KEYS[2], seat) == 1 then
+      status = 'BOOKED'
+    end
+    redis.call('PUBLISH', ARGV[3], '{"seatId":"' .. seat .. '","status":"' .. status .. '"}')
   end
 end
 redis.call('ZREM', KEYS[1], ARGV[2])

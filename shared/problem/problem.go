@@ -54,6 +54,11 @@ const (
 	SeatNotPaid          = "seat-not-paid"
 	TicketTransferred    = "ticket-transferred"
 	TransferClosed       = "transfer-closed"
+	// The exchange's: resale off for the show, a price over its cap, a ticket on sale or sold there.
+	ResaleClosed  = "resale-closed"
+	PriceAboveCap = "price-above-cap"
+	TicketListed  = "ticket-listed"
+	TicketResold  = "ticket-resold"
 	// The waiting room's guard refusing a new place has a type per reason, named in waitroom's table of reasons
 	// (waitroom/refusal.go).
 	// A bypass code presented at join that admits nobody (the fan may still join the line).
