@@ -66,6 +66,20 @@ func (e *payEnv) settlePayout(t *testing.T, p *booking.Checkout, seller booking.
 	}
 }
 
+// soldOutResale is a one-seat show with the exchange under rp and a waitlist whose offers last a minute, its
+// seat A1 bought and paid by "seller": the waitlist's fans wait for that ticket to come up for resale.
+func (e *payEnv) soldOutResale(t *testing.T, rp booking.ResalePolicy) (booking.Show, *booking.Waitlist, booking.PayResult) {
+	t.Helper()
+	show := smallShow(t, e.Env, booking.Row{Label: "A", Seats: 1, Category: "GOLD"})
+	e.setResale(t, show.ID, rp)
+	w := booking.NewWaitlist(e.Svc, e.Store, booking.WaitlistConfig{OfferTTL: time.Minute})
+	res, err := e.payWith(mustHold(t, e.Env, show.ID, "seller", "A1"), sim.CardOK, "k-seller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return show, w, res
+}
+
 func TestResalePolicyAndListingRules(t *testing.T) {
 	t.Parallel()
 	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{})
@@ -320,14 +334,7 @@ func TestResaleOfferedToWaitlistFirst(t *testing.T) {
 	t.Parallel()
 	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{})
 	ctx := context.Background()
-	show := smallShow(t, e.Env, booking.Row{Label: "A", Seats: 1, Category: "GOLD"})
-	e.setResale(t, show.ID, booking.ResalePolicy{Enabled: true, MaxPriceRatio: 1, FeePercent: 5})
-	w := booking.NewWaitlist(e.Svc, e.Store, booking.WaitlistConfig{OfferTTL: time.Minute})
-	b := mustHold(t, e.Env, show.ID, "seller", "A1")
-	res, err := e.payWith(b, sim.CardOK, "k-seller")
-	if err != nil {
-		t.Fatal(err)
-	}
+	show, w, res := e.soldOutResale(t, booking.ResalePolicy{Enabled: true, MaxPriceRatio: 1, FeePercent: 5})
 	mustJoin(t, w, show.ID, "fan", 1)
 	mustJoin(t, w, show.ID, "pair", 2)
 	l, err := e.pay.ListTicket(ctx, booking.ListRequest{TicketID: ticketOf(t, res.Booking, "A1").ID, UserID: "seller", Price: 900})
@@ -377,14 +384,7 @@ func TestResaleOfferPaidByWaitlistFan(t *testing.T) {
 	t.Parallel()
 	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{})
 	ctx := context.Background()
-	show := smallShow(t, e.Env, booking.Row{Label: "A", Seats: 1, Category: "GOLD"})
-	e.setResale(t, show.ID, booking.ResalePolicy{Enabled: true, MaxPriceRatio: 1})
-	w := booking.NewWaitlist(e.Svc, e.Store, booking.WaitlistConfig{OfferTTL: time.Minute})
-	b := mustHold(t, e.Env, show.ID, "seller", "A1")
-	res, err := e.payWith(b, sim.CardOK, "k-seller")
-	if err != nil {
-		t.Fatal(err)
-	}
+	show, w, res := e.soldOutResale(t, booking.ResalePolicy{Enabled: true, MaxPriceRatio: 1})
 	mustJoin(t, w, show.ID, "fan", 1)
 	old := ticketOf(t, res.Booking, "A1")
 	l, err := e.pay.ListTicket(ctx, booking.ListRequest{TicketID: old.ID, UserID: "seller", Price: 1000})
