@@ -2,6 +2,7 @@ package booking
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -101,6 +102,8 @@ type ResaleStore interface {
 	AttachResaleHold(ctx context.Context, listingID, bookingID string, offer bool) error
 	// PayoutOf is the payout a confirmed resale booking owes its seller; ok false when b is no resale.
 	PayoutOf(ctx context.Context, buyerBookingID string) (r Refund, ok bool, err error)
+	// BookingListings lists every listing of the seller's booking's tickets, newest first.
+	BookingListings(ctx context.Context, bookingID string) ([]Listing, error)
 }
 
 // ListRequest puts a ticket on the exchange.
@@ -165,6 +168,49 @@ func (p *Checkout) WithdrawListing(ctx context.Context, ticketID, userID string)
 		return Listing{}, err
 	}
 	return p.store.WithdrawListing(ctx, ticketID, userID)
+}
+
+// SellerView is the exchange as the holder of a booking sees it: whether the show's exchange takes listings now,
+// its policy, the highest price each seat may be listed at, and the booking's listings, newest first.
+type SellerView struct {
+	Open     bool
+	Policy   ResalePolicy
+	Caps     map[string]int64 // by seat id
+	Currency string
+	Listings []Listing
+}
+
+// SellerView reads the exchange for the user's booking (the booking page's "Sell at face value").
+func (p *Checkout) SellerView(ctx context.Context, bookingID, userID string) (SellerView, error) {
+	b, err := p.holds.Booking(ctx, bookingID, userID)
+	if err != nil {
+		return SellerView{}, err
+	}
+	v := SellerView{Currency: b.Currency}
+	switch v.Policy, err = p.resaleOpen(ctx, b.ShowID); {
+	case err == nil:
+		v.Open = true
+	case errors.Is(err, ErrResaleClosed):
+		tp, err := p.TicketPolicy(ctx, b.ShowID)
+		if err != nil {
+			return SellerView{}, err
+		}
+		v.Policy = tp.Resale
+	default:
+		return SellerView{}, err
+	}
+	seats, err := p.holds.catalog.SeatsOf(ctx, b.ShowID, b.SeatIDs)
+	if err != nil {
+		return SellerView{}, err
+	}
+	v.Caps = make(map[string]int64, len(seats))
+	for _, st := range seats {
+		v.Caps[st.ID] = v.Policy.Cap(st.Price)
+	}
+	if v.Listings, err = p.store.BookingListings(ctx, b.ID); err != nil {
+		return SellerView{}, err
+	}
+	return v, nil
 }
 
 // Listings is the show's exchange as the public sees it.

@@ -105,6 +105,7 @@ type showPageData struct {
 	MaxSeats     int
 	HoldMinutes  int
 	QueueEnabled bool
+	Resale       bool // the exchange's "Tickets from fans" (resale.js)
 }
 
 // showPage renders a show's facts (venue, time, prices, availability) and the seat map, which its script fills
@@ -131,6 +132,9 @@ func (s *Server) showPage(c *fiber.Ctx) error {
 	scripts := []string{"seatmap.js"}
 	if s.cfg.Waitlist != nil {
 		scripts = append(scripts, "waitlist.js") // the waitlist panel, shown when the show is sold out (waitlist.go)
+	}
+	if d.Resale = s.cfg.Checkout != nil; d.Resale {
+		scripts = append(scripts, "resale.js") // "Tickets from fans", shown when fans resell seats (resale.go)
 	}
 	return s.render(c, fiber.StatusOK, "show", Page{Title: sh.Title, Scripts: scripts, Cache: cachePrivate, Data: d})
 }

@@ -2,6 +2,8 @@ package http
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -11,7 +13,8 @@ import (
 )
 
 // The face-value exchange (booking/resale.go): a holder lists a ticket (POST /api/v1/tickets/{id}/resale) and
-// may withdraw it (DELETE, the same path); anyone reads a show's public listings (GET
+// may withdraw it (DELETE, the same path), and reads their booking's side of it (GET
+// /api/v1/bookings/{id}/resale); anyone reads a show's public listings (GET
 // /api/v1/shows/{id}/resale); a buyer takes a listing (POST /api/v1/resale/{id}/buy) as a HELD booking paid with
 // /pay, gated by the show's queue as a hold is.
 
@@ -21,6 +24,7 @@ func (s *Server) resaleRoutes(v1 fiber.Router) {
 	}
 	v1.Post("/tickets/:ticketId/resale", s.RequireUser, s.listTicket)
 	v1.Delete("/tickets/:ticketId/resale", s.RequireUser, s.withdrawListing)
+	v1.Get("/bookings/:bookingId/resale", s.RequireUser, s.sellerView)
 	v1.Get("/shows/:showId/resale", s.showListings)
 	v1.Post("/resale/:listingId/buy", s.limit.handler, s.RequireUser, s.buyListing)
 }
@@ -147,6 +151,35 @@ func (s *Server) withdrawListing(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(toListingJSON(l))
+}
+
+// sellerView is GET /api/v1/bookings/{id}/resale: the exchange as the booking's holder sees it, for the booking
+// page's "Sell at face value" (open, the policy, each seat's cap) and its tickets' "Listed"/"Resold" states.
+func (s *Server) sellerView(c *fiber.Ctx) error {
+	id, err := pathID(c, "bookingId", "booking")
+	if err != nil {
+		return err
+	}
+	v, err := s.cfg.Checkout.SellerView(c.UserContext(), id, UserID(c))
+	if err != nil {
+		return err
+	}
+	type seatCap struct {
+		SeatID string `json:"seatId"`
+		Cap    int64  `json:"cap"` // the highest price this seat may be listed at
+	}
+	caps := make([]seatCap, 0, len(v.Caps))
+	for seat, limit := range v.Caps {
+		caps = append(caps, seatCap{SeatID: seat, Cap: limit})
+	}
+	slices.SortFunc(caps, func(a, b seatCap) int { return strings.Compare(a.SeatID, b.SeatID) })
+	listings := make([]listingJSON, 0, len(v.Listings))
+	for _, l := range v.Listings {
+		listings = append(listings, toListingJSON(l))
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(fiber.Map{"open": v.Open, "policy": resalePolicyJSON(v.Policy), "currency": v.Currency,
+		"seats": caps, "listings": listings})
 }
 
 func (s *Server) showListings(c *fiber.Ctx) error {

@@ -113,6 +113,20 @@ func (s *Store) Listings(ctx context.Context, showID string) ([]booking.Listing,
 	return ls, nil
 }
 
+// BookingListings implements booking.ResaleStore.
+func (s *Store) BookingListings(ctx context.Context, bookingID string) ([]booking.Listing, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+listingColumns+` FROM resale_listings WHERE booking_id = $1
+		ORDER BY created_at DESC, id DESC`, bookingID)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: listings of booking %s: %w", bookingID, err)
+	}
+	ls, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (booking.Listing, error) { return scanListing(r) })
+	if err != nil {
+		return nil, fmt.Errorf("postgres: listings of booking %s: %w", bookingID, err)
+	}
+	return ls, nil
+}
+
 // AttachResaleHold implements booking.ResaleStore.
 func (s *Store) AttachResaleHold(ctx context.Context, listingID, bookingID string, offer bool) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {

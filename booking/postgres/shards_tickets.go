@@ -74,6 +74,9 @@ func (s *Shards) Listing(ctx context.Context, id string) (booking.Listing, error
 func (s *Shards) Listings(ctx context.Context, showID string) ([]booking.Listing, error) {
 	return s.At(showID).Listings(ctx, showID)
 }
+func (s *Shards) BookingListings(ctx context.Context, bookingID string) ([]booking.Listing, error) {
+	return onShard(s, "booking", bookingID, func(st *Store) ([]booking.Listing, error) { return st.BookingListings(ctx, bookingID) })
+}
 func (s *Shards) AttachResaleHold(ctx context.Context, listingID, bookingID string, offer bool) error {
 	_, err := onShard(s, "listing", listingID, func(st *Store) (struct{}, error) {
 		return struct{}{}, st.AttachResaleHold(ctx, listingID, bookingID, offer)

@@ -274,6 +274,30 @@ func confirmed(t *testing.T, fan *browsertest.Fan, id string, n int) {
 	}
 }
 
+// twoFans is a browser test's start: the real platform with a show (its title starts with title) whose queue is
+// on, and two fans in browsers of their own, of whom A bought seats B3 and B4 on the seat map and sees them
+// confirmed on the booking page. It returns the platform, the show, A's booking and the fans.
+func twoFans(t *testing.T, title string) (p *platformtest.Platform, show, booking string, a, b *browsertest.Fan) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("browser")
+	}
+	t.Parallel()
+	p, c := journeyPlatform(t)
+	show = newShow(t, c, showSpec{title: title + " " + uuid.NewString()[:6], saleIn: -time.Minute, queue: true, admitRate: 5})
+	br := browsertest.New(t)
+	a, b = br.Fan("fan A", 5*time.Minute), br.Fan("fan B", 5*time.Minute)
+	booking = holdOnSeatMap(t, a, p.BaseURL, show, "B3", "B4")
+	typeCard(a, cardOK)
+	confirmed(t, a, booking, 2)
+	return p, show, booking, a, b
+}
+
+// ticketItem is a page expression for the booking page's ticket of seat ("Seat B3 · GOLD").
+func ticketItem(seat string) string {
+	return `[...document.querySelectorAll("#tickets li.ticket")].find((li) => li.querySelector("h2").textContent.startsWith("Seat ` + seat + `"))`
+}
+
 // decodeQR fetches a QR image as the page does (the session cookie authorizes it) and decodes it.
 func decodeQR(t *testing.T, fan *browsertest.Fan, src string) string {
 	t.Helper()

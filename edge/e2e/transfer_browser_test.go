@@ -4,12 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/google/uuid"
-
-	"github.com/flashseat/flashseat/loadtest/browsertest"
 )
 
 // TestTransferInBrowser: the issue's transfer, as two people do it, through the real edge and booking with the
@@ -18,21 +14,8 @@ import (
 // new QR code. A's old code is refused at the door and B's checks in once; A's other ticket is untouched; both
 // fans see the transfer, and a second transfer A cancels is refused to whoever opens its link.
 func TestTransferInBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser")
-	}
-	t.Parallel()
-	p, c := journeyPlatform(t)
-	show := newShow(t, c, showSpec{title: "Nagamandala " + uuid.NewString()[:6], saleIn: -time.Minute, queue: true, admitRate: 5})
-	br := browsertest.New(t)
-	a, b := br.Fan("fan A", 5*time.Minute), br.Fan("fan B", 5*time.Minute)
-
-	id := holdOnSeatMap(t, a, p.BaseURL, show, "B3", "B4")
-	typeCard(a, cardOK)
-	confirmed(t, a, id, 2)
-	li := func(seat string) string {
-		return `[...document.querySelectorAll("#tickets li.ticket")].find((li) => li.querySelector("h2").textContent.startsWith("Seat ` + seat + `"))`
-	}
+	p, _, id, a, b := twoFans(t, "Nagamandala")
+	li := ticketItem
 	oldCode := decodeQR(t, a, a.Text(li("B3")+`.querySelector("img").getAttribute("src")`))
 	otherCode := decodeQR(t, a, a.Text(li("B4")+`.querySelector("img").getAttribute("src")`))
 

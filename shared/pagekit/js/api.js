@@ -13,6 +13,7 @@ export const Problem = Object.freeze({
   SeatsUnavailable: "seats-unavailable",
   InProgress: "in-progress",
   NotSoldOut: "not-sold-out",
+  PriceAboveCap: "price-above-cap",
 });
 
 // ApiError is a refused or failed call: status (0 when the network failed), the RFC 9457 problem (type, title,

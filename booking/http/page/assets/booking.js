@@ -7,6 +7,7 @@ import { el } from "./dom.js";
 import { summary, showFacts, bookingPath, follow, resume } from "./order.js";
 import { refundControl, refundsList } from "./refund.js";
 import { transferControl, showTransfers } from "./transfer.js";
+import { resaleTickets } from "./resale.js";
 
 const root = document.getElementById("booking");
 const bookingId = root.dataset.booking;
@@ -18,7 +19,8 @@ function status(text) {
 }
 
 // gone says why a ticket no longer admits.
-const gone = { VOID: "Refunded: this ticket no longer admits.", TRANSFERRED: "Transferred: this ticket was reissued to the fan who claimed it." };
+const gone = { VOID: "Refunded: this ticket no longer admits.", TRANSFERRED: "Transferred: this ticket was reissued to the fan who claimed it.",
+  RESOLD: "Resold on the exchange: this ticket was reissued to the fan who bought it." };
 
 function tickets(b) {
   const list = $("tickets");
@@ -46,6 +48,7 @@ function tickets(b) {
   }));
   list.hidden = false;
   transfers(b);
+  resaleTickets(b, list, $("error"), render); // the exchange's controls and payouts (resale.js)
 }
 
 // transfers lists the transfers of this booking's tickets (a reissued ticket names the one it replaced).
