@@ -474,18 +474,22 @@ func TestVerifiedFanInBrowser(t *testing.T) {
 	fan.Go(p.BaseURL + "/queue/" + show)
 	fan.WaitFor("registration offered", `!document.getElementById("register").hidden && `+
 		`!document.getElementById("register-email-form").hidden`)
-	for _, id := range []string{"register-email", "register-code"} {
+	for _, id := range []string{"register-email", "register-name", "register-code"} {
 		if got := fan.Text(`document.getElementById("` + id + `").labels[0]?.textContent ?? ""`); got == "" {
 			t.Errorf("#%s has no label", id)
 		}
 	}
 	addr := "fan-" + uuid.NewString()[:8] + "@example.com"
 	set(fan, "#register-email", addr)
+	set(fan, "#register-name", "Asha Rao")
 	fan.JS(`document.getElementById("register-send").click()`)
 	fan.WaitFor("the code's form", `!document.getElementById("register-code-form").hidden`)
 	set(fan, "#register-code", codeIn(t, mail, addr))
 	fan.JS(`document.getElementById("register-confirm").click()`)
 	fan.WaitFor("registered", text("#register-status")+`.startsWith("You are registered")`)
+	if got := fan.Await(`fetch("/api/v1/me/contact").then((r) => r.json()).then((c) => c.name + " <" + c.email + ">")`); got != "Asha Rao <"+addr+">" {
+		t.Errorf("the fan's contact after registering: %q, want the name on tickets given", got)
+	}
 	if fan.Path() != "/queue/"+show || fan.Text(`String(document.getElementById("waiting").hidden)`) != "true" {
 		t.Fatalf("registered but not invited, the fan is in line at %s", fan.Path())
 	}

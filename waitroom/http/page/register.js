@@ -1,5 +1,6 @@
 // register.js: a verified-fan sale's registration on the queue page. When the join is refused because the show
-// lets in only registered or invited fans, the page offers registration: the fan gives an e-mail, confirms it with
+// lets in only registered or invited fans, the page offers registration: the fan gives an e-mail (and, if they
+// like, the name their tickets print; both filled in from the contact they gave before), confirms it with
 // the code booking mails to it, and registers (paying the show's proof of work, as a join does: earn.js). Then the
 // page follows the fan's status (the notification: registered, invited, not invited this time) and, once invited
 // or registered enough for the show's access, joins the line at once.
@@ -32,7 +33,7 @@ function path() { return "/api/v1/shows/" + encodeURIComponent(show) + "/registr
 // read asks the fan's status and shows the step they are at.
 function read() {
   get(path()).then((r) => shown(r.data), (e) => {
-    if (e instanceof ApiError && e.status === 404) { $("register-email-form").hidden = false; status(""); return; }
+    if (e instanceof ApiError && e.status === 404) { $("register-email-form").hidden = false; status(""); known(); return; }
     fail(e);
   });
 }
@@ -52,12 +53,22 @@ function shown(reg, fresh) {
   if (!watching) watching = setInterval(() => get(path()).then((r) => { if (r.data.status === "INVITED") shown(r.data); }, () => {}), 3000);
 }
 
+// known fills the form with the contact the fan gave before (none: a 404, and the form stays empty).
+function known() {
+  get("/api/v1/me/contact").then((r) => {
+    if (!$("register-email").value) $("register-email").value = r.data.email || "";
+    if (!$("register-name").value) $("register-name").value = r.data.name || "";
+  }, () => {});
+}
+
 function stopWatching() { if (watching) { clearInterval(watching); watching = null; } }
 
 $("register-email-form").addEventListener("submit", (ev) => {
   ev.preventDefault();
   clear();
-  api("PUT", "/api/v1/me/contact", { email: $("register-email").value.trim() }).then((r) => {
+  const contact = { email: $("register-email").value.trim() };
+  if ($("register-name").value.trim()) contact.name = $("register-name").value.trim();
+  api("PUT", "/api/v1/me/contact", contact).then((r) => {
     if (r.data.confirmed) return registerNow();
     $("register-email-form").hidden = true;
     $("register-code-form").hidden = false;
