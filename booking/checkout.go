@@ -141,8 +141,10 @@ func NewCheckout(svc *Service, store PaymentStore, gw payment.Gateway, signer *t
 		cfg.Logger = svc.Holds.log
 	}
 	life, cancel := context.WithCancel(context.Background())
-	return &Checkout{holds: svc.Holds, store: store, gw: gw, signer: signer, verifier: verifier, cfg: cfg, log: cfg.Logger,
+	p := &Checkout{holds: svc.Holds, store: store, gw: gw, signer: signer, verifier: verifier, cfg: cfg, log: cfg.Logger,
 		life: life, close: cancel, kick: make(chan struct{}, 1)}
+	svc.Holds.reofferListing = p.reofferListing
+	return p
 }
 
 // Close stops Checkout gracefully: sagas and captures in flight get up to GatewayTimeout to finish, then are cut

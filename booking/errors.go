@@ -50,6 +50,7 @@ var (
 	ErrPriceAboveCap = errors.New("price above the cap")      // more than the show's maxPriceRatio of face value
 	ErrTicketListed  = errors.New("ticket listed for resale") // withdraw the listing first
 	ErrResold        = errors.New("ticket resold")            // sold on the exchange: the buyer's ticket admits
+	ErrListingHeld   = errors.New("listing held by a buyer")  // withdraw it once their hold ends unpaid
 )
 
 // ErrNotSoldOut refuses a waitlist entry for a show that still has seats on sale: the fan should book them.

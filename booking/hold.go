@@ -82,6 +82,9 @@ type Holds struct {
 	// offerListing offers a new listing to the show's waitlist (set by NewWaitlist; nil: no waitlist): attach
 	// records the offer's hold as the listing's before the offer is made.
 	offerListing func(ctx context.Context, l Listing, attach func(context.Context, Booking) error) (Booking, bool, error)
+	// reofferListing offers the listing whose waitlist offer was the hold bookingID, if it is still listed, to the
+	// next fan in line (set by NewCheckout; nil: no exchange): the waitlist calls it when that offer lapses.
+	reofferListing func(ctx context.Context, bookingID string) error
 	// expireAt asks the Reconciler to expire a show's lapsed holds at a time no lock expiry will report: that of a
 	// hold ending with its admission (Reconciler.expireAt).
 	expireAt func(showID string, at time.Time)

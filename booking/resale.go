@@ -92,8 +92,9 @@ type ResaleStore interface {
 	// seller's booking and then the ticket (the order a refund and a transfer claim take): ErrTicketListed,
 	// ErrAlreadyCheckedIn, ErrTransferred, ErrTicketVoid, ErrResold or ErrNotFound otherwise.
 	CreateListing(ctx context.Context, l Listing) (Listing, error)
-	// WithdrawListing ends the seller's LISTED listing of the ticket; the ticket is VALID again.
-	WithdrawListing(ctx context.Context, ticketID, sellerID string) (Listing, error)
+	// WithdrawListing ends the seller's LISTED listing of the ticket; the ticket is VALID again. While a buyer's
+	// hold of it is live at now (HELD and not yet expired, or PAYMENT_PENDING) it refuses with ErrListingHeld.
+	WithdrawListing(ctx context.Context, ticketID, sellerID string, now time.Time) (Listing, error)
 	Listing(ctx context.Context, id string) (Listing, error)
 	// Listings lists the show's LISTED listings not under a live waitlist offer, cheapest first.
 	Listings(ctx context.Context, showID string) ([]Listing, error)
@@ -104,6 +105,8 @@ type ResaleStore interface {
 	PayoutOf(ctx context.Context, buyerBookingID string) (r Refund, ok bool, err error)
 	// BookingListings lists every listing of the seller's booking's tickets, newest first.
 	BookingListings(ctx context.Context, bookingID string) ([]Listing, error)
+	// OfferedListing is the LISTED listing whose waitlist offer is the hold offerBookingID; ok false when none is.
+	OfferedListing(ctx context.Context, offerBookingID string) (l Listing, ok bool, err error)
 }
 
 // ListRequest puts a ticket on the exchange.
@@ -148,26 +151,58 @@ func (p *Checkout) ListTicket(ctx context.Context, r ListRequest) (Listing, erro
 	if l, err = p.store.CreateListing(ctx, l); err != nil {
 		return Listing{}, err
 	}
-	if p.holds.offerListing != nil {
-		attach := func(ctx context.Context, b Booking) error { return p.store.AttachResaleHold(ctx, l.ID, b.ID, true) }
-		ob, ok, err := p.holds.offerListing(ctx, l, attach)
-		switch {
-		case err != nil:
-			// Listed all the same: the public may buy it.
-			p.log.WarnContext(ctx, "resale: offer to the waitlist", "listing", l.ID, "err", err)
-		case ok:
-			l.OfferBookingID = ob.ID
-		}
-	}
-	return l, nil
+	return p.offerToWaitlist(ctx, l), nil
 }
 
-// WithdrawListing takes the user's ticket off the exchange, before it is sold; it admits again.
+// offerToWaitlist offers a listing to the first fan in the show's line it fits (Waitlist.offerListing) and
+// returns it with the offer's hold; with nobody in line, or when the offer fails, it is the public's as it is.
+func (p *Checkout) offerToWaitlist(ctx context.Context, l Listing) Listing {
+	if p.holds.offerListing == nil {
+		return l
+	}
+	attach := func(ctx context.Context, b Booking) error { return p.store.AttachResaleHold(ctx, l.ID, b.ID, true) }
+	ob, ok, err := p.holds.offerListing(ctx, l, attach)
+	switch {
+	case err != nil:
+		// Listed all the same: the public may buy it.
+		p.log.WarnContext(ctx, "resale: offer to the waitlist", "listing", l.ID, "err", err)
+	case ok:
+		l.OfferBookingID = ob.ID
+	}
+	return l
+}
+
+// reofferListing passes a listing on down the waitlist when the offer made of it, the hold bookingID, lapsed
+// (expired or cancelled unpaid): the next fan in line it fits is offered it as the first was; with nobody left it
+// stays the public's, which it is as soon as that offer's hold ended. A listing sold, withdrawn or offered again
+// since is left alone, so a redelivered event offers nothing twice.
+func (p *Checkout) reofferListing(ctx context.Context, bookingID string) error {
+	l, ok, err := p.store.OfferedListing(ctx, bookingID)
+	if err != nil || !ok {
+		return err
+	}
+	if _, err := p.resaleOpen(ctx, l.ShowID); err != nil {
+		if errors.Is(err, ErrResaleClosed) {
+			return nil // the exchange closed meanwhile: nobody may buy it now
+		}
+		return err
+	}
+	if next := p.offerToWaitlist(ctx, l); next.OfferBookingID != l.OfferBookingID {
+		p.log.InfoContext(ctx, "resale: offered again", "listing", l.ID, "lapsed", bookingID, "offer", next.OfferBookingID)
+	}
+	return nil
+}
+
+// WithdrawListing takes the user's ticket off the exchange, before it is sold; it admits again. Not while a
+// buyer holds it (ErrListingHeld): that buyer, or the waitlist's fan it was offered to, may be paying right now,
+// and pulling the seat from under them would fail a payment already authorized (the sale's transaction would
+// refuse it) for a seller who gets the ticket back within the hold's few minutes anyway. So it is on a platform
+// where a listing in a buyer's basket is locked: the seller withdraws once that hold ends unpaid.
 func (p *Checkout) WithdrawListing(ctx context.Context, ticketID, userID string) (Listing, error) {
 	if _, err := p.Ticket(ctx, ticketID, userID); err != nil {
 		return Listing{}, err
 	}
-	return p.store.WithdrawListing(ctx, ticketID, userID)
+	return p.store.WithdrawListing(ctx, ticketID, userID, p.cfg.Now())
 }
 
 // SellerView is the exchange as the holder of a booking sees it: whether the show's exchange takes listings now,

@@ -80,6 +80,25 @@ func (e *payEnv) soldOutResale(t *testing.T, rp booking.ResalePolicy) (booking.S
 	return show, w, res
 }
 
+// soldToPublic checks that the listing is the show's one public listing, has "public" buy and pay it, and
+// returns the seller's payout once settled.
+func (e *payEnv) soldToPublic(t *testing.T, showID, listingID string, seller booking.Booking) booking.Refund {
+	t.Helper()
+	ctx := context.Background()
+	ls, err := e.pay.Listings(ctx, showID)
+	if err != nil || len(ls) != 1 || ls[0].ID != listingID {
+		t.Fatalf("public listings %+v, %v; want the listing %s", ls, err, listingID)
+	}
+	held, err := e.pay.BuyListing(ctx, booking.BuyRequest{ListingID: listingID, UserID: "public"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.payWith(held, sim.CardOK, "k-public"); err != nil {
+		t.Fatal(err)
+	}
+	return e.settlePayout(t, e.pay, seller, listingID)
+}
+
 func TestResalePolicyAndListingRules(t *testing.T) {
 	t.Parallel()
 	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{})
@@ -362,18 +381,7 @@ func TestResaleOfferedToWaitlistFirst(t *testing.T) {
 	if _, _, err := e.pay.Cancel(ctx, offer.ID, "fan"); err != nil {
 		t.Fatal(err)
 	}
-	ls, err := e.pay.Listings(ctx, show.ID)
-	if err != nil || len(ls) != 1 || ls[0].ID != l.ID {
-		t.Fatalf("public listings after the offer: %+v, %v; want the listing", ls, err)
-	}
-	held, err := e.pay.BuyListing(ctx, booking.BuyRequest{ListingID: l.ID, UserID: "public"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.payWith(held, sim.CardOK, "k-public"); err != nil {
-		t.Fatal(err)
-	}
-	if r := e.settlePayout(t, e.pay, res.Booking, l.ID); r.Amount != 900-45 {
+	if r := e.soldToPublic(t, show.ID, l.ID, res.Booking); r.Amount != 900-45 {
 		t.Fatalf("payout %+v, want 855", r)
 	}
 }
@@ -406,4 +414,142 @@ func TestResaleOfferPaidByWaitlistFan(t *testing.T) {
 		t.Fatalf("the fan's ticket: %v", err)
 	}
 	e.settlePayout(t, e.pay, res.Booking, l.ID)
+}
+
+// TestResaleWithdrawRefusedWhileABuyerHoldsIt: a listing in a buyer's hold cannot be withdrawn (409
+// listing-held): the buyer may be paying. Raced against buyers, a withdrawal either wins, and every buyer is
+// refused with no hold left, or loses to the one buyer who holds it. Once that hold ends unpaid the seller
+// withdraws it and the ticket admits again.
+func TestResaleWithdrawRefusedWhileABuyerHoldsIt(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{})
+	ctx := context.Background()
+	e.setResale(t, e.Show.ID, exchange)
+	for round, seat := range []string{"A1", "A2", "A3"} {
+		sellerID := "seller-" + seat
+		seller := e.paid(t, sellerID, seat)
+		tk := ticketOf(t, seller, seat)
+		l, err := e.pay.ListTicket(ctx, booking.ListRequest{TicketID: tk.ID, UserID: sellerID, Price: 15000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var withdrawn atomic.Bool
+		holds := make(chan booking.Booking, 5)
+		wg.Add(6)
+		go func() {
+			defer wg.Done()
+			switch _, err := e.pay.WithdrawListing(ctx, tk.ID, sellerID); {
+			case err == nil:
+				withdrawn.Store(true)
+			case !errors.Is(err, booking.ErrListingHeld):
+				t.Errorf("round %d: withdraw: %v, want nil or ErrListingHeld", round, err)
+			}
+		}()
+		for i := range 5 {
+			go func() {
+				defer wg.Done()
+				b, err := e.pay.BuyListing(ctx, booking.BuyRequest{ListingID: l.ID, UserID: fmt.Sprintf("buyer%d-%d", round, i)})
+				switch {
+				case err == nil:
+					holds <- b
+				case !errors.Is(err, booking.ErrSeatsUnavailable):
+					t.Errorf("round %d: buyer %d: %v, want ErrSeatsUnavailable", round, i, err)
+				}
+			}()
+		}
+		wg.Wait()
+		close(holds)
+		var live []booking.Booking
+		for b := range holds {
+			if got, err := e.Svc.Booking(ctx, b.ID, b.UserID); err != nil || got.Status == booking.StatusHeld {
+				live = append(live, got)
+			}
+		}
+		switch {
+		case withdrawn.Load() && len(live) != 0:
+			t.Fatalf("round %d: withdrawn, yet buyers hold %+v", round, live)
+		case !withdrawn.Load() && len(live) != 1:
+			t.Fatalf("round %d: the withdrawal was refused, and %d buyers hold the listing, want 1", round, len(live))
+		}
+		if !withdrawn.Load() {
+			if _, err := e.pay.WithdrawListing(ctx, tk.ID, sellerID); !errors.Is(err, booking.ErrListingHeld) {
+				t.Fatalf("round %d: withdraw during the hold: %v, want ErrListingHeld", round, err)
+			}
+			if _, err := e.pay.CheckIn(ctx, tk.Code, "gate"); !errors.Is(err, booking.ErrTicketListed) {
+				t.Fatalf("round %d: check-in of the ticket still listed: %v, want ErrTicketListed", round, err)
+			}
+			if _, _, err := e.pay.Cancel(ctx, live[0].ID, live[0].UserID); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.pay.WithdrawListing(ctx, tk.ID, sellerID); err != nil {
+				t.Fatalf("round %d: withdraw once the hold ended: %v", round, err)
+			}
+		}
+		if _, err := e.pay.CheckIn(ctx, tk.Code, "gate"); err != nil {
+			t.Fatalf("round %d: check-in after the withdrawal: %v", round, err)
+		}
+	}
+	e.settle(t, e.pay)
+}
+
+// TestResaleLapsedOfferGoesDownTheWaitlist: a listing offered to the first fan in line whose offer lapses goes to
+// the next fan in line, as the first offer was made (and may not be withdrawn meanwhile); a redelivered event
+// offers nothing twice; when the last fan's offer lapses too (found by the sweep) it is the public's.
+func TestResaleLapsedOfferGoesDownTheWaitlist(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t, booking.Config{}, sim.Config{}, booking.CheckoutConfig{})
+	ctx := context.Background()
+	show, w, res := e.soldOutResale(t, booking.ResalePolicy{Enabled: true, MaxPriceRatio: 1})
+	mustJoin(t, w, show.ID, "first", 1)
+	mustJoin(t, w, show.ID, "second", 1)
+	tk := ticketOf(t, res.Booking, "A1")
+	l, err := e.pay.ListTicket(ctx, booking.ListRequest{TicketID: tk.ID, UserID: "seller", Price: 800})
+	if err != nil || l.OfferBookingID == "" {
+		t.Fatalf("listing %+v, %v; want it offered", l, err)
+	}
+	if _, err := e.pay.WithdrawListing(ctx, tk.ID, "seller"); !errors.Is(err, booking.ErrListingHeld) {
+		t.Fatalf("withdraw during the waitlist's offer: %v, want ErrListingHeld", err)
+	}
+	if _, _, err := e.pay.Cancel(ctx, l.OfferBookingID, "first"); err != nil {
+		t.Fatal(err)
+	}
+	lapsed := booking.LifecycleEvent{ID: "ob_1", Type: booking.EventCancelled, ShowID: show.ID, Subject: l.OfferBookingID}
+	if err := w.HandleEvent(ctx, lapsed); err != nil {
+		t.Fatal(err)
+	}
+	if en := entry(t, w, show.ID, "first"); en.Status != booking.WaitlistLapsed {
+		t.Fatalf("the first fan's entry %+v, want LAPSED", en)
+	}
+	en := entry(t, w, show.ID, "second")
+	if en.Status != booking.WaitlistOffered || en.Offer == nil || en.Offer.BookingID == l.OfferBookingID {
+		t.Fatalf("the second fan's entry %+v, want OFFERED the listing anew", en)
+	}
+	offer, err := e.Svc.Booking(ctx, en.Offer.BookingID, "second")
+	if err != nil || offer.Status != booking.StatusHeld || offer.TotalAmount != 800 || offer.SeatIDs[0] != "A1" {
+		t.Fatalf("the second offer %+v, %v; want A1 HELD at the listing's 800", offer, err)
+	}
+	if got, err := e.pay.Listing(ctx, l.ID); err != nil || got.OfferBookingID != offer.ID {
+		t.Fatalf("listing %+v, %v; want it under the second offer", got, err)
+	}
+	if ls, err := e.pay.Listings(ctx, show.ID); err != nil || len(ls) != 0 {
+		t.Fatalf("public listings during the second offer: %+v, %v; want none", ls, err)
+	}
+	if err := w.HandleEvent(ctx, lapsed); err != nil {
+		t.Fatal(err)
+	}
+	if again := entry(t, w, show.ID, "second"); again.Offer == nil || again.Offer.BookingID != offer.ID {
+		t.Fatalf("after the event's redelivery the second fan's entry %+v, want the same offer", again)
+	}
+
+	// The second fan lets it go and the event is lost: the sweep ends the offer, and with nobody left in line the
+	// listing is the public's.
+	if _, _, err := e.pay.Cancel(ctx, offer.ID, "second"); err != nil {
+		t.Fatal(err)
+	}
+	w.Sweep(ctx)
+	if en := entry(t, w, show.ID, "second"); en.Status != booking.WaitlistLapsed {
+		t.Fatalf("the second fan's entry %+v, want LAPSED", en)
+	}
+	e.soldToPublic(t, show.ID, l.ID, res.Booking)
 }

@@ -252,7 +252,7 @@ func (w *Waitlist) HandleEvent(ctx context.Context, e LifecycleEvent) error {
 	case EventConfirmed:
 		return w.endOffer(ctx, e.Subject, WaitlistAccepted)
 	case EventExpired, EventCancelled:
-		if err := w.endOffer(ctx, e.Subject, WaitlistLapsed); err != nil {
+		if err := w.lapse(ctx, e.Subject); err != nil {
 			return err
 		}
 	case EventRefunded:
@@ -267,6 +267,19 @@ func (w *Waitlist) HandleEvent(ctx context.Context, e LifecycleEvent) error {
 		return nil // a show deleted since: nothing to offer
 	}
 	return err
+}
+
+// lapse ends the offer that was the hold bookingID, LAPSED, and when that offer was of a listing on the exchange
+// passes the listing on to the next fan in line (resale.go's reofferListing, through offerListing below): a seat
+// coming back is offered by Offer, but a listing's seat stays sold to its seller and is never free.
+func (w *Waitlist) lapse(ctx context.Context, bookingID string) error {
+	if err := w.endOffer(ctx, bookingID, WaitlistLapsed); err != nil {
+		return err
+	}
+	if w.holds.reofferListing == nil {
+		return nil
+	}
+	return w.holds.reofferListing(ctx, bookingID)
 }
 
 func (w *Waitlist) endOffer(ctx context.Context, bookingID string, to WaitlistStatus) error {
@@ -307,11 +320,11 @@ func (w *Waitlist) Sweep(ctx context.Context) {
 		if e.Offer == nil {
 			continue
 		}
-		to := WaitlistLapsed
+		end := w.lapse
 		if b, err := w.holds.store.Booking(ctx, e.Offer.BookingID); err == nil && b.Status == StatusConfirmed {
-			to = WaitlistAccepted
+			end = func(ctx context.Context, id string) error { return w.endOffer(ctx, id, WaitlistAccepted) }
 		}
-		if err := w.endOffer(ctx, e.Offer.BookingID, to); err != nil {
+		if err := end(ctx, e.Offer.BookingID); err != nil {
 			w.log.WarnContext(ctx, "waitlist sweep: end offer", "entry", e.ID, "err", err)
 		}
 	}

@@ -84,6 +84,7 @@ var codes = problem.Table{
 	problem.Map(booking.ErrPriceAboveCap, fiber.StatusUnprocessableEntity, problem.PriceAboveCap, ""),
 	problem.Map(booking.ErrTicketListed, fiber.StatusConflict, problem.TicketListed, ""),
 	problem.Map(booking.ErrResold, fiber.StatusConflict, problem.TicketResold, ""),
+	problem.Map(booking.ErrListingHeld, fiber.StatusConflict, problem.ListingHeld, ""),
 	problem.Map(booking.ErrWebhook, fiber.StatusBadRequest, problem.BadRequest, ""),
 
 	problem.Map(errShuttingDown, fiber.StatusServiceUnavailable, problem.ServiceUnavailable, ""),

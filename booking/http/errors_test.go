@@ -116,6 +116,7 @@ var domainCodes = []struct {
 	{"ErrPriceAboveCap", booking.ErrPriceAboveCap, 422, "price-above-cap"},
 	{"ErrTicketListed", booking.ErrTicketListed, 409, "ticket-listed"},
 	{"ErrResold", booking.ErrResold, 409, "ticket-resold"},
+	{"ErrListingHeld", booking.ErrListingHeld, 409, "listing-held"},
 	{"ErrCodeInvalid", booking.ErrCodeInvalid, 422, "validation"},
 	{"ErrNotSoldOut", booking.ErrNotSoldOut, 409, "not-sold-out"},
 	{"ErrTooManyStreams", booking.ErrTooManyStreams, 429, problem.RateLimited},

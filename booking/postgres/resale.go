@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -62,8 +63,10 @@ func (s *Store) CreateListing(ctx context.Context, l booking.Listing) (booking.L
 }
 
 // WithdrawListing implements booking.ResaleStore. The listing's row is locked first, as the sale's confirmation
-// locks it: of a withdrawal and a sale exactly one wins.
-func (s *Store) WithdrawListing(ctx context.Context, ticketID, sellerID string) (booking.Listing, error) {
+// locks it: of a withdrawal and a sale exactly one wins. A buyer attaching a hold takes it shared
+// (AttachResaleHold), so a hold is either attached before the withdrawal looks for one, and refuses it, or
+// attaches to a listing WITHDRAWN, which refuses the buyer.
+func (s *Store) WithdrawListing(ctx context.Context, ticketID, sellerID string, now time.Time) (booking.Listing, error) {
 	var l booking.Listing
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
@@ -74,6 +77,17 @@ func (s *Store) WithdrawListing(ctx context.Context, ticketID, sellerID string) 
 				return fmt.Errorf("ticket %s is not on the exchange: %w", ticketID, booking.ErrNotFound)
 			}
 			return fmt.Errorf("postgres: listing of %s: %w", ticketID, err)
+		}
+		var until time.Time
+		err = tx.QueryRow(ctx, `SELECT max(b.expires_at) FROM resale_holds h JOIN bookings b ON b.id = h.booking_id
+			WHERE h.listing_id = $1 AND (b.status = 'PAYMENT_PENDING' OR (b.status = 'HELD' AND b.expires_at > $2))
+			HAVING count(*) > 0`, l.ID, now).Scan(&until)
+		switch {
+		case err == nil:
+			return fmt.Errorf("a buyer is paying for ticket %s: withdraw it after their hold ends (%s), if it has not sold: %w",
+				ticketID, until.UTC().Format(time.RFC3339), booking.ErrListingHeld)
+		case !errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("postgres: holds of %s: %w", l.ID, err)
 		}
 		batch := &pgx.Batch{}
 		batch.Queue(`UPDATE resale_listings SET status = 'WITHDRAWN', ended_at = now() WHERE id = $1`, l.ID)
@@ -125,6 +139,21 @@ func (s *Store) BookingListings(ctx context.Context, bookingID string) ([]bookin
 		return nil, fmt.Errorf("postgres: listings of booking %s: %w", bookingID, err)
 	}
 	return ls, nil
+}
+
+// OfferedListing implements booking.ResaleStore: the hold's listing by resale_holds' key, still LISTED and still
+// under that offer (offered again, its offer_booking_id names the new hold).
+func (s *Store) OfferedListing(ctx context.Context, offerBookingID string) (booking.Listing, bool, error) {
+	l, err := scanListing(s.pool.QueryRow(ctx, `SELECT `+listingColumns+` FROM resale_listings
+		WHERE id = (SELECT listing_id FROM resale_holds WHERE booking_id = $1) AND offer_booking_id = $1
+			AND status = 'LISTED'`, offerBookingID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return booking.Listing{}, false, nil
+	}
+	if err != nil {
+		return booking.Listing{}, false, fmt.Errorf("postgres: listing offered as %s: %w", offerBookingID, err)
+	}
+	return l, true, nil
 }
 
 // AttachResaleHold implements booking.ResaleStore.

@@ -63,9 +63,9 @@ func (s *Shards) ForgetTransferMail(ctx context.Context, id string) error {
 func (s *Shards) CreateListing(ctx context.Context, l booking.Listing) (booking.Listing, error) {
 	return s.At(l.ShowID).CreateListing(ctx, l)
 }
-func (s *Shards) WithdrawListing(ctx context.Context, ticketID, sellerID string) (booking.Listing, error) {
+func (s *Shards) WithdrawListing(ctx context.Context, ticketID, sellerID string, now time.Time) (booking.Listing, error) {
 	return onShard(s, "ticket", ticketID, func(st *Store) (booking.Listing, error) {
-		return st.WithdrawListing(ctx, ticketID, sellerID)
+		return st.WithdrawListing(ctx, ticketID, sellerID, now)
 	})
 }
 func (s *Shards) Listing(ctx context.Context, id string) (booking.Listing, error) {
@@ -76,6 +76,15 @@ func (s *Shards) Listings(ctx context.Context, showID string) ([]booking.Listing
 }
 func (s *Shards) BookingListings(ctx context.Context, bookingID string) ([]booking.Listing, error) {
 	return onShard(s, "booking", bookingID, func(st *Store) ([]booking.Listing, error) { return st.BookingListings(ctx, bookingID) })
+}
+func (s *Shards) OfferedListing(ctx context.Context, offerBookingID string) (booking.Listing, bool, error) {
+	var ok bool
+	l, err := onShard(s, "booking", offerBookingID, func(st *Store) (booking.Listing, error) {
+		l, found, err := st.OfferedListing(ctx, offerBookingID)
+		ok = found
+		return l, err
+	})
+	return l, ok, err
 }
 func (s *Shards) AttachResaleHold(ctx context.Context, listingID, bookingID string, offer bool) error {
 	_, err := onShard(s, "listing", listingID, func(st *Store) (struct{}, error) {

@@ -59,6 +59,7 @@ const (
 	PriceAboveCap = "price-above-cap"
 	TicketListed  = "ticket-listed"
 	TicketResold  = "ticket-resold"
+	ListingHeld   = "listing-held"
 	// The waiting room's guard refusing a new place has a type per reason, named in waitroom's table of reasons
 	// (waitroom/refusal.go).
 	// A bypass code presented at join that admits nobody (the fan may still join the line).
