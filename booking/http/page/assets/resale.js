@@ -10,6 +10,7 @@ import { el, $ } from "./dom.js";
 import { bookingPath } from "./order.js";
 
 let counter = 0;
+let drawn = 0; // the booking page's latest drawing: an older one's answer arriving late adds nothing
 
 const ticketPath = (id) => "/api/v1/tickets/" + encodeURIComponent(id) + "/resale";
 
@@ -43,18 +44,19 @@ function said(list) {
 // its tickets (each live one an li[data-ticket] with its status), render redraws the page from a booking.
 export async function resaleTickets(b, list, errorBox, render) {
   const box = said(list);
+  const mine = ++drawn;
   payouts(box, b);
   if (b.status !== "CONFIRMED") return;
   let v;
   try {
     ({ data: v } = await get(bookingPath(b.bookingId) + "/resale"));
   } catch (e) {
-    showError(errorBox, "Could not read the exchange: " + e.message);
+    if (mine === drawn) showError(errorBox, "Could not read the exchange: " + e.message);
     return;
   }
+  if (mine !== drawn) return;
   const cap = Object.fromEntries(v.seats.map((s) => [s.seatId, s.cap]));
   const listed = Object.fromEntries(v.listings.filter((l) => l.status === "LISTED").map((l) => [l.ticketId, l]));
-  const status = $("resale-status");
   const reload = async (text) => {
     const { data } = await get(bookingPath(b.bookingId));
     render(data);
@@ -65,7 +67,7 @@ export async function resaleTickets(b, list, errorBox, render) {
       seatId: (b.tickets.find((x) => x.ticketId === li.dataset.ticket) || {}).seatId };
     const where = li.lastElementChild || li;
     if (t.status === "LISTED" && listed[t.ticketId]) {
-      where.append(listedControl(t, listed[t.ticketId], errorBox, status, reload));
+      where.append(listedControl(t, listed[t.ticketId], errorBox, reload));
     } else if (t.status === "VALID" && v.open && cap[t.seatId]) {
       where.append(sellControl(t, cap[t.seatId], v, errorBox, reload));
     }
@@ -84,7 +86,7 @@ function payouts(box, b) {
 }
 
 // listedControl is a listed ticket's state and its "Withdraw listing" button.
-function listedControl(t, l, errorBox, status, reload) {
+function listedControl(t, l, errorBox, reload) {
   const withdraw = el("button", { type: "button", text: "Withdraw listing of seat " + t.seatId });
   withdraw.addEventListener("click", async () => {
     clearError(errorBox);
