@@ -1,7 +1,9 @@
 // Package ticket makes and checks ticket codes that a scanner at the venue door can verify offline: a compact
 // payload (ticket, show, seat, key id) signed with Ed25519, encoded as base64url(payload) "." base64url(signature)
 // and rendered as a QR code (booking/ticket/qr). A scanner needs only the public keys; whether a ticket is still valid (not refunded,
-// not already used) is the check-in service's question, answered from the database.
+// not already used) is the check-in service's question, answered from the database. A show may ask for rotating
+// codes instead (rotating.go, docs/TICKETS.md): a platform-certified holder key stamps the current second, and a
+// door checks them with the gate kit's public keys alone (Kit).
 package ticket
 
 import (
@@ -117,18 +119,21 @@ func parse(p []byte) (Claims, error) {
 	if len(p) == 0 || p[0] != version {
 		return Claims{}, ErrMalformed
 	}
-	p = p[1:]
-	var f [4]string
-	for i := range f {
-		var ok bool
-		if f[i], p, ok = readField(p); !ok {
-			return Claims{}, ErrMalformed
-		}
-	}
-	if len(p) != 0 {
+	f, p, ok := readIDs(p[1:])
+	if !ok || len(p) != 0 {
 		return Claims{}, ErrMalformed
 	}
 	return Claims{KeyID: f[0], TicketID: f[1], ShowID: f[2], SeatID: f[3]}, nil
+}
+
+// readIDs reads the four ids every code opens with: key, ticket, show, seat.
+func readIDs(p []byte) (f [4]string, rest []byte, ok bool) {
+	for i := range f {
+		if f[i], p, ok = readField(p); !ok {
+			return f, nil, false
+		}
+	}
+	return f, p, true
 }
 
 // A field is one length byte and the id's bytes, except that our own ids (a short lowercase prefix, "_", 32
