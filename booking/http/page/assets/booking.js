@@ -34,11 +34,11 @@ function tickets(b) {
         el("div", {}, heading, el("p", { text: gone[t.status] }), el("p", { class: "muted", text: "Ticket " + t.ticketId })));
     }
     return el("li", { class: "ticket", "data-status": t.status || "VALID", "data-ticket": t.ticketId },
-      rotating(b) ? rotatingCode(t.ticketId, name) : el("img", { src: `/api/v1/tickets/${encodeURIComponent(t.ticketId)}/qr.png`, alt: "QR code of " + name,
+      rotating(t) ? rotatingCode(t.ticketId, name) : el("img", { src: `/api/v1/tickets/${encodeURIComponent(t.ticketId)}/qr.png`, alt: "QR code of " + name,
         width: "200", height: "200" }),
       el("div", {}, heading, showFacts(b),
         el("p", { class: "muted", text: "Ticket " + t.ticketId }),
-        t.status === "VALID" && root.dataset.wallet === "on" && !rotating(b)
+        t.status === "VALID" && root.dataset.wallet === "on" && !rotating(t)
           ? el("p", {}, el("a", { class: "button", href: `/api/v1/tickets/${encodeURIComponent(t.ticketId)}/pass.pkpass`,
             text: "Add to Apple Wallet", "aria-label": "Add seat " + t.seatId + " to Apple Wallet" })) : null,
         t.status === "VALID" && refundable

@@ -155,7 +155,7 @@ function syncWords(s) {
     case "admitted": return "admitted (synced)";
     case "duplicate": return "already synced";
     case "conflict": return `conflict: first admitted by ${s.firstDevice || "another door"}${s.firstAt ? " at " + new Date(s.firstAt).toLocaleTimeString() : ""}`;
-    default: return "refused by the server";
+    default: return "refused by the server" + (s.reason ? ": " + (REASONS[s.reason] || s.reason) : "");
   }
 }
 

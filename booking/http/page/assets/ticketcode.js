@@ -14,9 +14,10 @@ const PKCS8_PREFIX = Uint8Array.from([0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 
 const ed = { name: "Ed25519" };
 const REFRESH_MS = 60000;
 
-// rotating tells a booking whose show gives rotating codes (its tickets have no static code, PDF or pass).
-export function rotating(b) {
-  return (b.show && b.show.ticketCodes === "rotating") || b.ticketCodes === "rotating";
+// rotating tells a ticket of a show with rotating codes (it has no static code, PDF or pass), or a booking with
+// such tickets.
+export function rotating(x) {
+  return x.ticketCodes === "rotating" || (x.tickets || []).some(rotating);
 }
 
 // rotatingCode is the live code of one ticket: a QR image, "Updates every 15 s" and a countdown to the next

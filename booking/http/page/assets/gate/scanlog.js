@@ -57,6 +57,7 @@ export class ScanLog {
       s.result = r.status;
       s.firstDevice = r.firstDevice;
       s.firstAt = r.firstAt;
+      s.reason = r.reason;
     });
     this.save();
     return results;
