@@ -17,8 +17,6 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
-	"github.com/makiuchi-d/gozxing"
-	"github.com/makiuchi-d/gozxing/qrcode"
 
 	"github.com/flashseat/flashseat/booking/ticket"
 	"github.com/flashseat/flashseat/booking/ticket/qr"
@@ -233,15 +231,7 @@ func decodeDataQR(t *testing.T, src string) string {
 	if err != nil {
 		t.Fatalf("QR image: %v", err)
 	}
-	bmp, err := gozxing.NewBinaryBitmapFromImage(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := qrcode.NewQRCodeReader().Decode(bmp, map[gozxing.DecodeHintType]any{gozxing.DecodeHintType_PURE_BARCODE: true})
-	if err != nil {
-		t.Fatalf("decode QR: %v", err)
-	}
-	return res.GetText()
+	return readQR(t, img)
 }
 
 // The fake camera's picture: one 640×480 frame of a white field with code's QR code in the middle (none for an
