@@ -155,6 +155,9 @@ type Ticket struct {
 	SeatID string
 	Code   string
 	Status TicketStatus
+	// Codes is the show's kind of code, set where tickets are shown to their holder; with rotating codes the
+	// static Code is left empty (gate.go).
+	Codes TicketCodes
 }
 
 // EventShows is an event with the shows a catalog search found for it.

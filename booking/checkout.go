@@ -25,6 +25,7 @@ type PaymentStore interface {
 	PolicyStore
 	TransferStore
 	ResaleStore
+	GateStore
 	WebhookStore
 	// RelayOutbox hands up to limit unpublished lifecycle events, oldest first, to publish and marks those it
 	// accepted published, in one transaction that other relays skip: each event is published at least once, and

@@ -52,6 +52,13 @@ var (
 	ErrResold        = errors.New("ticket resold")            // sold on the exchange: the buyer's ticket admits
 )
 
+// Errors of rotating codes at the door (gate.go).
+var (
+	ErrCodeExpired   = errors.New("code expired")                 // a rotating code older than 30 s: a screenshot
+	ErrRotatingCodes = errors.New("the show uses rotating codes") // its static code, PDF and pass are refused
+	ErrStaticCodes   = errors.New("the show uses static codes")   // it has no rotating code to give
+)
+
 // ErrNotSoldOut refuses a waitlist entry for a show that still has seats on sale: the fan should book them.
 var ErrNotSoldOut = errors.New("show not sold out")
 

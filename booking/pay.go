@@ -274,6 +274,14 @@ func (p *Checkout) Pay(ctx context.Context, r PayRequest) (PayResult, error) {
 	if p.cfg.OnOutcome != nil {
 		p.cfg.OnOutcome(outcomeOf(res, err))
 	}
+	if err == nil && len(res.Booking.Tickets) > 0 {
+		if perr := p.presentCodes(ctx, res.Booking.ShowID, res.Booking.Tickets); perr != nil {
+			// The sale is made: the answer leaves the codes out rather than fail; the booking's page has them.
+			for i := range res.Booking.Tickets {
+				res.Booking.Tickets[i].Code = ""
+			}
+		}
+	}
 	return res, err
 }
 

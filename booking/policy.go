@@ -20,6 +20,8 @@ type TicketPolicy struct {
 	Refund   *RefundPolicy
 	Transfer TransferPolicy
 	Resale   ResalePolicy
+	// Codes is which codes the show's tickets carry at the door; "" is static.
+	Codes TicketCodes
 }
 
 // TicketPolicy returns the show's ticket policy in force, its defaults filled in.
@@ -34,6 +36,9 @@ func (p *Checkout) TicketPolicy(ctx context.Context, showID string) (TicketPolic
 	if !ok {
 		tp.Transfer.Enabled = true
 		tp.Resale = DefaultResalePolicy
+	}
+	if tp.Codes == "" {
+		tp.Codes = CodesStatic
 	}
 	if tp.Refund == nil {
 		d := DefaultRefundPolicy(p.cfg.RefundWindow)
@@ -58,6 +63,12 @@ func (p *Checkout) SetTicketPolicy(ctx context.Context, showID string, tp Ticket
 		tp.Resale = DefaultResalePolicy // a policy built without a word on resale: the exchange stays closed
 	}
 	if err := tp.Resale.Validate(); err != nil {
+		return old, now, err
+	}
+	if tp.Codes == "" {
+		tp.Codes = CodesStatic
+	}
+	if err := tp.Codes.Validate(); err != nil {
 		return old, now, err
 	}
 	if old, err = p.TicketPolicy(ctx, showID); err != nil {

@@ -2,11 +2,8 @@ package booking
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/flashseat/flashseat/booking/ticket"
 )
 
 // TicketStore is the ledger's side of tickets and check-in.
@@ -24,18 +21,31 @@ func (p *Checkout) CheckIn(ctx context.Context, code, by string) (TicketInfo, er
 	if code == "" {
 		return TicketInfo{}, Invalid("code is required")
 	}
-	c, err := p.verifier.Verify(code)
+	now := p.cfg.Now()
+	c, err := p.readCode(ctx, code, "", now)
 	if err != nil {
-		if errors.Is(err, ticket.ErrInvalid) {
-			return TicketInfo{}, fmt.Errorf("%w: %w", ErrTicketInvalid, err)
-		}
 		return TicketInfo{}, err
 	}
-	return p.store.CheckIn(ctx, c.TicketID, c.ShowID, c.SeatID, by, p.cfg.Now())
+	return p.store.CheckIn(ctx, c.TicketID, c.ShowID, c.SeatID, by, now)
 }
 
-// Ticket returns one of the user's tickets; another user's ticket is ErrNotFound.
+// Ticket returns one of the user's tickets as its holder sees it (for a show with rotating codes, without its
+// static code); another user's ticket is ErrNotFound.
 func (p *Checkout) Ticket(ctx context.Context, id, userID string) (TicketInfo, error) {
+	t, err := p.ownTicket(ctx, id, userID)
+	if err != nil {
+		return TicketInfo{}, err
+	}
+	ts := []Ticket{t.Ticket}
+	if err := p.presentCodes(ctx, t.ShowID, ts); err != nil {
+		return TicketInfo{}, err
+	}
+	t.Ticket = ts[0]
+	return t, nil
+}
+
+// ownTicket returns one of the user's tickets as the ledger has it.
+func (p *Checkout) ownTicket(ctx context.Context, id, userID string) (TicketInfo, error) {
 	if !ValidID(id) {
 		return TicketInfo{}, fmt.Errorf("ticket: %w", ErrNotFound)
 	}
@@ -58,6 +68,9 @@ func (p *Checkout) BookingView(ctx context.Context, id, userID string) (Booking,
 	switch b.Status {
 	case StatusConfirmed, StatusRefunded:
 		if b.Tickets, err = p.store.Tickets(ctx, b.ID); err != nil {
+			return Booking{}, err
+		}
+		if err := p.presentCodes(ctx, b.ShowID, b.Tickets); err != nil {
 			return Booking{}, err
 		}
 		if b.Refunds, err = p.store.Refunds(ctx, b.ID); err != nil {

@@ -24,6 +24,7 @@ func (s *Server) adminRoutes(admin fiber.Router) {
 		admin.Post("/bookings/:bookingId/refund", s.adminRefund)
 		admin.Get("/shows/:showId", s.adminShow)
 		admin.Put("/shows/:showId", s.putShowPolicy)
+		admin.Get("/shows/:showId/gate-conflicts", s.gateConflicts)
 	}
 	if s.cfg.Audit != nil {
 		admin.Get("/audit", s.auditList)

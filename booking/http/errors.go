@@ -84,6 +84,9 @@ var codes = problem.Table{
 	problem.Map(booking.ErrPriceAboveCap, fiber.StatusUnprocessableEntity, problem.PriceAboveCap, ""),
 	problem.Map(booking.ErrTicketListed, fiber.StatusConflict, problem.TicketListed, ""),
 	problem.Map(booking.ErrResold, fiber.StatusConflict, problem.TicketResold, ""),
+	problem.Map(booking.ErrCodeExpired, fiber.StatusConflict, problem.CodeExpired, ""),
+	problem.Map(booking.ErrRotatingCodes, fiber.StatusConflict, problem.RotatingCodes, ""),
+	problem.Map(booking.ErrStaticCodes, fiber.StatusConflict, problem.StaticCodes, ""),
 	problem.Map(booking.ErrWebhook, fiber.StatusBadRequest, problem.BadRequest, ""),
 
 	problem.Map(errShuttingDown, fiber.StatusServiceUnavailable, problem.ServiceUnavailable, ""),

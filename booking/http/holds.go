@@ -66,11 +66,14 @@ func (s *Server) hold(c *fiber.Ctx) error {
 		ShowID: b.ShowID, SeatIDs: b.SeatIDs, ExpiresAt: b.ExpiresAt, TotalAmount: b.TotalAmount, Currency: b.Currency})
 }
 
+// ticketJSON is a ticket of a booking. With rotating codes it has no code: the holder's page asks
+// /api/v1/tickets/{id}/code for one.
 type ticketJSON struct {
-	TicketID string               `json:"ticketId"`
-	SeatID   string               `json:"seatId"`
-	Code     string               `json:"code"`
-	Status   booking.TicketStatus `json:"status,omitempty"`
+	TicketID    string               `json:"ticketId"`
+	SeatID      string               `json:"seatId"`
+	Code        string               `json:"code,omitempty"`
+	Status      booking.TicketStatus `json:"status,omitempty"`
+	TicketCodes booking.TicketCodes  `json:"ticketCodes,omitempty"`
 }
 
 // refundJSON is one refund of a booking: its seats, what the policy gave back, and when.
@@ -118,7 +121,8 @@ func toBookingJSON(b booking.Booking) bookingJSON {
 		ExpiresAt: b.ExpiresAt, TotalAmount: b.TotalAmount, Currency: b.Currency, PaymentID: b.PaymentID,
 		Tickets: []ticketJSON{}}
 	for _, t := range b.Tickets {
-		out.Tickets = append(out.Tickets, ticketJSON{TicketID: t.ID, SeatID: t.SeatID, Code: t.Code, Status: t.Status})
+		out.Tickets = append(out.Tickets, ticketJSON{TicketID: t.ID, SeatID: t.SeatID, Code: t.Code, Status: t.Status,
+			TicketCodes: t.Codes})
 	}
 	for _, r := range b.Refunds {
 		if r.ListingID != "" {

@@ -31,6 +31,7 @@ func (s *Server) paymentRoutes(a *fiber.App, v1 fiber.Router) {
 	v1.Get("/bookings/:bookingId/tickets.pdf", s.RequireUser, s.ticketsPDF)
 	v1.Get("/tickets/:ticketId/pass.pkpass", s.RequireUser, s.ticketPass)
 	v1.Post("/checkin", s.RequireStaff, s.checkIn)
+	s.gateRoutes(v1)
 	v1.Post("/tickets/:ticketId/transfer", s.RequireUser, s.sendTransfer)
 	v1.Get("/transfers", s.RequireUser, s.myTransfers)
 	v1.Post("/transfers/:transferId/claim", s.RequireUser, s.claimTransfer)
@@ -202,11 +203,13 @@ type ticketInfoJSON struct {
 	SeatID      string               `json:"seatId"`
 	Status      booking.TicketStatus `json:"status"`
 	Code        string               `json:"code,omitempty"`
+	TicketCodes booking.TicketCodes  `json:"ticketCodes,omitempty"`
 	CheckedInAt *time.Time           `json:"checkedInAt,omitempty"`
 }
 
 func ticketInfo(t booking.TicketInfo, withCode bool) ticketInfoJSON {
-	out := ticketInfoJSON{TicketID: t.ID, BookingID: t.BookingID, ShowID: t.ShowID, SeatID: t.SeatID, Status: t.Status}
+	out := ticketInfoJSON{TicketID: t.ID, BookingID: t.BookingID, ShowID: t.ShowID, SeatID: t.SeatID, Status: t.Status,
+		TicketCodes: t.Codes}
 	if withCode {
 		out.Code = t.Code
 	}
@@ -242,6 +245,9 @@ func (s *Server) ticketQR(c *fiber.Ctx) error {
 	}
 	t, err := s.cfg.Checkout.Ticket(c.UserContext(), id, UserID(c))
 	if err != nil {
+		return err
+	}
+	if err := t.Printable(); err != nil {
 		return err
 	}
 	png, err := qr.PNG(t.Code, size)

@@ -151,6 +151,8 @@ type adminShowJSON struct {
 	RefundPolicy   refundPolicyJSON   `json:"refundPolicy"`
 	TransferPolicy transferPolicyJSON `json:"transferPolicy"`
 	ResalePolicy   resalePolicyJSON   `json:"resalePolicy"`
+	// TicketCodes is "static" or "rotating" (docs/TICKETS.md).
+	TicketCodes booking.TicketCodes `json:"ticketCodes"`
 }
 
 // transferPolicyJSON is the show's switch for ticket transfers and its optional cut-off, in hours before the show.
@@ -174,6 +176,7 @@ func (s *Server) showPolicyJSON(sh booking.Show, tp booking.TicketPolicy) adminS
 	}
 	out.TransferPolicy = transferPolicyJSON{Enabled: tp.Transfer.Enabled, CutoffHours: tp.Transfer.CutoffHours}
 	out.ResalePolicy = resalePolicyJSON(tp.Resale)
+	out.TicketCodes = tp.Codes
 	if tp.Transfer.Enabled {
 		at := tp.Transfer.Until(sh.StartsAt)
 		out.TransferPolicy.ClosesAt = &at
@@ -205,6 +208,7 @@ type putShowRequest struct {
 	RefundPolicy   json.RawMessage `json:"refundPolicy"`
 	TransferPolicy json.RawMessage `json:"transferPolicy"`
 	ResalePolicy   json.RawMessage `json:"resalePolicy"`
+	TicketCodes    *string         `json:"ticketCodes"`
 }
 
 // transferPolicy applies a PUT's "transferPolicy" to tp.
@@ -292,6 +296,12 @@ func (s *Server) putShowPolicy(c *fiber.Ctx) error {
 	}
 	if err := resalePolicy(req.ResalePolicy, &tp.Resale); err != nil {
 		return err
+	}
+	if req.TicketCodes != nil {
+		tp.Codes = booking.TicketCodes(*req.TicketCodes)
+		if err := tp.Codes.Validate(); err != nil {
+			return err
+		}
 	}
 	old, now, err := s.cfg.Checkout.SetTicketPolicy(ctx, id, tp)
 	if err != nil {

@@ -39,6 +39,9 @@ func (s *Server) ticketsPDF(c *fiber.Ctx) error {
 	if len(ts) == 0 {
 		return fmt.Errorf("booking %s has no ticket that admits: %w", id, booking.ErrNotConfirmed)
 	}
+	if err := ts[0].Printable(); err != nil {
+		return err
+	}
 	show, err := s.svc.Show(ctx, b.ShowID)
 	if err != nil {
 		return err
@@ -89,6 +92,9 @@ func (s *Server) ticketPass(c *fiber.Ctx) error {
 		if err := booking.TicketRefusal(id, t.Status); err != nil {
 			return err
 		}
+	}
+	if err := t.Printable(); err != nil {
+		return err
 	}
 	show, err := s.svc.Show(ctx, t.ShowID)
 	if err != nil {

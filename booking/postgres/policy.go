@@ -23,9 +23,9 @@ func (s *Store) TicketPolicy(ctx context.Context, showID string) (booking.Ticket
 	var fee int64
 	var tp booking.TicketPolicy
 	err := s.pool.QueryRow(ctx, `SELECT refund_tiers, refund_fee_minor, transfers_enabled, transfer_cutoff_hours,
-		resale_enabled, resale_max_price_ratio, resale_fee_percent
+		resale_enabled, resale_max_price_ratio, resale_fee_percent, ticket_codes
 		FROM show_ticket_policies WHERE show_id = $1`, showID).Scan(&raw, &fee, &tp.Transfer.Enabled, &tp.Transfer.CutoffHours,
-		&tp.Resale.Enabled, &tp.Resale.MaxPriceRatio, &tp.Resale.FeePercent)
+		&tp.Resale.Enabled, &tp.Resale.MaxPriceRatio, &tp.Resale.FeePercent, &tp.Codes)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return booking.TicketPolicy{}, false, nil
 	}
@@ -58,14 +58,20 @@ func (s *Store) SetTicketPolicy(ctx context.Context, showID string, tp booking.T
 		raw, _ = json.Marshal(tiers)
 		fee = tp.Refund.FeeMinor
 	}
+	codes := tp.Codes
+	if codes == "" {
+		codes = booking.CodesStatic
+	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO show_ticket_policies (show_id, refund_tiers, refund_fee_minor,
-		transfers_enabled, transfer_cutoff_hours, resale_enabled, resale_max_price_ratio, resale_fee_percent)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (show_id) DO UPDATE
+		transfers_enabled, transfer_cutoff_hours, resale_enabled, resale_max_price_ratio, resale_fee_percent,
+		ticket_codes)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (show_id) DO UPDATE
 		SET refund_tiers = EXCLUDED.refund_tiers, refund_fee_minor = EXCLUDED.refund_fee_minor,
 		transfers_enabled = EXCLUDED.transfers_enabled, transfer_cutoff_hours = EXCLUDED.transfer_cutoff_hours,
 		resale_enabled = EXCLUDED.resale_enabled, resale_max_price_ratio = EXCLUDED.resale_max_price_ratio,
-		resale_fee_percent = EXCLUDED.resale_fee_percent, updated_at = now()`, showID, raw, fee, tp.Transfer.Enabled,
-		tp.Transfer.CutoffHours, tp.Resale.Enabled, tp.Resale.MaxPriceRatio, tp.Resale.FeePercent)
+		resale_fee_percent = EXCLUDED.resale_fee_percent, ticket_codes = EXCLUDED.ticket_codes, updated_at = now()`,
+		showID, raw, fee, tp.Transfer.Enabled, tp.Transfer.CutoffHours, tp.Resale.Enabled, tp.Resale.MaxPriceRatio,
+		tp.Resale.FeePercent, codes)
 	if err != nil {
 		return fmt.Errorf("postgres: set ticket policy of %s: %w", showID, err)
 	}

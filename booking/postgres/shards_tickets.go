@@ -89,3 +89,14 @@ func (s *Shards) PayoutOf(ctx context.Context, buyerBookingID string) (booking.R
 	})
 	return r, ok, err
 }
+
+// The door's scans on Shards: a ticket's scans are on its shard, a show's kit and conflicts on the show's.
+func (s *Shards) GateTickets(ctx context.Context, showID string) ([]booking.TicketInfo, error) {
+	return s.At(showID).GateTickets(ctx, showID)
+}
+func (s *Shards) RecordScan(ctx context.Context, sc booking.Scan) (booking.ScanResult, error) {
+	return onShard(s, "ticket", sc.TicketID, func(st *Store) (booking.ScanResult, error) { return st.RecordScan(ctx, sc) })
+}
+func (s *Shards) GateConflicts(ctx context.Context, showID string) ([]booking.GateConflict, error) {
+	return s.At(showID).GateConflicts(ctx, showID)
+}

@@ -87,6 +87,9 @@ type Verifier struct {
 // NewVerifier returns a verifier trusting keys.
 func NewVerifier(keys token.KeySource) *Verifier { return &Verifier{keys: keys} }
 
+// Keys is the key source the verifier trusts, for a Kit to trust the same.
+func (v *Verifier) Keys() token.KeySource { return v.keys }
+
 // Verify checks code's signature and returns its claims.
 func (v *Verifier) Verify(code string) (Claims, error) {
 	if len(code) > MaxCodeLen {

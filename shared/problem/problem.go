@@ -59,6 +59,11 @@ const (
 	PriceAboveCap = "price-above-cap"
 	TicketListed  = "ticket-listed"
 	TicketResold  = "ticket-resold"
+	// Rotating codes at the door: a code older than 30 s (a screenshot), a static code, PDF or pass of a show
+	// with rotating codes, a rotating code asked of a show with static ones.
+	CodeExpired   = "code-expired"
+	RotatingCodes = "rotating-codes"
+	StaticCodes   = "static-codes"
 	// The waiting room's guard refusing a new place has a type per reason, named in waitroom's table of reasons
 	// (waitroom/refusal.go).
 	// A bypass code presented at join that admits nobody (the fan may still join the line).
