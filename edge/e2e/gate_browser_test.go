@@ -88,7 +88,8 @@ func TestRotatingCodesInBrowser(t *testing.T) {
 	ticketOf := func(seat string) string { return fan.Text(li(seat) + `.dataset.ticket`) }
 	holder := fan.Cookie("fs_session")
 	b4, b5 := ticketOf("B4"), ticketOf("B5")
-	writeCamera(t, camera, holderCode(t, p, holder, b4))
+	b4code := holderCode(t, p, holder, b4)
+	writeCamera(t, camera, b4code)
 	x := br.Fan("door X", 5*time.Minute)
 	openGate(t, x, p, staff, show)
 	x.JS(`document.getElementById("camera").click()`)
@@ -100,7 +101,7 @@ func TestRotatingCodesInBrowser(t *testing.T) {
 		t.Errorf("admitted ticket %q, want %q", got, b4)
 	}
 	// The server checked it in: the same code again is refused there.
-	if st := staffCheckIn(t, p, staff, holderCode(t, p, holder, b4)); st != http.StatusConflict {
+	if st := staffCheckIn(t, p, staff, b4code); st != http.StatusConflict {
 		t.Errorf("B4 after the door admitted it: %d, want 409", st)
 	}
 
