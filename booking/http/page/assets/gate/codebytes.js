@@ -114,6 +114,7 @@ export function parseCertificate(p) {
     i = f.next;
   }
   if (p.length - i !== 32 + 8) return null; // the holder key, notAfter, and nothing trailing
+  if (p[i + 32] & 0x80) return null; // notAfter is a signed 64-bit time in Go: none before 1970
   return { keyId: ids[0], ticketId: ids[1], showId: ids[2], seatId: ids[3],
     holderKey: p.slice(i, i + 32), notAfter: readU64(p, i + 32) };
 }
