@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/flashseat/flashseat/shared/infra/redistest"
+	"github.com/flashseat/flashseat/shared/infra/testparallel"
 )
 
 // clusterTests are the tests that also run on a Redis Cluster: the ones whose outcome rests on the Lua scripts and
@@ -15,4 +16,8 @@ const clusterTests = "^Test(ThousandFansOneSeat|OverlappingHolds|Expiry|StaleOwn
 	"PayRacingCancel|PayRacingHoldExpiry|PayRedisLostBetweenAuthorizeAndConfirm|PayChaos|" +
 	"ReconcileReleasesOrphanLocks|ReconcileOrphanReleaseIsFenced)$"
 
-func TestMain(m *testing.M) { os.Exit(redistest.RunEachOf(m, clusterTests)) }
+// The tests wait on PostgreSQL, Redis, expiries and the gateway far more than they compute: eight at once.
+func TestMain(m *testing.M) {
+	testparallel.AtLeast(8)
+	os.Exit(redistest.RunEachOf(m, clusterTests))
+}

@@ -19,6 +19,7 @@ import (
 // the show page gives the facts, an unknown show is an HTML 404 for a browser and a problem for an API client,
 // and assets are versioned, cached for good, compressed and revalidated.
 func TestPagesServe(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, newEnv(t))
 	show := h.env.Show
 	ctx := context.Background()
@@ -128,6 +129,7 @@ func TestPagesServe(t *testing.T) {
 // button named for screen readers, a rival's hold greys a seat out live, the selection cap holds, the keyboard
 // moves between seats, and a conflict offers alternatives that one click holds, landing on the checkout.
 func TestSeatMapPageInBrowser(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("browser")
 	}

@@ -11,6 +11,7 @@ import (
 // fields with their autocomplete tokens and no names (so nothing is ever submitted by the browser itself), a Pay
 // button, and a Content-Security-Policy that lets the page reach the gateway it is configured with, and only it.
 func TestPaymentPagesServe(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		gw       bookinghttp.PublicGateway

@@ -19,6 +19,7 @@ import (
 // stream) with a link to pay; leaving gives the offer up and brings the form back. A browser without EventSource
 // reads its entry every few seconds instead, and learns of the offer that way; so does one whose stream is refused.
 func TestWaitlistPanelInBrowser(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("browser")
 	}
@@ -30,6 +31,7 @@ func TestWaitlistPanelInBrowser(t *testing.T) {
 // waitlistPanel plays the panel in a browser with its stream as blocked says: not ("", the stream followed), no
 // EventSource at all, or the stream refused at the network.
 func waitlistPanel(t *testing.T, blocked string) {
+	t.Parallel()
 	env := newEnv(t)
 	w := booking.NewWaitlist(env.Svc, env.Store, booking.WaitlistConfig{OfferTTL: time.Minute,
 		Signal: redis.NewWaitlistSignal(env.RDB)})

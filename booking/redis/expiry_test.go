@@ -12,10 +12,15 @@ import (
 	"github.com/flashseat/flashseat/shared/infra/driver"
 	"github.com/flashseat/flashseat/shared/infra/redistest"
 	"github.com/flashseat/flashseat/shared/infra/storetest"
+	"github.com/flashseat/flashseat/shared/infra/testparallel"
 	"github.com/flashseat/flashseat/shared/rediskey"
 )
 
-func TestMain(m *testing.M) { os.Exit(redistest.RunEach(m)) }
+// The tests wait on expiries and Redis far more than they compute: eight at once.
+func TestMain(m *testing.M) {
+	testparallel.AtLeast(8)
+	os.Exit(redistest.RunEach(m))
+}
 
 // On a Redis Cluster every master reports only its own keys' expiries: booking hears the seat locks of shows on
 // every master, and after a master fails and its replica takes over, the new master's too.

@@ -2,7 +2,6 @@ package ticket_test
 
 import (
 	"crypto/ed25519"
-	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/booking/ticket"
+	"github.com/flashseat/flashseat/booking/ticket/tickettest"
 	"github.com/flashseat/flashseat/shared/token"
 )
 
@@ -153,7 +153,7 @@ func TestKitCannotMint(t *testing.T) {
 	}
 	now := t0.Add(time.Minute)
 	for _, m := range material {
-		for _, key := range keysFrom(m) {
+		for _, key := range tickettest.KeysFrom(m) {
 			// As the holder key: restamp the certificate seen.
 			if _, err := kit.Verify(ticket.MakeCode(h.Cert, h.CertSig, key, now), now); err == nil {
 				t.Fatalf("a key made of public material %x stamped a valid code", m)
@@ -169,20 +169,6 @@ func TestKitCannotMint(t *testing.T) {
 			}
 		}
 	}
-}
-
-// keysFrom is every Ed25519 private key a forger could make of b: b as a seed (or the first 32 bytes of it), b
-// as a whole private key, and b's SHA-256 as a seed.
-func keysFrom(b []byte) []ed25519.PrivateKey {
-	sum := sha256.Sum256(b)
-	keys := []ed25519.PrivateKey{ed25519.NewKeyFromSeed(sum[:])}
-	if len(b) >= ed25519.SeedSize {
-		keys = append(keys, ed25519.NewKeyFromSeed(b[:ed25519.SeedSize]))
-	}
-	if len(b) == ed25519.PrivateKeySize {
-		keys = append(keys, ed25519.PrivateKey(b))
-	}
-	return keys
 }
 
 // FuzzKitVerify: no input makes Verify panic, and what it accepts has a valid certificate of the kit's show.

@@ -6,7 +6,9 @@ package testparallel
 
 import (
 	"flag"
+	"os"
 	"strconv"
+	"testing"
 )
 
 // AtLeast raises -test.parallel to n unless the command line set it, so `go test -parallel 1` still means one at
@@ -25,4 +27,10 @@ func AtLeast(n int) {
 		return
 	}
 	_ = f.Value.Set(strconv.Itoa(n))
+}
+
+// Main is TestMain for a package that needs nothing else: AtLeast(n), then the tests, then exit with their code.
+func Main(m *testing.M, n int) {
+	AtLeast(n)
+	os.Exit(m.Run())
 }
