@@ -23,6 +23,7 @@ func TestGateReaderAgreesWithGo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
 	}
+	t.Parallel()
 	h := newHarness(t, newEnv(t))
 	key, _, err := ticket.LoadKey("")
 	if err != nil {

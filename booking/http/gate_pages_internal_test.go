@@ -13,6 +13,7 @@ import (
 // TestGatePrecache: the door page's service worker caches every file the page loads, so that it opens offline:
 // gate.js and everything it imports, statically or on demand (jsQR), and the stylesheet, and nothing more.
 func TestGatePrecache(t *testing.T) {
+	t.Parallel()
 	imports := regexp.MustCompile(`(?:from\s+|import\s*\(\s*)"\./([\w.-]+\.js)"|new URL\("\./([\w.-]+\.js)"`)
 	files := map[string]string{} // name → where it lives
 	for _, pattern := range []string{"page/assets/*", "page/assets/*/*.js"} {

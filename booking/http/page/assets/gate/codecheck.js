@@ -9,6 +9,7 @@ import { MAX_CODE_LEN, unb64, parseCertificate, certMessage, stampMessage, readU
 export const REASONS = Object.freeze({
   "malformed": "Not a ticket code",
   "forged": "Forged or damaged code",
+  "ticket-invalid": "Forged or damaged code",
   "unknown-key": "Signed by a key this kit does not know: download the kit again",
   "other-show": "Not a ticket of this show",
   "ticket-expired": "This ticket's show is over",

@@ -4,6 +4,7 @@
 import { post } from "./api.js";
 
 const DEVICE_KEY = "fs_gate_device";
+const BATCH = 150;
 
 // deviceId names this device to the server, which tells two doors' scans of one ticket apart by it.
 export function deviceId() {
@@ -43,23 +44,21 @@ export class ScanLog {
 
   // sync sends the waiting admissions with the staff token; it resolves to the server's results, each matched
   // back to its scan by ticket, and rejects as api.js does (status 0 offline).
+  // The server takes BATCH scans a request, and answers one result per scan, in order.
   async sync(staffToken) {
-    const waiting = this.pending();
-    if (!waiting.length) return [];
-    const { data } = await post("/api/v1/shows/" + encodeURIComponent(this.showId) + "/gate-scans",
-      { deviceId: deviceId(), scans: waiting.map((s) => ({ code: s.code, scannedAt: s.scannedAt })) },
-      { headers: { Authorization: "Bearer " + staffToken } });
-    const results = (data && data.results) || [];
-    results.forEach((r, i) => {
-      const s = waiting.find((w) => w.ticketId === r.ticketId) || waiting[i];
-      if (!s) return;
-      s.synced = true;
-      s.result = r.status;
-      s.firstDevice = r.firstDevice;
-      s.firstAt = r.firstAt;
-      s.reason = r.reason;
-    });
-    this.save();
-    return results;
+    const all = [];
+    for (let waiting = this.pending().slice(0, BATCH); waiting.length; waiting = this.pending().slice(0, BATCH)) {
+      const { data } = await post("/api/v1/shows/" + encodeURIComponent(this.showId) + "/gate-scans",
+        { deviceId: deviceId(), scans: waiting.map((s) => ({ code: s.code, scannedAt: s.scannedAt })) },
+        { headers: { Authorization: "Bearer " + staffToken } });
+      const results = (data && data.results) || [];
+      if (results.length !== waiting.length) throw new Error("the server answered " + results.length + " of " + waiting.length + " scans");
+      results.forEach((r, i) => {
+        Object.assign(waiting[i], { synced: true, result: r.status, firstDevice: r.firstDevice, firstAt: r.firstAt, reason: r.reason });
+      });
+      this.save();
+      all.push(...results);
+    }
+    return all;
   }
 }
