@@ -17,6 +17,9 @@ const TOKEN_KEY = "fs_gate_staff";
 const SHOW_KEY = "fs_gate_show";
 const SYNC_EVERY_MS = 15000;
 const SAME_CODE_MS = 3000; // a ticket still in view is not judged again until it has been out of view this long
+const KIT_EVERY_MS = 120000; // the kit is fetched again this often while online, for the tickets sold since
+// STALE are the kit's refusals that a newer kit might not make: online, the server decides those.
+const STALE = new Set(["not-valid", "unknown-key"]);
 
 let token = sessionStorage.getItem(TOKEN_KEY) || "";
 let checker = null, log = null, kit = null;
@@ -56,8 +59,8 @@ async function loadShows() {
 }
 
 // downloadKit fetches the show's gate kit (from the network, or the service worker's copy offline).
-async function downloadKit(showId) {
-  clearError($("error"));
+async function downloadKit(showId, quiet = false) {
+  if (!quiet) clearError($("error"));
   const t0 = Date.now();
   let data;
   try {
@@ -68,13 +71,13 @@ async function downloadKit(showId) {
       showError($("error"), "The staff token was refused. Sign in again.");
       return;
     }
-    showError($("error"), e.status === 0 ? "No gate kit for this show on this device yet: connect once to download it." : e.message);
+    if (!quiet) showError($("error"), e.status === 0 ? "No gate kit for this show on this device yet: connect once to download it." : e.message);
     return;
   }
   const t1 = Date.now();
   kit = data;
   checker = new Checker(kit);
-  log = new ScanLog(kit.showId);
+  if (!log || log.showId !== kit.showId) log = new ScanLog(kit.showId); // one log a show: a sync in flight keeps it
   localStorage.setItem(SHOW_KEY, kit.showId);
   const at = Date.parse(kit.generatedAt);
   $("kit-info").textContent = `Gate kit of ${kit.title || kit.showId}: ${(kit.tickets || []).length} tickets, made ${new Date(at).toLocaleString()}.`;
@@ -119,13 +122,15 @@ async function onCode(text) {
   lastCert = cert;
   lastSeen = now;
   const r = await checker.check(text, Math.floor(now / 1000), (id) => log.admitted(id));
-  if (!r.ok) return refuse(r.reason, r);
+  // A ticket sold or reissued since the kit was made, or signed by a newer key, is the server's to judge.
+  if (!r.ok && !(STALE.has(r.reason) && online())) return refuse(r.reason, r);
   const scannedAt = new Date(now).toISOString();
   if (online()) {
     try {
-      await post("/api/v1/checkin", { code: text }, auth());
-      log.add({ ticketId: r.ticketId, seatId: r.seatId, code: text, scannedAt, synced: true });
-      return admit(r, "");
+      const { data } = await post("/api/v1/checkin", { code: text }, auth());
+      const seat = r.seatId || (data && data.seatId);
+      log.add({ ticketId: r.ticketId || data.ticketId, seatId: seat, code: text, scannedAt, synced: true });
+      return admit({ ...r, seatId: seat }, "");
     } catch (e) {
       if (e instanceof ApiError && (e.status === 401 || e.status === 403)) {
         showError($("error"), "The staff token was refused. Sign in again to check tickets in.");
@@ -135,6 +140,7 @@ async function onCode(text) {
       // unreachable, or the platform failing: admit on the kit's word and keep the scan for later
     }
   }
+  if (!r.ok) return refuse(r.reason, r);
   log.add({ ticketId: r.ticketId, seatId: r.seatId, code: text, scannedAt, synced: false });
   admit(r, " · offline: will sync");
   renderSync();
@@ -220,6 +226,7 @@ function start() {
   addEventListener("online", () => { netState(); sync(); });
   addEventListener("offline", netState);
   setInterval(sync, SYNC_EVERY_MS);
+  setInterval(() => { if (kit && token && online()) downloadKit(kit.showId, true); }, KIT_EVERY_MS);
   netState();
   signedIn();
   if ("serviceWorker" in navigator) {
