@@ -14,6 +14,7 @@ import (
 	"github.com/flashseat/flashseat/shared/admission"
 	"github.com/flashseat/flashseat/shared/admission/admissiontest"
 	"github.com/flashseat/flashseat/shared/infra/redistest"
+	"github.com/flashseat/flashseat/shared/infra/testparallel"
 	"github.com/flashseat/flashseat/shared/rediskey"
 	"github.com/flashseat/flashseat/shared/token"
 	"github.com/flashseat/flashseat/waitroom"
@@ -36,7 +37,12 @@ func newShow(t testing.TB, rdb goredis.UniversalClient) string {
 	return show
 }
 
-func TestMain(m *testing.M) { os.Exit(redistest.RunEach(m)) }
+// The tests wait on ticks and Redis more than they compute, but less than booking's do (a tick's Lua and the
+// lines' merges are CPU): four at once.
+func TestMain(m *testing.M) {
+	testparallel.AtLeast(4)
+	os.Exit(redistest.RunEach(m))
+}
 
 func issuer(t testing.TB) *token.Issuer {
 	t.Helper()
