@@ -82,6 +82,12 @@ async function downloadKit(showId, quiet = false) {
   const at = Date.parse(kit.generatedAt);
   $("kit-info").textContent = `Gate kit of ${kit.title || kit.showId}: ${(kit.tickets || []).length} tickets, made ${new Date(at).toLocaleString()}.`;
   $("kit-info").dataset.show = kit.showId;
+  // Fetched through the service worker, the kit is kept for offline use; the first load's is fetched again once
+  // the worker takes over (controllerchange below).
+  if (navigator.serviceWorker && navigator.serviceWorker.controller) {
+    $("kit-info").dataset.kept = "true";
+    $("kit-info").textContent += " Kept on this device for use offline.";
+  }
   // The door checks a code's age with its own clock: show how far that is from the server's (a fresh kit only).
   const offset = (t0 + t1) / 2 - at;
   $("clock").textContent = Math.abs(offset) < 60000 && online()
@@ -230,6 +236,7 @@ function start() {
   netState();
   signedIn();
   if ("serviceWorker" in navigator) {
+    navigator.serviceWorker.addEventListener("controllerchange", () => { if (kit && token) downloadKit(kit.showId, true); });
     navigator.serviceWorker.register($("gate").dataset.sw, { scope: "/gate" }).catch(() => { /* no offline copy */ });
   }
 }
