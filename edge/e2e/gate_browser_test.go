@@ -32,7 +32,8 @@ import (
 //
 // Then the door page, /gate, with Chromium's fake camera showing a fresh code of another seat (written here as a
 // video file from the holder's /code, as the phone would draw it): door X signs in with the staff token, picks
-// the show, downloads its gate kit and admits the code, checked on the device and by the server. Cut off from
+// the show, downloads its gate kit and admits the code, checked on the device and by the server, and refuses a
+// screenshot of another ticket's code as expired. Cut off from
 // the network, X admits a third ticket on the kit alone and keeps it to sync; door Y, offline too, admits the
 // same ticket. Back online, X's scan syncs as admitted and Y's as a conflict, which the operator's
 // gate-conflicts lists; the page loads offline once loaded (its service worker).
@@ -103,6 +104,13 @@ func TestRotatingCodesInBrowser(t *testing.T) {
 	// The server checked it in: the same code again is refused there.
 	if st := staffCheckIn(t, p, staff, b4code); st != http.StatusConflict {
 		t.Errorf("B4 after the door admitted it: %d, want 409", st)
+	}
+
+	// A screenshot of B5's code from 40 s ago is refused as expired, then B5's live code is let in.
+	writeCamera(t, camera, holderCodeAt(t, p, holder, b5, time.Now().Add(-40*time.Second)))
+	x.WaitFor("REFUSED", `document.getElementById("verdict").dataset.state === "refuse"`)
+	if got, reason := x.Text(`document.getElementById("verdict").textContent`), x.Text(`document.getElementById("verdict").dataset.reason`); reason != "code-expired" || !strings.Contains(got, "REFUSED") || !strings.Contains(got, "Expired code") {
+		t.Errorf("a screenshot at door X: %q (%s)", got, reason)
 	}
 
 	// Offline, X admits B5 on the kit alone and keeps the scan.
@@ -193,6 +201,12 @@ func offline(t *testing.T, door *browsertest.Fan, off bool) {
 // holderCode is a code of ticketID made now, as the holder's phone makes it from GET /code.
 func holderCode(t *testing.T, p *platformtest.Platform, holder, ticketID string) string {
 	t.Helper()
+	return holderCodeAt(t, p, holder, ticketID, time.Now())
+}
+
+// holderCodeAt is holderCode stamped at.
+func holderCodeAt(t *testing.T, p *platformtest.Platform, holder, ticketID string, at time.Time) string {
+	t.Helper()
 	status, body := send(t, "GET", p.BaseURL+"/api/v1/tickets/"+ticketID+"/code", "", map[string]string{"Authorization": "Bearer " + holder})
 	var got struct {
 		Code, HolderKey, Certificate string
@@ -207,7 +221,7 @@ func holderCode(t *testing.T, p *platformtest.Platform, holder, ticketID string)
 	if err1 != nil || err2 != nil || err3 != nil || len(seed) != ed25519.SeedSize {
 		t.Fatalf("GET /code: %s", body)
 	}
-	return ticket.MakeCode(cert, sig, ed25519.NewKeyFromSeed(seed), time.Now())
+	return ticket.MakeCode(cert, sig, ed25519.NewKeyFromSeed(seed), at)
 }
 
 func staffCheckIn(t *testing.T, p *platformtest.Platform, staff, code string) int {

@@ -23,7 +23,7 @@ const STALE = new Set(["not-valid", "unknown-key"]);
 
 let token = sessionStorage.getItem(TOKEN_KEY) || "";
 let checker = null, log = null, kit = null;
-let lastCert = "", lastSeen = 0;
+let lastCert = "", lastText = "", lastSeen = 0;
 let syncing = false;
 const scanner = new Scanner($("video"), $("frame"), onCode);
 const auth = () => ({ headers: { Authorization: "Bearer " + token } });
@@ -106,6 +106,7 @@ function verdict(state, word, why) {
 }
 
 function admit(r, how) {
+  $("verdict").dataset.reason = "";
   verdict("admit", "ADMIT", `Seat ${r.seatId}${r.category ? " · " + r.category : ""}${how}`);
   $("verdict").dataset.ticket = r.ticketId;
 }
@@ -121,11 +122,14 @@ async function onCode(text) {
   if (!checker) return;
   const cert = text.split(".")[0];
   const now = Date.now();
-  if (cert === lastCert && now - lastSeen < SAME_CODE_MS) {
+  // A ticket still in view is judged once: its code rotating does not make an admitted ticket "already
+  // admitted", but a refused one (a screenshot) is judged again when its holder shows a new code.
+  if (cert === lastCert && now - lastSeen < SAME_CODE_MS && (text === lastText || $("verdict").dataset.state === "admit")) {
     lastSeen = now;
     return;
   }
   lastCert = cert;
+  lastText = text;
   lastSeen = now;
   const r = await checker.check(text, Math.floor(now / 1000), (id) => log.admitted(id));
   // A ticket sold or reissued since the kit was made, or signed by a newer key, is the server's to judge.
