@@ -184,6 +184,8 @@ func (s *Server) routes() {
 	a.Get("/bookings", s.bookingsPage)
 	a.Get("/bookings/:bookingId", s.bookingPage)
 	a.Get("/transfers/:transferId", s.transferPage)
+	a.Get("/gate", s.gatePage)
+	a.Get("/gate/sw.js", s.gateServiceWorker)
 	a.Get("/assets/:version/:file", s.assetHandler)
 
 	v1 := a.Group("/api/v1")

@@ -65,7 +65,9 @@ func mustSite() *site {
 }
 
 func loadSite(fsys fs.FS) (*site, error) {
-	assets, err := pagekit.New("/assets/", fsys, "page/assets/*")
+	// The door's reader (gate/) and the vendored libraries (vendor/, their licences beside them) are served by
+	// file name like the others.
+	assets, err := pagekit.New("/assets/", fsys, "page/assets/*", "page/assets/gate/*.js", "page/assets/vendor/*.js")
 	if err != nil {
 		return nil, err
 	}

@@ -55,4 +55,17 @@ if ! psql -h "$PG_HOST" -p "$PG_PORT" -U postgres -d postgres -Atc 'select 1' >/
   as_root pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -1)" main reload
 fi
 
+# The suite runs two packages at once, each with several tests at once, and each test has its own database and
+# pools (booking's and the edge's processes, the test's own): some 70 connections at its peak, more than the
+# default's 100 leaves once another suite or a developer's session shares the server. A local server gets 300.
+want_conns=300
+have_conns=$(psql -h "$PG_HOST" -p "$PG_PORT" -U postgres -d postgres -Atc 'show max_connections')
+if [ "$have_conns" -lt "$want_conns" ] && command -v pg_ctlcluster >/dev/null && [ -n "$(ls /etc/postgresql 2>/dev/null)" ]; then
+  log "raising postgresql's max_connections from $have_conns to $want_conns (a restart)"
+  psql -h "$PG_HOST" -p "$PG_PORT" -U postgres -d postgres -qc "alter system set max_connections = $want_conns"
+  as_root pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -1)" main restart
+  for _ in $(seq 100); do pg_up && break; sleep 0.1; done
+  pg_up || { log "postgresql did not come back up"; exit 1; }
+fi
+
 log "redis and postgresql are up"

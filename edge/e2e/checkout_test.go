@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"image"
 	"image/png"
 	"net/http"
 	"net/url"
@@ -310,6 +311,12 @@ func decodeQR(t *testing.T, fan *browsertest.Fan, src string) string {
 	if err != nil {
 		t.Fatalf("QR image: %v", err)
 	}
+	return readQR(t, img)
+}
+
+// readQR decodes the QR code a ticket image is.
+func readQR(t *testing.T, img image.Image) string {
+	t.Helper()
 	bmp, err := gozxing.NewBinaryBitmapFromImage(img)
 	if err != nil {
 		t.Fatal(err)

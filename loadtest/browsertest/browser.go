@@ -50,8 +50,9 @@ type Browser struct {
 	ctx context.Context
 }
 
-// New starts Chromium with the flags this machine needs; it stops when the test ends.
-func New(t testing.TB) *Browser {
+// New starts Chromium with the flags this machine needs, and extra ones a test adds (a fake camera: see
+// FakeCamera); it stops when the test ends.
+func New(t testing.TB, extra ...chromedp.ExecAllocatorOption) *Browser {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(Chromium(t)), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
@@ -59,6 +60,7 @@ func New(t testing.TB) *Browser {
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()),
 	}
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancel(); cancelAlloc() })
@@ -66,6 +68,13 @@ func New(t testing.TB) *Browser {
 		t.Fatalf("start chromium: %v", err)
 	}
 	return &Browser{t: t, ctx: ctx}
+}
+
+// FakeCamera gives every page of the browser a camera whose picture is the video file at path (a .y4m or
+// .mjpeg, read from the start when a page opens the camera), and lets the pages use it without asking.
+func FakeCamera(path string) []chromedp.ExecAllocatorOption {
+	return []chromedp.ExecAllocatorOption{chromedp.Flag("use-fake-device-for-media-stream", true),
+		chromedp.Flag("use-fake-ui-for-media-stream", true), chromedp.Flag("use-file-for-fake-video-capture", path)}
 }
 
 // Fan is one person's tab.

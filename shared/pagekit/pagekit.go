@@ -61,8 +61,9 @@ type Assets struct {
 }
 
 // New gathers the toolkit's modules and the files of fsys matching patterns (a service's own scripts, styles
-// and workers), to be served under prefix + version + "/" + name. A file of the service's named like a toolkit
-// module is an error: a page would get one or the other by accident.
+// and workers; folders they match are skipped), to be served under prefix + version + "/" + name. Two files of
+// one name, or a file of the service's named like a toolkit module, are an error: a page would get one or the
+// other by accident.
 func New(prefix string, fsys fs.FS, patterns ...string) (*Assets, error) {
 	a := &Assets{prefix: prefix, files: map[string]File{}}
 	own := map[string][]byte{}
@@ -72,6 +73,14 @@ func New(prefix string, fsys fs.FS, patterns ...string) (*Assets, error) {
 			return nil, err
 		}
 		for _, n := range names {
+			if st, err := fs.Stat(fsys, n); err != nil {
+				return nil, err
+			} else if st.IsDir() {
+				continue // a folder of files a pattern of its own names
+			}
+			if _, dup := own[path.Base(n)]; dup {
+				return nil, fmt.Errorf("pagekit: two files named %s: assets are served by name alone", path.Base(n))
+			}
 			b, err := fs.ReadFile(fsys, n)
 			if err != nil {
 				return nil, err

@@ -115,6 +115,30 @@ func TestAssetsRefuseToolkitNames(t *testing.T) {
 	}
 }
 
+// TestAssetsInFolders: a pattern matching a folder skips it (its files come by a pattern of their own), and two
+// files of one name in two folders are an error, since both would be served at one URL.
+func TestAssetsInFolders(t *testing.T) {
+	t.Parallel()
+	own := fstest.MapFS{"page/app.js": {Data: []byte("a")}, "page/gate/check.js": {Data: []byte("c")},
+		"page/vendor/lib.js": {Data: []byte("l")}, "page/vendor/LICENSE": {Data: []byte("MIT")}}
+	a, err := pagekit.New("/a/", own, "page/*", "page/gate/*.js", "page/vendor/*.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"app.js", "check.js", "lib.js"} {
+		if _, err := a.URL(name); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := a.URL("LICENSE"); err == nil {
+		t.Error("a file no pattern names is served")
+	}
+	own["page/vendor/check.js"] = &fstest.MapFile{Data: []byte("other")}
+	if _, err := pagekit.New("/a/", own, "page/*", "page/gate/*.js", "page/vendor/*.js"); err == nil {
+		t.Error("two check.js accepted")
+	}
+}
+
 // TestPolicy: a page's policy runs only its own files and the origins it names, and frames nothing unless told.
 func TestPolicy(t *testing.T) {
 	t.Parallel()

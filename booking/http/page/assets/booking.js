@@ -8,6 +8,7 @@ import { summary, showFacts, bookingPath, follow, resume } from "./order.js";
 import { refundControl, refundsList } from "./refund.js";
 import { transferControl, showTransfers } from "./transfer.js";
 import { resaleTickets } from "./resale.js";
+import { rotating, rotatingCode } from "./ticketcode.js";
 
 const root = document.getElementById("booking");
 const bookingId = root.dataset.booking;
@@ -35,11 +36,11 @@ function tickets(b) {
         el("div", {}, heading, el("p", { text: gone[t.status] }), el("p", { class: "muted", text: "Ticket " + t.ticketId })));
     }
     return el("li", { class: "ticket", "data-status": t.status || "VALID", "data-ticket": t.ticketId },
-      el("img", { src: `/api/v1/tickets/${encodeURIComponent(t.ticketId)}/qr.png`, alt: "QR code of " + name,
+      rotating(t) ? rotatingCode(t.ticketId, name) : el("img", { src: `/api/v1/tickets/${encodeURIComponent(t.ticketId)}/qr.png`, alt: "QR code of " + name,
         width: "200", height: "200" }),
       el("div", {}, heading, showFacts(b),
         el("p", { class: "muted", text: "Ticket " + t.ticketId }),
-        t.status === "VALID" && root.dataset.wallet === "on"
+        t.status === "VALID" && root.dataset.wallet === "on" && !rotating(t)
           ? el("p", {}, el("a", { class: "button", href: `/api/v1/tickets/${encodeURIComponent(t.ticketId)}/pass.pkpass`,
             text: "Add to Apple Wallet", "aria-label": "Add seat " + t.seatId + " to Apple Wallet" })) : null,
         t.status === "VALID" && refundable
@@ -75,6 +76,7 @@ function render(b) {
         ? "Your booking is confirmed; some seats were refunded. Show the remaining QR codes at the entrance."
         : "Your booking is confirmed. Show these QR codes at the entrance.");
       tickets(b);
+      $("pdf").hidden = rotating(b); // a rotating code cannot be printed
       $("actions").hidden = false;
       return;
     case "PAYMENT_PENDING":
