@@ -49,7 +49,9 @@ func TestQueuePageInBrowser(t *testing.T) {
 		fan.Grant("notifications")
 		fan.OnNewDocument(notificationRecorder)
 		title := "Hamlet " + uuid.NewString()[:6]
-		show := newShow(t, c, showSpec{title: title, saleIn: 8 * time.Second, queue: true, admitRate: 5})
+		// 20 s: at load 25 the show's creation and the page's first answer took more than 8 s, and the sale had
+		// opened before the page could count down to it.
+		show := newShow(t, c, showSpec{title: title, saleIn: 20 * time.Second, queue: true, admitRate: 5})
 		fan.Go(p.BaseURL + "/queue/" + show)
 		fan.WaitFor("the countdown", `document.getElementById("countdown").textContent.startsWith("Opens in")`)
 		if v := fan.Text(views); v != "opens" {
@@ -73,7 +75,7 @@ func TestQueuePageInBrowser(t *testing.T) {
 	// once the draw has, the page renews it, so that their place comes back if the waiting room loses its state.
 	t.Run("before opening, then a wait: the receipt names the drawn ticket", func(t *testing.T) {
 		fan := br.FanFor(t, "early fan who waits", 3*time.Minute)
-		show := newShow(t, c, showSpec{title: "Drawn", saleIn: 6 * time.Second, queue: true, admitRate: 0.001})
+		show := newShow(t, c, showSpec{title: "Drawn", saleIn: 15 * time.Second, queue: true, admitRate: 0.001})
 		for range 2 { // fans in the draw besides ours, so that ours most likely waits
 			g, _, err := c.NewGuest(ctx)
 			if err != nil {
