@@ -42,7 +42,10 @@ func outboxOf(t *testing.T, e *payEnv, subject string) ([]string, []map[string]a
 // refunded and checked in; each payload names the show and the fan.
 func TestLifecycleEventsInOutbox(t *testing.T) {
 	t.Parallel()
-	e := newPayEnv(t, booking.Config{HoldTTL: 300 * time.Millisecond}, sim.Config{}, booking.CheckoutConfig{RefundWindow: time.Hour})
+	// Long enough for a declined and a paid attempt on one hold at load 20 (300 ms was not), short enough to
+	// wait out one hold's expiry.
+	const ttl = 2 * time.Second
+	e := newPayEnv(t, booking.Config{HoldTTL: ttl}, sim.Config{}, booking.CheckoutConfig{RefundWindow: time.Hour})
 	ctx := context.Background()
 
 	cancelled := e.hold(t, "u1", "A1")
@@ -50,7 +53,7 @@ func TestLifecycleEventsInOutbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	expired := e.hold(t, "u2", "A2")
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(ttl + 100*time.Millisecond)
 	e.Svc.Reconcile(ctx)
 	e.Svc.Reconcile(ctx) // a second sweep finds nothing new to expire
 

@@ -385,7 +385,9 @@ func follow(ctx context.Context, url string, handle func(*sse.Event) bool) error
 func TestStreamEndToEnd(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, waitroom.Options{Tick: 50 * time.Millisecond}, nil)
-	show := s.show(t, 4, 100)
+	// The line stands still (one fan in 1,000 s) until the stream has told f7 its place, then moves at 4 a second:
+	// started moving, a loaded machine could admit fans before the stream's first event.
+	show := s.show(t, 0.001, 100)
 	for i := range 8 {
 		s.join(t, show, "f"+strconv.Itoa(i))
 	}
@@ -393,6 +395,19 @@ func TestStreamEndToEnd(t *testing.T) {
 	defer cancel()
 	var positions []int64
 	var admitted state
+	var moving sync.Once
+	move := func() {
+		req, _ := http.NewRequest("PUT", s.base+"/admin/v1/shows/"+show+"/queue", strings.NewReader(
+			`{"enabled":true,"admitPerSecond":4,"maxActive":100,"tokenTtlSeconds":600}`))
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil || res.StatusCode != 200 {
+			t.Errorf("set the line moving: %v %v", res, err)
+			return
+		}
+		res.Body.Close()
+	}
 	url := s.base + "/queue/" + show + "/events?access_token=" + s.user(t, "f7")
 	err := follow(ctx, url, func(ev *sse.Event) bool {
 		switch string(ev.Event) {
@@ -403,6 +418,7 @@ func TestStreamEndToEnd(t *testing.T) {
 				return false
 			}
 			positions = append(positions, st.Position)
+			moving.Do(move)
 			return true
 		case "admitted":
 			_ = json.Unmarshal(ev.Data, &admitted)
