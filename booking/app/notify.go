@@ -2,6 +2,8 @@ package app
 
 import (
 	"log/slog"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/flashseat/flashseat/booking"
@@ -15,6 +17,9 @@ import (
 type NotifyConfig struct {
 	SMTP    notify.SMTPConfig    // SMTP_ADDR (host:port), SMTP_FROM, SMTP_USERNAME, SMTP_PASSWORD
 	Webhook notify.WebhookConfig // NOTIFY_WEBHOOK_URL, NOTIFY_WEBHOOK_SECRET
+	// SiteURL is the site's origin as fans reach it, for the booking page's link in a rotating-code show's
+	// confirmation (SITE_URL; default the edge under `make run`).
+	SiteURL string
 }
 
 func loadNotifyConfig(r *env.Reader) NotifyConfig {
@@ -22,6 +27,11 @@ func loadNotifyConfig(r *env.Reader) NotifyConfig {
 		SMTP: notify.SMTPConfig{Addr: r.String("SMTP_ADDR", ""), From: r.String("SMTP_FROM", "flashseat <tickets@flashseat.local>"),
 			Username: r.String("SMTP_USERNAME", ""), Password: r.String("SMTP_PASSWORD", ""), Timeout: 10 * time.Second},
 		Webhook: notify.WebhookConfig{URL: r.String("NOTIFY_WEBHOOK_URL", ""), Secret: r.String("NOTIFY_WEBHOOK_SECRET", "")},
+		SiteURL: strings.TrimRight(r.String("SITE_URL", "http://localhost:8080"), "/"),
+	}
+	if u, err := url.Parse(c.SiteURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		u.Path != "" {
+		r.Fail("SITE_URL: want an http(s) origin, got %q", c.SiteURL)
 	}
 	if c.SMTP.Addr != "" {
 		if _, err := notify.NewSMTP(c.SMTP); err != nil {
@@ -58,7 +68,12 @@ func newFans(cfg Config, svc *booking.Service, store ledger, log *slog.Logger) (
 		log.Info("fan notifications off: set SMTP_ADDR or NOTIFY_WEBHOOK_URL")
 		return nil, nil
 	}
-	return notify.New(store, svc, log, ns...)
+	f, err := notify.New(store, svc, log, ns...)
+	if err != nil {
+		return nil, err
+	}
+	f.SiteURL = cfg.Notify.SiteURL
+	return f, nil
 }
 
 // loadPassConfig reads the Apple Wallet pass certificate (PASS_*). Without PASS_CERT_FILE there are no passes: the

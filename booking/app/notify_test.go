@@ -255,3 +255,108 @@ func TestTransferMail(t *testing.T) {
 		t.Fatalf("%d mails, want 2 (the link-only transfer mails nobody)", n)
 	}
 }
+
+// TestRotatingShowMail: the confirmation of a show with rotating codes carries no static code, QR image or PDF
+// (a copy of any would be refused at the door) but links the booking page, where the live code is, in the fan's
+// language; the same fan's confirmation of a static show still has its QR codes and PDF.
+func TestRotatingShowMail(t *testing.T) {
+	t.Parallel()
+	mail := smtptest.Start(t)
+	st := newStack(t, "SMTP_ADDR", mail.Addr, "SMTP_FROM", "flashseat <tickets@flashseat.test>",
+		"EVENTS_RELAY_INTERVAL", "20ms", "SITE_URL", "https://tickets.example")
+	rotating, static := st.show(), st.show()
+	if a := st.do("PUT", "/admin/v1/shows/"+rotating, adminToken, `{"ticketCodes":"rotating"}`); a.status != 200 {
+		t.Fatalf("ticketCodes: %d %s", a.status, a.body)
+	}
+	for lang, seats := range map[string][]string{"en": {"A1", "A2"}, "hi": {"A3", "A4"}} {
+		t.Run(lang, func(t *testing.T) {
+			fan := st.guest()
+			email := lang + "@example.com"
+			if c := st.do("PUT", "/api/v1/me/contact", fan, map[string]string{"email": email}, "Accept-Language", lang); c.status != 200 {
+				t.Fatalf("contact: %d %s", c.status, c.body)
+			}
+			mailTo := func(n int) []smtptest.Message {
+				t.Helper()
+				for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+					var got []smtptest.Message
+					for _, m := range mail.Messages() {
+						if m.To[0] == email {
+							got = append(got, m)
+						}
+					}
+					if len(got) >= n || time.Now().After(deadline) {
+						return got
+					}
+				}
+			}
+			if len(mailTo(1)) != 1 {
+				t.Fatal("no contact code")
+			}
+			pay := func(show string) (string, []any) {
+				h := st.do("POST", "/api/v1/bookings/hold", fan, map[string]any{"showId": show, "seatIds": seats},
+					"Accept-Language", lang)
+				b := h.json(t)["bookingId"].(string)
+				p := st.pay(fan, b, sim.CardOK, "k-"+show)
+				if p.status != 200 {
+					t.Fatalf("pay: %d %s", p.status, p.body)
+				}
+				return b, p.json(t)["tickets"].([]any)
+			}
+			live := map[string]string{"en": "live on", "hi": "लाइव"}[lang]
+			refused := map[string]string{"en": "a screenshot or a print-out will not be accepted",
+				"hi": "स्क्रीनशॉट या प्रिंट-आउट स्वीकार नहीं किया जाएगा"}[lang]
+			for i, show := range []string{rotating, static} {
+				b, tickets := pay(show)
+				msgs := mailTo(2 + i)
+				if len(msgs) != 2+i {
+					t.Fatalf("%d mails to %s, want the confirmation", len(msgs), email)
+				}
+				var text, html string
+				var images, pdfs int
+				for _, p := range msgs[1+i].Parts(t) {
+					switch p.ContentType {
+					case "text/plain":
+						text = string(p.Body)
+					case "text/html":
+						html = string(p.Body)
+					case "image/png":
+						images++
+					case "application/pdf":
+						pdfs++
+					}
+				}
+				page := "https://tickets.example/bookings/" + b
+				if show == rotating {
+					if images != 0 || pdfs != 0 || strings.Contains(html, "cid:") {
+						t.Fatalf("rotating show's mail: %d images, %d PDFs, want none", images, pdfs)
+					}
+					for _, part := range []string{text, html} {
+						if !strings.Contains(part, live) || !strings.Contains(part, refused) || !strings.Contains(part, page) ||
+							!strings.Contains(part, " 15 ") {
+							t.Fatalf("rotating show's mail %q, want the live-code words and %s", part, page)
+						}
+					}
+					if !strings.Contains(html, `href="`+page+`"`) {
+						t.Fatalf("html %q, want a link to %s", html, page)
+					}
+				} else {
+					if images != 2 || pdfs != 1 || strings.Contains(text, live) || strings.Contains(text, page) {
+						t.Fatalf("static show's mail: %d images, %d PDFs, text %q; want 2 QR codes and the PDF", images, pdfs, text)
+					}
+				}
+				for _, tk := range tickets {
+					tm := tk.(map[string]any)
+					if !strings.Contains(text, tm["ticketId"].(string)) {
+						t.Fatalf("text %q lacks ticket %s", text, tm["ticketId"])
+					}
+					if code, _ := tm["code"].(string); show == static && !strings.Contains(strings.ReplaceAll(text, "\r\n", "\n"), code) {
+						t.Fatalf("static show's text lacks the code %s", code)
+					}
+				}
+				if show == rotating && (strings.Contains(text, "  code ") || strings.Contains(text, "  कोड ")) {
+					t.Fatalf("rotating show's text carries a static code: %q", text)
+				}
+			}
+		})
+	}
+}

@@ -1,5 +1,6 @@
 // Package notify tells fans what happened to their bookings: booking confirmed (with the tickets' QR codes as
-// inline images and their PDF attached), a waitlist offer, a refund, and a ticket sent to them by another fan
+// inline images and their PDF attached; for a show with rotating codes neither, but a link to the booking page
+// that shows the live code), a waitlist offer, a refund, and a ticket sent to them by another fan
 // (its claim link). It is a consumer group ("notify") of the lifecycle event stream;
 // each message is rendered from templates in the fan's page language and sent through every configured Notifier:
 // SMTP (net/smtp) to the e-mail the fan gave, and a webhook (a signed JSON POST to a gateway of the operator's,
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/flashseat/flashseat/booking"
+	"github.com/flashseat/flashseat/booking/ticket"
 	"github.com/flashseat/flashseat/booking/ticket/pdf"
 	"github.com/flashseat/flashseat/booking/ticket/qr"
 )
@@ -67,6 +69,9 @@ type Store interface {
 	// ForgetTransferMail drops it once mailed. The event itself never carries the link's secret.
 	TransferMailLink(ctx context.Context, transferID string) (string, error)
 	ForgetTransferMail(ctx context.Context, transferID string) error
+	// TicketPolicy is the show's own ticket policy (booking.PolicyStore): its Codes say whether the tickets carry
+	// a static code to mail or a rotating one that only the booking page shows.
+	TicketPolicy(ctx context.Context, showID string) (p booking.TicketPolicy, ok bool, err error)
 }
 
 // Shows reads shows (booking.Service).
@@ -87,6 +92,9 @@ type Fans struct {
 	html      map[string]*htmltemplate.Template
 	// OnSent is told each notification's kind and outcome (metrics); nil is fine. Set before use.
 	OnSent func(kind string, err error)
+	// SiteURL is the site's origin as fans reach it (https://tickets.example), for links to their booking pages.
+	// Set before use.
+	SiteURL string
 }
 
 // New returns Fans sending through notifiers.
@@ -138,8 +146,12 @@ type view struct {
 	SeatIDs   []string
 	Amount    string
 	Tickets   []ticketView
-	Link      string // a transfer's claim link
+	Link      string // a transfer's claim link; a rotating show's confirmation: the booking page
 	Wave      int    // an invitation wave's number
+	// Rotating: the show's tickets carry rotating codes, shown live on the booking page, so the confirmation
+	// carries no static code, QR image or PDF (a copy of one would be refused at the door).
+	Rotating bool
+	Every    int // seconds between a rotating code and the next
 }
 
 type ticketView struct {
@@ -267,6 +279,19 @@ func (f *Fans) compose(ctx context.Context, e booking.LifecycleEvent, kind strin
 		ts, err := f.store.Tickets(ctx, p.BookingID)
 		if err != nil {
 			return m, err
+		}
+		tp, _, err := f.store.TicketPolicy(ctx, e.ShowID)
+		if err != nil {
+			return m, err
+		}
+		if tp.Codes == booking.CodesRotating {
+			v.Rotating, v.Link = true, f.SiteURL+"/bookings/"+p.BookingID
+			v.Every = int(ticket.RotateEvery / time.Second)
+			for _, t := range ts {
+				t.Code = ""
+				v.Tickets = append(v.Tickets, ticketView{Ticket: t})
+			}
+			ts = nil
 		}
 		for _, t := range ts {
 			png, err := qr.PNG(t.Code, 256)
