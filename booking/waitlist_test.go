@@ -158,7 +158,8 @@ func TestWaitlistOfferOnHoldExpiry(t *testing.T) {
 // fan in line; the lapsed fan is out of line.
 func TestWaitlistOfferLapsesAndPassesOn(t *testing.T) {
 	t.Parallel()
-	e := bookingtest.New(t, booking.Config{HoldTTL: 300 * time.Millisecond, ReconcileEvery: 100 * time.Millisecond})
+	// The blocker's hold outlives both joins even at load 19 (300 ms did not: "2 seats are on sale").
+	e := bookingtest.New(t, booking.Config{HoldTTL: 2 * time.Second, ReconcileEvery: 100 * time.Millisecond})
 	show := smallShow(t, e, booking.Row{Label: "A", Seats: 2, Category: "GOLD"})
 	w := booking.NewWaitlist(e.Svc, e.Store, booking.WaitlistConfig{OfferTTL: 600 * time.Millisecond})
 	mustHold(t, e, show.ID, "blocker", "A1", "A2")
