@@ -120,7 +120,8 @@ func TestOverlappingHolds(t *testing.T) {
 
 func TestExpiry(t *testing.T) {
 	t.Parallel()
-	e := bookingtest.New(t, booking.Config{HoldTTL: time.Second, ReconcileEvery: 200 * time.Millisecond})
+	// 3 s: at load 10-20 the rival's hold came more than a second after the first.
+	e := bookingtest.New(t, booking.Config{HoldTTL: 3 * time.Second, ReconcileEvery: 200 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go e.Svc.Run(ctx)
@@ -131,7 +132,7 @@ func TestExpiry(t *testing.T) {
 	if _, _, err := e.Svc.Hold(ctx, booking.HoldRequest{UserID: "u2", ShowID: e.Show.ID, SeatIDs: []string{"A2"}}); !errors.Is(err, booking.ErrSeatsUnavailable) {
 		t.Fatalf("held seat: got %v", err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		got, err := e.Svc.Booking(ctx, b.ID, "u1")
 		if err != nil {
