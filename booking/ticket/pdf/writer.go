@@ -161,11 +161,12 @@ func (w *writer) writeFont(u *fontUse) error {
 			gids = append(gids, k.gid)
 		}
 	}
-	// Subset writes the glyph count into the maxp table it was given (not a copy), and the parsed face is shared
-	// by every render: it subsets a copy with a maxp of its own.
+	// Subset writes into the maxp, head and hhea tables it was given (its `&(*old.Maxp)` is the same pointer, not a
+	// copy: the glyph count, indexToLocFormat, numberOfHMetrics), and the parsed face is shared by every render:
+	// it subsets a copy with those three of its own (TestRenderConcurrently's race detector found head and hhea).
 	own := *f.sfnt
-	maxp := *f.sfnt.Maxp
-	own.Maxp = &maxp
+	maxp, head, hhea := *f.sfnt.Maxp, *f.sfnt.Head, *f.sfnt.Hhea
+	own.Maxp, own.Head, own.Hhea = &maxp, &head, &hhea
 	sub, err := own.Subset(append([]uint16(nil), gids...), sfnt.SubsetOptions{Tables: sfnt.KeepPDFTables})
 	if err != nil {
 		return fmt.Errorf("pdf: subset %s: %w", f.name, err)
