@@ -74,13 +74,9 @@ func (s *Signer) holderKey(ticketID string) ed25519.PrivateKey {
 
 // Certify returns the holder material of one ticket, valid until notAfter.
 func (s *Signer) Certify(ticketID, showID, seatID string, notAfter time.Time) (Holder, error) {
-	var p bytes.Buffer
-	p.WriteByte(certVersion)
-	for _, f := range []string{s.key.ID, ticketID, showID, seatID} {
-		if f == "" || len(f) > maxField {
-			return Holder{}, fmt.Errorf("ticket: ids must be 1 to %d bytes", maxField)
-		}
-		appendField(&p, f)
+	p, err := s.head(certVersion, ticketID, showID, seatID)
+	if err != nil {
+		return Holder{}, err
 	}
 	key := s.holderKey(ticketID)
 	p.Write(key.Public().(ed25519.PublicKey))
@@ -101,11 +97,15 @@ func (h Holder) Stamp(at time.Time) string {
 // tests use it as a phone would.
 func MakeCode(cert, certSig []byte, holder ed25519.PrivateKey, at time.Time) string {
 	stamp := binary.BigEndian.AppendUint64(nil, uint64(at.Unix()))
-	msg := make([]byte, 0, len(stampContext)+len(cert)+len(stamp))
-	msg = append(append(append(msg, stampContext...), cert...), stamp...)
-	sig := ed25519.Sign(holder, msg)
+	sig := ed25519.Sign(holder, stampMessage(cert, stamp))
 	return b64.EncodeToString(cert) + "." + b64.EncodeToString(certSig) + "." + b64.EncodeToString(stamp) + "." +
 		b64.EncodeToString(sig)
+}
+
+// stampMessage is what the holder key signs: the stamp bound to its certificate.
+func stampMessage(cert, stamp []byte) []byte {
+	msg := make([]byte, 0, len(stampContext)+len(cert)+len(stamp))
+	return append(append(append(msg, stampContext...), cert...), stamp...)
 }
 
 // Rotating is what a verified rotating code says.
@@ -145,7 +145,7 @@ func Peek(code string) (Certificate, error) {
 // Verify checks code at now, in docs/TICKETS.md's order: its shape, the certificate's signature, its show and
 // notAfter, the stamp's signature, the stamp's age, and the kit's tickets.
 func (k *Kit) Verify(code string, now time.Time) (Rotating, error) {
-	if len(code) > MaxCodeLen {
+	if len(code) > MaxCodeLen { // before telling a static code's shape: an oversized one is malformed either way
 		return Rotating{}, ErrMalformed
 	}
 	if strings.Count(code, ".") == 1 {
@@ -172,9 +172,7 @@ func (k *Kit) Verify(code string, now time.Time) (Rotating, error) {
 	if now.After(c.NotAfter) {
 		return Rotating{}, ErrCertExpired
 	}
-	msg := make([]byte, 0, len(stampContext)+len(parts[0])+8)
-	msg = append(append(append(msg, stampContext...), parts[0]...), parts[2]...)
-	if !ed25519.Verify(c.HolderKey, msg, parts[3]) {
+	if !ed25519.Verify(c.HolderKey, stampMessage(parts[0], parts[2]), parts[3]) {
 		return Rotating{}, ErrBadSignature
 	}
 	maxAge, skew := k.MaxAge, k.Skew

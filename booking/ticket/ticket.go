@@ -64,13 +64,9 @@ func (s *Signer) Public() token.PublicKey { return s.key.Public() }
 
 // Sign returns the code of one ticket.
 func (s *Signer) Sign(ticketID, showID, seatID string) (string, error) {
-	var p bytes.Buffer
-	p.WriteByte(version)
-	for _, f := range []string{s.key.ID, ticketID, showID, seatID} {
-		if f == "" || len(f) > maxField {
-			return "", fmt.Errorf("ticket: ids must be 1 to %d bytes", maxField)
-		}
-		appendField(&p, f)
+	p, err := s.head(version, ticketID, showID, seatID)
+	if err != nil {
+		return "", err
 	}
 	sig := ed25519.Sign(s.key.Private, append([]byte(sigContext), p.Bytes()...))
 	return b64.EncodeToString(p.Bytes()) + "." + b64.EncodeToString(sig), nil
@@ -127,6 +123,19 @@ func parse(p []byte) (Claims, error) {
 		return Claims{}, ErrMalformed
 	}
 	return Claims{KeyID: f[0], TicketID: f[1], ShowID: f[2], SeatID: f[3]}, nil
+}
+
+// head writes the version byte and the four ids every code opens with (key, ticket, show, seat), readIDs' inverse.
+func (s *Signer) head(v byte, ticketID, showID, seatID string) (*bytes.Buffer, error) {
+	p := new(bytes.Buffer)
+	p.WriteByte(v)
+	for _, f := range []string{s.key.ID, ticketID, showID, seatID} {
+		if f == "" || len(f) > maxField {
+			return nil, fmt.Errorf("ticket: ids must be 1 to %d bytes", maxField)
+		}
+		appendField(p, f)
+	}
+	return p, nil
 }
 
 // readIDs reads the four ids every code opens with: key, ticket, show, seat.
