@@ -33,6 +33,8 @@ const notificationRecorder = `(() => {
 })();`
 
 // TestQueuePageInBrowser plays the waiting room's states in a phone-sized browser through the real platform.
+// Each state has its own show and tab, so the states play at once (one after another they took 144 s, the
+// package's longest test).
 func TestQueuePageInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser")
@@ -44,6 +46,7 @@ func TestQueuePageInBrowser(t *testing.T) {
 	views := `["connecting","waiting","paused","opens","admitted","soldout","closed","off"].filter((id) => !document.getElementById(id).hidden).join(",")`
 
 	t.Run("before opening: countdown, the draw, then the seats with a notification", func(t *testing.T) {
+		t.Parallel()
 		// The tab first, so the time before opening is all the page's: it must show the countdown before then.
 		fan := br.FanFor(t, "early fan", 3*time.Minute)
 		fan.Grant("notifications")
@@ -74,6 +77,7 @@ func TestQueuePageInBrowser(t *testing.T) {
 	// A fan who joined before the draw holds a place receipt that names no ticket (the draw had not given one);
 	// once the draw has, the page renews it, so that their place comes back if the waiting room loses its state.
 	t.Run("before opening, then a wait: the receipt names the drawn ticket", func(t *testing.T) {
+		t.Parallel()
 		fan := br.FanFor(t, "early fan who waits", 3*time.Minute)
 		show := newShow(t, c, showSpec{title: "Drawn", saleIn: 15 * time.Second, queue: true, admitRate: 0.001})
 		for range 2 { // fans in the draw besides ours, so that ours most likely waits
@@ -104,6 +108,7 @@ func TestQueuePageInBrowser(t *testing.T) {
 	})
 
 	t.Run("queue off: straight to the seats", func(t *testing.T) {
+		t.Parallel()
 		show := newShow(t, c, showSpec{title: "Open sale", saleIn: -time.Minute})
 		fan := br.FanFor(t, "fan", 3*time.Minute)
 		fan.Go(p.BaseURL + "/queue/" + show)
@@ -112,6 +117,7 @@ func TestQueuePageInBrowser(t *testing.T) {
 	})
 
 	t.Run("sold out: the waitlist", func(t *testing.T) {
+		t.Parallel()
 		show := newShow(t, c, showSpec{title: "Sold out", saleIn: -time.Minute,
 			rows: []fsclient.Row{{Row: "A", Seats: 2, Category: "GOLD"}}})
 		g, _, err := c.NewGuest(ctx)
@@ -145,6 +151,7 @@ func TestQueuePageInBrowser(t *testing.T) {
 	// waits there with the message; the other is empty, so its fan is let straight back in and told so on the
 	// seats. (Watching for the message in a queue that readmits at once raced its next tick.)
 	t.Run("admission expired: back to the queue with a message", func(t *testing.T) {
+		t.Parallel()
 		type hesitant struct {
 			show string
 			fan  *browsertest.Fan
@@ -183,6 +190,7 @@ func TestQueuePageInBrowser(t *testing.T) {
 	})
 
 	t.Run("paused by the operator: the place kept", func(t *testing.T) {
+		t.Parallel()
 		show := newShow(t, c, showSpec{title: "Paused", saleIn: -time.Minute, queue: true, admitRate: 0.01})
 		for range 2 { // fans ahead, so ours waits
 			g, _, err := c.NewGuest(ctx)
@@ -212,6 +220,7 @@ func TestQueuePageInBrowser(t *testing.T) {
 		block func(*browsertest.Fan, string)
 	}{{"refused", (*browsertest.Fan).FailRequests}, {"held back", (*browsertest.Fan).HoldRequests}} {
 		t.Run("the seat stream "+c2.name+": polling", func(t *testing.T) {
+			t.Parallel()
 			show := newShow(t, c, showSpec{title: "Blocked", saleIn: -time.Minute, queue: true, admitRate: 2})
 			fan := br.FanFor(t, "fan behind a proxy", 3*time.Minute)
 			c2.block(fan, "*/seats/stream")
@@ -222,6 +231,7 @@ func TestQueuePageInBrowser(t *testing.T) {
 	}
 
 	t.Run("without EventSource: polling", func(t *testing.T) {
+		t.Parallel()
 		show := newShow(t, c, showSpec{title: "Polling", saleIn: -time.Minute, queue: true, admitRate: 2})
 		fan := br.FanFor(t, "old browser", 3*time.Minute)
 		fan.OnNewDocument(`delete window.EventSource;`)

@@ -181,29 +181,32 @@ func TestErrorTranslation(t *testing.T) {
 		status         int
 		header         map[string]string
 		body           string
-		delay          time.Duration
+		hang           bool // the gateway answers only after the client has given up
 		wantErr        error
 		wantRetryAfter time.Duration
 	}{
 		{"card declined", 402, nil, `{"error":{"type":"card_error","code":"card_declined","decline_code":"insufficient_funds",
 			"message":"Your card has insufficient funds.","payment_intent":{"id":"pi_d","object":"payment_intent","status":"requires_payment_method"}}}`,
-			0, payment.ErrDeclined, 0},
-		{"server error", 500, nil, `{"error":{"type":"api_error"}}`, 0, payment.ErrUnavailable, 0},
-		{"bad gateway, html", 502, nil, `<html>bad gateway</html>`, 0, payment.ErrUnavailable, 0},
+			false, payment.ErrDeclined, 0},
+		{"server error", 500, nil, `{"error":{"type":"api_error"}}`, false, payment.ErrUnavailable, 0},
+		{"bad gateway, html", 502, nil, `<html>bad gateway</html>`, false, payment.ErrUnavailable, 0},
 		{"rate limited", 429, map[string]string{"Retry-After": "7"}, `{"error":{"type":"invalid_request_error","code":"rate_limit"}}`,
-			0, payment.ErrUnavailable, 7 * time.Second},
-		{"key in use", 409, nil, `{"error":{"type":"idempotency_error"}}`, 0, payment.ErrInProgress, 0},
-		{"key reused", 400, nil, `{"error":{"type":"idempotency_error"}}`, 0, payment.ErrIdempotencyMismatch, 0},
-		{"missing", 404, nil, `{"error":{"type":"invalid_request_error","code":"resource_missing"}}`, 0, payment.ErrNotFound, 0},
-		{"unauthorized", 401, nil, `{"error":{"type":"invalid_request_error"}}`, 0, payment.ErrAuth, 0},
-		{"bad param", 400, nil, `{"error":{"type":"invalid_request_error","code":"parameter_invalid_integer"}}`, 0, payment.ErrInvalid, 0},
-		{"unreadable success", 200, nil, `{"id":`, 0, payment.ErrTimeout, 0},
-		{"too slow", 200, nil, `{}`, 300 * time.Millisecond, payment.ErrTimeout, 0},
+			false, payment.ErrUnavailable, 7 * time.Second},
+		{"key in use", 409, nil, `{"error":{"type":"idempotency_error"}}`, false, payment.ErrInProgress, 0},
+		{"key reused", 400, nil, `{"error":{"type":"idempotency_error"}}`, false, payment.ErrIdempotencyMismatch, 0},
+		{"missing", 404, nil, `{"error":{"type":"invalid_request_error","code":"resource_missing"}}`, false, payment.ErrNotFound, 0},
+		{"unauthorized", 401, nil, `{"error":{"type":"invalid_request_error"}}`, false, payment.ErrAuth, 0},
+		{"bad param", 400, nil, `{"error":{"type":"invalid_request_error","code":"parameter_invalid_integer"}}`, false, payment.ErrInvalid, 0},
+		{"unreadable success", 200, nil, `{"id":`, false, payment.ErrTimeout, 0},
+		{"too slow", 200, nil, `{}`, true, payment.ErrTimeout, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				time.Sleep(tt.delay)
+				if tt.hang {
+					<-r.Context().Done()
+					return
+				}
 				for k, v := range tt.header {
 					w.Header().Set(k, v)
 				}
@@ -211,7 +214,13 @@ func TestErrorTranslation(t *testing.T) {
 				_, _ = w.Write([]byte(tt.body))
 			}))
 			defer srv.Close()
-			c, _ := stripe.New(stripe.Config{BaseURL: srv.URL, SecretKey: "sk_test_x", Timeout: 100 * time.Millisecond})
+			// A timeout the answers arrive well within, however loaded the machine, unless the gateway hangs: a
+			// 100 ms one for every case timed out an ordinary 500 at load 20.
+			timeout := 10 * time.Second
+			if tt.hang {
+				timeout = 100 * time.Millisecond
+			}
+			c, _ := stripe.New(stripe.Config{BaseURL: srv.URL, SecretKey: "sk_test_x", Timeout: timeout})
 			in, err := c.Authorize(context.Background(), payment.AuthorizeParams{Amount: 1, Currency: "usd",
 				PaymentMethod: "pm_card_ok", BookingID: "b", AttemptID: "a"})
 			if !errors.Is(err, tt.wantErr) {
