@@ -35,8 +35,9 @@ type HoldStore interface {
 	// Extend moves a HELD booking's expiry.
 	Extend(ctx context.Context, id string, until time.Time) error
 	// BeginIdempotent claims (user, scope, key) for a request with the given hash. If it was claimed before it
-	// returns the record: a finished one carries ResultID, a pending one does not.
-	BeginIdempotent(ctx context.Context, userID, scope, key, hash string) (rec IdempotencyRecord, claimed bool, err error)
+	// returns the record: a finished one carries ResultID, a pending one does not. A record of the same request
+	// still pending staleAfter (above 0) after it was claimed is taken over: claimed, with TakenOver and its Age.
+	BeginIdempotent(ctx context.Context, userID, scope, key, hash string, staleAfter time.Duration) (rec IdempotencyRecord, claimed bool, err error)
 	FinishIdempotent(ctx context.Context, userID, scope, key, resultID string) error
 	AbortIdempotent(ctx context.Context, userID, scope, key string) error
 }
