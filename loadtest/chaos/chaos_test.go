@@ -151,8 +151,10 @@ func TestChaos(t *testing.T) {
 	prober := startProber(t, c, show)
 	played := play(t, ctx, crowd.Config{Client: c, Scenario: sc, ShowID: show, Seed: 13, Log: slog.New(slog.DiscardHandler)})
 
-	// Mid-sale: the queue is admitting and most fans still wait in line.
+	// Mid-sale: the queue is admitting and most fans still wait in line; and the exchange's sellers have their
+	// tickets to list.
 	time.Sleep(time.Until(opens.Add(2 * time.Second)))
+	ex.awaitSellers(10 * time.Second)
 	health := []string{base + "/readyz", "http://" + bookingAddr + "/readyz", base + "/api/v1/shows/" + lateShow}
 	faults := []*fault{
 		{Name: "booking killed (SIGKILL) and restarted", inject: func() { booking.kill(); booking.start() }},

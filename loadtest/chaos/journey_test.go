@@ -12,8 +12,9 @@ import (
 // observe sees one answer of a fan's call: what was asked, when, and what came back (res.Status 0: nothing).
 type observe func(what string, began time.Time, res client.Result, err error)
 
-// retry asks until call answers want, waiting out "not now" (no answer, 429, 5xx) as a browser would, until ctx
-// ends, and returns the last answer; any other answer is an error. obs, when set, sees every answer.
+// retry asks until call answers want, waiting out "not now" (no answer, 429, 5xx, and 409 in-progress: an earlier
+// try of the same Idempotency-Key still running) as a browser would, until ctx ends, and returns the last answer;
+// any other answer is an error. obs, when set, sees every answer.
 func retry(ctx context.Context, obs observe, what string, want int, call func() (client.Result, error)) (client.Result, error) {
 	var res client.Result
 	var err error
@@ -26,7 +27,8 @@ func retry(ctx context.Context, obs observe, what string, want int, call func() 
 		switch {
 		case res.Status == want:
 			return res, nil
-		case res.Status == 0 || res.Status == 429 || res.Status >= 500:
+		case res.Status == 0 || res.Status == 429 || res.Status >= 500 ||
+			(res.Status == http.StatusConflict && res.ProblemSlug() == "in-progress"):
 			time.Sleep(100 * time.Millisecond)
 		default:
 			return res, fmt.Errorf("%s: %s %s", what, client.Outcome(res, err), res.ProblemSlug())
@@ -61,7 +63,7 @@ func firstAvailable(m client.SeatMap) []string {
 // bookEndToEnd is a new fan's whole journey on show: guest identity, join, admission, seat map, hold of one seat,
 // pay. It waits out "not now" answers as a browser would, without giving up before 30 s.
 func bookEndToEnd(ctx context.Context, c *client.Client, show string) newFanResult {
-	return journey(ctx, c, show, firstAvailable, nil)
+	return journey(ctx, c, show, firstAvailable, 30*time.Second, nil)
 }
 
 // admit is a fan's way in: a guest identity, a place in show's line and, once admitted, the admission token.
@@ -101,9 +103,10 @@ func admit(ctx context.Context, c *client.Client, show string, obs observe, r *n
 	return fmt.Errorf("queue: %s", q.Status)
 }
 
-// journey is bookEndToEnd for the seats pick chooses from the seat map.
-func journey(ctx context.Context, c *client.Client, show string, pick func(client.SeatMap) []string, obs observe) (r newFanResult) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+// journey is bookEndToEnd for the seats pick chooses from the seat map, given up after within.
+func journey(ctx context.Context, c *client.Client, show string, pick func(client.SeatMap) []string,
+	within time.Duration, obs observe) (r newFanResult) {
+	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	if r.err = admit(ctx, c, show, obs, &r); r.err != nil {
 		return r

@@ -52,6 +52,7 @@ type exchange struct {
 	set     resaleSettings
 	closing chan struct{} // closed: no new listing nor purchase
 	wg      sync.WaitGroup
+	booked  sync.WaitGroup // the sellers' journeys to their tickets
 
 	mu       sync.Mutex
 	calls    []resaleCall
@@ -88,6 +89,7 @@ func setupExchange(ctx context.Context, t *testing.T, c *client.Client, sc loadt
 // startExchange starts the sellers and buyers once the show's sale opens.
 func startExchange(ctx context.Context, c *client.Client, show string, opens time.Time, set resaleSettings) *exchange {
 	x := &exchange{c: c, show: show, set: set, closing: make(chan struct{})}
+	x.booked.Add(set.sellers)
 	for i := range set.sellers {
 		x.wg.Go(func() { sleepUntil(ctx, opens); x.seller(ctx, i) })
 	}
@@ -101,6 +103,17 @@ func startExchange(ctx context.Context, c *client.Client, show string, opens tim
 		})
 	}
 	return x
+}
+
+// awaitSellers waits, at most within, for the sellers to have booked the tickets they will list, so that the
+// exchange has listings when the storm begins however slow the machine is.
+func (x *exchange) awaitSellers(within time.Duration) {
+	done := make(chan struct{})
+	go func() { x.booked.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(within):
+	}
 }
 
 // stop ends the trading and waits for the purchases under way to settle.
@@ -149,7 +162,9 @@ func (x *exchange) seller(ctx context.Context, i int) {
 		}
 		return seats
 	}
-	j := journey(ctx, x.c, x.show, mine, x.observe)
+	// A minute: a hold whose request booking's kill cut off keeps its key for 30 s before a retry takes it over.
+	j := journey(ctx, x.c, x.show, mine, time.Minute, x.observe)
+	x.booked.Done()
 	if j.err != nil {
 		x.problem("seller %d could not book: %v", i, j.err)
 		return
