@@ -301,7 +301,12 @@ func (x *exchange) buy(ctx context.Context, rng *rand.Rand) {
 		case res.Status == 429 || res.Status >= 500:
 			time.Sleep(100 * time.Millisecond)
 		default:
-			x.problem("buying listing %s answered %s %s", o.ListingID, client.Outcome(res, err), res.ProblemSlug())
+			detail := ""
+			if res.Problem != nil {
+				detail = res.Problem.Detail
+			}
+			x.problem("buying listing %s answered %s %s (%s)", o.ListingID, client.Outcome(res, err), res.ProblemSlug(),
+				detail)
 			return
 		}
 	}
