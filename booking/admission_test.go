@@ -29,6 +29,8 @@ type admittedEnv struct {
 	env *bookingtest.Env
 	pay *booking.Checkout
 	key token.Key
+	// checkout is another Checkout on store (the env's, or a wrapper of it), sharing the env's service and gateway.
+	checkout func(store booking.PaymentStore) *booking.Checkout
 }
 
 func newAdmittedEnv(t *testing.T) *admittedEnv { return newAdmittedEnvLeeway(t, 0) }
@@ -51,13 +53,16 @@ func newAdmittedEnvLeeway(t *testing.T, leeway time.Duration) *admittedEnv {
 	gw, _ := stripe.New(stripe.Config{BaseURL: srv.URL, SecretKey: "sk_test_adm"})
 	tk, _, _ := ticket.LoadKey("")
 	signer, _ := ticket.NewSigner(tk)
-	p := booking.NewCheckout(env.Svc, env.Store, gw, signer, ticket.NewVerifier(token.NewStaticKeys(signer.Public())),
-		booking.CheckoutConfig{})
-	t.Cleanup(p.Close)
+	checkout := func(store booking.PaymentStore) *booking.Checkout {
+		p := booking.NewCheckout(env.Svc, store, gw, signer, ticket.NewVerifier(token.NewStaticKeys(signer.Public())),
+			booking.CheckoutConfig{})
+		t.Cleanup(p.Close)
+		return p
+	}
 	settings := admission.DefaultSettings()
 	settings.Enabled = true
 	env.QueueOn(t, env.Show.ID, settings)
-	return &admittedEnv{env: env, pay: p, key: key}
+	return &admittedEnv{env: env, pay: checkout(env.Store), key: key, checkout: checkout}
 }
 
 // admit issues user an admission token jti to the show, holding an active slot, as the waiting room would.

@@ -35,8 +35,9 @@ type HoldStore interface {
 	// Extend moves a HELD booking's expiry.
 	Extend(ctx context.Context, id string, until time.Time) error
 	// BeginIdempotent claims (user, scope, key) for a request with the given hash. If it was claimed before it
-	// returns the record: a finished one carries ResultID, a pending one does not.
-	BeginIdempotent(ctx context.Context, userID, scope, key, hash string) (rec IdempotencyRecord, claimed bool, err error)
+	// returns the record: a finished one carries ResultID, a pending one does not. A record of the same request
+	// still pending staleAfter (above 0) after it was claimed is taken over: claimed, with TakenOver and its Age.
+	BeginIdempotent(ctx context.Context, userID, scope, key, hash string, staleAfter time.Duration) (rec IdempotencyRecord, claimed bool, err error)
 	FinishIdempotent(ctx context.Context, userID, scope, key, resultID string) error
 	AbortIdempotent(ctx context.Context, userID, scope, key string) error
 }
@@ -383,6 +384,18 @@ func (s *Holds) Booking(ctx context.Context, id, userID string) (Booking, error)
 // (compare-and-delete, so a stale cancel never frees seats someone else holds now) and its waiting-room slot is
 // freed. It returns the booking and the seats released.
 func (s *Holds) Cancel(ctx context.Context, id, userID string) (Booking, []string, error) {
+	b, freed, err := s.undo(ctx, id, userID)
+	if err != nil {
+		return Booking{}, nil, err
+	}
+	s.releaseAdmission(ctx, b)
+	return b, freed, nil
+}
+
+// undo is Cancel for a hold the request that made it could not complete (a purchase on the exchange whose
+// listing was withdrawn or sold in the meantime): the fan never had it, so the waiting-room slot it was made
+// under stays theirs, and they go on shopping with it.
+func (s *Holds) undo(ctx context.Context, id, userID string) (Booking, []string, error) {
 	b, err := s.store.Cancel(ctx, id, userID)
 	if err != nil {
 		return Booking{}, nil, err
@@ -394,7 +407,6 @@ func (s *Holds) Cancel(ctx context.Context, id, userID string) (Booking, []strin
 		freed = nil
 	}
 	s.seats.noteReleased(b.ShowID, freed)
-	s.releaseAdmission(ctx, b)
 	s.catalog.markDirty(b.ShowID)
 	return b, freed, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -782,4 +783,78 @@ func TestCrowdOnStaleSnapshot(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond)
 	crowd("F4", "F5")
+}
+
+// crashingStore is the real store as a process killed in the middle of a hold leaves it: the request's
+// Idempotency-Key claimed and then neither finished nor given up, after the booking row went in (afterRow) or
+// before it.
+type crashingStore struct {
+	*postgres.Store
+	afterRow bool
+}
+
+var errCrash = errors.New("killed")
+
+func (s crashingStore) CreateHold(ctx context.Context, b *booking.Booking) error {
+	if !s.afterRow {
+		return errCrash
+	}
+	return s.Store.CreateHold(ctx, b)
+}
+func (crashingStore) FinishIdempotent(context.Context, string, string, string, string) error {
+	return errCrash
+}
+func (crashingStore) AbortIdempotent(context.Context, string, string, string) error { return errCrash }
+
+// TestHoldKeyOfACrashedRequest: a fan retrying a hold with the Idempotency-Key of a request that died with its
+// process (found under the chaos test's booking SIGKILL: the key stayed pending, and every retry waited 5 s and
+// was told 409 in-progress, for good) is answered, once the key is older than any hold request runs, with the
+// booking the dead request made, or with a hold made afresh when it made none. Either way one booking, and the
+// key replays it from then on.
+func TestHoldKeyOfACrashedRequest(t *testing.T) {
+	t.Parallel()
+	e := bookingtest.New(t, booking.Config{})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		afterRow bool
+		seats    []string
+	}{
+		{"before its row", false, []string{"G1"}},
+		{"after its row", true, []string{"G3", "G2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			user := "fan " + tc.name
+			req := booking.HoldRequest{UserID: user, ShowID: e.Show.ID, SeatIDs: tc.seats, IdempotencyKey: "k"}
+			crashed := booking.New(crashingStore{e.Store, tc.afterRow}, e.Locks, nil, booking.Config{})
+			if _, _, err := crashed.Hold(ctx, req); !errors.Is(err, errCrash) {
+				t.Fatalf("the request that dies: %v, want %v", err, errCrash)
+			}
+			// As long ago as no hold request runs.
+			if _, err := e.Pool.Exec(ctx, `UPDATE idempotency_keys SET created_at = created_at - interval '1 minute'
+				WHERE user_id = $1`, user); err != nil {
+				t.Fatal(err)
+			}
+			b, replayed, err := e.Svc.Hold(ctx, req)
+			if err != nil {
+				t.Fatalf("the retry with the dead request's key: %v", err)
+			}
+			if replayed != tc.afterRow || b.Status != booking.StatusHeld || !slices.Equal(b.SeatIDs, tc.seats) {
+				t.Errorf("retry = %s %s %v replayed %v, want HELD %v replayed %v", b.ID, b.Status, b.SeatIDs, replayed,
+					tc.seats, tc.afterRow)
+			}
+			var ids []string
+			if err := e.Pool.QueryRow(ctx, `SELECT coalesce(array_agg(id), '{}') FROM bookings WHERE user_id = $1`,
+				user).Scan(&ids); err != nil {
+				t.Fatal(err)
+			}
+			if len(ids) != 1 || ids[0] != b.ID {
+				t.Errorf("bookings of the fan %v, want just %s", ids, b.ID)
+			}
+			again, replayed, err := e.Svc.Hold(ctx, req)
+			if err != nil || !replayed || again.ID != b.ID {
+				t.Errorf("the next retry: %s replayed %v %v, want %s replayed", again.ID, replayed, err, b.ID)
+			}
+		})
+	}
 }

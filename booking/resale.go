@@ -294,7 +294,8 @@ func (p *Checkout) BuyListing(ctx context.Context, r BuyRequest) (Booking, error
 		return Booking{}, err
 	}
 	if err := p.store.AttachResaleHold(ctx, l.ID, b.ID, false); err != nil {
-		if _, _, cerr := p.holds.Cancel(context.WithoutCancel(ctx), b.ID, b.UserID); cerr != nil {
+		// The listing was withdrawn or sold since it was read: the buyer lost a race, not their admission.
+		if _, _, cerr := p.holds.undo(context.WithoutCancel(ctx), b.ID, b.UserID); cerr != nil {
 			p.log.WarnContext(ctx, "resale: cancel an unattached hold", "booking", b.ID, "err", cerr)
 		}
 		return Booking{}, err

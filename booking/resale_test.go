@@ -9,9 +9,12 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/flashseat/flashseat/booking"
 	"github.com/flashseat/flashseat/booking/payment"
 	"github.com/flashseat/flashseat/booking/payment/sim"
+	"github.com/flashseat/flashseat/booking/postgres"
 	"github.com/flashseat/flashseat/shared/rediskey"
 )
 
@@ -20,8 +23,13 @@ var exchange = booking.ResalePolicy{Enabled: true, MaxPriceRatio: 0.8, FeePercen
 
 func (e *payEnv) setResale(t *testing.T, showID string, rp booking.ResalePolicy) {
 	t.Helper()
+	setResale(t, e.pay, showID, rp)
+}
+
+func setResale(t *testing.T, p *booking.Checkout, showID string, rp booking.ResalePolicy) {
+	t.Helper()
 	ctx := context.Background()
-	tp, err := e.pay.TicketPolicy(ctx, showID)
+	tp, err := p.TicketPolicy(ctx, showID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +37,7 @@ func (e *payEnv) setResale(t *testing.T, showID string, rp booking.ResalePolicy)
 		tp.Refund = nil
 	}
 	tp.Resale = rp
-	if _, _, err := e.pay.SetTicketPolicy(ctx, showID, tp); err != nil {
+	if _, _, err := p.SetTicketPolicy(ctx, showID, tp); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -552,4 +560,59 @@ func TestResaleLapsedOfferGoesDownTheWaitlist(t *testing.T) {
 		t.Fatalf("the second fan's entry %+v, want LAPSED", en)
 	}
 	e.soldToPublic(t, show.ID, l.ID, res.Booking)
+}
+
+// withdrawnMeanwhile is the real store with the seller's withdrawal landing between a buyer's read of the listing
+// and the attach of their hold to it, so that the attach refuses as for any listing no longer LISTED.
+type withdrawnMeanwhile struct {
+	*postgres.Store
+	ticketID, sellerID string
+}
+
+func (s withdrawnMeanwhile) AttachResaleHold(ctx context.Context, listingID, bookingID string, offer bool) error {
+	if _, err := s.Store.WithdrawListing(ctx, s.ticketID, s.sellerID, time.Now()); err != nil {
+		return err
+	}
+	return s.Store.AttachResaleHold(ctx, listingID, bookingID, offer)
+}
+
+// TestBuyerLosingAListingKeepsTheAdmission: an admitted buyer whose purchase loses the race to the seller's
+// withdrawal (the hold made, then refused at its attach and cancelled) is told the seat is unavailable and stays
+// admitted: found under the chaos test's exchange, where such a buyer's next purchase was refused 403
+// queue-required because the cancel of the hold ended the admission it was made under.
+func TestBuyerLosingAListingKeepsTheAdmission(t *testing.T) {
+	t.Parallel()
+	a := newAdmittedEnv(t)
+	ctx := context.Background()
+	show := a.env.Show.ID
+	setResale(t, a.pay, show, exchange)
+	seller := a.admit(t, "seller", "jti-seller")
+	held, _, err := a.env.Svc.Hold(ctx, booking.HoldRequest{UserID: "seller", ShowID: show, SeatIDs: []string{"A1"},
+		AdmissionToken: seller})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.pay.Pay(ctx, booking.PayRequest{BookingID: held.ID, UserID: "seller", PaymentMethod: sim.CardOK,
+		IdempotencyKey: "k-seller", AdmissionToken: seller})
+	if err != nil || res.Booking.Status != booking.StatusConfirmed {
+		t.Fatalf("the seller's booking: %+v, %v", res, err)
+	}
+	tk := ticketOf(t, res.Booking, "A1")
+	l, err := a.pay.ListTicket(ctx, booking.ListRequest{TicketID: tk.ID, UserID: "seller", Price: 20000})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	buyer := a.admit(t, "buyer", "jti-buyer")
+	racing := a.checkout(withdrawnMeanwhile{a.env.Store, tk.ID, "seller"})
+	if _, err := racing.BuyListing(ctx, booking.BuyRequest{ListingID: l.ID, UserID: "buyer", AdmissionToken: buyer}); !errors.Is(err, booking.ErrSeatsUnavailable) {
+		t.Fatalf("buying a listing withdrawn meanwhile: %v, want %v", err, booking.ErrSeatsUnavailable)
+	}
+	if err := a.env.RDB.ZScore(ctx, rediskey.QueueRevoked(show), "jti-buyer").Err(); !errors.Is(err, goredis.Nil) {
+		t.Errorf("the buyer's admission was revoked by the purchase they lost (%v)", err)
+	}
+	if _, _, err := a.env.Svc.Hold(ctx, booking.HoldRequest{UserID: "buyer", ShowID: show, SeatIDs: []string{"A2"},
+		AdmissionToken: buyer}); err != nil {
+		t.Errorf("the buyer's next hold under the same admission: %v", err)
+	}
 }

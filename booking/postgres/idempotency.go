@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -11,8 +12,10 @@ import (
 )
 
 // BeginIdempotent claims an idempotency key. The insert either creates the pending record (claimed) or, when a
-// concurrent request holds it, waits for that transaction and conflicts: exactly one request per key runs.
-func (s *Store) BeginIdempotent(ctx context.Context, userID, scope, key, hash string) (booking.IdempotencyRecord, bool, error) {
+// concurrent request holds it, waits for that transaction and conflicts: exactly one request per key runs. A
+// record still pending staleAfter (above 0) after it was claimed, for the same request, is taken over in one
+// conditional update, so that of the retries finding it stale exactly one claims it.
+func (s *Store) BeginIdempotent(ctx context.Context, userID, scope, key, hash string, staleAfter time.Duration) (booking.IdempotencyRecord, bool, error) {
 	tag, err := s.pool.Exec(ctx, `INSERT INTO idempotency_keys (user_id, scope, key, request_hash)
 		VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, userID, scope, key, hash)
 	if err != nil {
@@ -20,6 +23,25 @@ func (s *Store) BeginIdempotent(ctx context.Context, userID, scope, key, hash st
 	}
 	if tag.RowsAffected() == 1 {
 		return booking.IdempotencyRecord{RequestHash: hash}, true, nil
+	}
+	if staleAfter > 0 {
+		var age float64
+		// The staleness is the updated row's own (a second updater waiting on the row lock re-checks it against
+		// the first's new created_at and updates nothing); the age returned is the record's before the update.
+		err := s.pool.QueryRow(ctx, `WITH old AS (SELECT created_at FROM idempotency_keys
+				WHERE user_id = $1 AND scope = $2 AND key = $3)
+			UPDATE idempotency_keys k SET created_at = now() FROM old
+			WHERE k.user_id = $1 AND k.scope = $2 AND k.key = $3 AND k.request_hash = $4 AND k.response IS NULL
+				AND k.created_at < now() - make_interval(secs => $5)
+			RETURNING extract(epoch FROM now() - old.created_at)::float8`,
+			userID, scope, key, hash, staleAfter.Seconds()).Scan(&age)
+		switch {
+		case err == nil:
+			return booking.IdempotencyRecord{RequestHash: hash, TakenOver: true,
+				Age: time.Duration(age * float64(time.Second))}, true, nil
+		case !errors.Is(err, pgx.ErrNoRows):
+			return booking.IdempotencyRecord{}, false, fmt.Errorf("postgres: idempotency: %w", err)
+		}
 	}
 	var rec booking.IdempotencyRecord
 	var result *string

@@ -129,19 +129,37 @@ func TestIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := postgres.New(pgtest.New(t))
-	if _, claimed, err := st.BeginIdempotent(ctx, "u", "hold", "k", "h1"); !claimed || err != nil {
+	if _, claimed, err := st.BeginIdempotent(ctx, "u", "hold", "k", "h1", 0); !claimed || err != nil {
 		t.Fatalf("first claim: %v %v", claimed, err)
 	}
-	rec, claimed, err := st.BeginIdempotent(ctx, "u", "hold", "k", "h1")
+	rec, claimed, err := st.BeginIdempotent(ctx, "u", "hold", "k", "h1", 0)
 	if claimed || err != nil || rec.ResultID != "" {
 		t.Fatalf("pending: %+v %v %v", rec, claimed, err)
 	}
 	if err := st.FinishIdempotent(ctx, "u", "hold", "k", "bk_1"); err != nil {
 		t.Fatal(err)
 	}
-	rec, _, _ = st.BeginIdempotent(ctx, "u", "hold", "k", "h2")
+	rec, _, _ = st.BeginIdempotent(ctx, "u", "hold", "k", "h2", 0)
 	if rec.ResultID != "bk_1" || rec.RequestHash != "h1" {
 		t.Fatalf("finished: %+v", rec)
+	}
+	// A key left pending a minute (its request died) is taken over by one caller, for the same request only.
+	if _, claimed, err := st.BeginIdempotent(ctx, "u", "hold", "dead", "h1", 0); !claimed || err != nil {
+		t.Fatalf("claim: %v %v", claimed, err)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE idempotency_keys SET created_at = now() - interval '1 minute'
+		WHERE key = 'dead'`); err != nil {
+		t.Fatal(err)
+	}
+	if rec, claimed, err := st.BeginIdempotent(ctx, "u", "hold", "dead", "h2", time.Second); claimed || err != nil || rec.TakenOver {
+		t.Fatalf("another request's stale key: %+v %v %v", rec, claimed, err)
+	}
+	rec, claimed, err = st.BeginIdempotent(ctx, "u", "hold", "dead", "h1", time.Second)
+	if !claimed || err != nil || !rec.TakenOver || rec.Age < 59*time.Second {
+		t.Fatalf("stale key: %+v %v %v, want taken over a minute old", rec, claimed, err)
+	}
+	if rec, claimed, err := st.BeginIdempotent(ctx, "u", "hold", "dead", "h1", time.Second); claimed || err != nil || rec.TakenOver {
+		t.Fatalf("the key just taken over: %+v %v %v, want pending", rec, claimed, err)
 	}
 }
 

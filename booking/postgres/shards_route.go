@@ -119,8 +119,8 @@ func (s *Shards) idempotencyStore(scope string) *Store {
 	}
 	return s.catalog
 }
-func (s *Shards) BeginIdempotent(ctx context.Context, userID, scope, key, hash string) (booking.IdempotencyRecord, bool, error) {
-	return s.idempotencyStore(scope).BeginIdempotent(ctx, userID, scope, key, hash)
+func (s *Shards) BeginIdempotent(ctx context.Context, userID, scope, key, hash string, staleAfter time.Duration) (booking.IdempotencyRecord, bool, error) {
+	return s.idempotencyStore(scope).BeginIdempotent(ctx, userID, scope, key, hash, staleAfter)
 }
 func (s *Shards) FinishIdempotent(ctx context.Context, userID, scope, key, resultID string) error {
 	return s.idempotencyStore(scope).FinishIdempotent(ctx, userID, scope, key, resultID)

@@ -34,13 +34,14 @@ type settings struct {
 	gap         time.Duration // quiet time after each recovery, before the next fault
 	patience    time.Duration
 	duration    time.Duration
+	resale      resaleSettings
 }
 
 var (
 	short = settings{fans: 200, seats: 100, admit: 8, gap: 1500 * time.Millisecond,
-		patience: 50 * time.Second, duration: 70 * time.Second}
+		patience: 50 * time.Second, duration: 70 * time.Second, resale: resaleShort}
 	full = settings{fans: 1500, seats: 300, admit: 20, gap: 5 * time.Second,
-		patience: 3 * time.Minute, duration: 4 * time.Minute}
+		patience: 3 * time.Minute, duration: 4 * time.Minute, resale: resaleFull}
 )
 
 const (
@@ -80,6 +81,10 @@ func watchNotifications(ctx context.Context, addr string) <-chan time.Duration {
 // line; no request reached a queued show's booking routes without admission, and no admitted fan's valid token
 // was refused on them; no answer was a 500; and a fan who arrives right after the last fault books end to end
 // within 10 s of it. Each fault's recovery time and the 502 and 503 answers it caused are reported.
+//
+// All along, a reseller trades on a show of its own with the face-value exchange on (resale_test.go): its sales
+// and payouts are in the same store checker's and gateway ledger's verdict, and the test asserts that sales
+// settled and that listings and purchases were tried while the faults were in progress.
 func TestChaos(t *testing.T) {
 	set, mode := short, "short"
 	if os.Getenv("CHAOS") == "full" {
@@ -128,6 +133,8 @@ func TestChaos(t *testing.T) {
 	sc.MaxActive, sc.TokenTTL, sc.ProbeShare = set.fans, time.Minute, 0.2
 	sc.Pay = loadtest.PayMix{OK: 70, DeclinedThenOK: 10, Slow: 5, Error: 5, Abandon: 10}
 	runID := fmt.Sprint(time.Now().UnixNano())
+	// The exchange's show first: its sellers book before the crowd's sale opens, and trade through the faults.
+	resaleShow, resaleOpens := setupExchange(ctx, t, c, sc, runID)
 	show, opens, err := crowd.Setup(ctx, c, sc, runID)
 	if err != nil {
 		t.Fatal(err)
@@ -140,11 +147,14 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	ex := startExchange(ctx, c, resaleShow, resaleOpens, set.resale)
 	prober := startProber(t, c, show)
 	played := play(t, ctx, crowd.Config{Client: c, Scenario: sc, ShowID: show, Seed: 13, Log: slog.New(slog.DiscardHandler)})
 
-	// Mid-sale: the queue is admitting and most fans still wait in line.
+	// Mid-sale: the queue is admitting and most fans still wait in line; and the exchange's sellers have their
+	// tickets to list.
 	time.Sleep(time.Until(opens.Add(2 * time.Second)))
+	ex.awaitSellers(10 * time.Second)
 	health := []string{base + "/readyz", "http://" + bookingAddr + "/readyz", base + "/api/v1/shows/" + lateShow}
 	faults := []*fault{
 		{Name: "booking killed (SIGKILL) and restarted", inject: func() { booking.kill(); booking.start() }},
@@ -168,6 +178,7 @@ func TestChaos(t *testing.T) {
 		time.Sleep(set.gap)
 	}
 	lastFault := faults[len(faults)-1].Restarted
+	ex.stop()
 
 	run := <-played
 	prober.stop()
@@ -175,7 +186,17 @@ func TestChaos(t *testing.T) {
 		t.Fatal("the crowd did not play")
 	}
 	sum := loadtest.Summarize(run, time.Second)
-	rep := newReport(mode, sc, run, sum, faults, prober, newFan, lastFault)
+	pool, err := pgxpool.New(ctx, pg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	settle(t, pool)
+	resales, err := readResales(ctx, pool, resaleShow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := newReport(mode, sc, run, sum, faults, prober, newFan, lastFault, ex, resales)
 	t.Log("\n" + rep.markdown())
 	if path := os.Getenv("CHAOS_REPORT"); path != "" {
 		if err := os.WriteFile(path, []byte(rep.markdown()), 0o644); err != nil {
@@ -183,16 +204,11 @@ func TestChaos(t *testing.T) {
 		}
 	}
 
-	// Money and seats: the store checker, then the gateway's books against PostgreSQL.
-	pool, err := pgxpool.New(ctx, pg.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	settle(t, pool)
+	// Money and seats, the exchange's sales and payouts with the rest: the store checker, then the gateway's
+	// books against PostgreSQL.
 	refused := explainRefusals(ctx, pool, run, rep.refused)
-	res, err := check.Run(ctx, check.Config{DatabaseURL: pg.URL, RedisURL: rds.URL, ShowIDs: []string{show, lateShow},
-		ReconcileInterval: reconcile})
+	res, err := check.Run(ctx, check.Config{DatabaseURL: pg.URL, RedisURL: rds.URL,
+		ShowIDs: []string{show, lateShow, resaleShow}, ReconcileInterval: reconcile})
 	if err != nil {
 		t.Fatalf("store checker: %v", err)
 	}
@@ -216,6 +232,7 @@ func TestChaos(t *testing.T) {
 		t.Errorf("gateway ledger against PostgreSQL: %s", v)
 	}
 
+	judgeExchange(t, ex, resales, rep.rows, set.resale)
 	// Answers: never a 500.
 	if n := len(rep.internalErrors); n > 0 {
 		t.Errorf("%d answers the contract forbids, among them: %s", n, strings.Join(first(rep.internalErrors, 10), "; "))
@@ -288,15 +305,16 @@ func startGateway(t *testing.T, webhookURL string) string {
 	})
 }
 
-// settle waits until no money is in motion: captures run off the fan's path and the recovery worker settles
-// what a kill interrupted.
+// settle waits until no money is in motion: captures and refunds (an exchange's payouts among them) run off the
+// fan's path and the recovery worker settles what a kill interrupted.
 func settle(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
 	for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		var moving int
 		if err := pool.QueryRow(t.Context(), `SELECT
 			(SELECT count(*) FROM payment_attempts WHERE state IN ('STARTED','PENDING','AUTHORIZED','VOIDING','REFUNDING'))
-			+ (SELECT count(*) FROM payments WHERE status IN ('AUTHORIZED','REFUNDING'))`).Scan(&moving); err != nil {
+			+ (SELECT count(*) FROM payments WHERE status IN ('AUTHORIZED','REFUNDING'))
+			+ (SELECT count(*) FROM refunds WHERE status = 'PENDING')`).Scan(&moving); err != nil {
 			continue
 		}
 		if moving == 0 {
@@ -366,125 +384,6 @@ func (p *prober) record(route string, status int) {
 
 func (p *prober) stop() { p.cancel(); <-p.done }
 
-// newFanResult is the fan who arrives as the last fault ends.
-type newFanResult struct {
-	confirmed time.Time
-	booking   string // the booking confirmed
-	receipt   bool   // the waiting room handed out a place receipt
-	// unknownShow counts joins the waiting room answered 404 (no such show): it forgot a show it knew.
-	unknownShow int
-	err         error
-}
-
-// bookEndToEnd is a new fan's whole journey on show: guest identity, join, admission, seat map, hold, pay. It
-// waits out "not now" answers as a browser would, without giving up before 30 s.
-func bookEndToEnd(ctx context.Context, c *client.Client, show string) (r newFanResult) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	retry := func(what string, want int, call func() (client.Result, error)) error {
-		var res client.Result
-		var err error
-		for ctx.Err() == nil {
-			res, err = call()
-			switch {
-			case res.Status == want:
-				return nil
-			case res.Status == 0 || res.Status == 429 || res.Status >= 500:
-				time.Sleep(100 * time.Millisecond)
-			default:
-				return fmt.Errorf("%s: %s %s", what, client.Outcome(res, err), res.ProblemSlug())
-			}
-		}
-		return fmt.Errorf("%s: no answer in time (last %s)", what, client.Outcome(res, err))
-	}
-	var g client.Guest
-	if r.err = retry("guest", 201, func() (res client.Result, err error) { g, res, err = c.NewGuest(ctx); return }); r.err != nil {
-		return r
-	}
-	var q client.QueueState
-	if r.err = retry("join", 200, func() (res client.Result, err error) {
-		q, res, err = c.Join(ctx, g.Token, show, "")
-		if res.Status == http.StatusNotFound {
-			// A waiting room that lost the show with Redis, before booking published it again: the contract
-			// wants a 503 there. Recorded, and waited out as a 503 would be.
-			r.unknownShow++
-			res.Status = http.StatusServiceUnavailable
-		}
-		return
-	}); r.err != nil {
-		return r
-	}
-	r.receipt = q.Receipt != ""
-	adm := ""
-	for q.Status == "waiting" || q.Status == "admitted" {
-		if q.AdmissionToken != "" {
-			adm = q.AdmissionToken
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-		if r.err = retry("status", 200, func() (res client.Result, err error) {
-			q, res, err = c.QueueStatus(ctx, g.Token, show)
-			return
-		}); r.err != nil {
-			return r
-		}
-	}
-	if q.Status == "sold_out" {
-		r.err = fmt.Errorf("queue: sold_out")
-		return r
-	}
-	var m client.SeatMap
-	if r.err = retry("seat map", 200, func() (res client.Result, err error) { m, res, err = c.Seats(ctx, g.Token, adm, show); return }); r.err != nil {
-		return r
-	}
-	seat := ""
-	for _, s := range m.Seats {
-		if s.Status == "AVAILABLE" {
-			seat = s.SeatID
-			break
-		}
-	}
-	if seat == "" {
-		r.err = fmt.Errorf("no seat AVAILABLE")
-		return r
-	}
-	key := fmt.Sprintf("late-%d", time.Now().UnixNano())
-	var b client.Booking
-	if r.err = retry("hold", 201, func() (res client.Result, err error) {
-		b, res, err = c.Hold(ctx, g.Token, adm, show, []string{seat}, key)
-		return
-	}); r.err != nil {
-		return r
-	}
-	var paid client.Booking
-	var status int
-	if r.err = retry("pay", 200, func() (res client.Result, err error) {
-		paid, res, err = c.Pay(ctx, g.Token, adm, b.BookingID, "pm_card_ok", key)
-		status = res.Status
-		if status == http.StatusAccepted {
-			res.Status = 200 // pending: settled below
-		}
-		return
-	}); r.err != nil {
-		return r
-	}
-	for paid.Status != "CONFIRMED" && ctx.Err() == nil {
-		time.Sleep(100 * time.Millisecond)
-		if r.err = retry("booking", 200, func() (res client.Result, err error) {
-			paid, res, err = c.Booking(ctx, g.Token, adm, b.BookingID)
-			return
-		}); r.err != nil {
-			return r
-		}
-	}
-	if paid.Status != "CONFIRMED" {
-		r.err = fmt.Errorf("booking %s is %s after pay answered %d", b.BookingID, paid.Status, status)
-		return r
-	}
-	r.confirmed, r.booking = time.Now(), b.BookingID
-	return r
-}
-
 // report is what the run shows: each fault with its recovery and the answers it cost, and the findings the
 // assertions judge.
 type report struct {
@@ -500,17 +399,19 @@ type report struct {
 	newFan         newFanResult
 	lastFault      time.Time
 	answers        int
+	exchange       string // the exchange's paragraph
 }
 
 type faultRow struct {
 	name                       string
 	at, recovery               time.Duration // at: after the sale opened
 	s502, s503, s504, noAnswer int
+	trading                    int // listings and purchases the exchange tried meanwhile
 }
 
 func newReport(mode string, sc loadtest.Scenario, run *loadtest.Run, sum *loadtest.Summary, faults []*fault,
-	p *prober, newFan newFanResult, lastFault time.Time) *report {
-	rep := &report{mode: mode, sc: sc, sum: sum, newFan: newFan, lastFault: lastFault}
+	p *prober, newFan newFanResult, lastFault time.Time, ex *exchange, resales resaleLedger) *report {
+	rep := &report{mode: mode, sc: sc, sum: sum, newFan: newFan, lastFault: lastFault, exchange: ex.markdown(resales)}
 	// Every answer of the run, at its wall-clock time: the crowd's and the prober's.
 	type obs struct {
 		at      time.Time
@@ -532,6 +433,11 @@ func newReport(mode string, sc loadtest.Scenario, run *loadtest.Run, sum *loadte
 		}
 	}
 	p.mu.Unlock()
+	ex.mu.Lock()
+	for _, c := range ex.calls {
+		all = append(all, obs{c.ended, "exchange " + c.what, c.outcome})
+	}
+	ex.mu.Unlock()
 	for _, id := range sum.Tokens.Allowed {
 		rep.letThrough = append(rep.letThrough, fmt.Sprintf("fan %d's probe without admission was let through", id))
 	}
@@ -543,8 +449,9 @@ func newReport(mode string, sc loadtest.Scenario, run *loadtest.Run, sum *loadte
 		}
 	}
 	opened := run.StartedAt.Add(run.SaleOpens)
-	for _, f := range faults {
-		row := faultRow{name: f.Name, at: f.At.Sub(opened), recovery: f.Recovered.Sub(f.At)}
+	trading := ex.during(faults)
+	for i, f := range faults {
+		row := faultRow{name: f.Name, at: f.At.Sub(opened), recovery: f.Recovered.Sub(f.At), trading: trading[i]}
 		for _, o := range all {
 			if o.at.Before(f.At) || o.at.After(f.Recovered) {
 				continue
@@ -593,11 +500,11 @@ func (r *report) markdown() string {
 		"Recovered: both services ready and a catalog read through the edge answered 200; the answers counted "+
 		"are those between the fault and its recovery.\n\n", cmd, r.lastFault.UTC().Format("2006-01-02 15:04 UTC"),
 		r.sc.Fans, r.sc.Seats, r.sc.AdmitPerSecond, r.sc.Pay, r.answers)
-	b.WriteString("| fault | injected (after the sale opened) | recovered after | 502 | 503 | 504 | no answer |\n")
-	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("| fault | injected (after the sale opened) | recovered after | 502 | 503 | 504 | no answer | exchange calls |\n")
+	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, row := range r.rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d |\n", row.name, row.at.Round(100*time.Millisecond),
-			row.recovery.Round(10*time.Millisecond), row.s502, row.s503, row.s504, row.noAnswer)
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d | %d |\n", row.name, row.at.Round(100*time.Millisecond),
+			row.recovery.Round(10*time.Millisecond), row.s502, row.s503, row.s504, row.noAnswer, row.trading)
 	}
 	fmt.Fprintf(&b, "\nFan outcomes: %v.\n", r.sum.FanOutcomes)
 	for _, st := range loadtest.StepOrder {
@@ -614,6 +521,7 @@ func (r *report) markdown() string {
 		fmt.Fprintf(&b, "The fan arriving after the last fault was CONFIRMED %s after it.\n",
 			r.newFan.confirmed.Sub(r.lastFault).Round(10*time.Millisecond))
 	}
+	b.WriteString(r.exchange)
 	fmt.Fprintf(&b, "500 answers: %d; fans who lost their place: %d; requests let through without admission: %d; "+
 		"admitted fans whose valid token was refused: %d.\n",
 		len(r.internalErrors), len(r.lostPlaces), len(r.letThrough), len(r.refused))

@@ -252,6 +252,22 @@ func (c *Client) Pause(ctx context.Context, showID string, paused bool) error {
 	return expect("pause queue", res, err, http.StatusOK)
 }
 
+// ResalePolicy is a show's face-value exchange: open at all, the highest price as a share of face value (at
+// most 1), and the share of the price kept as a fee.
+type ResalePolicy struct {
+	Enabled       bool    `json:"enabled"`
+	MaxPriceRatio float64 `json:"maxPriceRatio"`
+	FeePercent    float64 `json:"feePercent"`
+}
+
+// SetResalePolicy sets a show's exchange (PUT /admin/v1/shows/{id} with "resalePolicy" alone: the show's other
+// ticket policies keep their value).
+func (c *Client) SetResalePolicy(ctx context.Context, showID string, p ResalePolicy) error {
+	res, err := c.do(ctx, call{method: http.MethodPut, path: "/admin/v1/shows/" + url.PathEscape(showID),
+		bearer: c.adminToken, body: map[string]any{"resalePolicy": p}})
+	return expect("put resale policy", res, err, http.StatusOK)
+}
+
 // Bots reads what a show's bot protection did.
 func (c *Client) Bots(ctx context.Context, showID string) (BotFigures, error) {
 	var out BotFigures
