@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -204,6 +205,8 @@ func TestErrorTranslation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if tt.hang {
+					// Read to the body's end first: only then does the server notice the client hang up.
+					_, _ = io.Copy(io.Discard, r.Body)
 					<-r.Context().Done()
 					return
 				}
