@@ -83,7 +83,7 @@ func TestFanNotifications(t *testing.T) {
 	}
 	st.do("GET", "/api/v1/me/contact", quiet, nil).problem(t, 404)
 	// The new address is confirmed by the code mailed to it, in the page's language.
-	codes := mail.Wait(1, 10*time.Second)
+	codes := mail.Wait(1, time.Minute)
 	if len(codes) != 1 {
 		t.Fatalf("%d mails, want the contact's code", len(codes))
 	}
@@ -125,7 +125,7 @@ func TestFanNotifications(t *testing.T) {
 		t.Fatalf("pay: %d %s", p.status, p.body)
 	}
 
-	msgs := mail.Wait(2, 15*time.Second)[1:]
+	msgs := mail.Wait(2, time.Minute)[1:]
 	if len(msgs) != 1 || msgs[0].To[0] != "fan@example.com" {
 		t.Fatalf("mail %+v, want one to fan@example.com", msgs)
 	}
@@ -183,7 +183,7 @@ func TestFanNotifications(t *testing.T) {
 	if r := st.do("POST", "/api/v1/bookings/"+b+"/refund", fan, nil); r.status != 200 {
 		t.Fatalf("refund: %d %s", r.status, r.body)
 	}
-	msgs = mail.Wait(3, 15*time.Second)
+	msgs = mail.Wait(3, time.Minute)
 	if len(msgs) != 3 {
 		t.Fatalf("%d mails, want the refund's too", len(msgs))
 	}
@@ -228,7 +228,7 @@ func TestTransferMail(t *testing.T) {
 	send(fan, hindi[1], map[string]string{})
 	send(other, english[0], map[string]string{"email": "pal@example.com"})
 
-	msgs := mail.Wait(2, 15*time.Second)
+	msgs := mail.Wait(2, time.Minute)
 	byTo := map[string]string{}
 	subjects := map[string]string{}
 	for _, m := range msgs {

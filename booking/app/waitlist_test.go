@@ -183,7 +183,7 @@ func TestWaitlistOfferOverHTTP(t *testing.T) {
 	}
 	bookingID := offer["bookingId"].(string)
 	// The fan is told by mail too, with the seats and the deadline.
-	mails := mail.Wait(2, 15*time.Second) // the first is the contact's code
+	mails := mail.Wait(2, time.Minute) // the first is the contact's code
 	if len(mails) > 0 {
 		mails = mails[1:]
 	}

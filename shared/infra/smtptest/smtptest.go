@@ -55,7 +55,8 @@ func (s *Server) Messages() []Message {
 	return append([]Message(nil), s.msgs...)
 }
 
-// Wait waits up to d for at least n messages and returns them.
+// Wait waits up to d for at least n messages and returns them. It returns as soon as they are there, so a test
+// can give a loaded machine's outbox a generous d (a minute) at no cost when it is quick.
 func (s *Server) Wait(n int, d time.Duration) []Message {
 	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
 		if ms := s.Messages(); len(ms) >= n || time.Now().After(deadline) {
