@@ -118,7 +118,8 @@ func TestWaitlist(t *testing.T) {
 func TestWaitlistOfferOverHTTP(t *testing.T) {
 	t.Parallel()
 	mail := smtptest.Start(t)
-	st := newStack(t, "HOLD_TTL", "1s", "WAITLIST_OFFER_TTL", "20s", "RECONCILE_INTERVAL", "200ms",
+	// 4 s holds: with 1 s the hold that sells the show out had lapsed, at load 10, before the fans could join.
+	st := newStack(t, "HOLD_TTL", "4s", "WAITLIST_OFFER_TTL", "20s", "RECONCILE_INTERVAL", "200ms",
 		"EVENTS_RELAY_INTERVAL", "20ms", "SMTP_ADDR", mail.Addr)
 	v := st.do("POST", "/admin/v1/venues", adminToken, map[string]any{"name": "Box", "city": "Pune",
 		"halls": []any{map[string]any{"name": "1", "rows": []any{map[string]any{"row": "A", "seats": 2, "category": "GOLD"}}}}})

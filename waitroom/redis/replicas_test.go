@@ -202,7 +202,7 @@ func TestDrawWaitsForItsReplica(t *testing.T) {
 	show := newShow(t, rdb)
 	configure(t, rdb, show, 10, 100, 600)
 	svc := newServiceOn(t, waitingStore(t, rdb, time.Second), rdb, issuer(t), waitroom.Options{})
-	opens := time.Now().Add(time.Second)
+	opens := time.Now().Add(3 * time.Second) // 1 s was over before five joins at load 30
 	showInfo(t, rdb, show, map[string]any{rediskey.InfoSaleStartsAt: ms(opens)})
 	for _, u := range users("p", 5) {
 		if p, err := svc.Join(ctx, show, u); err != nil || p.Seq != 0 {

@@ -620,7 +620,7 @@ func TestDrawAfterEarlierTickets(t *testing.T) {
 	if f, err := svc.Fairness(ctx, show); err != nil || f.Drawn || f.Seed != "" {
 		t.Fatalf("no opening known, no draw and no seed revealed: %+v, %v", f, err)
 	}
-	opens := time.Now().Add(500 * time.Millisecond)
+	opens := time.Now().Add(2 * time.Second) // two joins before it, however loaded the machine
 	showInfo(t, rdb, show, map[string]any{rediskey.InfoSaleStartsAt: ms(opens)})
 	for _, u := range []string{"c", "d"} {
 		if p, err := svc.Join(ctx, show, u); err != nil || p.Seq != 0 {
