@@ -54,11 +54,12 @@ func TestPartitionedQueueAcrossEdges(t *testing.T) {
 	if len(lines) < 3 {
 		t.Fatalf("the fans did not spread over the partitions: %v", lines)
 	}
+	// Timed from before the resume: on a loaded machine its answer came after admissions had begun.
+	start := time.Now()
 	if res, b := do(t, "PUT", edges[1]+"/admin/v1/shows/"+show+"/queue", `{"paused":false}`, admin); res.StatusCode != 200 {
 		t.Fatalf("resume: %d %s", res.StatusCode, b)
 	}
 	admittedAt := map[string]time.Time{}
-	start := time.Now()
 	for deadline := start.Add(20 * time.Second); len(admittedAt) < n && time.Now().Before(deadline); time.Sleep(40 * time.Millisecond) {
 		for i, u := range fans {
 			if _, ok := admittedAt[u]; ok {
@@ -99,7 +100,9 @@ func TestPartitionedQueueAcrossEdges(t *testing.T) {
 				issued[i].Format("15:04:05.000"), fans[i-1], issued[i-1].Format("15:04:05.000"))
 		}
 	}
-	if took := admittedAt[fans[n-1]].Sub(start); took < 2*time.Second {
+	// Shared, 8 a second with at most a second's credit at the first tick (8 at once) lets the last of 24 in
+	// 2 s after the first; each replica at 8 a second would take 1 s or less.
+	if took := admittedAt[fans[n-1]].Sub(start); took < 1500*time.Millisecond {
 		t.Errorf("24 fans at 8 a second over two replicas were all admitted in %v: the rate was not shared", took)
 	}
 }

@@ -16,6 +16,7 @@ import { ScanLog } from "./scanlog.js";
 const TOKEN_KEY = "fs_gate_staff";
 const SHOW_KEY = "fs_gate_show";
 const SYNC_EVERY_MS = 15000;
+const SYNC_TIMEOUT_MS = 20000;
 const SAME_CODE_MS = 3000; // a ticket still in view is not judged again until it has been out of view this long
 const KIT_EVERY_MS = 120000; // the kit is fetched again this often while online, for the tickets sold since
 // STALE are the kit's refusals that a newer kit might not make: online, the server decides those.
@@ -175,11 +176,15 @@ function syncWords(s) {
   }
 }
 
+// sync sends the scans waiting. It does not wait on navigator.onLine, which can stay false after the network is
+// back (and is true on a network that reaches nothing): a failed try costs one request, and the interval tries
+// again. A request that hangs (a Wi-Fi that drops mid-request) is given up after SYNC_TIMEOUT_MS, so it cannot
+// hold every later sync back.
 async function sync() {
-  if (!log || !token || syncing || !online() || !log.pending().length) return;
+  if (!log || !token || syncing || !log.pending().length) return;
   syncing = true;
   try {
-    await log.sync(token);
+    await log.sync(token, AbortSignal.timeout(SYNC_TIMEOUT_MS));
     clearError($("error"));
   } catch (e) {
     if (e.status !== 0) showError($("error"), "Sync failed: " + e.message);

@@ -43,14 +43,14 @@ export class ScanLog {
   answered() { return this.scans.filter((s) => s.result).reverse(); }
 
   // sync sends the waiting admissions with the staff token; it resolves to the server's results, each matched
-  // back to its scan by ticket, and rejects as api.js does (status 0 offline).
+  // back to its scan by ticket, and rejects as api.js does (status 0 offline, or when signal gives the request up).
   // The server takes BATCH scans a request, and answers one result per scan, in order.
-  async sync(staffToken) {
+  async sync(staffToken, signal) {
     const all = [];
     for (let waiting = this.pending().slice(0, BATCH); waiting.length; waiting = this.pending().slice(0, BATCH)) {
       const { data } = await post("/api/v1/shows/" + encodeURIComponent(this.showId) + "/gate-scans",
         { deviceId: deviceId(), scans: waiting.map((s) => ({ code: s.code, scannedAt: s.scannedAt })) },
-        { headers: { Authorization: "Bearer " + staffToken } });
+        { headers: { Authorization: "Bearer " + staffToken }, signal });
       const results = (data && data.results) || [];
       if (results.length !== waiting.length) throw new Error("the server answered " + results.length + " of " + waiting.length + " scans");
       results.forEach((r, i) => {
