@@ -48,8 +48,11 @@ func TestSaleBehindPgBouncer(t *testing.T) {
 			t.Errorf("got %d fans with outcome %s: %v", s.FanOutcomes[o], o, details(r, o))
 		}
 	}
-	if s.Confirmed == 0 || s.FanOutcomes[loadtest.OutcomeSoldOut] == 0 {
-		t.Errorf("got outcomes %v, want some confirmed and the rest sold out", s.FanOutcomes)
+	// Some confirmed; the rest were told sold out or gave up waiting (their patience), which is what a loaded
+	// machine's slower sale gives (at load 10, 39 of 60 gave up before the 30 seats were gone): either is an
+	// answer, and errors are refused above.
+	if s.Confirmed == 0 || s.FanOutcomes[loadtest.OutcomeSoldOut]+s.FanOutcomes[loadtest.OutcomePatience] == 0 {
+		t.Errorf("got outcomes %v, want some confirmed and the rest sold out or out of patience", s.FanOutcomes)
 	}
 	for step, st := range s.Steps {
 		for outcome, n := range st.Outcomes {
