@@ -277,7 +277,7 @@ func TestRotatingShowMail(t *testing.T) {
 			}
 			mailTo := func(n int) []smtptest.Message {
 				t.Helper()
-				for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
 					var got []smtptest.Message
 					for _, m := range mail.Messages() {
 						if m.To[0] == email {
