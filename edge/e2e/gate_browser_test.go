@@ -42,6 +42,8 @@ func TestRotatingCodesInBrowser(t *testing.T) {
 		t.Skip("browser")
 	}
 	t.Parallel()
+	began := time.Now()
+	step := func(what string) { t.Logf("%6.1f s: %s", time.Since(began).Seconds(), what) } // where a slow run's time went
 	staff := "staff_" + strings.ReplaceAll(uuid.NewString(), "-", "")
 	p := platformtest.Start(t, platformtest.Options{HoldTTL: 5 * time.Minute, MaxConns: 8,
 		Edge: map[string]string{"QUEUE_TICK": "100ms"}, Booking: map[string]string{"STAFF_TOKEN": staff}})
@@ -57,6 +59,7 @@ func TestRotatingCodesInBrowser(t *testing.T) {
 	br := browsertest.New(t, browsertest.FakeCamera(camera)...)
 	fan := br.Fan("holder", 5*time.Minute)
 	id := holdOnSeatMap(t, fan, p.BaseURL, show, "B3", "B4", "B5")
+	step("paying")
 	typeCard(fan, cardOK)
 	confirmed(t, fan, id, 3)
 
@@ -85,6 +88,7 @@ func TestRotatingCodesInBrowser(t *testing.T) {
 		t.Fatalf("the rotated code at the door: %d, want 200", st)
 	}
 
+	step("the code rotated and checked in")
 	// (b) The door page. The camera shows a fresh code of B4, as the holder's phone would make it.
 	ticketOf := func(seat string) string { return fan.Text(li(seat) + `.dataset.ticket`) }
 	holder := fan.Cookie("fs_session")
@@ -106,6 +110,7 @@ func TestRotatingCodesInBrowser(t *testing.T) {
 		t.Errorf("B4 after the door admitted it: %d, want 409", st)
 	}
 
+	step("door X admitted B4")
 	// A screenshot of B5's code from 40 s ago is refused as expired, then B5's live code is let in.
 	writeCamera(t, camera, holderCodeAt(t, p, holder, b5, time.Now().Add(-40*time.Second)))
 	x.WaitFor("REFUSED", `document.getElementById("verdict").dataset.state === "refuse"`)
@@ -113,6 +118,7 @@ func TestRotatingCodesInBrowser(t *testing.T) {
 		t.Errorf("a screenshot at door X: %q (%s)", got, reason)
 	}
 
+	step("the screenshot refused")
 	// Offline, X admits B5 on the kit alone and keeps the scan.
 	offline(t, x, true)
 	x.WaitFor("offline shown", `document.getElementById("net").dataset.online === "false"`)
@@ -123,6 +129,7 @@ func TestRotatingCodesInBrowser(t *testing.T) {
 	x.WaitFor("one scan waiting", `document.getElementById("pending").dataset.count === "1"`)
 	x.JS(`document.getElementById("camera").click()`)
 
+	step("door X admitted B5 offline")
 	// Door Y downloads the kit, goes offline and admits B5 too.
 	y := br.Fan("door Y", 5*time.Minute)
 	openGate(t, y, p, staff, show)
@@ -133,15 +140,18 @@ func TestRotatingCodesInBrowser(t *testing.T) {
 	y.WaitFor("one scan waiting", `document.getElementById("pending").dataset.count === "1"`)
 	y.JS(`document.getElementById("camera").click()`)
 
+	step("door Y admitted B5 offline")
 	// Offline, the page still opens from its service worker, with the kit and the scan waiting.
 	x.Go(p.BaseURL + "/gate")
 	x.WaitFor("the kit offline", `document.getElementById("kit-info").dataset.show === "`+show+`" && document.getElementById("pending").dataset.count === "1"`)
 
-	// Back online, X's scan syncs first (admitted), then Y's (a conflict). X's browser goes on saying it is
-	// offline (navigator.onLine can lag the network): its page syncs on its interval all the same.
+	step("door X reloaded offline")
+	// Back online, X's scan syncs first (admitted), then Y's (a conflict). X's browser does not say it is back
+	// (navigator.onLine can lag the network, and no online event comes): its page syncs on its interval all the same.
 	x.JS(`Object.defineProperty(navigator, "onLine", { configurable: true, get: () => false })`)
-	offline(t, x, false)
+	conditions(t, x, false)
 	x.WaitFor("synced", `document.querySelector('#sync-results li[data-ticket="`+b5+`"]')?.dataset.status === "admitted" && document.getElementById("pending").dataset.count === "0"`)
+	step("door X synced")
 	offline(t, y, false)
 	y.WaitFor("the conflict", `document.querySelector('#sync-results li[data-ticket="`+b5+`"]')?.dataset.status === "conflict"`)
 	if got := y.Text(`document.querySelector("#sync-results li").textContent`); !strings.Contains(got, "conflict") || !strings.Contains(got, "Seat B5") {
@@ -188,15 +198,22 @@ func openGate(t *testing.T, door *browsertest.Fan, p *platformtest.Platform, sta
 // does: requests fail and navigator.onLine says so.
 func offline(t *testing.T, door *browsertest.Fan, off bool) {
 	t.Helper()
+	conditions(t, door, off)
+	if _, err := chromedp.Call(door.Ctx, network.OverrideNetworkState, network.OverrideNetworkStateParams{
+		Offline: off, DownloadThroughput: -1, UploadThroughput: -1}); err != nil {
+		t.Fatalf("%s: network state: %v", door.Name, err)
+	}
+}
+
+// conditions cuts the door's requests off the network or lets them through again, without the browser's own
+// idea of being online (navigator.onLine, the online and offline events) changing.
+func conditions(t *testing.T, door *browsertest.Fan, off bool) {
+	t.Helper()
 	yes := true
 	if _, err := chromedp.Call(door.Ctx, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{
 		EmulateOfflineServiceWorker: &yes,
 		MatchedNetworkConditions:    []*network.Conditions{{Offline: off, DownloadThroughput: -1, UploadThroughput: -1}}}); err != nil {
 		t.Fatalf("%s: network conditions: %v", door.Name, err)
-	}
-	if _, err := chromedp.Call(door.Ctx, network.OverrideNetworkState, network.OverrideNetworkStateParams{
-		Offline: off, DownloadThroughput: -1, UploadThroughput: -1}); err != nil {
-		t.Fatalf("%s: network state: %v", door.Name, err)
 	}
 }
 
