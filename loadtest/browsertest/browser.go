@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -318,10 +319,33 @@ func (f *Fan) HoldRequests(pattern string) {
 	f.intercept(pattern, func(fetch.RequestID) {})
 }
 
+// LoseAnswers lets the first n requests whose URL matches pattern reach the platform, which acts on them, and
+// drops its answers on the way back (the connection reset), as a signal lost mid-request does; later requests
+// pass untouched. The page must find out what became of a request it never heard back from.
+func (f *Fan) LoseAnswers(pattern string, n int) {
+	f.t.Helper()
+	var lost atomic.Int32
+	f.interceptAt(pattern, fetch.RequestStageResponse, func(id fetch.RequestID) {
+		if int(lost.Add(1)) <= n {
+			_, _ = chromedp.Call(f.Ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: id,
+				ErrorReason: network.ErrorReasonConnectionReset})
+			return
+		}
+		_, _ = chromedp.Call(f.Ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: id})
+	})
+}
+
 // intercept pauses the fan's requests matching pattern and hands each to do, which must answer or leave it.
 func (f *Fan) intercept(pattern string, do func(fetch.RequestID)) {
+	f.t.Helper()
+	f.interceptAt(pattern, fetch.RequestStageRequest, do)
+}
+
+// interceptAt is intercept at stage: before the request is sent, or once its answer has come back.
+func (f *Fan) interceptAt(pattern string, stage fetch.RequestStage, do func(fetch.RequestID)) {
+	f.t.Helper()
 	paused := chromedp.Events(f.Ctx, fetch.RequestPaused)
-	if _, err := chromedp.Call(f.Ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: pattern}}}); err != nil {
+	if _, err := chromedp.Call(f.Ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: pattern, RequestStage: stage}}}); err != nil {
 		f.t.Fatalf("%s: intercept %s: %v", f.Name, pattern, err)
 	}
 	go func() {

@@ -170,7 +170,6 @@ function renderSync() {
 function syncWords(s) {
   switch (s.result) {
     case "admitted": return "admitted (synced)";
-    case "duplicate": return "already synced";
     case "conflict": return `conflict: first admitted by ${s.firstDevice || "another door"}${s.firstAt ? " at " + new Date(s.firstAt).toLocaleTimeString() : ""}`;
     default: return "refused by the server" + (s.reason ? ": " + (REASONS[s.reason] || s.reason) : "");
   }

@@ -16,9 +16,17 @@ export function deviceId() {
   return id;
 }
 
+// outcome is what became of this device's scan. "duplicate" means the server had it already: an earlier sending
+// reached it and its answer was lost on the way back (a signal dropped mid-request). What that sending made of
+// it stands, and firstDevice tells which: this device's scan admitted the ticket, or another door's came first.
+function outcome(r) {
+  if (r.status !== "duplicate") return r.status;
+  return r.firstDevice === deviceId() ? "admitted" : "conflict";
+}
+
 // ScanLog is one show's admissions on this device: [{ticketId, seatId, code, scannedAt, synced, result}], where
-// synced is false for an offline admission the server has not answered yet, and result is its answer
-// ("admitted", "duplicate", "conflict", "refused") with firstDevice and firstAt.
+// synced is false for an offline admission the server has not answered yet, and result is its outcome
+// ("admitted", "conflict", "refused") with firstDevice and firstAt.
 export class ScanLog {
   constructor(showId) {
     this.showId = showId;
@@ -54,7 +62,7 @@ export class ScanLog {
       const results = (data && data.results) || [];
       if (results.length !== waiting.length) throw new Error("the server answered " + results.length + " of " + waiting.length + " scans");
       results.forEach((r, i) => {
-        Object.assign(waiting[i], { synced: true, result: r.status, firstDevice: r.firstDevice, firstAt: r.firstAt, reason: r.reason });
+        Object.assign(waiting[i], { synced: true, result: outcome(r), firstDevice: r.firstDevice, firstAt: r.firstAt, reason: r.reason });
       });
       this.save();
       all.push(...results);
